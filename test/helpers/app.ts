@@ -1,0 +1,48 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type App, buildApp } from '../../src/app.js';
+import { type Config, configFrom } from '../../src/config.js';
+import { createTestDatabase, type TestDatabase } from './database.js';
+
+export interface TestApp extends App {
+  /** Base URL of the HTTP server once `listen` ran; tests mostly use `http.inject`. */
+  httpUrl: string;
+  wsUrl: string;
+  testDb: TestDatabase;
+}
+
+type ConfigOverrides = Parameters<typeof configFrom>[0];
+
+/**
+ * Builds the real app on a cloned database, on free ports, with logs silenced. Redis is used when
+ * REDIS_URL is set (as in CI's second pass), the in-process KV otherwise.
+ */
+export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<TestApp> {
+  const testDb = await createTestDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
+  const config: Config = configFrom({
+    HTTP_PORT: 0,
+    WS_PORT: 0,
+    LOG_LEVEL: 'silent',
+    MIGRATE_ON_START: false,
+    DATA_DIR: dataDir,
+    SHUTDOWN_GRACE_MS: 2000,
+    ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...overrides,
+  });
+  const app = await buildApp(config, { db: testDb.db });
+  const { httpPort, wsPort } = await app.listen();
+  const close = app.close;
+  return Object.assign(app, {
+    httpUrl: `http://127.0.0.1:${httpPort}`,
+    wsUrl: `ws://127.0.0.1:${wsPort}/ws`,
+    testDb,
+    async close() {
+      await close();
+      await testDb.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  });
+}

@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { inject } from 'vitest';
+import { configFrom } from '../../src/config.js';
+import { type Database, openDatabase } from '../../src/platform/db.js';
+import { adminQuery, withDatabase } from './global-setup.js';
+
+export interface TestDatabase {
+  db: Database;
+  /** DATABASE_URL of the clone in Postgres mode, undefined in embedded mode. */
+  url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/**
+ * A migrated database of its own for one test file: a clone of the run's template, so files can
+ * run in parallel without seeing each other's rows. Real PGlite or real Postgres, never a mock.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (serverUrl) {
+    const name = `atrium_t_${randomBytes(6).toString('hex')}`;
+    await adminQuery(serverUrl, `create database ${name} template ${inject('postgresTemplateDb')}`);
+    const url = withDatabase(serverUrl, name);
+    const db = await openDatabase(configFrom({ DATABASE_URL: url }));
+    return {
+      db,
+      url,
+      async drop() {
+        await db.close();
+        await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
+      },
+    };
+  }
+  const template = await readFile(inject('embeddedTemplatePath'));
+  const db = await openDatabase(configFrom({}), {
+    embedded: { loadDataDir: new Blob([template], { type: 'application/x-tar' }) },
+  });
+  return { db, url: undefined, drop: () => db.close() };
+}
+
+/** An empty, unmigrated database (for migration tests): fresh in-memory PGlite or a new Postgres database. */
+export async function createEmptyDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (serverUrl) {
+    const name = `atrium_e_${randomBytes(6).toString('hex')}`;
+    await adminQuery(serverUrl, `create database ${name}`);
+    const url = withDatabase(serverUrl, name);
+    const db = await openDatabase(configFrom({ DATABASE_URL: url }));
+    return {
+      db,
+      url,
+      async drop() {
+        await db.close();
+        await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
+      },
+    };
+  }
+  const db = await openDatabase(configFrom({}), { embedded: {} });
+  return { db, url: undefined, drop: () => db.close() };
+}

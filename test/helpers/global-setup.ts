@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { configFrom } from '../../src/config.js';
+import { openDatabase } from '../../src/platform/db.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Embedded mode: path of a PGlite dump of a freshly migrated database. */
+    embeddedTemplatePath: string;
+    /** Postgres mode: name of a migrated template database every test file clones. */
+    postgresTemplateDb: string;
+  }
+}
+
+/**
+ * Migrates one database per test run and lets every test file clone it, so no file pays for
+ * initdb and migrations again: a PGlite dump in embedded mode, a template database on Postgres.
+ */
+export default async function setup(project: TestProject) {
+  const databaseUrl = process.env.DATABASE_URL;
+  if (databaseUrl) {
+    const templateDb = `atrium_tpl_${randomBytes(4).toString('hex')}`;
+    await adminQuery(databaseUrl, `create database ${templateDb}`);
+    const templateUrl = withDatabase(databaseUrl, templateDb);
+    const db = await openDatabase(configFrom({ DATABASE_URL: templateUrl }));
+    await migrateUp(db, templateUrl);
+    await db.close();
+    project.provide('postgresTemplateDb', templateDb);
+    project.provide('embeddedTemplatePath', '');
+    return async () => {
+      await adminQuery(databaseUrl, `drop database if exists ${templateDb} with (force)`);
+    };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'atrium-test-'));
+  const db = await openDatabase(configFrom({}), { embedded: {} });
+  await migrateUp(db);
+  const dump = await db.embedded?.pglite.dumpDataDir('none');
+  await db.close();
+  if (!dump) throw new Error('The embedded database did not produce a dump.');
+  const templatePath = join(dir, 'template.tar');
+  await writeFile(templatePath, Buffer.from(await dump.arrayBuffer()));
+  project.provide('embeddedTemplatePath', templatePath);
+  project.provide('postgresTemplateDb', '');
+  return async () => {
+    await rm(dir, { recursive: true, force: true });
+  };
+}
+
+export function withDatabase(databaseUrl: string, name: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs one statement on the server's own database (CREATE/DROP DATABASE cannot run in a transaction). */
+export async function adminQuery(databaseUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}

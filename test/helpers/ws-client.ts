@@ -1,0 +1,74 @@
+import { decode, encode } from '@msgpack/msgpack';
+import WebSocket from 'ws';
+
+export interface ReceivedFrame {
+  t: string;
+  id?: number;
+  [key: string]: unknown;
+}
+
+/**
+ * A raw WebSocket test client: sends whatever bytes a test wants (including garbage) and
+ * decodes what the gateway answers, so tests exercise the real wire format.
+ */
+export class TestSocket {
+  readonly frames: ReceivedFrame[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  private waiters: (() => void)[] = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      this.frames.push(decode(data) as ReceivedFrame);
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    this.closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+  }
+
+  static connect(url: string): Promise<TestSocket> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(url);
+      const socket = new TestSocket(ws);
+      ws.once('open', () => resolve(socket));
+      ws.once('error', reject);
+    });
+  }
+
+  sendFrame(frame: unknown): void {
+    this.ws.send(encode(frame));
+  }
+
+  sendRaw(data: Uint8Array | string): void {
+    this.ws.send(data);
+  }
+
+  /** Resolves with the first received frame (old or new) matching `match`, or rejects after `timeoutMs`. */
+  async next(match: (frame: ReceivedFrame) => boolean, timeoutMs = 2000): Promise<ReceivedFrame> {
+    const deadline = Date.now() + timeoutMs;
+    let seen = 0;
+    for (;;) {
+      for (; seen < this.frames.length; seen++) {
+        const frame = this.frames[seen] as ReceivedFrame;
+        if (match(frame)) {
+          this.frames.splice(seen, 1);
+          return frame;
+        }
+      }
+      const left = deadline - Date.now();
+      if (left <= 0)
+        throw new Error(`No matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames)}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
