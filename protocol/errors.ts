@@ -1,0 +1,31 @@
+/**
+ * Stable error codes shared by REST problem details (`code`) and gateway error frames (`code`).
+ * Clients switch on these strings; never rename one, only add.
+ */
+export const ErrorCode = {
+  /** The request body or frame is not well-formed (bad JSON, bad msgpack, not a map). */
+  MALFORMED_REQUEST: 'MALFORMED_REQUEST',
+  /** The input is well-formed but breaks a rule; `errors` lists the fields. */
+  VALIDATION_FAILED: 'VALIDATION_FAILED',
+  UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
+  PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  ROUTE_NOT_FOUND: 'ROUTE_NOT_FOUND',
+  NOT_FOUND: 'NOT_FOUND',
+  METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  FORBIDDEN: 'FORBIDDEN',
+  CONFLICT: 'CONFLICT',
+  RATE_LIMITED: 'RATE_LIMITED',
+  UNKNOWN_FRAME_TYPE: 'UNKNOWN_FRAME_TYPE',
+  FRAME_TOO_LARGE: 'FRAME_TOO_LARGE',
+  UNAVAILABLE: 'UNAVAILABLE',
+  INTERNAL: 'INTERNAL',
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export interface FieldError {
+  /** Dotted path of the offending field, `''` for the whole body. */
+  path: string;
+  message: string;
+}

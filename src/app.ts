@@ -1,0 +1,101 @@
+import type { Config } from './config.js';
+import { registerHealthRoutes } from './modules/health/health.routes.js';
+import { type Database, openDatabase } from './platform/db.js';
+import { Gateway } from './platform/gateway/gateway.js';
+import { createHttpServer, type HttpServer } from './platform/http.js';
+import { createKv, type Kv } from './platform/kv/index.js';
+import { createLogger, type Logger } from './platform/log.js';
+import { createMetrics, type Metrics } from './platform/metrics.js';
+import { migrateUp } from './platform/migrate.js';
+
+/** What every module is built from. Routes and socket handlers receive these, never globals. */
+export interface AppServices {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  db: Database;
+  kv: Kv;
+  gateway: Gateway;
+}
+
+export interface App extends AppServices {
+  http: HttpServer;
+  /** Binds HTTP and the gateway; port 0 in the config picks free ports, returned here. */
+  listen(): Promise<{ httpPort: number; wsPort: number }>;
+  /** Stops accepting, drains in-flight work, closes sockets, then the KV store and the database. */
+  close(): Promise<void>;
+}
+
+/** Infrastructure a caller already holds (tests share one database clone per file this way). */
+export interface AppOverrides {
+  db?: Database;
+  kv?: Kv;
+  log?: Logger;
+}
+
+/**
+ * Stops accepting HTTP requests and waits for in-flight ones, but only for `graceMs`: after that
+ * the remaining connections are cut so one hung request cannot hold up a deploy.
+ */
+async function closeHttp(http: HttpServer, graceMs: number): Promise<void> {
+  const timer = setTimeout(() => http.server.closeAllConnections(), graceMs);
+  try {
+    await http.close();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Builds the whole service; `npm start` and the tests go through this same function. */
+export async function buildApp(config: Config, overrides: AppOverrides = {}): Promise<App> {
+  const log = overrides.log ?? createLogger(config);
+  const metrics = createMetrics();
+  const owned: (() => Promise<void>)[] = [];
+  try {
+    const db = overrides.db ?? (await openDatabase(config));
+    if (!overrides.db) owned.unshift(() => db.close());
+    if (config.MIGRATE_ON_START) {
+      const applied = await migrateUp(db, config.DATABASE_URL);
+      if (applied.length > 0) log.info({ applied }, 'migrations applied');
+    }
+    const kv =
+      overrides.kv ??
+      (await createKv(config.REDIS_URL, { onError: (err, context) => log.error({ err }, `kv: ${context}`) }));
+    if (!overrides.kv) owned.unshift(() => kv.close());
+
+    const gateway = new Gateway({ config, log, metrics });
+    if (!gateway.native) {
+      log.warn(
+        'uWebSockets.js is running its slow JavaScript fallback on this Node version; see docs/operations.md for the native install.',
+      );
+    }
+    const http = await createHttpServer({ config, log, metrics });
+    const services: AppServices = { config, log, metrics, db, kv, gateway };
+    registerHealthRoutes(http, services);
+    await http.ready();
+
+    let closing: Promise<void> | undefined;
+    return {
+      ...services,
+      http,
+      async listen() {
+        await http.listen({ host: config.HOST, port: config.HTTP_PORT });
+        const address = http.server.address();
+        const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
+        const wsPort = await gateway.listen();
+        log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
+        return { httpPort, wsPort };
+      },
+      close() {
+        closing ??= (async () => {
+          await Promise.all([closeHttp(http, config.SHUTDOWN_GRACE_MS), gateway.close()]);
+          for (const release of owned) await release();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    for (const release of owned) await release().catch(() => {});
+    throw error;
+  }
+}

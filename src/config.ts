@@ -1,0 +1,106 @@
+import { z } from 'zod';
+
+/**
+ * Every setting comes from the environment and is parsed here, once, at startup.
+ * Empty strings count as "not set" so that `FOO=` in a compose file falls back to the default.
+ */
+
+const intInRange = (fallback: number, min: number, max: number) => {
+  const allowed = `must be an integer from ${min} to ${max}`;
+  return z.coerce
+    .number({ error: allowed })
+    .int(allowed)
+    .min(min, allowed)
+    .max(max, allowed)
+    .default(fallback);
+};
+const positiveInt = (fallback: number, max = 2 ** 31 - 1) => intInRange(fallback, 1, max);
+const port = (fallback: number) => intInRange(fallback, 0, 65535);
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be one of true, false, 1, 0, yes, no' })
+    .transform((v) => v === 'true' || v === '1' || v === 'yes')
+    .default(fallback);
+
+const url = (protocols: string[]) =>
+  z
+    .string()
+    .refine(
+      (value) => {
+        try {
+          return protocols.includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+    )
+    .optional();
+
+export const configSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  HTTP_PORT: port(8080),
+  WS_PORT: port(8081),
+  DATA_DIR: z.string().min(1).default('./data'),
+  DATABASE_URL: url(['postgres:', 'postgresql:']),
+  /** Pool size for DATABASE_URL; the embedded database always uses one connection. */
+  DATABASE_POOL_SIZE: positiveInt(10, 200),
+  REDIS_URL: url(['redis:', 'rediss:']),
+  MIGRATE_ON_START: bool(true),
+  LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
+      error: 'must be one of fatal, error, warn, info, debug, trace, silent',
+    })
+    .default('info'),
+  HTTP_BODY_LIMIT_BYTES: positiveInt(2 * 1024 * 1024, 64 * 1024 * 1024),
+  TRUST_PROXY: bool(false),
+  WS_MAX_FRAME_BYTES: positiveInt(64 * 1024, 16 * 1024 * 1024),
+  WS_IDLE_TIMEOUT_SECONDS: intInRange(120, 8, 960),
+  SHUTDOWN_GRACE_MS: positiveInt(10_000, 300_000),
+  PRESENCE_TTL_SECONDS: positiveInt(60, 86_400),
+  DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
+  DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
+  GAMESERVER_COMMAND: z.string().min(1).optional(),
+  GAMESERVER_READY_TIMEOUT_MS: positiveInt(30_000, 3_600_000),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+/** A problem the operator must fix before the service can start; the CLI prints its message alone. */
+export class StartupError extends Error {
+  override name = 'StartupError';
+}
+
+export class ConfigError extends StartupError {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parses the environment into a Config. A bad value throws a ConfigError whose message is one line
+ * naming each bad variable and what it allows, so an operator can fix it without reading code.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const known = Object.keys(configSchema.shape);
+  const input: Record<string, string> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') input[key] = value.trim();
+  }
+  const parsed = configSchema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const problems = parsed.error.issues.map((issue) => {
+    const name = String(issue.path[0]);
+    return `${name} ${issue.message} (got ${JSON.stringify(input[name])})`;
+  });
+  throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+}
+
+/** A config for tests and tools: defaults plus overrides, without reading process.env. */
+export function configFrom(overrides: Partial<Record<keyof Config, string | number | boolean>> = {}): Config {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value !== undefined) env[key] = String(value);
+  }
+  return loadConfig(env);
+}

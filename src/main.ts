@@ -1,0 +1,101 @@
+#!/usr/bin/env node
+import { buildApp } from './app.js';
+import { ConfigError, loadConfig, StartupError } from './config.js';
+import { openDatabase } from './platform/db.js';
+import { createSigningKey } from './platform/keys.js';
+import { migrateUp, migrationStatus } from './platform/migrate.js';
+
+const usage = `Usage: atrium <command>
+
+Commands:
+  serve               Run the HTTP API and the realtime gateway (default).
+  migrate [up]        Apply pending database migrations.
+  migrate status      List applied and pending migrations.
+  keys create         Create an RS256 signing key pair under DATA_DIR/keys.
+  help                Show this text.
+
+Configuration comes from the environment; see README.md.`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command = 'serve', sub] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    console.log(usage);
+    return 0;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve':
+      return serve(config);
+    case 'migrate':
+      return migrate(config, sub ?? 'up');
+    case 'keys': {
+      if (sub !== 'create') break;
+      const key = await createSigningKey(config.DATA_DIR);
+      console.log(`created key ${key.kid} at ${key.privateKeyPath}`);
+      return 0;
+    }
+  }
+  console.error(`Unknown command: ${argv.join(' ')}\n\n${usage}`);
+  return 2;
+}
+
+async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
+  const app = await buildApp(config);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    // A second signal means the operator does not want to wait for the drain.
+    if (stopping) process.exit(1);
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    app.close().then(
+      () => process.exit(0),
+      (error) => {
+        app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  await app.listen();
+  return -1;
+}
+
+async function migrate(config: ReturnType<typeof loadConfig>, sub: string): Promise<number> {
+  if (sub !== 'up' && sub !== 'status') {
+    console.error(`Unknown migrate command: ${sub}\n\n${usage}`);
+    return 2;
+  }
+  const db = await openDatabase(config);
+  try {
+    if (sub === 'status') {
+      const status = await migrationStatus(db);
+      for (const name of status.executed) console.log(`applied  ${name}`);
+      for (const name of status.pending) console.log(`pending  ${name}`);
+      return 0;
+    }
+    console.log('applying migrations...');
+    const applied = await migrateUp(db, config.DATABASE_URL);
+    for (const name of applied) console.log(`applied  ${name}`);
+    console.log(applied.length === 0 ? 'database is up to date' : `${applied.length} migration(s) applied`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    // serve returns -1 and keeps running until a signal.
+    if (code >= 0) process.exit(code);
+  },
+  (error: unknown) => {
+    // 78 is EX_CONFIG: the operator has something to fix, and one line says what.
+    if (error instanceof StartupError) {
+      console.error(error.message);
+      process.exit(error instanceof ConfigError ? 78 : 1);
+    }
+    console.error(error);
+    process.exit(1);
+  },
+);

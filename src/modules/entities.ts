@@ -1,0 +1,5 @@
+import { RefreshTokenSchema, SessionSchema } from './auth/session.entity.js';
+import { UserSchema } from './users/user.entity.js';
+
+/** Every entity the ORM manages; each module adds its own here. */
+export const entities = [UserSchema, SessionSchema, RefreshTokenSchema];

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+import type { AppServices } from '../../app.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { type HttpServer, sendProblem } from '../../platform/http.js';
+import { errorResponses } from '../../platform/http-schemas.js';
+
+const CHECK_TIMEOUT_MS = 2000;
+
+const healthSchema = z.object({
+  status: z.literal('ok'),
+  uptime_seconds: z.number(),
+  gateway: z.object({
+    transport: z.enum(['uws-native', 'uws-js-fallback']),
+    native: z.boolean(),
+  }),
+});
+
+const readySchema = z.object({
+  status: z.literal('ready'),
+  checks: z.object({ database: z.literal('ok'), kv: z.literal('ok') }),
+});
+
+/** Liveness, readiness and Prometheus metrics: the three probes an orchestrator needs. */
+export function registerHealthRoutes(http: HttpServer, services: AppServices) {
+  const startedAt = Date.now();
+
+  http.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness: the process is up. Also reports whether uWebSockets.js runs natively.',
+        response: { 200: healthSchema },
+      },
+    },
+    async () => ({
+      status: 'ok' as const,
+      uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+      gateway: {
+        transport: services.gateway.native ? ('uws-native' as const) : ('uws-js-fallback' as const),
+        native: services.gateway.native,
+      },
+    }),
+  );
+
+  http.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: the database and the KV store answer.',
+        response: { 200: readySchema, ...errorResponses(503) },
+      },
+    },
+    async (_request, reply) => {
+      const [database, kv] = await Promise.all([
+        probe(() => services.db.ping()),
+        probe(() => services.kv.ping()),
+      ]);
+      if (database === 'ok' && kv === 'ok') return { status: 'ready' as const, checks: { database, kv } };
+      return sendProblem(
+        reply,
+        new AppError(ErrorCode.UNAVAILABLE, 'A dependency is not answering.', {
+          details: { checks: { database, kv } },
+        }),
+      );
+    },
+  );
+
+  http.get(
+    '/metrics',
+    { schema: { tags: ['operations'], summary: 'Prometheus metrics in the text exposition format.' } },
+    async (_request, reply) => {
+      reply.type(services.metrics.registry.contentType);
+      return services.metrics.registry.metrics();
+    },
+  );
+}
+
+async function probe(check: () => Promise<void>): Promise<'ok' | 'unavailable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([check(), timeout]);
+    return 'ok';
+  } catch {
+    return 'unavailable';
+  } finally {
+    clearTimeout(timer);
+  }
+}

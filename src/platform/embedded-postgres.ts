@@ -1,0 +1,100 @@
+import { mkdir, mkdtemp, open, readFile, rm, unlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { StartupError } from '../config.js';
+
+/**
+ * The embedded database: PGlite (Postgres compiled to WASM) served on a private unix socket, so
+ * the service talks to it through the same MikroORM postgresql driver and SQL as production.
+ * Only this process can reach the socket (a 0700 temp dir), and PGlite runs one query at a time,
+ * which is why the ORM pool over it is one connection.
+ */
+export interface EmbeddedPostgres {
+  /** Directory holding the `.s.PGSQL.5432` socket; pass it as the pg `host`. */
+  socketDir: string;
+  port: number;
+  pglite: PGlite;
+  close(): Promise<void>;
+}
+
+const SOCKET_PORT = 5432;
+
+export interface EmbeddedOptions {
+  /** Where PGlite keeps its files; undefined keeps everything in memory. */
+  dataDir?: string;
+  /** A tarball from `pglite.dumpDataDir()` to start from (tests clone a migrated template this way). */
+  loadDataDir?: Blob | File;
+}
+
+export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<EmbeddedPostgres> {
+  const releaseLock = options.dataDir ? await lockDataDir(options.dataDir) : async () => {};
+  let pglite: PGlite | undefined;
+  let server: PGLiteSocketServer | undefined;
+  // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temp dir, not in DATA_DIR.
+  const socketDir = await mkdtemp(join(tmpdir(), 'atrium-pg-'));
+  try {
+    pglite = await PGlite.create({
+      ...(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}),
+      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    });
+    server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`) });
+    await server.start();
+  } catch (error) {
+    await server?.stop().catch(() => {});
+    await pglite?.close().catch(() => {});
+    await rm(socketDir, { recursive: true, force: true });
+    await releaseLock();
+    throw error;
+  }
+  const db = pglite;
+  const socketServer = server;
+  return {
+    socketDir,
+    port: SOCKET_PORT,
+    pglite: db,
+    async close() {
+      await socketServer.stop();
+      await db.close();
+      await rm(socketDir, { recursive: true, force: true });
+      await releaseLock();
+    },
+  };
+}
+
+/**
+ * PGlite files must be opened by one process only; a second `npm start` on the same DATA_DIR
+ * would corrupt them. A pid lock file refuses the second process and is reclaimed when its owner died.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  await mkdir(dataDir, { recursive: true });
+  const lockPath = join(dataDir, 'embedded-db.lock');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockPath, 'wx', 0o600);
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => unlink(lockPath).catch(() => {});
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const owner = Number.parseInt(await readFile(lockPath, 'utf8').catch(() => ''), 10);
+      if (Number.isInteger(owner) && owner !== process.pid && isAlive(owner)) {
+        throw new StartupError(
+          `The embedded database in ${dataDir} is in use by process ${owner}; stop it or use another DATA_DIR.`,
+        );
+      }
+      await unlink(lockPath).catch(() => {});
+    }
+  }
+  throw new Error(`Could not lock the embedded database in ${dataDir}.`);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import { ErrorCode } from './errors.js';
+
+/** RFC 9457 problem details as documented in OpenAPI for every error response. */
+export const problemSchema = z
+  .object({
+    type: z.string(),
+    title: z.string(),
+    status: z.number().int(),
+    detail: z.string(),
+    code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+    errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  })
+  .catchall(z.unknown())
+  .meta({ id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' });
+
+const errorDescriptions: Record<number, string> = {
+  400: 'Malformed request (for example invalid JSON).',
+  401: 'Missing, malformed, expired or wrongly signed credentials.',
+  403: 'Forbidden by a block, a role or a privacy setting.',
+  404: 'No such resource.',
+  409: 'Duplicate, state conflict or stale revision.',
+  413: 'Body over the size limit.',
+  415: 'Unsupported content type.',
+  422: 'Validation failed; `errors` lists the fields.',
+  429: 'Rate limited; see the Retry-After header.',
+  503: 'A dependency is unavailable.',
+};
+
+/**
+ * Response entries for the error statuses a route can produce, so the OpenAPI document lists
+ * every error response. Usage: `response: { 200: okSchema, ...errorResponses(401, 422) }`.
+ */
+export function errorResponses(...statuses: number[]) {
+  const entries: Record<number, typeof problemSchema> = {};
+  for (const status of [400, 413, 415, ...statuses]) {
+    entries[status] = problemSchema.describe(errorDescriptions[status] ?? 'Error.');
+  }
+  return entries;
+}

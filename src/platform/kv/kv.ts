@@ -1,0 +1,39 @@
+/**
+ * The one key-value / counter / pub-sub interface of the service. With REDIS_URL it is Redis
+ * (shared by every process of the service); without, an in-process implementation with the same
+ * semantics. Presence TTL keys, counters and cross-node events all go through it.
+ */
+export interface Kv {
+  readonly kind: 'redis' | 'memory';
+
+  get(key: string): Promise<string | null>;
+  /** Values in the order of `keys`; missing or expired keys read as null. */
+  mget(keys: readonly string[]): Promise<(string | null)[]>;
+  /**
+   * Stores `value`. `ttlMs` makes the key expire; `onlyIfAbsent` stores only when the key does not
+   * exist. Returns whether the value was stored.
+   */
+  set(key: string, value: string, options?: { ttlMs?: number; onlyIfAbsent?: boolean }): Promise<boolean>;
+  /** Stores several keys with the same TTL in one round trip. */
+  msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void>;
+  /** Deletes keys; returns how many existed. */
+  del(...keys: string[]): Promise<number>;
+  /** Adds `by` (default 1) and returns the new value; a new key gets `ttlMs` when given. */
+  incr(key: string, options?: { by?: number; ttlMs?: number }): Promise<number>;
+  /** Sets a new TTL on an existing key; returns false if the key does not exist. */
+  expire(key: string, ttlMs: number): Promise<boolean>;
+  /** Milliseconds left: -1 for a key without TTL, -2 for a missing key. */
+  ttl(key: string): Promise<number>;
+
+  /** Delivers `message` to every subscriber of `channel` on every node. */
+  publish(channel: string, message: Uint8Array): Promise<void>;
+  /**
+   * Calls `handler` for each message on `channel` until the returned function is called.
+   * The subscription is active when the returned promise resolves.
+   */
+  subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>>;
+
+  /** Throws when the store does not answer. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}

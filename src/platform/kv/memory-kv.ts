@@ -1,0 +1,199 @@
+import type { Kv } from './kv.js';
+
+export interface MemoryKvOptions {
+  /** Clock for TTLs; tests may inject a fake one. */
+  now?: () => number;
+  /** How often expired keys are swept out so memory does not grow with keys nobody reads again. */
+  sweepIntervalMs?: number;
+  /** Called when a subscriber throws; defaults to console.error. */
+  onError?: (error: unknown, context: string) => void;
+}
+
+interface Entry {
+  value: string;
+  /** Absolute time in ms at which the key is gone, or null for no TTL. */
+  expiresAt: number | null;
+}
+
+interface Subscription {
+  handler: (message: Uint8Array) => void;
+}
+
+/** In-process `Kv` for a single node; mirrors the Redis semantics of `RedisKv`. */
+export class MemoryKv implements Kv {
+  readonly kind = 'memory' as const;
+  private readonly entries = new Map<string, Entry>();
+  // A subscription record per subscribe() call, so one function subscribed twice is two subscribers.
+  private readonly channels = new Map<string, Set<Subscription>>();
+  private readonly now: () => number;
+  private readonly onError: (error: unknown, context: string) => void;
+  private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(options: MemoryKvOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.onError = options.onError ?? ((error, context) => console.error(`MemoryKv: ${context}`, error));
+    this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 10_000);
+    // The sweep is housekeeping only; it must not keep the process alive.
+    this.sweeper.unref();
+  }
+
+  async get(key: string): Promise<string | null> {
+    this.assertOpen();
+    return this.live(key)?.value ?? null;
+  }
+
+  async mget(keys: readonly string[]): Promise<(string | null)[]> {
+    this.assertOpen();
+    return keys.map((key) => this.live(key)?.value ?? null);
+  }
+
+  async set(
+    key: string,
+    value: string,
+    options: { ttlMs?: number; onlyIfAbsent?: boolean } = {},
+  ): Promise<boolean> {
+    this.assertOpen();
+    const expiresAt = options.ttlMs === undefined ? null : this.now() + checkTtl(options.ttlMs);
+    if (options.onlyIfAbsent && this.live(key)) return false;
+    // Like Redis SET, a plain set replaces the value and drops any previous TTL.
+    this.entries.set(key, { value, expiresAt });
+    return true;
+  }
+
+  async msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void> {
+    this.assertOpen();
+    const expiresAt = this.now() + checkTtl(ttlMs);
+    for (const [key, value] of entries) this.entries.set(key, { value, expiresAt });
+  }
+
+  async del(...keys: string[]): Promise<number> {
+    this.assertOpen();
+    let count = 0;
+    for (const key of keys) {
+      if (this.live(key)) count++;
+      this.entries.delete(key);
+    }
+    return count;
+  }
+
+  async incr(key: string, options: { by?: number; ttlMs?: number } = {}): Promise<number> {
+    this.assertOpen();
+    const by = checkIncrement(options.by ?? 1);
+    const ttlMs = options.ttlMs === undefined ? undefined : checkTtl(options.ttlMs);
+    const entry = this.live(key);
+    if (!entry) {
+      // Only a new key gets the TTL, matching INCRBY followed by PEXPIRE on a key that did not exist.
+      this.entries.set(key, {
+        value: String(by),
+        expiresAt: ttlMs === undefined ? null : this.now() + ttlMs,
+      });
+      return by;
+    }
+    if (!/^-?\d+$/.test(entry.value)) throw new Error('ERR value is not an integer or out of range');
+    const next = Number(entry.value) + by;
+    if (!Number.isSafeInteger(next)) throw new Error('ERR increment or decrement would overflow');
+    entry.value = String(next);
+    return next;
+  }
+
+  async expire(key: string, ttlMs: number): Promise<boolean> {
+    this.assertOpen();
+    const ms = checkTtl(ttlMs);
+    const entry = this.live(key);
+    if (!entry) return false;
+    entry.expiresAt = this.now() + ms;
+    return true;
+  }
+
+  async ttl(key: string): Promise<number> {
+    this.assertOpen();
+    const entry = this.live(key);
+    if (!entry) return -2;
+    return entry.expiresAt === null ? -1 : entry.expiresAt - this.now();
+  }
+
+  async publish(channel: string, message: Uint8Array): Promise<void> {
+    this.assertOpen();
+    // Copy once, as Redis would: the caller may reuse its buffer after publish returns.
+    const payload = new Uint8Array(message);
+    // Delivery is deferred so a handler never runs inside the publisher's call stack.
+    queueMicrotask(() => {
+      // The subscriber set is read at delivery time, so an unsubscribe before delivery is honoured.
+      const subscriptions = this.channels.get(channel);
+      if (!subscriptions) return;
+      for (const subscription of [...subscriptions]) {
+        if (!subscriptions.has(subscription)) continue;
+        try {
+          subscription.handler(payload);
+        } catch (error) {
+          this.onError(error, `subscriber of ${channel} threw`);
+        }
+      }
+    });
+  }
+
+  async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
+    this.assertOpen();
+    const subscription: Subscription = { handler };
+    let subscriptions = this.channels.get(channel);
+    if (!subscriptions) {
+      subscriptions = new Set();
+      this.channels.set(channel, subscriptions);
+    }
+    subscriptions.add(subscription);
+    return async () => {
+      const current = this.channels.get(channel);
+      if (!current?.delete(subscription)) return;
+      if (current.size === 0) this.channels.delete(channel);
+    };
+  }
+
+  async ping(): Promise<void> {
+    this.assertOpen();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweeper);
+    this.entries.clear();
+    this.channels.clear();
+  }
+
+  /** The entry for `key` if it exists and has not expired; an expired entry is removed on the way. */
+  private live(key: string): Entry | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    if (entry.expiresAt !== null && entry.expiresAt <= this.now()) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry;
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const [key, entry] of this.entries) {
+      if (entry.expiresAt !== null && entry.expiresAt <= now) this.entries.delete(key);
+    }
+  }
+
+  // Closed behaves like a closed Redis connection: commands fail instead of silently working.
+  private assertOpen(): void {
+    if (this.closed) throw new Error('MemoryKv is closed');
+  }
+}
+
+/** Redis takes whole positive milliseconds for PX/PEXPIRE; both implementations accept the same range. */
+export function checkTtl(ttlMs: number): number {
+  if (!Number.isFinite(ttlMs) || ttlMs <= 0)
+    throw new RangeError(`ttlMs must be a positive number, got ${ttlMs}`);
+  return Math.ceil(ttlMs);
+}
+
+/** Redis INCRBY takes a 64-bit integer; JavaScript numbers are exact only up to 2^53. */
+export function checkIncrement(by: number): number {
+  if (!Number.isSafeInteger(by)) throw new RangeError(`by must be a safe integer, got ${by}`);
+  return by;
+}

@@ -1,0 +1,240 @@
+import { Redis } from 'ioredis';
+import type { Kv } from './kv.js';
+import { checkIncrement, checkTtl } from './memory-kv.js';
+
+export interface RedisKvOptions {
+  /** Called for connection errors and for subscribers that throw; defaults to console.error. */
+  onError?: (error: unknown, context: string) => void;
+  /** How long ping() waits before it rejects. */
+  pingTimeoutMs?: number;
+}
+
+interface Subscription {
+  handler: (message: Uint8Array) => void;
+}
+
+interface Channel {
+  subscriptions: Set<Subscription>;
+  /** Settles when Redis has confirmed the SUBSCRIBE; later subscribers wait on it too. */
+  ready: Promise<unknown>;
+}
+
+/**
+ * INCRBY, and PEXPIRE only when the key did not exist before, in one atomic step. Checking EXISTS
+ * (rather than comparing the result with the increment) stays right for a key that held 0.
+ */
+const INCR_SCRIPT = `
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if fresh and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return value`;
+
+/** `Kv` on Redis, shared by every node of the service. */
+export class RedisKv implements Kv {
+  readonly kind = 'redis' as const;
+  private readonly redis: Redis;
+  // Created on first subscribe: a connection in subscribe mode cannot run other commands.
+  private subscriber: Redis | undefined;
+  private readonly channels = new Map<string, Channel>();
+  private readonly onError: (error: unknown, context: string) => void;
+  private readonly pingTimeoutMs: number;
+  private closing: Promise<void> | undefined;
+
+  /** Creates the client and pings it, so a wrong URL or a dead Redis fails here. */
+  static async connect(url: string, options: RedisKvOptions = {}): Promise<RedisKv> {
+    const kv = new RedisKv(url, options);
+    try {
+      await kv.ping();
+      return kv;
+    } catch (error) {
+      await kv.close();
+      throw error;
+    }
+  }
+
+  constructor(url: string, options: RedisKvOptions = {}) {
+    this.onError = options.onError ?? ((error, context) => console.error(`RedisKv: ${context}`, error));
+    this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
+    // The offline queue rides out a brief reconnect; the small retry count makes a dead Redis fail
+    // commands instead of leaving them queued forever.
+    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    // Without a listener ioredis prints every reconnect error as "Unhandled error event".
+    this.redis.on('error', (error) => this.onError(error, 'command connection error'));
+  }
+
+  /** The command connection, for libraries that need a raw ioredis client. */
+  get client(): Redis {
+    return this.redis;
+  }
+
+  get(key: string): Promise<string | null> {
+    return this.redis.get(key);
+  }
+
+  async mget(keys: readonly string[]): Promise<(string | null)[]> {
+    // MGET with no keys is a Redis error.
+    if (keys.length === 0) return [];
+    return this.redis.mget(...keys);
+  }
+
+  async set(
+    key: string,
+    value: string,
+    options: { ttlMs?: number; onlyIfAbsent?: boolean } = {},
+  ): Promise<boolean> {
+    const ttlMs = options.ttlMs === undefined ? undefined : checkTtl(options.ttlMs);
+    let reply: string | null;
+    if (ttlMs === undefined) {
+      reply = options.onlyIfAbsent
+        ? await this.redis.set(key, value, 'NX')
+        : await this.redis.set(key, value);
+    } else {
+      reply = options.onlyIfAbsent
+        ? await this.redis.set(key, value, 'PX', ttlMs, 'NX')
+        : await this.redis.set(key, value, 'PX', ttlMs);
+    }
+    return reply === 'OK';
+  }
+
+  async msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void> {
+    const ms = checkTtl(ttlMs);
+    if (entries.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const [key, value] of entries) pipeline.set(key, value, 'PX', ms);
+    const results = await pipeline.exec();
+    const failure = results?.find(([error]) => error);
+    if (failure) throw failure[0];
+  }
+
+  async del(...keys: string[]): Promise<number> {
+    if (keys.length === 0) return 0;
+    return this.redis.del(...keys);
+  }
+
+  async incr(key: string, options: { by?: number; ttlMs?: number } = {}): Promise<number> {
+    const by = checkIncrement(options.by ?? 1);
+    const ttlMs = options.ttlMs === undefined ? '' : String(checkTtl(options.ttlMs));
+    // Redis caches compiled scripts by hash, so sending this short body each time costs only bytes.
+    return (await this.redis.eval(INCR_SCRIPT, 1, key, by, ttlMs)) as number;
+  }
+
+  async expire(key: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.pexpire(key, checkTtl(ttlMs))) === 1;
+  }
+
+  ttl(key: string): Promise<number> {
+    return this.redis.pttl(key);
+  }
+
+  async publish(channel: string, message: Uint8Array): Promise<void> {
+    // A Buffer view over the same bytes: no copy, and ioredis sends it as binary.
+    await this.redis.publish(channel, Buffer.from(message.buffer, message.byteOffset, message.byteLength));
+  }
+
+  async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
+    // After close() a new subscriber connection would leak, so refuse like any closed connection.
+    if (this.closing) throw new Error('RedisKv is closed');
+    const subscription: Subscription = { handler };
+    let entry = this.channels.get(channel);
+    if (!entry) {
+      const subscriptions = new Set<Subscription>();
+      // One Redis SUBSCRIBE per channel, however many local handlers share it.
+      const ready = this.subscriberConnection().subscribe(channel);
+      entry = { subscriptions, ready };
+      this.channels.set(channel, entry);
+    }
+    entry.subscriptions.add(subscription);
+    const current = entry;
+    try {
+      await current.ready;
+    } catch (error) {
+      current.subscriptions.delete(subscription);
+      if (this.channels.get(channel) === current) this.channels.delete(channel);
+      throw error;
+    }
+    return () => this.unsubscribe(channel, current, subscription);
+  }
+
+  async ping(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not answer PING within ${this.pingTimeoutMs} ms`)),
+        this.pingTimeoutMs,
+      );
+    });
+    try {
+      const reply = await Promise.race([this.redis.ping(), timeout]);
+      if (reply !== 'PONG') throw new Error(`Unexpected PING reply: ${reply}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.channels.clear();
+      await Promise.all([closeConnection(this.redis), this.subscriber && closeConnection(this.subscriber)]);
+    })();
+    return this.closing;
+  }
+
+  private subscriberConnection(): Redis {
+    if (this.subscriber) return this.subscriber;
+    const subscriber = this.redis.duplicate();
+    subscriber.on('error', (error) => this.onError(error, 'subscriber connection error'));
+    subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
+      this.deliver(channel.toString(), message),
+    );
+    this.subscriber = subscriber;
+    return subscriber;
+  }
+
+  /** Runs on the socket's data event, so every handler is isolated: a throw must not reach ioredis. */
+  private deliver(channel: string, message: Buffer): void {
+    const entry = this.channels.get(channel);
+    if (!entry) return;
+    // The parser may hand out a slice of a pooled buffer that it reuses later, so copy once.
+    const payload = new Uint8Array(message);
+    for (const subscription of [...entry.subscriptions]) {
+      if (!entry.subscriptions.has(subscription)) continue;
+      try {
+        subscription.handler(payload);
+      } catch (error) {
+        this.onError(error, `subscriber of ${channel} threw`);
+      }
+    }
+  }
+
+  private async unsubscribe(channel: string, entry: Channel, subscription: Subscription): Promise<void> {
+    // Calling the returned function twice, or after close(), is a no-op.
+    if (!entry.subscriptions.delete(subscription) || entry.subscriptions.size > 0) return;
+    if (this.channels.get(channel) !== entry) return;
+    this.channels.delete(channel);
+    // Commands on one connection run in order, so a SUBSCRIBE issued after this one still wins.
+    await this.subscriber?.unsubscribe(channel);
+  }
+}
+
+/**
+ * QUIT when connected, so replies already on their way still arrive; otherwise, or when QUIT is not
+ * answered within a second, just drop the socket. Never throws.
+ */
+async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === 'end') return;
+  if (connection.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, 1_000);
+    });
+    try {
+      await Promise.race([connection.quit(), timeout]);
+    } catch {
+      // Falls through to disconnect().
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  // Harmless after a successful QUIT; stops any reconnecting in every other case.
+  connection.disconnect();
+}

@@ -1,0 +1,39 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * One registry per app instance (tests run several apps in one process, and prom-client's
+ * global registry would make their metric names collide).
+ */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    httpRequestDuration: new Histogram({
+      name: 'atrium_http_request_duration_seconds',
+      help: 'HTTP request duration by method, route pattern and status code.',
+      labelNames: ['method', 'route', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    wsConnections: new Gauge({
+      name: 'atrium_ws_connections',
+      help: 'Open gateway WebSocket connections.',
+      registers: [registry],
+    }),
+    wsFramesReceived: new Counter({
+      name: 'atrium_ws_frames_received_total',
+      help: 'Frames received on the gateway, by frame type (invalid: undecodable; unknown: no handler for the type).',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
+    wsErrorFrames: new Counter({
+      name: 'atrium_ws_error_frames_total',
+      help: 'Error frames sent by the gateway, by error code.',
+      labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

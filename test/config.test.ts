@@ -1,0 +1,98 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+describe('configuration', () => {
+  it('uses the contract defaults when nothing is set', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      HTTP_PORT: 8080,
+      WS_PORT: 8081,
+      DATA_DIR: './data',
+      PRESENCE_TTL_SECONDS: 60,
+      DM_RATE_LIMIT_COUNT: 10,
+      DM_RATE_LIMIT_WINDOW_SECONDS: 10,
+      GAMESERVER_READY_TIMEOUT_MS: 30_000,
+      MIGRATE_ON_START: true,
+    });
+    expect(config.DATABASE_URL).toBeUndefined();
+    expect(config.REDIS_URL).toBeUndefined();
+  });
+
+  it('reads values from the environment and coerces numbers and booleans', () => {
+    const config = loadConfig({
+      HTTP_PORT: '0',
+      WS_PORT: '9001',
+      MIGRATE_ON_START: 'false',
+      DATABASE_URL: 'postgres://u@db:5432/atrium',
+      REDIS_URL: 'redis://cache:6379',
+      PRESENCE_TTL_SECONDS: '15',
+    });
+    expect(config.HTTP_PORT).toBe(0);
+    expect(config.WS_PORT).toBe(9001);
+    expect(config.MIGRATE_ON_START).toBe(false);
+    expect(config.DATABASE_URL).toBe('postgres://u@db:5432/atrium');
+    expect(config.REDIS_URL).toBe('redis://cache:6379');
+    expect(config.PRESENCE_TTL_SECONDS).toBe(15);
+  });
+
+  it('treats an empty variable as unset', () => {
+    const config = loadConfig({ HTTP_PORT: '', DATABASE_URL: '  ' });
+    expect(config.HTTP_PORT).toBe(8080);
+    expect(config.DATABASE_URL).toBeUndefined();
+  });
+
+  it.each([
+    ['HTTP_PORT', 'abc', 'HTTP_PORT must be an integer from 0 to 65535 (got "abc")'],
+    ['WS_PORT', '70000', 'WS_PORT must be an integer from 0 to 65535 (got "70000")'],
+    ['PRESENCE_TTL_SECONDS', '0', 'PRESENCE_TTL_SECONDS must be an integer from 1 to 86400 (got "0")'],
+    ['MIGRATE_ON_START', 'maybe', 'MIGRATE_ON_START must be one of true, false, 1, 0, yes, no (got "maybe")'],
+    [
+      'DATABASE_URL',
+      'mysql://x@y/z',
+      'DATABASE_URL must be a URL starting with postgres:// or postgresql:// (got "mysql://x@y/z")',
+    ],
+    [
+      'REDIS_URL',
+      'not a url',
+      'REDIS_URL must be a URL starting with redis:// or rediss:// (got "not a url")',
+    ],
+    [
+      'LOG_LEVEL',
+      'loud',
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
+    ],
+    [
+      'GAMESERVER_READY_TIMEOUT_MS',
+      '1.5',
+      'GAMESERVER_READY_TIMEOUT_MS must be an integer from 1 to 3600000 (got "1.5")',
+    ],
+  ])('rejects a bad %s with one line naming the variable and what is allowed', (name, value, expected) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
+    expect(() => loadConfig({ [name]: value })).toThrow(`Invalid configuration: ${expected}`);
+  });
+
+  it('names every bad variable when several are wrong', () => {
+    let message = '';
+    try {
+      loadConfig({ HTTP_PORT: '-1', WS_PORT: 'x' });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('HTTP_PORT must be');
+    expect(message).toContain('WS_PORT must be');
+    expect(message.split('\n')).toHaveLength(1);
+  });
+
+  it('stops the CLI at startup with one stderr line and exit code 78', () => {
+    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      env: { ...process.env, HTTP_PORT: 'eighty', DATABASE_URL: '', REDIS_URL: '' },
+      encoding: 'utf8',
+      timeout: 20_000,
+    });
+    expect(result.status).toBe(78);
+    expect(result.stderr.trim()).toBe(
+      'Invalid configuration: HTTP_PORT must be an integer from 0 to 65535 (got "eighty")',
+    );
+  });
+});

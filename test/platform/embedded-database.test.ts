@@ -1,0 +1,54 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { configFrom } from '../../src/config.js';
+import { openDatabase } from '../../src/platform/db.js';
+
+/** Embedded mode regardless of DATABASE_URL: these tests are about PGlite under DATA_DIR. */
+describe('embedded database', () => {
+  let dataDir: string;
+  const config = () => configFrom({ DATA_DIR: dataDir, HTTP_PORT: 0, WS_PORT: 0, LOG_LEVEL: 'silent' });
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'atrium-embedded-'));
+  });
+  afterAll(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('keeps data across a stop and a start of the service', async () => {
+    const first = await buildApp(config());
+    expect(first.db.kind).toBe('embedded');
+    await first.db.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+       values ('0190a000-0000-7000-8000-00000000abcd', 'persisted_user', 'x', now(), now())`,
+      );
+    await first.close();
+
+    const second = await buildApp(config());
+    try {
+      const rows = await second.db.orm.em.fork().getConnection().execute('select username from users');
+      expect(rows).toEqual([{ username: 'persisted_user' }]);
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('refuses a second process on the same DATA_DIR while the first holds it', async () => {
+    const holder = await openDatabase(config());
+    try {
+      const lockPath = join(dataDir, 'pgdata', 'embedded-db.lock');
+      // Pretend another live process (our parent) owns the lock, as a second `npm start` would see it.
+      await writeFile(lockPath, String(process.ppid));
+      await expect(openDatabase(config())).rejects.toThrow(/in use by process/);
+      await writeFile(lockPath, String(process.pid));
+    } finally {
+      await holder.close();
+    }
+  });
+});

@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { configFrom } from '../../src/config.js';
+import { AppError, ErrorCode } from '../../src/platform/errors.js';
+import { createHttpServer, type HttpServer } from '../../src/platform/http.js';
+import { createLogger } from '../../src/platform/log.js';
+import { createMetrics } from '../../src/platform/metrics.js';
+
+/**
+ * The HTTP factory's error contract, exercised through probe routes registered on the real
+ * factory: every failure is RFC 9457 problem+json with the contract's status and a stable code.
+ */
+describe('HTTP error responses', () => {
+  let http: HttpServer;
+  const received: unknown[] = [];
+
+  beforeAll(async () => {
+    const config = configFrom({ LOG_LEVEL: 'silent', HTTP_BODY_LIMIT_BYTES: 1024 });
+    http = await createHttpServer({ config, log: createLogger(config), metrics: createMetrics() });
+    http.post(
+      '/probe',
+      { schema: { body: z.object({ name: z.string().min(3), count: z.number().int().max(10) }).strict() } },
+      async (request) => {
+        received.push(request.body);
+        return { ok: true };
+      },
+    );
+    http.get('/conflict', async () => {
+      throw new AppError(ErrorCode.CONFLICT, 'Already exists.');
+    });
+    http.get('/limited', async () => {
+      throw new AppError(ErrorCode.RATE_LIMITED, 'Slow down.', { retryAfterSeconds: 7 });
+    });
+    http.get('/crash', async () => {
+      throw new Error('select * from secret_table failed at /srv/app.ts:12');
+    });
+    await http.ready();
+  });
+
+  afterAll(async () => {
+    await http.close();
+  });
+
+  const expectProblem = (
+    response: { headers: Record<string, unknown>; json(): unknown },
+    status: number,
+    code: string,
+  ) => {
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const body = response.json() as Record<string, unknown>;
+    expect(body).toMatchObject({ status, code, type: `urn:atrium:problem:${code.toLowerCase()}` });
+    expect(typeof body.title).toBe('string');
+    expect(typeof body.detail).toBe('string');
+    return body;
+  };
+
+  it('answers malformed JSON with 400 MALFORMED_REQUEST and does not run the handler', async () => {
+    const before = received.length;
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name": "abc",',
+    });
+    expect(response.statusCode).toBe(400);
+    expectProblem(response, 400, 'MALFORMED_REQUEST');
+    expect(received.length).toBe(before);
+  });
+
+  it('answers an unknown route with 404 ROUTE_NOT_FOUND', async () => {
+    const response = await http.inject({ method: 'GET', url: '/api/nothing-here?x=1' });
+    expect(response.statusCode).toBe(404);
+    const body = expectProblem(response, 404, 'ROUTE_NOT_FOUND');
+    expect(body.detail).toBe('No route GET /api/nothing-here.');
+  });
+
+  it('answers a body over the limit with 413 PAYLOAD_TOO_LARGE', async () => {
+    const before = received.length;
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      headers: { 'content-type': 'application/json' },
+      payload: JSON.stringify({ name: 'x'.repeat(2000), count: 1 }),
+    });
+    expect(response.statusCode).toBe(413);
+    expectProblem(response, 413, 'PAYLOAD_TOO_LARGE');
+    expect(received.length).toBe(before);
+  });
+
+  it('answers a schema violation with 422 VALIDATION_FAILED listing each field', async () => {
+    const before = received.length;
+    const response = await http.inject({ method: 'POST', url: '/probe', payload: { name: 'ab', count: 11 } });
+    expect(response.statusCode).toBe(422);
+    const body = expectProblem(response, 422, 'VALIDATION_FAILED');
+    const paths = (body.errors as { path: string }[]).map((e) => e.path).sort();
+    expect(paths).toEqual(['body.count', 'body.name']);
+    expect(received.length).toBe(before);
+  });
+
+  it('answers unknown fields on a strict body with 422', async () => {
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      payload: { name: 'abc', count: 1, admin: true },
+    });
+    expect(response.statusCode).toBe(422);
+    expectProblem(response, 422, 'VALIDATION_FAILED');
+  });
+
+  it('answers wrong types with 422 rather than coercing them', async () => {
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      payload: { name: 'abc', count: '5' },
+    });
+    expect(response.statusCode).toBe(422);
+  });
+
+  it('accepts a valid body and runs the handler', async () => {
+    const response = await http.inject({ method: 'POST', url: '/probe', payload: { name: 'abc', count: 3 } });
+    expect(response.statusCode).toBe(200);
+    expect(received.at(-1)).toEqual({ name: 'abc', count: 3 });
+  });
+
+  it('refuses a prototype-poisoning body with 400', async () => {
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      headers: { 'content-type': 'application/json' },
+      payload: '{"name":"abc","count":1,"__proto__":{"admin":true}}',
+    });
+    expect(response.statusCode).toBe(400);
+    expectProblem(response, 400, 'MALFORMED_REQUEST');
+  });
+
+  it('answers an unsupported content type with 415', async () => {
+    const response = await http.inject({
+      method: 'POST',
+      url: '/probe',
+      headers: { 'content-type': 'application/xml' },
+      payload: '<a/>',
+    });
+    expect(response.statusCode).toBe(415);
+    expectProblem(response, 415, 'UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('maps a thrown AppError through the code table', async () => {
+    const response = await http.inject({ method: 'GET', url: '/conflict' });
+    expect(response.statusCode).toBe(409);
+    expect(expectProblem(response, 409, 'CONFLICT').detail).toBe('Already exists.');
+  });
+
+  it('sends Retry-After in seconds with a 429', async () => {
+    const response = await http.inject({ method: 'GET', url: '/limited' });
+    expect(response.statusCode).toBe(429);
+    expect(response.headers['retry-after']).toBe('7');
+    expectProblem(response, 429, 'RATE_LIMITED');
+  });
+
+  it('answers an unexpected failure with 500 without leaking SQL, paths or stack traces', async () => {
+    const response = await http.inject({ method: 'GET', url: '/crash' });
+    expect(response.statusCode).toBe(500);
+    const body = expectProblem(response, 500, 'INTERNAL');
+    expect(response.body).not.toContain('secret_table');
+    expect(response.body).not.toContain('app.ts');
+    expect(body.detail).toBe('An unexpected error occurred.');
+  });
+
+  it('echoes a plain X-Request-Id and replaces an unsafe one', async () => {
+    const kept = await http.inject({
+      method: 'GET',
+      url: '/conflict',
+      headers: { 'x-request-id': 'trace-42' },
+    });
+    expect(kept.headers['x-request-id']).toBe('trace-42');
+    const replaced = await http.inject({
+      method: 'GET',
+      url: '/conflict',
+      headers: { 'x-request-id': 'bad id\n' },
+    });
+    expect(replaced.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { migrationsList } from '../../migrations/index.js';
+import { configFrom } from '../../src/config.js';
+import { type Database, openDatabase } from '../../src/platform/db.js';
+import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
+import { createEmptyDatabase, type TestDatabase } from '../helpers/database.js';
+
+const allNames = migrationsList.map((m) => m.name);
+
+const enumTypes = [
+  'user_role',
+  'world_visibility',
+  'asset_type',
+  'friendship_status',
+  'group_role',
+  'report_state',
+  'game_server_status',
+  'listing_state',
+  'purchase_state',
+  'ledger_entry_kind',
+  'payout_state',
+];
+
+describe('database migrations', () => {
+  const opened: TestDatabase[] = [];
+  afterEach(async () => {
+    for (const t of opened.splice(0)) await t.drop();
+  });
+  const emptyDatabase = async () => {
+    const t = await createEmptyDatabase();
+    opened.push(t);
+    return t;
+  };
+
+  it('are numbered with four digits, in order, without duplicates', () => {
+    const numbers = allNames.map((name) => name.slice(0, 4));
+    expect(allNames.every((name) => /^\d{4}_[a-z0-9_]+$/.test(name))).toBe(true);
+    expect([...numbers].sort()).toEqual(numbers);
+    expect(new Set(numbers).size).toBe(numbers.length);
+  });
+
+  it('apply every migration once, in order, on an empty database', async () => {
+    const { db, url } = await emptyDatabase();
+    expect(await migrationStatus(db)).toEqual({ executed: [], pending: allNames });
+    expect(await migrateUp(db, url)).toEqual(allNames);
+    expect(await migrationStatus(db)).toEqual({ executed: allNames, pending: [] });
+  });
+
+  it('do nothing when run again', async () => {
+    const { db, url } = await emptyDatabase();
+    await migrateUp(db, url);
+    expect(await migrateUp(db, url)).toEqual([]);
+    const rows: { name: string }[] = await db.orm.em
+      .fork()
+      .getConnection()
+      .execute('select name from atrium_migrations order by id');
+    expect(rows.map((r) => r.name)).toEqual(allNames);
+  });
+
+  it('create each enumeration type exactly once', async () => {
+    const { db, url } = await emptyDatabase();
+    await migrateUp(db, url);
+    const rows: { typname: string; n: string }[] = await db.orm.em
+      .fork()
+      .getConnection()
+      .execute(
+        `select t.typname, count(*) as n from pg_type t join pg_namespace s on s.oid = t.typnamespace
+         where t.typtype = 'e' and s.nspname = 'public' group by t.typname order by t.typname`,
+      );
+    expect(rows.map((r) => r.typname)).toEqual([...enumTypes].sort());
+    expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
+  });
+
+  it('store no date of birth anywhere in the schema', async () => {
+    const { db, url } = await emptyDatabase();
+    await migrateUp(db, url);
+    const rows: { column_name: string }[] = await db.orm.em
+      .fork()
+      .getConnection()
+      .execute(`select column_name from information_schema.columns where table_schema = 'public'`);
+    const names = rows.map((r) => r.column_name);
+    expect(names).toContain('adult_confirmed_at');
+    expect(names.filter((n) => /birth|dob|age$/.test(n))).toEqual([]);
+  });
+
+  it('enforce case-insensitive username uniqueness in the database itself', async () => {
+    const { db, url } = await emptyDatabase();
+    await migrateUp(db, url);
+    const connection = db.orm.em.fork().getConnection();
+    const insert = (id: string, username: string) =>
+      connection.execute(
+        `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+         values (?, ?, 'x', now(), now())`,
+        [id, username],
+      );
+    await insert('0190a000-0000-7000-8000-000000000001', 'Ada_Lovelace');
+    await expect(insert('0190a000-0000-7000-8000-000000000002', 'ada_lovelace')).rejects.toThrow(
+      /users_username_folded_key/,
+    );
+    await expect(insert('0190a000-0000-7000-8000-000000000003', 'bad name!')).rejects.toThrow(
+      /users_username_format/,
+    );
+    const count: { n: number }[] = await connection.execute('select count(*)::int as n from users');
+    expect(count).toEqual([{ n: 1 }]);
+  });
+
+  it.skipIf(!process.env.DATABASE_URL)(
+    'apply each migration once when two processes start at the same time against one Postgres',
+    async () => {
+      const { db: first, url } = await emptyDatabase();
+      const second: Database = await openDatabase(configFrom({ DATABASE_URL: url }));
+      try {
+        const results = await Promise.all([migrateUp(first, url), migrateUp(second, url)]);
+        expect(results.flat().sort()).toEqual([...allNames].sort());
+        expect(results.some((applied) => applied.length === 0)).toBe(true);
+        const rows = await first.orm.em.fork().getConnection().execute('select name from atrium_migrations');
+        expect(rows).toHaveLength(allNames.length);
+      } finally {
+        await second.close();
+      }
+    },
+  );
+});
