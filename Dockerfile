@@ -1,0 +1,37 @@
+# syntax=docker/dockerfile:1
+
+# Node 20 on Debian (glibc), not Alpine and not Node 22+: the uWebSockets.js package the service
+# depends on ships native Linux builds for Node 20 with glibc only (see docs/operations.md).
+
+# Build stage: install every dependency, compile src/, protocol/ and migrations/ into dist/,
+# then drop the dev dependencies so only runtime packages are copied on.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY protocol ./protocol
+COPY migrations ./migrations
+COPY src ./src
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
+
+# Runtime stage.
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    HTTP_PORT=8080 \
+    WS_PORT=8081 \
+    DATA_DIR=/app/data
+WORKDIR /app
+COPY --from=build /app/package.json ./package.json
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The embedded database and generated keys live here when DATABASE_URL is not set.
+RUN mkdir -p /app/data && chown node:node /app/data
+USER node
+VOLUME /app/data
+EXPOSE 8080 8081
+# The slim image has no curl; Node 20's built-in fetch does the probe.
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.HTTP_PORT || 8080) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "dist/src/main.js", "serve"]
