@@ -87,7 +87,9 @@ describe('uWebSockets.js JavaScript fallback', () => {
     const service = startService(dataDir, { UWS_USE_FALLBACK: '1' });
     try {
       const { httpPort, wsPort } = await service.listening;
-      const health = await (await fetch(`http://127.0.0.1:${httpPort}/healthz`)).json();
+      const health = (await (await fetch(`http://127.0.0.1:${httpPort}/healthz`)).json()) as {
+        gateway: unknown;
+      };
       expect(health.gateway).toEqual({ transport: 'uws-js-fallback', native: false });
       expect(service.lines.some((l) => /slow JavaScript fallback/.test(l.msg))).toBe(true);
       const socket = await TestSocket.connect(`ws://127.0.0.1:${wsPort}/ws`);
