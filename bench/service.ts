@@ -17,7 +17,7 @@ export interface RunningService {
 export async function startService(env: Record<string, string>): Promise<RunningService> {
   const started = performance.now();
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    env: { ...process.env, HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ports = await new Promise<{ httpPort: number; wsPort: number }>((resolve, reject) => {
