@@ -12,6 +12,9 @@ export class Migration0001Initial extends Migration {
     this.addSql(
       `create type asset_type as enum ('avatar_body', 'avatar_item', 'clothing', 'accessory', 'emote', 'model', 'texture', 'audio', 'world_template')`,
     );
+    // Privacy settings: who may see a profile or favorites, and who may see presence or send DMs.
+    this.addSql(`create type profile_visibility as enum ('public', 'friends', 'private')`);
+    this.addSql(`create type audience as enum ('everyone', 'friends', 'nobody')`);
     this.addSql(`create type friendship_status as enum ('pending', 'accepted')`);
     this.addSql(`create type group_role as enum ('owner', 'admin', 'member')`);
     this.addSql(`create type report_state as enum ('open', 'resolved', 'dismissed')`);

@@ -11,6 +11,8 @@ const enumTypes = [
   'user_role',
   'world_visibility',
   'asset_type',
+  'profile_visibility',
+  'audience',
   'friendship_status',
   'group_role',
   'report_state',
@@ -80,7 +82,7 @@ describe('database migrations', () => {
       .execute(`select column_name from information_schema.columns where table_schema = 'public'`);
     const names = rows.map((r) => r.column_name);
     expect(names).toContain('adult_confirmed_at');
-    expect(names.filter((n) => /birth|dob|age$/.test(n))).toEqual([]);
+    expect(names.filter((n) => /birth|dob|(^|_)age$/.test(n))).toEqual([]);
   });
 
   it('enforce case-insensitive username uniqueness in the database itself', async () => {
