@@ -1,7 +1,12 @@
 import { Migration0001Initial } from './0001_initial.js';
+import { Migration0006PresenceColumns } from './0006_presence_columns.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
- * never changes once released; new migrations are appended with the next free number.
+ * never changes once released; numbers keep the slots the specification assigns (0004 avatar
+ * loadouts, 0005 world content, ...) even while some are not written yet.
  */
-export const migrationsList = [{ name: '0001_initial', class: Migration0001Initial }];
+export const migrationsList = [
+  { name: '0001_initial', class: Migration0001Initial },
+  { name: '0006_presence_columns', class: Migration0006PresenceColumns },
+];

@@ -16,6 +16,18 @@ export const ErrorCode = {
   FORBIDDEN: 'FORBIDDEN',
   CONFLICT: 'CONFLICT',
   RATE_LIMITED: 'RATE_LIMITED',
+  /** Registration without `confirm_18_plus: true`: the service is for adults only. */
+  AGE_GATE: 'AGE_GATE',
+  /** Registration without `accept_terms: true`. */
+  TERMS_NOT_ACCEPTED: 'TERMS_NOT_ACCEPTED',
+  USERNAME_TAKEN: 'USERNAME_TAKEN',
+  EMAIL_TAKEN: 'EMAIL_TAKEN',
+  /** Wrong username or password; deliberately the same for both. */
+  INVALID_CREDENTIALS: 'INVALID_CREDENTIALS',
+  /** A refresh token that is unknown, expired, revoked or already used. */
+  INVALID_REFRESH_TOKEN: 'INVALID_REFRESH_TOKEN',
+  /** A password re-check (for example before deleting the account) failed. */
+  PASSWORD_INCORRECT: 'PASSWORD_INCORRECT',
   UNKNOWN_FRAME_TYPE: 'UNKNOWN_FRAME_TYPE',
   FRAME_TOO_LARGE: 'FRAME_TOO_LARGE',
   UNAVAILABLE: 'UNAVAILABLE',

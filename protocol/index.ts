@@ -1,2 +1,4 @@
+export * from './auth.js';
 export * from './errors.js';
 export * from './frames.js';
+export * from './users.js';

@@ -1,5 +1,14 @@
 import type { Config } from './config.js';
+import { registerAuthRoutes } from './modules/auth/auth.routes.js';
+import { AuthService } from './modules/auth/auth.service.js';
+import { registerAuthFrames } from './modules/auth/auth.socket.js';
 import { registerHealthRoutes } from './modules/health/health.routes.js';
+import { registerUserRoutes } from './modules/users/users.routes.js';
+import { UsersService } from './modules/users/users.service.js';
+import { AccessTokens, type AuthUser } from './platform/auth/access-tokens.js';
+import { requireUser } from './platform/auth/http-auth.js';
+import { type KeyRing, loadKeyRing } from './platform/auth/keys.js';
+import type { Ctx } from './platform/context.js';
 import { type Database, openDatabase } from './platform/db.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
@@ -7,6 +16,7 @@ import { createKv, type Kv } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
 import { createMetrics, type Metrics } from './platform/metrics.js';
 import { migrateUp } from './platform/migrate.js';
+import { createLimiter } from './platform/rate-limit.js';
 
 /** What every module is built from. Routes and socket handlers receive these, never globals. */
 export interface AppServices {
@@ -16,6 +26,14 @@ export interface AppServices {
   db: Database;
   kv: Kv;
   gateway: Gateway;
+  keys: KeyRing;
+  tokens: AccessTokens;
+  /** onRequest hook for routes that need a signed-in user. */
+  requireUser: ReturnType<typeof requireUser>;
+  auth: AuthService;
+  users: UsersService;
+  /** The service context for one request or frame. */
+  ctx(caller: { user: AuthUser | null; log: Ctx['log']; ip: string }): Ctx;
 }
 
 export interface App extends AppServices {
@@ -69,9 +87,62 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         'uWebSockets.js is running its slow JavaScript fallback on this Node version; see docs/operations.md for the native install.',
       );
     }
+    const keys = await loadKeyRing(config, (created) =>
+      log.info({ kid: created.kid, path: created.privateKeyPath }, 'generated a development signing key'),
+    );
+    const tokens = new AccessTokens({
+      keys,
+      kv,
+      issuer: config.JWT_ISSUER,
+      ttlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+    });
+    const auth = new AuthService({
+      tokens,
+      refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+      maxLoginFailures: config.LOGIN_MAX_FAILURES,
+      loginFailuresByUsername: createLimiter(kv, {
+        keyPrefix: 'login-fail',
+        points: config.LOGIN_MAX_FAILURES,
+        durationSeconds: config.LOGIN_LOCKOUT_SECONDS,
+      }),
+      loginAttemptsByIp: createLimiter(kv, {
+        keyPrefix: 'login-ip',
+        points: config.LOGIN_IP_MAX_ATTEMPTS,
+        durationSeconds: config.LOGIN_IP_WINDOW_SECONDS,
+      }),
+      registrationsByIp: createLimiter(kv, {
+        keyPrefix: 'register-ip',
+        points: config.REGISTER_IP_MAX_ATTEMPTS,
+        durationSeconds: config.REGISTER_IP_WINDOW_SECONDS,
+      }),
+    });
     const http = await createHttpServer({ config, log, metrics });
-    const services: AppServices = { config, log, metrics, db, kv, gateway };
+    const services: AppServices = {
+      config,
+      log,
+      metrics,
+      db,
+      kv,
+      gateway,
+      keys,
+      tokens,
+      requireUser: requireUser(tokens),
+      auth,
+      users: new UsersService(auth),
+      // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
+      ctx: (caller) => ({
+        em: db.orm.em.fork(),
+        kv,
+        now: () => new Date(),
+        user: caller.user,
+        log: caller.log,
+        ip: caller.ip,
+      }),
+    };
     registerHealthRoutes(http, services);
+    registerAuthRoutes(http, services);
+    registerUserRoutes(http, services);
+    registerAuthFrames(services);
     await http.ready();
 
     let closing: Promise<void> | undefined;

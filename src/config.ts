@@ -38,6 +38,15 @@ const url = (protocols: string[]) =>
     )
     .optional();
 
+const pem = (label: string) =>
+  z
+    .string()
+    .transform((value) => value.replaceAll('\\n', '\n'))
+    .refine((value) => value.includes(`-----BEGIN ${label}-----`), {
+      message: `must be PEM text containing -----BEGIN ${label}-----`,
+    })
+    .optional();
+
 export const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   HTTP_PORT: port(8080),
@@ -58,6 +67,23 @@ export const configSchema = z.object({
   WS_MAX_FRAME_BYTES: positiveInt(64 * 1024, 16 * 1024 * 1024),
   WS_IDLE_TIMEOUT_SECONDS: intInRange(120, 8, 960),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, 300_000),
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt(900, 86_400),
+  REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
+  JWT_ISSUER: z.string().min(1).default('atrium'),
+  /** PKCS#8 PEM of the RS256 signing key; without it keys are generated under DATA_DIR/keys. */
+  JWT_SIGNING_KEY_PEM: pem('PRIVATE KEY'),
+  JWT_SIGNING_KEY_ID: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 . _ -')
+    .optional(),
+  /** Extra SPKI PEM public keys still accepted for verification, for key rotation. */
+  JWT_VERIFY_KEYS_PEM: pem('PUBLIC KEY'),
+  LOGIN_MAX_FAILURES: positiveInt(5, 1000),
+  LOGIN_LOCKOUT_SECONDS: positiveInt(900, 86_400),
+  LOGIN_IP_MAX_ATTEMPTS: positiveInt(30, 1_000_000),
+  LOGIN_IP_WINDOW_SECONDS: positiveInt(60, 86_400),
+  REGISTER_IP_MAX_ATTEMPTS: positiveInt(20, 1_000_000),
+  REGISTER_IP_WINDOW_SECONDS: positiveInt(3600, 86_400),
   PRESENCE_TTL_SECONDS: positiveInt(60, 86_400),
   DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
@@ -66,6 +92,9 @@ export const configSchema = z.object({
 });
 
 export type Config = z.infer<typeof configSchema>;
+
+/** Variables that may carry credentials: an error message names them but never echoes their value. */
+const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'JWT_SIGNING_KEY_PEM', 'JWT_VERIFY_KEYS_PEM']);
 
 /** A problem the operator must fix before the service can start; the CLI prints its message alone. */
 export class StartupError extends Error {
@@ -91,7 +120,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map((issue) => {
     const name = String(issue.path[0]);
-    return `${name} ${issue.message} (got ${JSON.stringify(input[name])})`;
+    const shown = secretVariables.has(name) ? 'value hidden' : `got ${JSON.stringify(input[name])}`;
+    return `${name} ${issue.message} (${shown})`;
   });
   throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig, StartupError } from './config.js';
+import { changeRole } from './modules/users/users.service.js';
+import { createSigningKey } from './platform/auth/keys.js';
 import { openDatabase } from './platform/db.js';
-import { createSigningKey } from './platform/keys.js';
+import { AppError } from './platform/errors.js';
 import { migrateUp, migrationStatus } from './platform/migrate.js';
 
 const usage = `Usage: atrium <command>
@@ -11,7 +13,9 @@ Commands:
   serve               Run the HTTP API and the realtime gateway (default).
   migrate [up]        Apply pending database migrations.
   migrate status      List applied and pending migrations.
-  keys create         Create an RS256 signing key pair under DATA_DIR/keys.
+  keys create         Create an RS256 signing key pair under DATA_DIR/keys (the newest signs).
+  admin grant <username> <role>    Give an account a role (user, moderator, admin).
+  admin revoke <username> <role>   Take a role away again.
   help                Show this text.
 
 Configuration comes from the environment; see README.md.`;
@@ -28,6 +32,8 @@ async function main(argv: string[]): Promise<number> {
       return serve(config);
     case 'migrate':
       return migrate(config, sub ?? 'up');
+    case 'admin':
+      return admin(config, argv.slice(1));
     case 'keys': {
       if (sub !== 'create') break;
       const key = await createSigningKey(config.DATA_DIR);
@@ -59,6 +65,29 @@ async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
   process.on('SIGINT', stop);
   await app.listen();
   return -1;
+}
+
+async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Promise<number> {
+  const [change, username, role] = args;
+  if ((change !== 'grant' && change !== 'revoke') || !username || !role) {
+    console.error(`Usage: atrium admin grant|revoke <username> <role>\n\n${usage}`);
+    return 2;
+  }
+  const db = await openDatabase(config);
+  try {
+    await migrateUp(db, config.DATABASE_URL);
+    const roles = await changeRole(db.orm.em.fork(), username, role, change);
+    console.log(
+      `${username} now has roles: ${roles.join(', ')} (effective from the next login or token refresh)`,
+    );
+    return 0;
+  } catch (error) {
+    if (!(error instanceof AppError)) throw error;
+    console.error(error.message);
+    return 1;
+  } finally {
+    await db.close();
+  }
 }
 
 async function migrate(config: ReturnType<typeof loadConfig>, sub: string): Promise<number> {

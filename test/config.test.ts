@@ -49,14 +49,16 @@ describe('configuration', () => {
     ['MIGRATE_ON_START', 'maybe', 'MIGRATE_ON_START must be one of true, false, 1, 0, yes, no (got "maybe")'],
     [
       'DATABASE_URL',
-      'mysql://x@y/z',
-      'DATABASE_URL must be a URL starting with postgres:// or postgresql:// (got "mysql://x@y/z")',
+      'mysql://x:pw@y/z',
+      'DATABASE_URL must be a URL starting with postgres:// or postgresql:// (value hidden)',
     ],
+    ['REDIS_URL', 'not a url', 'REDIS_URL must be a URL starting with redis:// or rediss:// (value hidden)'],
     [
-      'REDIS_URL',
-      'not a url',
-      'REDIS_URL must be a URL starting with redis:// or rediss:// (got "not a url")',
+      'JWT_SIGNING_KEY_PEM',
+      'secret-ish',
+      'JWT_SIGNING_KEY_PEM must be PEM text containing -----BEGIN PRIVATE KEY----- (value hidden)',
     ],
+    ['WS_IDLE_TIMEOUT_SECONDS', '0', 'WS_IDLE_TIMEOUT_SECONDS must be an integer from 8 to 960 (got "0")'],
     [
       'LOG_LEVEL',
       'loud',

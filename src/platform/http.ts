@@ -71,6 +71,7 @@ export async function createHttpServer(deps: {
     },
   }).withTypeProvider<ZodTypeProvider>();
 
+  app.decorateRequest('user', null);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
 

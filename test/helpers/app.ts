@@ -28,6 +28,10 @@ export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<Tes
     MIGRATE_ON_START: false,
     DATA_DIR: dataDir,
     SHUTDOWN_GRACE_MS: 2000,
+    // Every injected request comes from 127.0.0.1, so per-address limits would trip across tests;
+    // the tests of those limits set their own values.
+    REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
+    LOGIN_IP_MAX_ATTEMPTS: 1_000_000,
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...overrides,

@@ -1,8 +1,9 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, type Ref } from '@mikro-orm/core';
+import { type User, UserSchema } from '../users/user.entity.js';
 
 export interface Session {
   id: string;
-  userId: string;
+  user: Ref<User>;
   createdAt: Date;
   expiresAt: Date;
   lastRefreshedAt: Date | null;
@@ -15,7 +16,7 @@ export const SessionSchema = new EntitySchema<Session>({
   tableName: 'sessions',
   properties: {
     id: { type: 'uuid', primary: true },
-    userId: { type: 'uuid', fieldName: 'user_id' },
+    user: { kind: 'm:1', entity: () => UserSchema, ref: true, fieldName: 'user_id', deleteRule: 'cascade' },
     createdAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'created_at' },
     expiresAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'expires_at' },
     lastRefreshedAt: {
@@ -31,7 +32,7 @@ export const SessionSchema = new EntitySchema<Session>({
 
 export interface RefreshToken {
   tokenHash: Buffer;
-  sessionId: string;
+  session: Ref<Session>;
   createdAt: Date;
   expiresAt: Date;
   rotatedAt: Date | null;
@@ -42,7 +43,13 @@ export const RefreshTokenSchema = new EntitySchema<RefreshToken>({
   tableName: 'refresh_tokens',
   properties: {
     tokenHash: { type: 'Buffer', columnType: 'bytea', fieldName: 'token_hash', primary: true },
-    sessionId: { type: 'uuid', fieldName: 'session_id' },
+    session: {
+      kind: 'm:1',
+      entity: () => SessionSchema,
+      ref: true,
+      fieldName: 'session_id',
+      deleteRule: 'cascade',
+    },
     createdAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'created_at' },
     expiresAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'expires_at' },
     rotatedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'rotated_at', nullable: true },

@@ -1,14 +1,14 @@
 import { EntitySchema } from '@mikro-orm/core';
-
-export const userRoles = ['user', 'moderator', 'admin'] as const;
-export type UserRole = (typeof userRoles)[number];
+import type { Role } from '../../platform/auth/access-tokens.js';
 
 export interface User {
   id: string;
   username: string;
   email: string | null;
   passwordHash: string;
-  roles: UserRole[];
+  roles: Role[];
+  lastSeenAt: Date | null;
+  statusMessage: string | null;
   termsAcceptedAt: Date;
   adultConfirmedAt: Date;
   createdAt: Date;
@@ -26,6 +26,8 @@ export const UserSchema = new EntitySchema<User>({
     roles: { type: 'array', columnType: 'user_role[]' },
     termsAcceptedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'terms_accepted_at' },
     adultConfirmedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'adult_confirmed_at' },
+    lastSeenAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'last_seen_at', nullable: true },
+    statusMessage: { type: 'text', fieldName: 'status_message', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'created_at' },
     updatedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'updated_at' },
   },

@@ -1,0 +1,203 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { LoginRequest, RegisterRequest, TokenResponse } from '../../../protocol/auth.js';
+import type { AccessTokens, AuthUser } from '../../platform/auth/access-tokens.js';
+import type { Ctx } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
+import { type User, UserSchema } from '../users/user.entity.js';
+import { findUserByUsername } from '../users/users.service.js';
+import { hashPassword, verifyPassword } from './password.js';
+import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
+
+export interface AuthServiceDeps {
+  tokens: AccessTokens;
+  refreshTtlSeconds: number;
+  /** Failed logins per username before it is locked for the limiter's window. */
+  maxLoginFailures: number;
+  loginFailuresByUsername: RateLimiterAbstract;
+  loginAttemptsByIp: RateLimiterAbstract;
+  /** Registration hashes a password (tens of milliseconds of CPU), so it is limited per address too. */
+  registrationsByIp: RateLimiterAbstract;
+}
+
+const invalidCredentials = () =>
+  new AppError(ErrorCode.INVALID_CREDENTIALS, 'The username or password is wrong.');
+const invalidRefreshToken = () =>
+  new AppError(ErrorCode.INVALID_REFRESH_TOKEN, 'The refresh token is unknown, expired or revoked.');
+
+/**
+ * Accounts and sessions: registration with the 18+ gate, login, refresh-token rotation with reuse
+ * detection, logout. A session is one login; its refresh tokens form a family, and presenting an
+ * already-rotated token revokes the whole family, since only a thief or a replay can do that.
+ */
+export class AuthService {
+  constructor(private readonly deps: AuthServiceDeps) {}
+
+  async register(ctx: Ctx, input: RegisterRequest): Promise<TokenResponse> {
+    if (!input.confirm_18_plus)
+      throw new AppError(ErrorCode.AGE_GATE, 'You must confirm that you are 18 or older.');
+    if (!input.accept_terms)
+      throw new AppError(ErrorCode.TERMS_NOT_ACCEPTED, 'You must accept the terms of service.');
+    await consumeOrThrow(this.deps.registrationsByIp, ctx.ip, 'Too many registrations from this address.');
+    const now = ctx.now();
+    const user = ctx.em.create(UserSchema, {
+      id: newId(),
+      username: input.username,
+      email: input.email ?? null,
+      passwordHash: await hashPassword(input.password),
+      roles: ['user'],
+      termsAcceptedAt: now,
+      adultConfirmedAt: now,
+      lastSeenAt: null,
+      statusMessage: null,
+      createdAt: now,
+      updatedAt: now,
+    });
+    try {
+      // The unique index on lower(username) decides races: of two concurrent registrations of
+      // the same name, exactly one insert succeeds.
+      await ctx.em.flush();
+    } catch (error) {
+      ctx.em.clear();
+      throw mapUniqueViolation(error);
+    }
+    return this.startSession(ctx, user);
+  }
+
+  async login(ctx: Ctx, input: LoginRequest): Promise<TokenResponse> {
+    const { loginAttemptsByIp, loginFailuresByUsername, maxLoginFailures } = this.deps;
+    await consumeOrThrow(loginAttemptsByIp, ctx.ip, 'Too many login attempts from this address.');
+    const usernameKey = input.username.toLowerCase();
+    const failures = await loginFailuresByUsername.get(usernameKey);
+    if (failures && failures.consumedPoints >= maxLoginFailures) {
+      throw rateLimited('Too many failed logins for this account; try again later.', failures.msBeforeNext);
+    }
+    const user = await findUserByUsername(ctx.em, input.username);
+    if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
+      await loginFailuresByUsername.penalty(usernameKey);
+      throw invalidCredentials();
+    }
+    await loginFailuresByUsername.delete(usernameKey);
+    return this.startSession(ctx, user);
+  }
+
+  /** Exchanges a refresh token for a new pair; the presented token is spent. */
+  async refresh(ctx: Ctx, refreshToken: string): Promise<TokenResponse> {
+    const now = ctx.now();
+    const outcome = await ctx.em.transactional(async (em) => {
+      const presented = await em.findOne(
+        RefreshTokenSchema,
+        { tokenHash: hashToken(refreshToken) },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!presented) return { kind: 'invalid' as const };
+      const session = await em.findOne(
+        SessionSchema,
+        { id: presented.session.id },
+        { lockMode: LockMode.PESSIMISTIC_WRITE },
+      );
+      if (!session || session.revokedAt) return { kind: 'invalid' as const };
+      if (presented.rotatedAt) {
+        session.revokedAt = now;
+        session.revokedReason = 'refresh_token_reuse';
+        return { kind: 'reused' as const, sessionId: session.id };
+      }
+      if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
+      const user = await em.findOne(UserSchema, { id: session.user.id });
+      if (!user) return { kind: 'invalid' as const };
+      presented.rotatedAt = now;
+      session.lastRefreshedAt = now;
+      session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
+      const next = issueRefreshToken();
+      em.create(RefreshTokenSchema, {
+        tokenHash: next.hash,
+        session,
+        createdAt: now,
+        expiresAt: session.expiresAt,
+        rotatedAt: null,
+      });
+      return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
+    });
+    if (outcome.kind === 'reused') {
+      ctx.log.warn({ sessionId: outcome.sessionId }, 'refresh token reuse detected; session revoked');
+      await this.deps.tokens.revokeSessions([outcome.sessionId]);
+    }
+    if (outcome.kind !== 'rotated') throw invalidRefreshToken();
+    return this.tokenResponse(outcome.user, outcome.sessionId, outcome.refreshToken);
+  }
+
+  /** Revokes the session the token belongs to. Unknown tokens are accepted silently: logout is idempotent. */
+  async logout(ctx: Ctx, refreshToken: string): Promise<void> {
+    const presented = await ctx.em.findOne(RefreshTokenSchema, { tokenHash: hashToken(refreshToken) });
+    if (!presented) return;
+    await ctx.em.nativeUpdate(
+      SessionSchema,
+      { id: presented.session.id, revokedAt: null },
+      { revokedAt: ctx.now(), revokedReason: 'logout' },
+    );
+    await this.deps.tokens.revokeSessions([presented.session.id]);
+  }
+
+  /** Ends every session of a user (used when the account is deleted). */
+  async revokeAllSessions(ctx: Ctx, userId: string): Promise<void> {
+    const sessions = await ctx.em.find(SessionSchema, { user: userId }, { fields: ['id'] });
+    await this.deps.tokens.revokeSessions(sessions.map((s) => s.id));
+  }
+
+  private async startSession(ctx: Ctx, user: User): Promise<TokenResponse> {
+    const now = ctx.now();
+    const expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
+    const session = ctx.em.create(SessionSchema, {
+      id: newId(),
+      user,
+      createdAt: now,
+      expiresAt,
+      lastRefreshedAt: null,
+      revokedAt: null,
+      revokedReason: null,
+    });
+    const refresh = issueRefreshToken();
+    ctx.em.create(RefreshTokenSchema, {
+      tokenHash: refresh.hash,
+      session,
+      createdAt: now,
+      expiresAt,
+      rotatedAt: null,
+    });
+    await ctx.em.flush();
+    return this.tokenResponse(user, session.id, refresh.token);
+  }
+
+  private async tokenResponse(user: User, sessionId: string, refreshToken: string): Promise<TokenResponse> {
+    const principal: AuthUser = { id: user.id, sessionId, roles: user.roles };
+    return {
+      user: { id: user.id, username: user.username, created_at: user.createdAt.toISOString() },
+      access_token: await this.deps.tokens.issue(principal),
+      refresh_token: refreshToken,
+      token_type: 'Bearer',
+      expires_in: this.deps.tokens.ttlSeconds,
+    };
+  }
+}
+
+/** 256 random bits, sent to the client once; only the SHA-256 is stored. */
+function issueRefreshToken(): { token: string; hash: Buffer } {
+  const token = randomBytes(32).toString('base64url');
+  return { token, hash: hashToken(token) };
+}
+
+function hashToken(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function mapUniqueViolation(error: unknown): unknown {
+  if (!(error instanceof UniqueConstraintViolationException)) return error;
+  const constraint = (error as { constraint?: string }).constraint ?? error.message;
+  if (constraint.includes('users_email_folded_key')) {
+    return new AppError(ErrorCode.EMAIL_TAKEN, 'That email address is already registered.');
+  }
+  return new AppError(ErrorCode.USERNAME_TAKEN, 'That username is taken.');
+}

@@ -1,0 +1,109 @@
+import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { AppError, ErrorCode } from '../errors.js';
+import type { Kv } from '../kv/kv.js';
+import type { KeyRing } from './keys.js';
+
+export const roles = ['user', 'moderator', 'admin'] as const;
+export type Role = (typeof roles)[number];
+
+/** Who is calling, as proven by a verified access token. */
+export interface AuthUser {
+  id: string;
+  sessionId: string;
+  roles: Role[];
+}
+
+const AUDIENCE = 'atrium-api';
+
+interface AccessTokenOptions {
+  keys: KeyRing;
+  kv: Kv;
+  issuer: string;
+  ttlSeconds: number;
+  now?: () => Date;
+}
+
+/**
+ * Signs and verifies RS256 access tokens. This one verifier serves REST (the auth hook) and the
+ * gateway (the auth frame), so both accept and refuse exactly the same tokens.
+ *
+ * Access tokens are short-lived and stateless, but a revoked session (logout, refresh-token reuse,
+ * account deletion) is remembered in the KV store for one token lifetime, so its access tokens
+ * stop working at once instead of at expiry.
+ */
+export class AccessTokens {
+  private readonly now: () => Date;
+
+  constructor(private readonly options: AccessTokenOptions) {
+    this.now = options.now ?? (() => new Date());
+  }
+
+  get ttlSeconds(): number {
+    return this.options.ttlSeconds;
+  }
+
+  async issue(user: AuthUser): Promise<string> {
+    const { keys, issuer, ttlSeconds } = this.options;
+    const iat = Math.floor(this.now().getTime() / 1000);
+    return new SignJWT({ sid: user.sessionId, roles: user.roles })
+      .setProtectedHeader({ alg: 'RS256', kid: keys.signing.kid, typ: 'JWT' })
+      .setSubject(user.id)
+      .setIssuer(issuer)
+      .setAudience(AUDIENCE)
+      .setIssuedAt(iat)
+      .setExpirationTime(iat + ttlSeconds)
+      .sign(keys.signing.privateKey);
+  }
+
+  /** Returns the caller or throws UNAUTHENTICATED; the reason goes to the detail, never a different code. */
+  async verify(token: string): Promise<AuthUser> {
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(
+        token,
+        (header) => {
+          const key = header.kid === undefined ? undefined : this.options.keys.verification.get(header.kid);
+          if (!key) throw new joseErrors.JWKSNoMatchingKey();
+          return key;
+        },
+        // Pinning the algorithm is what refuses `alg: none` and HS256 signed with the public key.
+        { algorithms: ['RS256'], issuer: this.options.issuer, audience: AUDIENCE, currentDate: this.now() },
+      ));
+    } catch (error) {
+      const expired = error instanceof joseErrors.JWTExpired;
+      throw new AppError(
+        ErrorCode.UNAUTHENTICATED,
+        expired ? 'The access token has expired.' : 'The access token is invalid.',
+      );
+    }
+    const user = toAuthUser(payload);
+    if (!user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The access token is invalid.');
+    if (await this.options.kv.get(revokedKey(user.sessionId))) {
+      throw new AppError(ErrorCode.UNAUTHENTICATED, 'The session has been revoked.');
+    }
+    return user;
+  }
+
+  /** Makes every access token of these sessions fail verification from now on. */
+  async revokeSessions(sessionIds: readonly string[]): Promise<void> {
+    if (sessionIds.length === 0) return;
+    // Keep the mark a little longer than a token lives, to cover clock skew between nodes.
+    const ttlMs = (this.options.ttlSeconds + 60) * 1000;
+    await this.options.kv.msetWithTtl(
+      sessionIds.map((sid) => [revokedKey(sid), '1'] as const),
+      ttlMs,
+    );
+  }
+}
+
+function revokedKey(sessionId: string): string {
+  return `auth:revoked-session:${sessionId}`;
+}
+
+function toAuthUser(payload: JWTPayload): AuthUser | undefined {
+  const { sub, sid } = payload;
+  const claimed = payload.roles;
+  if (typeof sub !== 'string' || typeof sid !== 'string' || !Array.isArray(claimed)) return undefined;
+  if (!claimed.every((r): r is Role => (roles as readonly unknown[]).includes(r))) return undefined;
+  return { id: sub, sessionId: sid, roles: claimed };
+}

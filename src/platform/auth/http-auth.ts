@@ -1,0 +1,32 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { AppError, ErrorCode } from '../errors.js';
+import type { AccessTokens, AuthUser } from './access-tokens.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the `requireUser` hook; null on routes without it. */
+    user: AuthUser | null;
+  }
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/;
+
+/** Parses `Authorization: Bearer <token>`; anything else is a missing credential. */
+export function bearerToken(header: string | undefined): string | undefined {
+  return header ? BEARER.exec(header)?.[1] : undefined;
+}
+
+/**
+ * An onRequest hook for routes that need a user: it verifies the bearer token with the shared
+ * verifier and sets `request.user`, or answers 401 before the body is even read.
+ */
+export function requireUser(tokens: AccessTokens) {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const token = bearerToken(request.headers.authorization);
+    if (!token) throw new AppError(ErrorCode.UNAUTHENTICATED, 'A bearer access token is required.');
+    request.user = await tokens.verify(token);
+  };
+}
+
+/** The security requirement routes using `requireUser` declare in OpenAPI. */
+export const bearerSecurity = [{ bearerAuth: [] }];

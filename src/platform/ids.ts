@@ -1,0 +1,16 @@
+import { v7 as uuidv7 } from 'uuid';
+
+/** New ids are UUID v7: unique without coordination and ordered by creation time, which keeps indexes compact. */
+export function newId(): string {
+  return uuidv7();
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Ids are opaque to clients, so a malformed one is simply an id that does not exist: services
+ * check this before querying, because Postgres would reject it as a uuid syntax error.
+ */
+export function isId(value: string): boolean {
+  return UUID.test(value);
+}

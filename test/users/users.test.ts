@@ -1,0 +1,210 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { changeRole } from '../../src/modules/users/users.service.js';
+import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+
+describe('user accounts', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await buildTestApp();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  const count = async (sql: string, params: unknown[]) => {
+    const rows: { n: number }[] = await app.db.orm.em.fork().getConnection().execute(sql, params);
+    return rows[0]?.n;
+  };
+
+  it('shows the signed-in account with its roles and presence fields', async () => {
+    const { user, access_token } = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'GET',
+      url: '/api/users/me',
+      headers: bearer(access_token),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      id: user.id,
+      username: user.username,
+      created_at: user.created_at,
+      last_seen_at: null,
+      status_message: null,
+      roles: ['user'],
+    });
+  });
+
+  it('answers /api/users/me without a token with 401 UNAUTHENTICATED', async () => {
+    const response = await app.http.inject({ method: 'GET', url: '/api/users/me' });
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it("shows another user's public view without private fields", async () => {
+    const viewer = await registerUser(app);
+    const target = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'GET',
+      url: `/api/users/${target.user.id}`,
+      headers: bearer(viewer.access_token),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual(target.user);
+  });
+
+  it.each([
+    ['an unknown id', '01a1ffb2-0000-7000-8000-000000000000'],
+    ['a malformed id', 'not-a-uuid'],
+  ])('answers %s with 404 NOT_FOUND', async (_name, id) => {
+    const viewer = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'GET',
+      url: `/api/users/${id}`,
+      headers: bearer(viewer.access_token),
+    });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toMatchObject({ code: 'NOT_FOUND' });
+  });
+
+  it('requires a token to see another user', async () => {
+    const target = await registerUser(app);
+    expect((await app.http.inject({ method: 'GET', url: `/api/users/${target.user.id}` })).statusCode).toBe(
+      401,
+    );
+  });
+
+  it('keeps the account when the password re-check fails, answering 403 PASSWORD_INCORRECT', async () => {
+    const { user, access_token } = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'DELETE',
+      url: '/api/users/me',
+      headers: bearer(access_token),
+      payload: { password: 'not the password' },
+    });
+    expect(response.statusCode).toBe(403);
+    expect(response.json()).toMatchObject({ code: 'PASSWORD_INCORRECT' });
+    expect(await count('select count(*)::int as n from users where id = ?', [user.id])).toBe(1);
+  });
+
+  it('answers a deletion without a password with 422 and keeps the account', async () => {
+    const { user, access_token } = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'DELETE',
+      url: '/api/users/me',
+      headers: bearer(access_token),
+      payload: {},
+    });
+    expect(response.statusCode).toBe(422);
+    expect(await count('select count(*)::int as n from users where id = ?', [user.id])).toBe(1);
+  });
+
+  it('deletes the account with its sessions; it can no longer log in, refresh or use its tokens', async () => {
+    const username = uniqueUsername();
+    const tokens = await registerUser(app, username);
+    const response = await app.http.inject({
+      method: 'DELETE',
+      url: '/api/users/me',
+      headers: bearer(tokens.access_token),
+      payload: { password: PASSWORD },
+    });
+    expect(response.statusCode).toBe(204);
+    expect(await count('select count(*)::int as n from users where id = ?', [tokens.user.id])).toBe(0);
+    expect(await count('select count(*)::int as n from sessions where user_id = ?', [tokens.user.id])).toBe(
+      0,
+    );
+
+    const login = await app.http.inject({
+      method: 'POST',
+      url: '/api/auth/login',
+      payload: { username, password: PASSWORD },
+    });
+    expect(login.statusCode).toBe(401);
+    const refresh = await app.http.inject({
+      method: 'POST',
+      url: '/api/auth/refresh',
+      payload: { refresh_token: tokens.refresh_token },
+    });
+    expect(refresh.statusCode).toBe(401);
+    const me = await app.http.inject({
+      method: 'GET',
+      url: '/api/users/me',
+      headers: bearer(tokens.access_token),
+    });
+    expect(me.statusCode).toBe(401);
+  });
+
+  it('frees the username of a deleted account for a new registration', async () => {
+    const username = uniqueUsername();
+    const tokens = await registerUser(app, username);
+    await app.http.inject({
+      method: 'DELETE',
+      url: '/api/users/me',
+      headers: bearer(tokens.access_token),
+      payload: { password: PASSWORD },
+    });
+    const again = await registerUser(app, username);
+    expect(again.user.id).not.toBe(tokens.user.id);
+  });
+});
+
+describe('role administration', () => {
+  let app: TestApp;
+  beforeAll(async () => {
+    app = await buildTestApp();
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('grants and revokes a role by username, case-insensitively, keeping the roles in a fixed order', async () => {
+    const { user } = await registerUser(app);
+    const em = () => app.db.orm.em.fork();
+    expect(await changeRole(em(), user.username.toUpperCase(), 'admin', 'grant')).toEqual(['user', 'admin']);
+    expect(await changeRole(em(), user.username, 'moderator', 'grant')).toEqual([
+      'user',
+      'moderator',
+      'admin',
+    ]);
+    expect(await changeRole(em(), user.username, 'moderator', 'grant')).toEqual([
+      'user',
+      'moderator',
+      'admin',
+    ]);
+    expect(await changeRole(em(), user.username, 'admin', 'revoke')).toEqual(['user', 'moderator']);
+  });
+
+  it.each([
+    ['an unknown role', 'x', 'owner', 'grant', /Unknown role owner/],
+    ['the base user role', 'x', 'user', 'revoke', /keeps the user role/],
+    ['an unknown username', 'nobody_here', 'admin', 'grant', /No user named nobody_here/],
+  ] as const)('refuses %s', async (_name, who, role, change, message) => {
+    const { user } = await registerUser(app);
+    const username = who === 'x' ? user.username : who;
+    await expect(changeRole(app.db.orm.em.fork(), username, role, change)).rejects.toThrow(message);
+  });
+
+  it('reports CLI usage mistakes with exit code 2 and unknown users with exit code 1', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'atrium-admin-'));
+    try {
+      const run = (...args: string[]) =>
+        spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
+          env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' },
+          encoding: 'utf8',
+          timeout: 30_000,
+        });
+      const usage = run('promote', 'someone');
+      expect(usage.status).toBe(2);
+      expect(usage.stderr).toContain('Usage: atrium admin grant|revoke <username> <role>');
+      const unknown = run('grant', 'ghost_user', 'moderator');
+      expect(unknown.status).toBe(1);
+      expect(unknown.stderr.trim()).toBe('No user named ghost_user.');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
