@@ -1,9 +1,6 @@
 import type { Config } from './config.js';
-import { registerAuthRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
-import { registerAuthFrames } from './modules/auth/auth.socket.js';
-import { registerHealthRoutes } from './modules/health/health.routes.js';
-import { registerUserRoutes } from './modules/users/users.routes.js';
+import { registerModules } from './modules/register.js';
 import { UsersService } from './modules/users/users.service.js';
 import { AccessTokens, type AuthUser } from './platform/auth/access-tokens.js';
 import { requireUser } from './platform/auth/http-auth.js';
@@ -139,10 +136,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         ip: caller.ip,
       }),
     };
-    registerHealthRoutes(http, services);
-    registerAuthRoutes(http, services);
-    registerUserRoutes(http, services);
-    registerAuthFrames(services);
+    registerModules(http, services);
     await http.ready();
 
     let closing: Promise<void> | undefined;
