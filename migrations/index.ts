@@ -1,5 +1,8 @@
 import { Migration0001Initial } from './0001_initial.js';
+import { Migration0004AvatarLoadouts } from './0004_avatar_loadouts.js';
 import { Migration0006PresenceColumns } from './0006_presence_columns.js';
+import { Migration0007SocialGraph } from './0007_social_graph.js';
+import { Migration0010Profiles } from './0010_profiles.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -8,5 +11,8 @@ import { Migration0006PresenceColumns } from './0006_presence_columns.js';
  */
 export const migrationsList = [
   { name: '0001_initial', class: Migration0001Initial },
+  { name: '0004_avatar_loadouts', class: Migration0004AvatarLoadouts },
   { name: '0006_presence_columns', class: Migration0006PresenceColumns },
+  { name: '0007_social_graph', class: Migration0007SocialGraph },
+  { name: '0010_profiles', class: Migration0010Profiles },
 ];

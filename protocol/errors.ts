@@ -29,6 +29,8 @@ export const ErrorCode = {
   /** A password re-check (for example before deleting the account) failed. */
   PASSWORD_INCORRECT: 'PASSWORD_INCORRECT',
   UNKNOWN_FRAME_TYPE: 'UNKNOWN_FRAME_TYPE',
+  /** A connection asked for more subscriptions than it may hold. */
+  SUBSCRIPTION_LIMIT: 'SUBSCRIPTION_LIMIT',
   FRAME_TOO_LARGE: 'FRAME_TOO_LARGE',
   UNAVAILABLE: 'UNAVAILABLE',
   INTERNAL: 'INTERNAL',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { authFrameSchema } from './auth.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -19,14 +20,66 @@ export type ClientFrame = z.infer<typeof clientFrameSchema>;
 /** Client frame types. */
 export const ClientFrameType = {
   PING: 'ping',
+  AUTH: 'auth',
+  PRESENCE_HEARTBEAT: 'presence.heartbeat',
+  PRESENCE_QUERY: 'presence.query',
+  PRESENCE_SUBSCRIBE: 'presence.subscribe',
+  PRESENCE_UNSUBSCRIBE: 'presence.unsubscribe',
+  PRESENCE_STATUS: 'presence.status',
 } as const;
 
-/** Server frame types. */
+/** Server frame types: replies, then events pushed to subscribers. */
 export const ServerFrameType = {
   PONG: 'pong',
   ACK: 'ack',
   ERROR: 'error',
+  PRESENCE: 'presence',
 } as const;
+
+export const userIdsSchema = z.array(z.string().min(1).max(64)).min(1).max(200);
+const noPayload = z.undefined().or(z.object({}).strict());
+
+/** The payload schema (`d`) of every client frame, by type. */
+export const clientPayloadSchemas = {
+  [ClientFrameType.PING]: noPayload,
+  [ClientFrameType.AUTH]: authFrameSchema,
+  [ClientFrameType.PRESENCE_HEARTBEAT]: noPayload,
+  [ClientFrameType.PRESENCE_QUERY]: z.object({ user_ids: userIdsSchema }).strict(),
+  [ClientFrameType.PRESENCE_SUBSCRIBE]: z.object({ user_ids: userIdsSchema }).strict(),
+  [ClientFrameType.PRESENCE_UNSUBSCRIBE]: z.object({ user_ids: userIdsSchema }).strict(),
+  [ClientFrameType.PRESENCE_STATUS]: z.object({ status_message: z.string().max(1000) }).strict(),
+} as const;
+
+export type ClientFrameTypeName = keyof typeof clientPayloadSchemas;
+export type ClientPayload<T extends ClientFrameTypeName> = z.infer<(typeof clientPayloadSchemas)[T]>;
+
+export const presenceStatusSchema = z.enum(['online', 'offline', 'unknown']);
+export type PresenceStatus = z.infer<typeof presenceStatusSchema>;
+
+/** Ack payloads, by client frame type. */
+export interface AckPayloads {
+  ping: never;
+  auth: { user_id: string; roles: string[] };
+  'presence.heartbeat': { status: 'online'; ttl_seconds: number; last_seen_at: string };
+  'presence.query': { presence: Record<string, PresenceStatus> };
+  'presence.subscribe': { presence: Record<string, PresenceStatus> };
+  'presence.unsubscribe': Record<string, never>;
+  'presence.status': { status_message: string | null };
+}
+
+/** A user's presence changed: pushed to connections subscribed to that user and allowed to see it. */
+export interface PresenceEvent {
+  user_id: string;
+  status: 'online' | 'offline';
+  status_message: string | null;
+  /** Set when the user went offline. */
+  last_seen_at?: string;
+}
+
+/** Event payloads, by server frame type. */
+export interface EventPayloads {
+  presence: PresenceEvent;
+}
 
 export interface PongFrame {
   t: 'pong';
@@ -35,10 +88,10 @@ export interface PongFrame {
   ts: number;
 }
 
-export interface AckFrame {
+export interface AckFrame<T = unknown> {
   t: 'ack';
   id: number;
-  d?: unknown;
+  d?: T;
 }
 
 export interface ErrorFrame {
@@ -51,8 +104,21 @@ export interface ErrorFrame {
   retry_after?: number;
 }
 
+export interface EventFrame<T extends keyof EventPayloads = keyof EventPayloads> {
+  t: T;
+  d: EventPayloads[T];
+}
+
+export type ServerFrame = PongFrame | AckFrame | ErrorFrame | EventFrame;
+
 /** WebSocket close codes the gateway uses. */
 export const CloseCode = {
   /** The server is shutting down; reconnect to another node or later. */
   GOING_AWAY: 1001,
+  /** No valid auth frame arrived within the authentication deadline. */
+  AUTH_TIMEOUT: 4401,
+  /** The client read too slowly: more than the allowed bytes were waiting to be sent to it. */
+  SLOW_CONSUMER: 4408,
+  /** The client kept sending frames far above its rate limit. */
+  FLOOD: 4429,
 } as const;

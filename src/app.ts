@@ -1,10 +1,13 @@
 import type { Config } from './config.js';
 import { AuthService } from './modules/auth/auth.service.js';
+import { PresenceService } from './modules/presence/presence.service.js';
+import { PresenceTracker } from './modules/presence/presence.tracker.js';
 import { registerModules } from './modules/register.js';
 import { UsersService } from './modules/users/users.service.js';
 import { AccessTokens, type AuthUser } from './platform/auth/access-tokens.js';
 import { requireUser } from './platform/auth/http-auth.js';
 import { type KeyRing, loadKeyRing } from './platform/auth/keys.js';
+import { EventBus } from './platform/bus.js';
 import type { Ctx } from './platform/context.js';
 import { type Database, openDatabase } from './platform/db.js';
 import { Gateway } from './platform/gateway/gateway.js';
@@ -22,6 +25,7 @@ export interface AppServices {
   metrics: Metrics;
   db: Database;
   kv: Kv;
+  bus: EventBus;
   gateway: Gateway;
   keys: KeyRing;
   tokens: AccessTokens;
@@ -29,6 +33,8 @@ export interface AppServices {
   requireUser: ReturnType<typeof requireUser>;
   auth: AuthService;
   users: UsersService;
+  presence: PresenceService;
+  presenceTracker: PresenceTracker;
   /** The service context for one request or frame. */
   ctx(caller: { user: AuthUser | null; log: Ctx['log']; ip: string }): Ctx;
 }
@@ -78,7 +84,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       (await createKv(config.REDIS_URL, { onError: (err, context) => log.error({ err }, `kv: ${context}`) }));
     if (!overrides.kv) owned.unshift(() => kv.close());
 
-    const gateway = new Gateway({ config, log, metrics });
+    const bus = new EventBus(kv);
+    const gateway = new Gateway({ config, log, metrics, bus });
     if (!gateway.native) {
       log.warn(
         'uWebSockets.js is running its slow JavaScript fallback on this Node version; see docs/operations.md for the native install.',
@@ -114,27 +121,47 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }),
     });
     const http = await createHttpServer({ config, log, metrics });
+    const ctx: AppServices['ctx'] = (caller) => ({
+      // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
+      em: db.orm.em.fork(),
+      kv,
+      now: () => new Date(),
+      user: caller.user,
+      log: caller.log,
+      ip: caller.ip,
+    });
+    const presenceTracker = new PresenceTracker({
+      kv,
+      gateway,
+      log,
+      ttlSeconds: config.PRESENCE_TTL_SECONDS,
+      flushIntervalMs: config.LAST_SEEN_FLUSH_MS,
+      systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
+    });
+    const presence = new PresenceService({
+      kv,
+      bus,
+      ttlSeconds: config.PRESENCE_TTL_SECONDS,
+      sightings: presenceTracker,
+    });
+    presenceTracker.attach(presence);
+    gateway.onSession(presenceTracker);
     const services: AppServices = {
       config,
       log,
       metrics,
       db,
       kv,
+      bus,
       gateway,
       keys,
       tokens,
       requireUser: requireUser(tokens),
       auth,
       users: new UsersService(auth),
-      // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
-      ctx: (caller) => ({
-        em: db.orm.em.fork(),
-        kv,
-        now: () => new Date(),
-        user: caller.user,
-        log: caller.log,
-        ip: caller.ip,
-      }),
+      presence,
+      presenceTracker,
+      ctx,
     };
     registerModules(http, services);
     await http.ready();
@@ -148,12 +175,15 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         const address = http.server.address();
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
+        presenceTracker.start();
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
       close() {
         closing ??= (async () => {
           await Promise.all([closeHttp(http, config.SHUTDOWN_GRACE_MS), gateway.close()]);
+          // After the sockets closed, so their last sightings are in the final flush.
+          await presenceTracker.stop();
           for (const release of owned) await release();
         })();
         return closing;

@@ -66,6 +66,13 @@ export const configSchema = z.object({
   TRUST_PROXY: bool(false),
   WS_MAX_FRAME_BYTES: positiveInt(64 * 1024, 16 * 1024 * 1024),
   WS_IDLE_TIMEOUT_SECONDS: intInRange(120, 8, 960),
+  /** A connection must send a valid auth frame within this time or it is closed with 4401. */
+  WS_AUTH_TIMEOUT_MS: positiveInt(10_000, 300_000),
+  /** Frames a connection may send per second; above it frames are refused, far above it the connection closes. */
+  WS_MAX_FRAMES_PER_SECOND: positiveInt(50, 100_000),
+  WS_MAX_SUBSCRIPTIONS: positiveInt(1000, 100_000),
+  /** Bytes waiting to be written to one slow client before it is disconnected with 4408. */
+  WS_MAX_BUFFERED_BYTES: positiveInt(1024 * 1024, 256 * 1024 * 1024),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, 300_000),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900, 86_400),
   REFRESH_TOKEN_TTL_SECONDS: positiveInt(30 * 86_400, 365 * 86_400),
@@ -85,6 +92,8 @@ export const configSchema = z.object({
   REGISTER_IP_MAX_ATTEMPTS: positiveInt(20, 1_000_000),
   REGISTER_IP_WINDOW_SECONDS: positiveInt(3600, 86_400),
   PRESENCE_TTL_SECONDS: positiveInt(60, 86_400),
+  /** How often coalesced last_seen_at updates are written to the database. */
+  LAST_SEEN_FLUSH_MS: positiveInt(5000, 600_000),
   DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
   GAMESERVER_COMMAND: z.string().min(1).optional(),

@@ -27,6 +27,12 @@ export function createMetrics() {
       labelNames: ['type'] as const,
       registers: [registry],
     }),
+    wsClosedByServer: new Counter({
+      name: 'atrium_ws_closed_by_server_total',
+      help: 'Connections the gateway closed, by reason (auth_timeout, slow_consumer, flood).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
     wsErrorFrames: new Counter({
       name: 'atrium_ws_error_frames_total',
       help: 'Error frames sent by the gateway, by error code.',

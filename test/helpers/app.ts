@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type App, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
+import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 export interface TestApp extends App {
@@ -49,4 +50,51 @@ export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<Tes
       await rm(dataDir, { recursive: true, force: true });
     },
   });
+}
+
+/**
+ * Several app instances sharing one database and one KV store, as a multi-node deployment does:
+ * one Redis when REDIS_URL is set (each node with its own connections), otherwise one in-process
+ * store object passed to every node.
+ */
+export async function buildTestCluster(nodes: number, overrides: ConfigOverrides = {}): Promise<TestCluster> {
+  const testDb = await createTestDatabase();
+  const sharedKv = process.env.REDIS_URL ? undefined : new MemoryKv();
+  // Every node reads its signing keys from one DATA_DIR, as production nodes share one key.
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-cluster-'));
+  const apps: App[] = [];
+  const urls: { httpUrl: string; wsUrl: string }[] = [];
+  for (let i = 0; i < nodes; i++) {
+    const config = configFrom({
+      HTTP_PORT: 0,
+      WS_PORT: 0,
+      LOG_LEVEL: 'silent',
+      MIGRATE_ON_START: false,
+      DATA_DIR: dataDir,
+      SHUTDOWN_GRACE_MS: 2000,
+      REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
+      LOGIN_IP_MAX_ATTEMPTS: 1_000_000,
+      ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+      ...overrides,
+    });
+    const app = await buildApp(config, { db: testDb.db, ...(sharedKv ? { kv: sharedKv } : {}) });
+    apps.push(app);
+    const { httpPort, wsPort } = await app.listen();
+    urls.push({ httpUrl: `http://127.0.0.1:${httpPort}`, wsUrl: `ws://127.0.0.1:${wsPort}/ws` });
+  }
+  return {
+    nodes: apps.map((app, i) => Object.assign(app, urls[i])),
+    async close() {
+      for (const app of apps) await app.close();
+      await sharedKv?.close();
+      await testDb.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestCluster {
+  nodes: (App & { httpUrl: string; wsUrl: string })[];
+  close(): Promise<void>;
 }

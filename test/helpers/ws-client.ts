@@ -72,3 +72,21 @@ export class TestSocket {
     this.ws.close();
   }
 }
+
+/** Connects and authenticates with an access token; resolves once the auth frame was acknowledged. */
+export async function authedSocket(wsUrl: string, accessToken: string): Promise<TestSocket> {
+  const socket = await TestSocket.connect(wsUrl);
+  socket.sendFrame({ t: 'auth', id: 0, d: { token: accessToken } });
+  const reply = await socket.next((f) => f.id === 0 && (f.t === 'ack' || f.t === 'error'));
+  if (reply.t !== 'ack') throw new Error(`auth failed: ${JSON.stringify(reply)}`);
+  return socket;
+}
+
+/** Sends a request frame and resolves with its ack or error frame. */
+export async function request(socket: TestSocket, t: string, d?: unknown): Promise<ReceivedFrame> {
+  const id = nextRequestId++;
+  socket.sendFrame({ t, id, ...(d === undefined ? {} : { d }) });
+  return socket.next((f) => f.id === id && (f.t === 'ack' || f.t === 'error'));
+}
+
+let nextRequestId = 1000;

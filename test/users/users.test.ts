@@ -138,6 +138,42 @@ describe('user accounts', () => {
     expect(me.statusCode).toBe(401);
   });
 
+  it("removes the account's friendships, follows and blocks in both directions and keeps the other user's rows", async () => {
+    const leaving = await registerUser(app);
+    const staying = await registerUser(app);
+    const third = await registerUser(app);
+    const execute = (sql: string, params: unknown[]) =>
+      app.db.orm.em.fork().getConnection().execute(sql, params);
+    const [l, s, t] = [leaving.user.id, staying.user.id, third.user.id];
+    await execute(
+      `insert into friendships (requester_id, addressee_id, status) values (?, ?, 'accepted'), (?, ?, 'pending')`,
+      [l, s, t, l],
+    );
+    await execute('insert into follows (follower_id, followed_id) values (?, ?), (?, ?), (?, ?)', [
+      l,
+      s,
+      s,
+      l,
+      s,
+      t,
+    ]);
+    await execute('insert into blocks (blocker_id, blocked_id) values (?, ?), (?, ?)', [l, t, s, t]);
+    const response = await app.http.inject({
+      method: 'DELETE',
+      url: '/api/users/me',
+      headers: bearer(leaving.access_token),
+      payload: { password: PASSWORD },
+    });
+    expect(response.statusCode).toBe(204);
+    const involving = (table: string, a: string, b: string) =>
+      count(`select count(*)::int as n from ${table} where ${a} = ? or ${b} = ?`, [l, l]);
+    expect(await involving('friendships', 'requester_id', 'addressee_id')).toBe(0);
+    expect(await involving('follows', 'follower_id', 'followed_id')).toBe(0);
+    expect(await involving('blocks', 'blocker_id', 'blocked_id')).toBe(0);
+    expect(await count('select count(*)::int as n from follows where follower_id = ?', [s])).toBe(1);
+    expect(await count('select count(*)::int as n from blocks where blocker_id = ?', [s])).toBe(1);
+  });
+
   it('frees the username of a deleted account for a new registration', async () => {
     const username = uniqueUsername();
     const tokens = await registerUser(app, username);

@@ -1,4 +1,6 @@
 import { Encoder } from '@msgpack/msgpack';
+import { CloseCode } from '../../../protocol/frames.js';
+import type { AuthUser } from '../auth/access-tokens.js';
 import type { UwsWebSocket } from './uws.js';
 
 const encoder = new Encoder({ ignoreUndefined: true });
@@ -14,19 +16,39 @@ export interface SocketData {
  */
 export class Connection {
   closed = false;
-  /** Authenticated principal, set by the auth frame (see the gateway's auth handler). */
-  principal: unknown = undefined;
+  /** Set by a successful auth frame; frames other than ping and auth need it. */
+  user: AuthUser | undefined;
+  /** Topics this connection receives events from. */
+  readonly topics = new Set<string>();
+  authTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly id: string,
     readonly remoteAddress: string,
     private readonly socket: UwsWebSocket<SocketData>,
+    private readonly maxBufferedBytes: number,
+    private readonly onSlowConsumer: (connection: Connection) => void,
   ) {}
 
   /** Encodes and sends one frame; returns false when the socket is gone. */
   send(frame: object): boolean {
+    return this.sendEncoded(encoder.encode(frame));
+  }
+
+  /**
+   * Sends an already encoded frame (fan-out encodes an event once for all its subscribers).
+   * A client that lets more than the allowed bytes pile up is disconnected instead of
+   * buffering without bound: one slow reader must not grow the server's memory.
+   */
+  sendEncoded(bytes: Uint8Array): boolean {
     if (this.closed) return false;
-    this.socket.send(encoder.encode(frame), true);
+    const result = this.socket.send(bytes, true);
+    // uWS answers 2 when it dropped the message at its own backpressure ceiling.
+    if (result === 2 || this.socket.getBufferedAmount() > this.maxBufferedBytes) {
+      this.onSlowConsumer(this);
+      this.close(CloseCode.SLOW_CONSUMER, 'slow consumer');
+      return false;
+    }
     return true;
   }
 
@@ -34,10 +56,7 @@ export class Connection {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
+    clearTimeout(this.authTimer);
     this.socket.end(code, reason.slice(0, 120));
-  }
-
-  get bufferedBytes(): number {
-    return this.closed ? 0 : this.socket.getBufferedAmount();
   }
 }

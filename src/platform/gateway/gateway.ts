@@ -1,10 +1,21 @@
-import { Decoder } from '@msgpack/msgpack';
-import { type ClientFrame, ClientFrameType, CloseCode, clientFrameSchema } from '../../../protocol/frames.js';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import {
+  type ClientFrame,
+  ClientFrameType,
+  type ClientFrameTypeName,
+  type ClientPayload,
+  CloseCode,
+  clientPayloadSchemas,
+} from '../../../protocol/frames.js';
 import type { Config } from '../../config.js';
+import type { AuthUser } from '../auth/access-tokens.js';
+import type { EventBus } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { Connection, type SocketData } from './connection.js';
+import { FrameDecoder, FrameError } from './frame-decoder.js';
+import { type DeliveryFilter, TopicRouter } from './topics.js';
 import {
   attachConnection,
   connectionOf,
@@ -14,71 +25,144 @@ import {
   uwsNative,
 } from './uws.js';
 
-/** A frame handler returns the ack payload (or undefined) and throws AppError to refuse. */
-export type FrameHandler = (connection: Connection, frame: ClientFrame) => unknown | Promise<unknown>;
+/** A frame handler gets the validated payload, returns the ack payload and throws AppError to refuse. */
+export type FrameHandler<T extends ClientFrameTypeName> = (
+  connection: Connection,
+  payload: ClientPayload<T>,
+  frame: ClientFrame,
+) => unknown | Promise<unknown>;
 
-/**
- * Frames above WS_MAX_FRAME_BYTES are answered with an error frame; only frames above this
- * multiple of it make uWS drop the connection, so a client learns its mistake instead of
- * seeing a bare disconnect.
- */
+interface Registration {
+  handler: FrameHandler<ClientFrameTypeName>;
+  requiresAuth: boolean;
+}
+
+/** Hooks for features that care when a user's first connection on this node opens or the last closes. */
+export interface SessionListener {
+  connected?(user: AuthUser, firstOnThisNode: boolean): void | Promise<void>;
+  disconnected?(userId: string, lastOnThisNode: boolean): void | Promise<void>;
+}
+
+/** Frames above WS_MAX_FRAME_BYTES get an error frame; only above this multiple does uWS drop the socket. */
 const HARD_CEILING_FACTOR = 4;
+/** A client sending this many times its frame allowance within one second is disconnected. */
+const FLOOD_CLOSE_FACTOR = 3;
 
 /**
  * The realtime gateway: uWebSockets.js on WS_PORT, binary msgpack frames, one dispatch table.
- * Modules register frame handlers with `handle`; the transport, decoding and error mapping stay here.
+ * Modules register frame handlers with `handle`; the transport, limits, authentication gate,
+ * decoding, error mapping and event fan-out stay here.
  */
 export class Gateway {
   readonly native = uwsNative;
   private readonly app = uws.App();
-  private readonly handlers = new Map<string, FrameHandler>();
+  private readonly handlers = new Map<string, Registration>();
   private readonly connections = new Set<Connection>();
-  private readonly decoder: Decoder;
+  private readonly usersHere = new Map<string, Set<Connection>>();
+  private readonly sessionListeners: SessionListener[] = [];
+  private readonly decoder: FrameDecoder;
+  private readonly frameLimiter: RateLimiterMemory;
+  private readonly topics: TopicRouter;
   private listenSocket: UwsListenSocket | undefined;
   private boundPort = 0;
   private nextConnectionId = 1;
   private inflight = 0;
   private readonly idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly deps: { config: Config; log: Logger; metrics: Metrics }) {
-    const maxFrame = deps.config.WS_MAX_FRAME_BYTES;
-    this.decoder = new Decoder({
-      maxStrLength: maxFrame,
-      maxBinLength: maxFrame,
-      maxArrayLength: maxFrame,
-      maxMapLength: maxFrame,
+  constructor(private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus }) {
+    const { config } = deps;
+    this.decoder = new FrameDecoder(config.WS_MAX_FRAME_BYTES);
+    this.frameLimiter = new RateLimiterMemory({
+      keyPrefix: 'ws-frames',
+      points: config.WS_MAX_FRAMES_PER_SECOND,
+      duration: 1,
     });
+    this.topics = new TopicRouter(deps.bus, deps.log);
     this.app.ws<SocketData>('/ws', {
-      maxPayloadLength: maxFrame * HARD_CEILING_FACTOR,
-      idleTimeout: deps.config.WS_IDLE_TIMEOUT_SECONDS,
+      maxPayloadLength: config.WS_MAX_FRAME_BYTES * HARD_CEILING_FACTOR,
+      idleTimeout: config.WS_IDLE_TIMEOUT_SECONDS,
       sendPingsAutomatically: true,
-      open: (ws) => {
-        const connection = new Connection(`c${this.nextConnectionId++}`, remoteAddressOf(ws), ws);
-        attachConnection(ws, connection);
-        this.connections.add(connection);
-        deps.metrics.wsConnections.inc();
-      },
+      // Above our own limit, so the gateway notices a slow reader before uWS silently drops frames.
+      maxBackpressure: config.WS_MAX_BUFFERED_BYTES * 2,
+      open: (ws) => this.onOpen(ws),
       message: (ws, message, isBinary) => {
         const connection = connectionOf(ws);
         if (connection) this.onMessage(connection, message, isBinary);
       },
       close: (ws) => {
         const connection = connectionOf(ws);
-        if (!connection) return;
-        connection.closed = true;
-        this.connections.delete(connection);
-        deps.metrics.wsConnections.dec();
+        if (connection) this.onClose(connection);
       },
     });
-    this.handle(ClientFrameType.PING, (connection, frame) => {
-      connection.send({ t: 'pong', id: frame.id, ts: Date.now() });
-      return NO_ACK;
+    this.handle(
+      ClientFrameType.PING,
+      (connection, _payload, frame) => {
+        connection.send({ t: 'pong', id: frame.id, ts: Date.now() });
+        return NO_ACK;
+      },
+      { requiresAuth: false },
+    );
+  }
+
+  /** Registers the handler of a frame type from the protocol catalogue; its payload is validated first. */
+  handle<T extends ClientFrameTypeName>(
+    type: T,
+    handler: FrameHandler<T>,
+    options: { requiresAuth?: boolean } = {},
+  ): void {
+    if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
+    this.handlers.set(type, {
+      handler: handler as FrameHandler<ClientFrameTypeName>,
+      requiresAuth: options.requiresAuth ?? true,
     });
   }
 
-  handle(type: string, handler: FrameHandler): void {
-    if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
-    this.handlers.set(type, handler);
+  onSession(listener: SessionListener): void {
+    this.sessionListeners.push(listener);
+  }
+
+  /** Marks the connection as speaking for `user` (called by the auth frame handler). */
+  async authenticate(connection: Connection, user: AuthUser): Promise<void> {
+    const previous = connection.user;
+    if (previous && previous.id !== user.id) this.forgetUser(connection, previous.id);
+    connection.user = user;
+    clearTimeout(connection.authTimer);
+    let mine = this.usersHere.get(user.id);
+    if (!mine) {
+      mine = new Set();
+      this.usersHere.set(user.id, mine);
+    }
+    const first = mine.size === 0;
+    if (mine.has(connection)) return;
+    mine.add(connection);
+    for (const listener of this.sessionListeners) await listener.connected?.(user, first);
+  }
+
+  /**
+   * Delivers each topic's events to the connection (when its filter allows); resolves once all
+   * are active. All or none: over the subscription limit, nothing is subscribed.
+   */
+  async subscribe(
+    connection: Connection,
+    entries: readonly { topic: string; filter?: DeliveryFilter }[],
+  ): Promise<void> {
+    const added = new Set(entries.map((e) => e.topic).filter((topic) => !connection.topics.has(topic)));
+    if (connection.topics.size + added.size > this.deps.config.WS_MAX_SUBSCRIPTIONS) {
+      throw new AppError(
+        ErrorCode.SUBSCRIPTION_LIMIT,
+        `A connection may hold at most ${this.deps.config.WS_MAX_SUBSCRIPTIONS} subscriptions.`,
+      );
+    }
+    await Promise.all(entries.map(({ topic, filter }) => this.topics.add(connection, topic, filter)));
+  }
+
+  unsubscribe(connection: Connection, topics: readonly string[]): void {
+    for (const topic of topics) this.topics.remove(connection, topic);
+  }
+
+  /** Users with at least one authenticated connection on this node. */
+  localUserIds(): string[] {
+    return [...this.usersHere.keys()];
   }
 
   get port(): number {
@@ -113,28 +197,124 @@ export class Gateway {
       connection.close(CloseCode.GOING_AWAY, 'server shutting down');
   }
 
+  private onOpen(ws: Parameters<typeof attachConnection<Connection>>[0]): void {
+    const { config, metrics } = this.deps;
+    const connection = new Connection(
+      `c${this.nextConnectionId++}`,
+      remoteAddressOf(ws),
+      ws,
+      config.WS_MAX_BUFFERED_BYTES,
+      () => metrics.wsClosedByServer.inc({ reason: 'slow_consumer' }),
+    );
+    attachConnection(ws, connection);
+    this.connections.add(connection);
+    metrics.wsConnections.inc();
+    connection.authTimer = setTimeout(() => {
+      if (connection.user) return;
+      metrics.wsClosedByServer.inc({ reason: 'auth_timeout' });
+      connection.close(CloseCode.AUTH_TIMEOUT, 'authentication deadline passed');
+    }, config.WS_AUTH_TIMEOUT_MS);
+  }
+
+  private onClose(connection: Connection): void {
+    connection.closed = true;
+    clearTimeout(connection.authTimer);
+    this.connections.delete(connection);
+    this.deps.metrics.wsConnections.dec();
+    this.topics.removeAll(connection);
+    void this.frameLimiter.delete(connection.id);
+    if (connection.user) this.forgetUser(connection, connection.user.id);
+  }
+
+  private forgetUser(connection: Connection, userId: string): void {
+    const mine = this.usersHere.get(userId);
+    if (!mine?.delete(connection)) return;
+    const last = mine.size === 0;
+    if (last) this.usersHere.delete(userId);
+    for (const listener of this.sessionListeners) {
+      Promise.resolve(listener.disconnected?.(userId, last)).catch((err) =>
+        this.deps.log.error({ err, userId }, 'session listener failed'),
+      );
+    }
+  }
+
   private onMessage(connection: Connection, message: ArrayBuffer, isBinary: boolean): void {
-    let frame: ClientFrame;
+    // Decoding happens first and synchronously: uWS reclaims `message` when this callback returns.
+    let frame: ClientFrame | undefined;
+    let failure: FrameError | undefined;
     try {
-      frame = this.decode(message, isBinary);
+      frame = this.decoder.decode(message, isBinary);
     } catch (error) {
-      this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
-      const requestId = error instanceof FrameError ? error.requestId : undefined;
-      this.sendError(connection, asAppError(error instanceof FrameError ? error.cause : error), requestId);
+      failure = error instanceof FrameError ? error : new FrameError(asAppError(error), undefined);
+    }
+    this.frameLimiter.consume(connection.id).then(
+      () => {
+        if (frame) this.dispatch(connection, frame);
+        else if (failure) {
+          this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
+          this.sendError(connection, failure.cause, failure.requestId);
+        }
+      },
+      (rejection: unknown) => this.onFlood(connection, rejection, frame?.id),
+    );
+  }
+
+  private onFlood(connection: Connection, rejection: unknown, requestId: number | undefined): void {
+    if (!(rejection instanceof RateLimiterRes)) {
+      this.deps.log.error({ err: rejection }, 'frame rate limiter failed');
       return;
     }
-    const handler = this.handlers.get(frame.t);
-    this.deps.metrics.wsFramesReceived.inc({ type: handler ? frame.t : 'unknown' });
-    if (!handler) {
-      const error = new AppError(ErrorCode.UNKNOWN_FRAME_TYPE, `Unknown frame type ${frame.t}.`);
-      this.sendError(connection, error, frame.id);
+    if (rejection.consumedPoints > this.deps.config.WS_MAX_FRAMES_PER_SECOND * FLOOD_CLOSE_FACTOR) {
+      this.deps.metrics.wsClosedByServer.inc({ reason: 'flood' });
+      connection.close(CloseCode.FLOOD, 'too many frames');
       return;
     }
-    this.run(connection, frame, handler);
+    const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    const error = new AppError(
+      ErrorCode.RATE_LIMITED,
+      `At most ${this.deps.config.WS_MAX_FRAMES_PER_SECOND} frames per second; this frame was dropped.`,
+      { retryAfterSeconds },
+    );
+    this.sendError(connection, error, requestId);
+  }
+
+  private dispatch(connection: Connection, frame: ClientFrame): void {
+    const registration = this.handlers.get(frame.t);
+    this.deps.metrics.wsFramesReceived.inc({ type: registration ? frame.t : 'unknown' });
+    if (!registration) {
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.UNKNOWN_FRAME_TYPE, `Unknown frame type ${frame.t}.`),
+        frame.id,
+      );
+      return;
+    }
+    if (registration.requiresAuth && !connection.user) {
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.'),
+        frame.id,
+      );
+      return;
+    }
+    const parsed = clientPayloadSchemas[frame.t as ClientFrameTypeName].safeParse(frame.d);
+    if (!parsed.success) {
+      const errors = parsed.error.issues.map((i) => ({
+        path: ['d', ...i.path].join('.'),
+        message: i.message,
+      }));
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.VALIDATION_FAILED, `The ${frame.t} frame's payload is invalid.`, { errors }),
+        frame.id,
+      );
+      return;
+    }
+    this.run(connection, frame, () => registration.handler(connection, parsed.data as never, frame));
   }
 
   /** Runs a handler, answering with an ack (when the frame had an id) or an error frame. */
-  private run(connection: Connection, frame: ClientFrame, handler: FrameHandler): void {
+  private run(connection: Connection, frame: ClientFrame, invoke: () => unknown): void {
     const reply = (result: unknown) => {
       if (result !== NO_ACK && frame.id !== undefined) connection.send({ t: 'ack', id: frame.id, d: result });
     };
@@ -145,7 +325,7 @@ export class Gateway {
     };
     let result: unknown;
     try {
-      result = handler(connection, frame);
+      result = invoke();
     } catch (error) {
       fail(error);
       return;
@@ -159,39 +339,6 @@ export class Gateway {
       this.inflight--;
       if (this.inflight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
     });
-  }
-
-  private decode(message: ArrayBuffer, isBinary: boolean): ClientFrame {
-    if (!isBinary)
-      throw new AppError(ErrorCode.MALFORMED_REQUEST, 'Frames must be binary msgpack, not text.');
-    if (message.byteLength > this.deps.config.WS_MAX_FRAME_BYTES) {
-      throw new AppError(
-        ErrorCode.FRAME_TOO_LARGE,
-        `The frame is ${message.byteLength} bytes; the limit is ${this.deps.config.WS_MAX_FRAME_BYTES}.`,
-      );
-    }
-    let decoded: unknown;
-    try {
-      decoded = this.decoder.decode(new Uint8Array(message));
-    } catch {
-      throw new AppError(ErrorCode.MALFORMED_REQUEST, 'The frame is not valid msgpack.');
-    }
-    const parsed = clientFrameSchema.safeParse(decoded);
-    if (parsed.success) return parsed.data;
-    const id = (decoded as { id?: unknown } | null)?.id;
-    const requestId = typeof id === 'number' && Number.isInteger(id) && id >= 0 ? id : undefined;
-    const errors = parsed.error.issues.map((issue) => ({
-      path: issue.path.join('.'),
-      message: issue.message,
-    }));
-    throw new FrameError(
-      new AppError(
-        ErrorCode.MALFORMED_REQUEST,
-        'A frame is a msgpack map {t: string, id?: uint32, d?: any}.',
-        { errors },
-      ),
-      requestId,
-    );
   }
 
   private sendError(connection: Connection, error: AppError, requestId?: number): void {
@@ -213,13 +360,3 @@ export class Gateway {
 
 /** Returned by handlers that answer with their own frame (like ping's pong) instead of an ack. */
 export const NO_ACK = Symbol('no-ack');
-
-/** A decoding failure that still knows the request id to echo. */
-class FrameError extends Error {
-  constructor(
-    override readonly cause: AppError,
-    readonly requestId: number | undefined,
-  ) {
-    super(cause.message);
-  }
-}

@@ -1,0 +1,184 @@
+import type { PresenceStatus } from '../../../protocol/frames.js';
+import type { EventAudience, EventBus } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { isId } from '../../platform/ids.js';
+import type { Kv } from '../../platform/kv/kv.js';
+import { privacyOf } from '../profiles/profiles.service.js';
+import { type Relation, relationsOf } from '../social/relations.js';
+import { UserSchema } from '../users/user.entity.js';
+
+export const STATUS_MESSAGE_MAX = 140;
+
+type Audience = NonNullable<EventAudience['visibility']>;
+
+/** What the caller may know of one queried user. */
+export interface PresenceView {
+  status: PresenceStatus;
+  /** False when the user is unknown or hides their presence from the caller. */
+  visible: boolean;
+  /** Decides, per event, whether the caller may receive it (for subscriptions). */
+  mayReceive: (audience: EventAudience | undefined) => boolean;
+}
+
+export function presenceKey(userId: string): string {
+  return `presence:online:${userId}`;
+}
+
+export function presenceTopic(userId: string): string {
+  return `presence:${userId}`;
+}
+
+/**
+ * The viewer sees the target's presence when it is the target, or when no block stands between
+ * them and the target's presence_visibility allows it (friends: an accepted friendship).
+ */
+export function canSeePresence(
+  viewerId: string,
+  targetId: string,
+  visibility: Audience,
+  relation: Relation,
+): boolean {
+  if (viewerId === targetId) return true;
+  if (relation.blocked) return false;
+  return visibility === 'everyone' || (visibility === 'friends' && relation.friends);
+}
+
+/** The node-level bookkeeping the rules feed (implemented by PresenceTracker). */
+export interface PresenceSightings {
+  /** Records a sighting for the coalesced last_seen_at write. */
+  recordSeen(userId: string, at: Date): void;
+  /** Remembers a heartbeat so the lapse of its TTL can be announced. */
+  watchExpiry(userId: string, at: Date): void;
+}
+
+export interface PresenceServiceDeps {
+  kv: Kv;
+  bus: EventBus;
+  ttlSeconds: number;
+  sightings: PresenceSightings;
+}
+
+/**
+ * Presence rules: a heartbeat marks the user online for the TTL; when it lapses the user is
+ * offline and last_seen_at remains. Lookups and events honour presence_visibility and blocks.
+ */
+export class PresenceService {
+  constructor(private readonly deps: PresenceServiceDeps) {}
+
+  get ttlSeconds(): number {
+    return this.deps.ttlSeconds;
+  }
+
+  async heartbeat(ctx: Ctx): Promise<{ status: 'online'; ttl_seconds: number; last_seen_at: string }> {
+    const caller = callerOf(ctx);
+    const now = ctx.now();
+    await this.markOnline(ctx, caller.id, now);
+    this.deps.sightings.watchExpiry(caller.id, now);
+    return { status: 'online', ttl_seconds: this.deps.ttlSeconds, last_seen_at: now.toISOString() };
+  }
+
+  /** Refreshes the TTL; the transition from offline publishes an online event. */
+  async markOnline(ctx: Ctx, userId: string, now = ctx.now()): Promise<void> {
+    const ttlMs = this.deps.ttlSeconds * 1000;
+    const key = presenceKey(userId);
+    const cameOnline = await this.deps.kv.set(key, '1', { ttlMs, onlyIfAbsent: true });
+    if (!cameOnline) await this.deps.kv.set(key, '1', { ttlMs });
+    this.deps.sightings.recordSeen(userId, now);
+    if (cameOnline) await this.publish(ctx, userId, 'online');
+  }
+
+  /** Ends presence now (the user's last connection closed) and tells subscribers. */
+  async markOffline(ctx: Ctx, userId: string, now = ctx.now()): Promise<void> {
+    this.deps.sightings.recordSeen(userId, now);
+    if ((await this.deps.kv.del(presenceKey(userId))) > 0) await this.publish(ctx, userId, 'offline', now);
+  }
+
+  /** The TTL lapsed without a heartbeat: the key is already gone, subscribers still need to hear it. */
+  async announceLapse(ctx: Ctx, userId: string): Promise<void> {
+    await this.publish(ctx, userId, 'offline');
+  }
+
+  async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {
+    const views = await this.views(ctx, userIds);
+    return Object.fromEntries([...views].map(([id, view]) => [id, view.status]));
+  }
+
+  /** The status of each id as the caller may see it, with a per-event filter for subscriptions. */
+  async views(ctx: Ctx, userIds: readonly string[]): Promise<Map<string, PresenceView>> {
+    const viewer = callerOf(ctx);
+    const unique = [...new Set(userIds)];
+    const hidden: PresenceView = { status: 'unknown', visible: false, mayReceive: () => false };
+    const views = new Map<string, PresenceView>(unique.map((id) => [id, hidden]));
+    const candidates = unique.filter(isId);
+    if (candidates.length === 0) return views;
+    const existing = (await ctx.em.find(UserSchema, { id: { $in: candidates } }, { fields: ['id'] })).map(
+      (u) => u.id,
+    );
+    const [privacy, relations, online] = await Promise.all([
+      privacyOf(ctx.em, existing),
+      relationsOf(ctx.em, viewer.id, existing),
+      this.deps.kv.mget(existing.map(presenceKey)),
+    ]);
+    existing.forEach((id, index) => {
+      const relation = relations.get(id) ?? { friends: false, blocked: false };
+      const visibility = privacy.get(id)?.presence_visibility ?? 'everyone';
+      const visible = canSeePresence(viewer.id, id, visibility, relation);
+      views.set(id, {
+        status: visible && online[index] ? 'online' : 'offline',
+        visible,
+        // Events carry the subject's visibility at the time they happen, so a later change applies at once.
+        mayReceive: (audience) => canSeePresence(viewer.id, id, audience?.visibility ?? 'nobody', relation),
+      });
+    });
+    return views;
+  }
+
+  /** Sets (or, when empty after trimming, clears) the caller's status message and tells subscribers. */
+  async setStatus(ctx: Ctx, statusMessage: string): Promise<{ status_message: string | null }> {
+    const caller = callerOf(ctx);
+    const trimmed = statusMessage.trim();
+    if (trimmed.length > STATUS_MESSAGE_MAX) {
+      throw new AppError(
+        ErrorCode.VALIDATION_FAILED,
+        `The status message is over ${STATUS_MESSAGE_MAX} characters.`,
+        {
+          errors: [
+            {
+              path: 'status_message',
+              message: `must be at most ${STATUS_MESSAGE_MAX} characters after trimming`,
+            },
+          ],
+        },
+      );
+    }
+    const value = trimmed === '' ? null : trimmed;
+    await ctx.em.nativeUpdate(UserSchema, { id: caller.id }, { statusMessage: value, updatedAt: ctx.now() });
+    const online = (await this.deps.kv.get(presenceKey(caller.id))) !== null;
+    await this.publish(ctx, caller.id, online ? 'online' : 'offline');
+    return { status_message: value };
+  }
+
+  private async publish(
+    ctx: Ctx,
+    userId: string,
+    status: 'online' | 'offline',
+    lastSeen?: Date,
+  ): Promise<void> {
+    const [user, privacy] = await Promise.all([
+      ctx.em.findOne(UserSchema, { id: userId }, { fields: ['statusMessage'] }),
+      privacyOf(ctx.em, [userId]),
+    ]);
+    if (!user) return;
+    await this.deps.bus.publish(presenceTopic(userId), {
+      t: 'presence',
+      d: {
+        user_id: userId,
+        status,
+        status_message: user.statusMessage,
+        ...(lastSeen ? { last_seen_at: lastSeen.toISOString() } : {}),
+      },
+      audience: { subject: userId, visibility: privacy.get(userId)?.presence_visibility ?? 'everyone' },
+    });
+  }
+}

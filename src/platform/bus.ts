@@ -1,0 +1,43 @@
+import { Decoder, Encoder } from '@msgpack/msgpack';
+import type { Kv } from './kv/kv.js';
+
+/**
+ * Who may receive an event, carried beside it on the bus and never sent to clients. The gateway
+ * checks it per subscriber, so a privacy setting is honoured on every node.
+ */
+export interface EventAudience {
+  /** The user the event is about; always allowed to see it. */
+  subject?: string;
+  visibility?: 'everyone' | 'friends' | 'nobody';
+}
+
+/** An event as published: the client frame `{t, d}` plus its audience. */
+export interface BusEvent {
+  t: string;
+  d: unknown;
+  audience?: EventAudience;
+}
+
+const encoder = new Encoder({ ignoreUndefined: true });
+const decoder = new Decoder();
+
+/**
+ * Events go out on topics (`user:<id>`, `presence:<id>`, `world:<id>`, `room:<id>`) over the KV
+ * store's pub/sub: Redis with REDIS_URL, so every node's gateway sees every event; in-process
+ * otherwise. Services publish after their transaction committed.
+ */
+export class EventBus {
+  constructor(private readonly kv: Kv) {}
+
+  publish(topic: string, event: BusEvent): Promise<void> {
+    return this.kv.publish(channel(topic), encoder.encode(event));
+  }
+
+  subscribe(topic: string, handler: (event: BusEvent) => void): Promise<() => Promise<void>> {
+    return this.kv.subscribe(channel(topic), (message) => handler(decoder.decode(message) as BusEvent));
+  }
+}
+
+function channel(topic: string): string {
+  return `evt:${topic}`;
+}

@@ -1,0 +1,71 @@
+import { Encoder } from '@msgpack/msgpack';
+import type { BusEvent, EventAudience, EventBus } from '../bus.js';
+import type { Logger } from '../log.js';
+import type { Connection } from './connection.js';
+
+/** Decides per subscriber whether an event's audience includes it. */
+export type DeliveryFilter = (audience: EventAudience | undefined) => boolean;
+
+interface Topic {
+  members: Map<Connection, DeliveryFilter | undefined>;
+  /** The bus subscription; resolves once it is active. */
+  subscription: Promise<() => Promise<void>>;
+}
+
+const encoder = new Encoder({ ignoreUndefined: true });
+
+/**
+ * Fan-out: each node subscribes to a bus topic once, however many of its connections follow it,
+ * and encodes each event once for all of them. The last local member leaving drops the bus
+ * subscription, so a node only hears the topics its clients care about.
+ */
+export class TopicRouter {
+  private readonly topics = new Map<string, Topic>();
+
+  constructor(
+    private readonly bus: EventBus,
+    private readonly log: Logger,
+  ) {}
+
+  /** Resolves when events on the topic will reach the connection. */
+  async add(connection: Connection, topic: string, filter?: DeliveryFilter): Promise<void> {
+    let entry = this.topics.get(topic);
+    if (!entry) {
+      entry = {
+        members: new Map(),
+        subscription: this.bus.subscribe(topic, (event) => this.deliver(topic, event)),
+      };
+      this.topics.set(topic, entry);
+    }
+    entry.members.set(connection, filter);
+    connection.topics.add(topic);
+    await entry.subscription;
+  }
+
+  remove(connection: Connection, topic: string): void {
+    connection.topics.delete(topic);
+    const entry = this.topics.get(topic);
+    if (!entry?.members.delete(connection) || entry.members.size > 0) return;
+    this.topics.delete(topic);
+    entry.subscription
+      .then((unsubscribe) => unsubscribe())
+      .catch((err) => this.log.warn({ err, topic }, 'dropping a bus subscription failed'));
+  }
+
+  removeAll(connection: Connection): void {
+    for (const topic of [...connection.topics]) this.remove(connection, topic);
+  }
+
+  get topicCount(): number {
+    return this.topics.size;
+  }
+
+  private deliver(topic: string, event: BusEvent): void {
+    const entry = this.topics.get(topic);
+    if (!entry) return;
+    const bytes = encoder.encode({ t: event.t, d: event.d });
+    for (const [connection, filter] of entry.members) {
+      if (!filter || filter(event.audience)) connection.sendEncoded(bytes);
+    }
+  }
+}
