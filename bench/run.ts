@@ -4,10 +4,14 @@ import { parseArgs } from 'node:util';
  * Benchmark runner. Usage: `npm run bench [-- [scenario] [--seconds N]]`.
  *   (none) | foundation   cold start, /healthz throughput, gateway ping (bench/results/foundation.md)
  *   auth                  login, refresh and token verification cost (bench/results/auth.md)
+ *   realtime              idle sockets per instance, heartbeat frames/s and REST heartbeats beside bare
+ *                         uWS and Fastify (bench/results/realtime.md); also takes --connections N
+ *                         (default 18000) and --phases single,bare,cluster
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
   auth: () => import('./auth.js'),
+  realtime: () => import('./realtime.js'),
 };
 
 const { values, positionals } = parseArgs({

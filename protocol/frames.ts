@@ -117,6 +117,8 @@ export const CloseCode = {
   GOING_AWAY: 1001,
   /** No valid auth frame arrived within the authentication deadline. */
   AUTH_TIMEOUT: 4401,
+  /** The session ended: its access token expired without a fresh auth frame, or it was revoked (logout). */
+  SESSION_ENDED: 4403,
   /** The client read too slowly: more than the allowed bytes were waiting to be sent to it. */
   SLOW_CONSUMER: 4408,
   /** The client kept sending frames far above its rate limit. */

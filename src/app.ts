@@ -4,7 +4,7 @@ import { PresenceService } from './modules/presence/presence.service.js';
 import { PresenceTracker } from './modules/presence/presence.tracker.js';
 import { registerModules } from './modules/register.js';
 import { UsersService } from './modules/users/users.service.js';
-import { AccessTokens, type AuthUser } from './platform/auth/access-tokens.js';
+import { AccessTokens, type AuthUser, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
 import { requireUser } from './platform/auth/http-auth.js';
 import { type KeyRing, loadKeyRing } from './platform/auth/keys.js';
 import { EventBus } from './platform/bus.js';
@@ -81,7 +81,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     }
     const kv =
       overrides.kv ??
-      (await createKv(config.REDIS_URL, { onError: (err, context) => log.error({ err }, `kv: ${context}`) }));
+      (await createKv(config.REDIS_URL, {
+        namespace: config.REDIS_KEY_PREFIX,
+        onError: (err, context) => log.error({ err }, `kv: ${context}`),
+      }));
     if (!overrides.kv) owned.unshift(() => kv.close());
 
     const bus = new EventBus(kv);
@@ -97,9 +100,15 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     const tokens = new AccessTokens({
       keys,
       kv,
+      bus,
       issuer: config.JWT_ISSUER,
       ttlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     });
+    // Logout, refresh-token reuse and account deletion end that session's sockets on every node.
+    const stopRevocations = await bus.subscribe(SESSION_REVOCATIONS_TOPIC, (event) =>
+      gateway.closeSessions((event.d as { session_ids: string[] }).session_ids),
+    );
+    owned.unshift(stopRevocations);
     const auth = new AuthService({
       tokens,
       refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,

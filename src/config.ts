@@ -56,6 +56,11 @@ export const configSchema = z.object({
   /** Pool size for DATABASE_URL; the embedded database always uses one connection. */
   DATABASE_POOL_SIZE: positiveInt(10, 200),
   REDIS_URL: url(['redis:', 'rediss:']),
+  /** Prepended to every Redis key and channel, so several deployments can share one Redis. */
+  REDIS_KEY_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be 0-64 of A-Z a-z 0-9 : _ . -')
+    .default('atrium:'),
   MIGRATE_ON_START: bool(true),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

@@ -29,7 +29,7 @@ export function createMetrics() {
     }),
     wsClosedByServer: new Counter({
       name: 'atrium_ws_closed_by_server_total',
-      help: 'Connections the gateway closed, by reason (auth_timeout, slow_consumer, flood).',
+      help: 'Connections the gateway closed, by reason (auth_timeout, session_ended, slow_consumer, flood).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

@@ -257,10 +257,10 @@ describe('AccessTokens on a key ring', () => {
     expect(newRing.signing.kid).toBe(newer.kid);
     const tokens = tokensOn(newRing);
 
-    expect(await tokens.verify(oldToken)).toEqual(alice);
+    expect(await tokens.verify(oldToken)).toMatchObject(alice);
     const newToken = await tokens.issue(alice);
     expect(decodeProtectedHeader(newToken).kid).toBe(newer.kid);
-    expect(await tokens.verify(newToken)).toEqual(alice);
+    expect(await tokens.verify(newToken)).toMatchObject(alice);
   });
 
   it('refuses a token of a key that is no longer in the ring', async () => {
@@ -294,7 +294,7 @@ describe('AccessTokens on a key ring', () => {
     const token = await tokens.issue(alice);
 
     nowMs = issuedAt + 59_000;
-    expect(await tokens.verify(token)).toEqual(alice);
+    expect(await tokens.verify(token)).toEqual({ ...alice, expiresAt: issuedAt + 60_000 });
 
     nowMs = issuedAt + 61_000;
     const error = await tokens.verify(token).then(

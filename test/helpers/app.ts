@@ -1,6 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { type App, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
@@ -16,13 +16,13 @@ export interface TestApp extends App {
 type ConfigOverrides = Parameters<typeof configFrom>[0];
 
 /**
- * Builds the real app on a cloned database, on free ports, with logs silenced. Redis is used when
+ * The config of a test app: free ports, silent logs, the clone's database, and Redis when
  * REDIS_URL is set (as in CI's second pass), the in-process KV otherwise.
  */
-export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<TestApp> {
-  const testDb = await createTestDatabase();
-  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
-  const config: Config = configFrom({
+function testConfig(dataDir: string, testDb: TestDatabase, overrides: ConfigOverrides): Config {
+  return configFrom({
+    // Tests share one Redis across files and runs: each app (or cluster) gets a namespace of its own.
+    REDIS_KEY_PREFIX: `test:${testDb.db.kind}:${basename(dataDir)}:`,
     HTTP_PORT: 0,
     WS_PORT: 0,
     LOG_LEVEL: 'silent',
@@ -37,17 +37,27 @@ export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<Tes
     ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...overrides,
   });
-  const app = await buildApp(config, { db: testDb.db });
+}
+
+/** Builds the real app on a cloned database, on free ports, through the same buildApp as `npm start`. */
+export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<TestApp> {
+  const testDb = await createTestDatabase();
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
+  const app = await buildApp(testConfig(dataDir, testDb, overrides), { db: testDb.db });
   const { httpPort, wsPort } = await app.listen();
-  const close = app.close;
+  const closeApp = app.close;
+  let closing: Promise<void> | undefined;
   return Object.assign(app, {
     httpUrl: `http://127.0.0.1:${httpPort}`,
     wsUrl: `ws://127.0.0.1:${wsPort}/ws`,
     testDb,
-    async close() {
-      await close();
-      await testDb.drop();
-      await rm(dataDir, { recursive: true, force: true });
+    close() {
+      closing ??= (async () => {
+        await closeApp();
+        await testDb.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      })();
+      return closing;
     },
   });
 }
@@ -65,19 +75,7 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
   const apps: App[] = [];
   const urls: { httpUrl: string; wsUrl: string }[] = [];
   for (let i = 0; i < nodes; i++) {
-    const config = configFrom({
-      HTTP_PORT: 0,
-      WS_PORT: 0,
-      LOG_LEVEL: 'silent',
-      MIGRATE_ON_START: false,
-      DATA_DIR: dataDir,
-      SHUTDOWN_GRACE_MS: 2000,
-      REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
-      LOGIN_IP_MAX_ATTEMPTS: 1_000_000,
-      ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
-      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-      ...overrides,
-    });
+    const config = testConfig(dataDir, testDb, overrides);
     const app = await buildApp(config, { db: testDb.db, ...(sharedKv ? { kv: sharedKv } : {}) });
     apps.push(app);
     const { httpPort, wsPort } = await app.listen();

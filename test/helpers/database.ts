@@ -18,20 +18,7 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
-  if (serverUrl) {
-    const name = `atrium_t_${randomBytes(6).toString('hex')}`;
-    await adminQuery(serverUrl, `create database ${name} template ${inject('postgresTemplateDb')}`);
-    const url = withDatabase(serverUrl, name);
-    const db = await openDatabase(configFrom({ DATABASE_URL: url }));
-    return {
-      db,
-      url,
-      async drop() {
-        await db.close();
-        await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
-      },
-    };
-  }
+  if (serverUrl) return postgresDatabase(serverUrl, 'atrium_t', inject('postgresTemplateDb'));
   const template = await readFile(inject('embeddedTemplatePath'));
   const db = await openDatabase(configFrom({}), {
     embedded: { loadDataDir: new Blob([template], { type: 'application/x-tar' }) },
@@ -42,20 +29,23 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 /** An empty, unmigrated database (for migration tests): fresh in-memory PGlite or a new Postgres database. */
 export async function createEmptyDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
-  if (serverUrl) {
-    const name = `atrium_e_${randomBytes(6).toString('hex')}`;
-    await adminQuery(serverUrl, `create database ${name}`);
-    const url = withDatabase(serverUrl, name);
-    const db = await openDatabase(configFrom({ DATABASE_URL: url }));
-    return {
-      db,
-      url,
-      async drop() {
-        await db.close();
-        await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
-      },
-    };
-  }
+  if (serverUrl) return postgresDatabase(serverUrl, 'atrium_e');
   const db = await openDatabase(configFrom({}), { embedded: {} });
   return { db, url: undefined, drop: () => db.close() };
+}
+
+/** A new database on the Postgres server, optionally cloned from a template, dropped by `drop()`. */
+async function postgresDatabase(serverUrl: string, prefix: string, template?: string): Promise<TestDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  await adminQuery(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`);
+  const url = withDatabase(serverUrl, name);
+  const db = await openDatabase(configFrom({ DATABASE_URL: url }));
+  return {
+    db,
+    url,
+    async drop() {
+      await db.close();
+      await adminQuery(serverUrl, `drop database if exists ${name} with (force)`);
+    },
+  };
 }

@@ -343,3 +343,29 @@ describe('createKv', () => {
     await kv.close();
   });
 });
+
+describe.skipIf(!REDIS_URL)('RedisKv namespaces', () => {
+  it('keeps keys and channels of two namespaces apart on one Redis', async () => {
+    const run = `ns-test-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+    const a = await RedisKv.connect(REDIS_URL as string, { namespace: `${run}:a:` });
+    const b = await RedisKv.connect(REDIS_URL as string, { namespace: `${run}:b:` });
+    try {
+      await a.set('shared-name', 'from a');
+      expect(await b.get('shared-name')).toBeNull();
+      expect(await a.client.get('shared-name')).toBe('from a');
+      expect(await b.client.exists(`${run}:a:shared-name`)).toBe(0);
+      const received: string[] = [];
+      await b.subscribe('events', (m) => received.push(`b:${new TextDecoder().decode(m)}`));
+      await a.subscribe('events', (m) => received.push(`a:${new TextDecoder().decode(m)}`));
+      await a.publish('events', new TextEncoder().encode('one'));
+      await b.publish('events', new TextEncoder().encode('two'));
+      await waitUntil(() => received.length >= 2);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(received.sort()).toEqual(['a:one', 'b:two']);
+      await a.del('shared-name');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+});

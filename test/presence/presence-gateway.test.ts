@@ -284,3 +284,126 @@ describe('presence across two instances sharing one KV store', () => {
     }
   });
 });
+
+describe('socket sessions', () => {
+  it('closes a socket with 4403 when its session logs out, on every node', async () => {
+    const cluster = await buildTestCluster(2);
+    try {
+      const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
+      const user = await registerUser(a);
+      const other = await registerUser(a);
+      const onA = await authedSocket(a.wsUrl, user.access_token);
+      const onB = await authedSocket(b.wsUrl, user.access_token);
+      const unrelated = await authedSocket(b.wsUrl, other.access_token);
+      await a.http.inject({
+        method: 'POST',
+        url: '/api/auth/logout',
+        payload: { refresh_token: user.refresh_token },
+      });
+      expect((await onA.closed).code).toBe(4403);
+      expect((await onB.closed).code).toBe(4403);
+      expect((await request(unrelated, 'presence.heartbeat')).t).toBe('ack');
+      unrelated.close();
+    } finally {
+      await cluster.close();
+    }
+  });
+
+  it('closes a socket with 4403 when its access token expires, unless a fresh auth frame came first', async () => {
+    const app = await buildTestApp({ ACCESS_TOKEN_TTL_SECONDS: 2 });
+    try {
+      const first = await registerUser(app);
+      const second = await registerUser(app);
+      const expiring = await authedSocket(app.wsUrl, first.access_token);
+      const renewed = await authedSocket(app.wsUrl, second.access_token);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      const refreshed = await app.http.inject({
+        method: 'POST',
+        url: '/api/auth/refresh',
+        payload: { refresh_token: second.refresh_token },
+      });
+      const fresh = (refreshed.json() as { access_token: string }).access_token;
+      expect((await request(renewed, 'auth', { token: fresh })).t).toBe('ack');
+      expect((await expiring.closed).code).toBe(4403);
+      expect((await request(renewed, 'presence.heartbeat')).t).toBe('ack');
+      renewed.close();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('drops the subscriptions of the previous user when a socket authenticates as someone else', async () => {
+    const app = await buildTestApp();
+    try {
+      const first = await registerUser(app);
+      const second = await registerUser(app);
+      const subject = await registerUser(app);
+      const socket = await authedSocket(app.wsUrl, first.access_token);
+      await request(socket, 'presence.subscribe', { user_ids: [subject.user.id] });
+      expect((await request(socket, 'auth', { token: second.access_token })).t).toBe('ack');
+      const watcher = await authedSocket(app.wsUrl, first.access_token);
+      await request(watcher, 'presence.subscribe', { user_ids: [subject.user.id] });
+      await app.http.inject({
+        method: 'POST',
+        url: '/api/presence/heartbeat',
+        headers: bearer(subject.access_token),
+      });
+      await watcher.next((f) => f.t === 'presence');
+      expect(socket.frames.filter((f) => f.t === 'presence')).toEqual([]);
+      socket.close();
+      watcher.close();
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('presence events from lapses and other nodes', () => {
+  it('announces a lapsed REST heartbeat as offline with the time the user was last seen', async () => {
+    const app = await buildTestApp({ PRESENCE_TTL_SECONDS: 1 });
+    try {
+      const subject = await registerUser(app);
+      const watcher = await authedSocket(app.wsUrl, (await registerUser(app)).access_token);
+      await request(watcher, 'presence.subscribe', { user_ids: [subject.user.id] });
+      const beat = await app.http.inject({
+        method: 'POST',
+        url: '/api/presence/heartbeat',
+        headers: bearer(subject.access_token),
+      });
+      const lastSeen = (beat.json() as { last_seen_at: string }).last_seen_at;
+      await watcher.next((f) => f.t === 'presence' && (f.d as { status: string }).status === 'online');
+      const offline = await watcher.next(
+        (f) => f.t === 'presence' && (f.d as { status: string }).status === 'offline',
+        4000,
+      );
+      expect(offline.d).toMatchObject({ user_id: subject.user.id, last_seen_at: lastSeen });
+      watcher.close();
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('announces online again when a node still holding the user restores a presence another node ended', async () => {
+    const cluster = await buildTestCluster(2, { PRESENCE_TTL_SECONDS: 3 });
+    try {
+      const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
+      const subject = await registerUser(a);
+      const watcher = await authedSocket(a.wsUrl, (await registerUser(a)).access_token);
+      await request(watcher, 'presence.subscribe', { user_ids: [subject.user.id] });
+      const onA = await authedSocket(a.wsUrl, subject.access_token);
+      const onB = await authedSocket(b.wsUrl, subject.access_token);
+      await watcher.next((f) => f.t === 'presence' && (f.d as { status: string }).status === 'online');
+      onA.close();
+      await watcher.next((f) => f.t === 'presence' && (f.d as { status: string }).status === 'offline');
+      const back = await watcher.next(
+        (f) => f.t === 'presence' && (f.d as { status: string }).status === 'online',
+        4000,
+      );
+      expect(back.d).toMatchObject({ user_id: subject.user.id });
+      onB.close();
+      watcher.close();
+    } finally {
+      await cluster.close();
+    }
+  });
+});

@@ -95,8 +95,8 @@ export class PresenceService {
   }
 
   /** The TTL lapsed without a heartbeat: the key is already gone, subscribers still need to hear it. */
-  async announceLapse(ctx: Ctx, userId: string): Promise<void> {
-    await this.publish(ctx, userId, 'offline');
+  async announceLapse(ctx: Ctx, userId: string, lastSeen: Date): Promise<void> {
+    await this.publish(ctx, userId, 'offline', lastSeen);
   }
 
   async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {

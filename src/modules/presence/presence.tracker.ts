@@ -28,8 +28,8 @@ export interface PresenceTrackerDeps {
 export class PresenceTracker implements SessionListener, PresenceSightings {
   private service!: PresenceService;
   private readonly pendingSeen = new Map<string, Date>();
-  /** REST heartbeats this node saw: when each user's TTL lapses unless refreshed. */
-  private readonly restExpiry = new Map<string, number>();
+  /** REST heartbeats this node saw: the last one per user, whose TTL lapses unless refreshed. */
+  private readonly restHeartbeats = new Map<string, Date>();
   private readonly timers: NodeJS.Timeout[] = [];
   private flushing: Promise<void> = Promise.resolve();
 
@@ -46,7 +46,7 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
   }
 
   watchExpiry(userId: string, now: Date): void {
-    this.restExpiry.set(userId, now.getTime() + this.deps.ttlSeconds * 1000);
+    this.restHeartbeats.set(userId, now);
   }
 
   start(): void {
@@ -74,7 +74,7 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
 
   async disconnected(userId: string, lastOnThisNode: boolean): Promise<void> {
     if (!lastOnThisNode) return;
-    this.restExpiry.delete(userId);
+    this.restHeartbeats.delete(userId);
     await this.service.markOffline(this.deps.systemCtx(), userId);
   }
 
@@ -103,28 +103,36 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     return this.flushing;
   }
 
+  /**
+   * Keeps this node's connected users online. A key that vanished meanwhile (another node saw the
+   * user's last socket there close) is restored through markOnline, so subscribers hear `online`
+   * again instead of being left with a stale `offline`.
+   */
   private async refreshConnectedUsers(): Promise<void> {
     const userIds = this.deps.gateway.localUserIds();
     if (userIds.length === 0) return;
     const now = new Date();
+    const present = await this.deps.kv.mget(userIds.map(presenceKey));
+    const vanished = userIds.filter((_, index) => present[index] === null);
     await this.deps.kv.msetWithTtl(
-      userIds.map((id) => [presenceKey(id), '1'] as const),
+      userIds.filter((_, index) => present[index] !== null).map((id) => [presenceKey(id), '1'] as const),
       this.deps.ttlSeconds * 1000,
     );
     for (const id of userIds) this.recordSeen(id, now);
+    for (const id of vanished) await this.service.markOnline(this.deps.systemCtx(), id, now);
   }
 
   private async announceLapsed(): Promise<void> {
-    const now = Date.now();
-    const due = [...this.restExpiry].filter(([, at]) => at <= now).map(([id]) => id);
+    const lapsedBefore = Date.now() - this.deps.ttlSeconds * 1000;
+    const due = [...this.restHeartbeats].filter(([, at]) => at.getTime() <= lapsedBefore);
     if (due.length === 0) return;
     const connectedHere = new Set(this.deps.gateway.localUserIds());
-    const stillOnline = await this.deps.kv.mget(due.map(presenceKey));
-    for (const [index, userId] of due.entries()) {
-      this.restExpiry.delete(userId);
+    const stillOnline = await this.deps.kv.mget(due.map(([id]) => presenceKey(id)));
+    for (const [index, [userId, lastHeartbeat]] of due.entries()) {
+      this.restHeartbeats.delete(userId);
       // Refreshed meanwhile by a socket here or a heartbeat elsewhere: whoever saw it last announces the lapse.
       if (connectedHere.has(userId) || stillOnline[index]) continue;
-      await this.service.announceLapse(this.deps.systemCtx(), userId);
+      await this.service.announceLapse(this.deps.systemCtx(), userId, lastHeartbeat);
     }
   }
 }

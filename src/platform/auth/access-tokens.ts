@@ -1,4 +1,5 @@
 import { type JWTPayload, errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import type { EventBus } from '../bus.js';
 import { AppError, ErrorCode } from '../errors.js';
 import type { Kv } from '../kv/kv.js';
 import type { KeyRing } from './keys.js';
@@ -11,13 +12,20 @@ export interface AuthUser {
   id: string;
   sessionId: string;
   roles: Role[];
+  /** When the proving access token expires (ms since the epoch); set by `verify`. */
+  expiresAt?: number;
 }
+
+/** Bus topic on which revoked session ids are announced, so every gateway can end their sockets. */
+export const SESSION_REVOCATIONS_TOPIC = 'auth:session-revocations';
 
 const AUDIENCE = 'atrium-api';
 
 interface AccessTokenOptions {
   keys: KeyRing;
   kv: Kv;
+  /** Announces revocations to every node's gateway; optional for tools that only sign or verify. */
+  bus?: EventBus;
   issuer: string;
   ttlSeconds: number;
   now?: () => Date;
@@ -93,6 +101,10 @@ export class AccessTokens {
       sessionIds.map((sid) => [revokedKey(sid), '1'] as const),
       ttlMs,
     );
+    await this.options.bus?.publish(SESSION_REVOCATIONS_TOPIC, {
+      t: 'revoked',
+      d: { session_ids: sessionIds },
+    });
   }
 }
 
@@ -105,5 +117,10 @@ function toAuthUser(payload: JWTPayload): AuthUser | undefined {
   const claimed = payload.roles;
   if (typeof sub !== 'string' || typeof sid !== 'string' || !Array.isArray(claimed)) return undefined;
   if (!claimed.every((r): r is Role => (roles as readonly unknown[]).includes(r))) return undefined;
-  return { id: sub, sessionId: sid, roles: claimed };
+  return {
+    id: sub,
+    sessionId: sid,
+    roles: claimed,
+    ...(payload.exp ? { expiresAt: payload.exp * 1000 } : {}),
+  };
 }

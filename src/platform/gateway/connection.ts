@@ -20,7 +20,8 @@ export class Connection {
   user: AuthUser | undefined;
   /** Topics this connection receives events from. */
   readonly topics = new Set<string>();
-  authTimer: NodeJS.Timeout | undefined;
+  /** The authentication deadline before auth, the access token's expiry after it. */
+  deadline: NodeJS.Timeout | undefined;
 
   constructor(
     readonly id: string,
@@ -56,7 +57,7 @@ export class Connection {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.authTimer);
+    clearTimeout(this.deadline);
     this.socket.end(code, reason.slice(0, 120));
   }
 }

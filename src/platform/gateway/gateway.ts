@@ -121,12 +121,26 @@ export class Gateway {
     this.sessionListeners.push(listener);
   }
 
-  /** Marks the connection as speaking for `user` (called by the auth frame handler). */
+  /**
+   * Marks the connection as speaking for `user` (called by the auth frame handler). The socket
+   * lives as long as the token: at its expiry the connection closes with 4403 unless a fresh auth
+   * frame came first. Switching to another user drops the previous user's subscriptions, whose
+   * delivery filters were decided for them.
+   */
   async authenticate(connection: Connection, user: AuthUser): Promise<void> {
     const previous = connection.user;
-    if (previous && previous.id !== user.id) this.forgetUser(connection, previous.id);
+    if (previous && previous.id !== user.id) {
+      this.topics.removeAll(connection);
+      this.forgetUser(connection, previous.id);
+    }
     connection.user = user;
-    clearTimeout(connection.authTimer);
+    clearTimeout(connection.deadline);
+    if (user.expiresAt !== undefined) {
+      connection.deadline = setTimeout(
+        () => this.endSession(connection, 'access token expired'),
+        Math.max(0, user.expiresAt - Date.now()),
+      );
+    }
     let mine = this.usersHere.get(user.id);
     if (!mine) {
       mine = new Set();
@@ -158,6 +172,20 @@ export class Gateway {
 
   unsubscribe(connection: Connection, topics: readonly string[]): void {
     for (const topic of topics) this.topics.remove(connection, topic);
+  }
+
+  /** Closes this node's connections of revoked sessions (logout, refresh-token reuse, account deletion). */
+  closeSessions(sessionIds: readonly string[]): void {
+    const ended = new Set(sessionIds);
+    for (const connection of this.connections) {
+      if (connection.user && ended.has(connection.user.sessionId))
+        this.endSession(connection, 'session revoked');
+    }
+  }
+
+  private endSession(connection: Connection, reason: string): void {
+    this.deps.metrics.wsClosedByServer.inc({ reason: 'session_ended' });
+    connection.close(CloseCode.SESSION_ENDED, reason);
   }
 
   /** Users with at least one authenticated connection on this node. */
@@ -209,7 +237,7 @@ export class Gateway {
     attachConnection(ws, connection);
     this.connections.add(connection);
     metrics.wsConnections.inc();
-    connection.authTimer = setTimeout(() => {
+    connection.deadline = setTimeout(() => {
       if (connection.user) return;
       metrics.wsClosedByServer.inc({ reason: 'auth_timeout' });
       connection.close(CloseCode.AUTH_TIMEOUT, 'authentication deadline passed');
@@ -218,7 +246,7 @@ export class Gateway {
 
   private onClose(connection: Connection): void {
     connection.closed = true;
-    clearTimeout(connection.authTimer);
+    clearTimeout(connection.deadline);
     this.connections.delete(connection);
     this.deps.metrics.wsConnections.dec();
     this.topics.removeAll(connection);
@@ -269,6 +297,9 @@ export class Gateway {
       connection.close(CloseCode.FLOOD, 'too many frames');
       return;
     }
+    // One error per window is enough to tell a fire-and-forget sender; requests still get theirs.
+    const firstRejection = rejection.consumedPoints === this.deps.config.WS_MAX_FRAMES_PER_SECOND + 1;
+    if (requestId === undefined && !firstRejection) return;
     const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
     const error = new AppError(
       ErrorCode.RATE_LIMITED,

@@ -7,6 +7,11 @@ export interface RedisKvOptions {
   onError?: (error: unknown, context: string) => void;
   /** How long ping() waits before it rejects. */
   pingTimeoutMs?: number;
+  /**
+   * Prepended to every key and channel, so several deployments (or test runs) can share one
+   * Redis without seeing each other's data. Libraries given `client` get it too.
+   */
+  namespace?: string;
 }
 
 interface Subscription {
@@ -38,6 +43,7 @@ export class RedisKv implements Kv {
   private readonly channels = new Map<string, Channel>();
   private readonly onError: (error: unknown, context: string) => void;
   private readonly pingTimeoutMs: number;
+  private readonly namespace: string;
   private closing: Promise<void> | undefined;
 
   /** Creates the client and pings it, so a wrong URL or a dead Redis fails here. */
@@ -55,9 +61,16 @@ export class RedisKv implements Kv {
   constructor(url: string, options: RedisKvOptions = {}) {
     this.onError = options.onError ?? ((error, context) => console.error(`RedisKv: ${context}`, error));
     this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
+    this.namespace = options.namespace ?? '';
     // The offline queue rides out a brief reconnect; the small retry count makes a dead Redis fail
     // commands instead of leaving them queued forever.
-    this.redis = new Redis(url, { lazyConnect: false, maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    // ioredis prefixes key arguments itself (scripts' KEYS included); channels are prefixed below.
+    this.redis = new Redis(url, {
+      lazyConnect: false,
+      maxRetriesPerRequest: 2,
+      enableOfflineQueue: true,
+      keyPrefix: this.namespace,
+    });
     // Without a listener ioredis prints every reconnect error as "Unhandled error event".
     this.redis.on('error', (error) => this.onError(error, 'command connection error'));
   }
@@ -128,12 +141,16 @@ export class RedisKv implements Kv {
 
   async publish(channel: string, message: Uint8Array): Promise<void> {
     // A Buffer view over the same bytes: no copy, and ioredis sends it as binary.
-    await this.redis.publish(channel, Buffer.from(message.buffer, message.byteOffset, message.byteLength));
+    await this.redis.publish(
+      this.namespace + channel,
+      Buffer.from(message.buffer, message.byteOffset, message.byteLength),
+    );
   }
 
-  async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
+  async subscribe(name: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
     // After close() a new subscriber connection would leak, so refuse like any closed connection.
     if (this.closing) throw new Error('RedisKv is closed');
+    const channel = this.namespace + name;
     const subscription: Subscription = { handler };
     let entry = this.channels.get(channel);
     if (!entry) {
