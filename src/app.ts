@@ -130,15 +130,22 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }),
     });
     const http = await createHttpServer({ config, log, metrics });
-    const ctx: AppServices['ctx'] = (caller) => ({
-      // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
-      em: db.orm.em.fork(),
-      kv,
-      now: () => new Date(),
-      user: caller.user,
-      log: caller.log,
-      ip: caller.ip,
-    });
+    const ctx: AppServices['ctx'] = (caller) => {
+      // The entity manager is forked on first use: hot paths such as a heartbeat never touch the database.
+      let em: Ctx['em'] | undefined;
+      return {
+        get em() {
+          em ??= db.orm.em.fork();
+          return em;
+        },
+        kv,
+        now: () => new Date(),
+        // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
+        user: caller.user,
+        log: caller.log,
+        ip: caller.ip,
+      };
+    };
     const presenceTracker = new PresenceTracker({
       kv,
       gateway,
