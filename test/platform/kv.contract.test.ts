@@ -56,6 +56,18 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       expect(await kv.get(key('round-trip'))).toBe('héllo wörld');
     });
 
+    it('swap stores a value with a TTL and returns the value it replaced, null for a new or expired key', async () => {
+      expect(await kv.swap(key('swap'), 'first', 10_000)).toBeNull();
+      expect(await kv.swap(key('swap'), 'second', 10_000)).toBe('first');
+      expect(await kv.get(key('swap'))).toBe('second');
+      const left = await kv.ttl(key('swap'));
+      expect(left).toBeGreaterThan(9000);
+      expect(left).toBeLessThanOrEqual(10_000);
+      await kv.swap(key('swap-expiring'), 'soon gone', 100);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(await kv.swap(key('swap-expiring'), 'again', 10_000)).toBeNull();
+    });
+
     it('a key that was never set reads as null', async () => {
       expect(await kv.get(key('never-set'))).toBeNull();
     });

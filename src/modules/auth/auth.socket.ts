@@ -10,7 +10,7 @@ export function registerAuthFrames(services: AppServices) {
   gateway.handle(
     ClientFrameType.AUTH,
     async (connection, { token }) => {
-      const user = await tokens.verify(token);
+      const user = await tokens.verify(token, { remember: false });
       await gateway.authenticate(connection, user);
       return { user_id: user.id, roles: user.roles };
     },

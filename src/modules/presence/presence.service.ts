@@ -80,10 +80,8 @@ export class PresenceService {
 
   /** Refreshes the TTL; the transition from offline publishes an online event. */
   async markOnline(ctx: Ctx, userId: string, now = ctx.now()): Promise<void> {
-    const ttlMs = this.deps.ttlSeconds * 1000;
-    const key = presenceKey(userId);
-    const cameOnline = await this.deps.kv.set(key, '1', { ttlMs, onlyIfAbsent: true });
-    if (!cameOnline) await this.deps.kv.set(key, '1', { ttlMs });
+    const cameOnline =
+      (await this.deps.kv.swap(presenceKey(userId), '1', this.deps.ttlSeconds * 1000)) === null;
     this.deps.sightings.recordSeen(userId, now);
     if (cameOnline) await this.publish(ctx, userId, 'online');
   }

@@ -70,9 +70,13 @@ export class AccessTokens {
       .sign(keys.signing.privateKey);
   }
 
-  /** Returns the caller or throws UNAUTHENTICATED; the reason goes to the detail, never a different code. */
-  async verify(token: string): Promise<AuthUser> {
-    const user = this.cached(token) ?? (await this.verifySignature(token));
+  /**
+   * Returns the caller or throws UNAUTHENTICATED; the reason goes to the detail, never a different
+   * code. `remember: false` skips the verified-token cache, for callers that present a token once
+   * (a socket's auth frame) and would only fill it.
+   */
+  async verify(token: string, options: { remember?: boolean } = {}): Promise<AuthUser> {
+    const user = this.cached(token) ?? (await this.verifySignature(token, options.remember ?? true));
     if (await this.options.kv.get(revokedKey(user.sessionId))) {
       throw new AppError(ErrorCode.UNAUTHENTICATED, 'The session has been revoked.');
     }
@@ -86,7 +90,7 @@ export class AccessTokens {
     return undefined;
   }
 
-  private async verifySignature(token: string): Promise<AuthUser> {
+  private async verifySignature(token: string, remember: boolean): Promise<AuthUser> {
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(
@@ -108,6 +112,7 @@ export class AccessTokens {
     }
     const user = toAuthUser(payload);
     if (!user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The access token is invalid.');
+    if (!remember) return user;
     if (this.verified.size >= VERIFIED_CACHE_SIZE) {
       // Maps iterate in insertion order: dropping the first entry evicts the oldest.
       this.verified.delete(this.verified.keys().next().value as string);

@@ -14,6 +14,11 @@ export interface Kv {
    * exist. Returns whether the value was stored.
    */
   set(key: string, value: string, options?: { ttlMs?: number; onlyIfAbsent?: boolean }): Promise<boolean>;
+  /**
+   * Stores `value` with a TTL and returns the value it replaced (null when the key was missing or
+   * expired): one round trip that both refreshes a key and tells whether it was new.
+   */
+  swap(key: string, value: string, ttlMs: number): Promise<string | null>;
   /** Stores several keys with the same TTL in one round trip. */
   msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void>;
   /** Deletes keys; returns how many existed. */

@@ -61,6 +61,14 @@ export class MemoryKv implements Kv {
     return true;
   }
 
+  async swap(key: string, value: string, ttlMs: number): Promise<string | null> {
+    this.assertOpen();
+    const expiresAt = this.now() + checkTtl(ttlMs);
+    const previous = this.live(key)?.value ?? null;
+    this.entries.set(key, { value, expiresAt });
+    return previous;
+  }
+
   async msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void> {
     this.assertOpen();
     const expiresAt = this.now() + checkTtl(ttlMs);

@@ -90,6 +90,11 @@ export class RedisKv implements Kv {
     return this.redis.mget(...keys);
   }
 
+  /** SET ... PX ... GET (Redis 6.2+): replace and read the previous value atomically. */
+  swap(key: string, value: string, ttlMs: number): Promise<string | null> {
+    return this.redis.set(key, value, 'PX', checkTtl(ttlMs), 'GET');
+  }
+
   async set(
     key: string,
     value: string,
