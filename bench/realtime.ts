@@ -40,6 +40,22 @@ const CONNECT_CONCURRENCY = 200;
 const PROGRESS_STEP = 2_000;
 const READY_TIMEOUT_MS = 15 * 60_000;
 const SETTLE_MS = 3_000;
+/**
+ * RSS of an idle node process still moves for a while: V8 gives pooled heap pages (freed by GCs,
+ * not counted in its heap size) back to the OS only when its memory reducer decides the process is
+ * idle, seconds to tens of seconds later, in steps of tens of MiB. A reading counts as steady when
+ * STEADY_WINDOW_MS of once-a-second samples stay within the tolerance; waits are capped so the
+ * benchmark always ends.
+ */
+const STEADY_WINDOW_MS = 20_000;
+const STEADY_TOLERANCE_KIB = 2_048;
+/** Or within this fraction of the RSS when that is more: periodic work keeps a big process moving a little. */
+const STEADY_TOLERANCE_RATIO = 0.01;
+const STEADY_MAX_MS = 90_000;
+/** Readings after a forced GC wait at least this long, so V8's delayed release of pooled pages is in. */
+const AFTER_GC_MIN_MS = 20_000;
+/** The "left alone" reading is steady and at least this long after the last ack. */
+const LONG_IDLE_MS = 45_000;
 const RSS_SAMPLES = 5;
 const RSS_SAMPLE_INTERVAL_MS = 500;
 const LOAD_CONNECTIONS = 50;
@@ -166,8 +182,8 @@ async function inspectorEnv(): Promise<{ port: number; env: Record<string, strin
   return { port, env: { NODE_OPTIONS: options } };
 }
 
-/** Full GC in another node process through its inspector (HeapProfiler.collectGarbage, twice). */
-async function collectGarbage(pid: number, inspectorPort: number): Promise<void> {
+/** Sends inspector protocol commands, one after the other, to another node process; returns their results. */
+async function inspect(pid: number, inspectorPort: number, methods: string[]): Promise<unknown[]> {
   process.kill(pid, 'SIGUSR1');
   let url: string | undefined;
   for (let attempt = 0; attempt < 100 && !url; attempt++) {
@@ -187,20 +203,35 @@ async function collectGarbage(pid: number, inspectorPort: number): Promise<void>
     ws.once('error', fail);
   });
   try {
-    for (const id of [1, 2]) {
-      await new Promise<void>((done) => {
-        const onMessage = (data: Buffer) => {
-          if ((JSON.parse(data.toString()) as { id?: number }).id !== id) return;
-          ws.off('message', onMessage);
-          done();
-        };
-        ws.on('message', onMessage);
-        ws.send(JSON.stringify({ id, method: 'HeapProfiler.collectGarbage' }));
-      });
+    const results: unknown[] = [];
+    for (const [index, method] of methods.entries()) {
+      results.push(
+        await new Promise<unknown>((done) => {
+          const onMessage = (data: Buffer) => {
+            const reply = JSON.parse(data.toString()) as { id?: number; result?: unknown };
+            if (reply.id !== index + 1) return;
+            ws.off('message', onMessage);
+            done(reply.result);
+          };
+          ws.on('message', onMessage);
+          ws.send(JSON.stringify({ id: index + 1, method }));
+        }),
+      );
     }
+    return results;
   } finally {
     await closeSocket(ws);
   }
+}
+
+/** Forces two full garbage collections in a node process; returns its V8 heap use after them, in KiB. */
+async function collectGarbage(pid: number, inspectorPort: number): Promise<number> {
+  const results = await inspect(pid, inspectorPort, [
+    'HeapProfiler.collectGarbage',
+    'HeapProfiler.collectGarbage',
+    'Runtime.getHeapUsage',
+  ]);
+  return ((results[2] as { usedSize: number }).usedSize ?? Number.NaN) / 1024;
 }
 
 function median(values: number[]): number {
@@ -211,9 +242,9 @@ function median(values: number[]): number {
     : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
 }
 
-/** Waits SETTLE_MS, then the median of RSS_SAMPLES readings per process, sampled side by side. */
-async function settledRss(pids: number[]): Promise<number[]> {
-  await sleep(SETTLE_MS);
+/** Waits `settleMs`, then the median of RSS_SAMPLES readings per process, sampled side by side. */
+async function settledRss(pids: number[], settleMs = SETTLE_MS): Promise<number[]> {
+  await sleep(settleMs);
   const samples: number[][] = pids.map(() => []);
   for (let i = 0; i < RSS_SAMPLES; i++) {
     if (i > 0) await sleep(RSS_SAMPLE_INTERVAL_MS);
@@ -221,6 +252,37 @@ async function settledRss(pids: number[]): Promise<number[]> {
     for (const [index, kib] of readings.entries()) samples[index]?.push(kib);
   }
   return samples.map(median);
+}
+
+interface SteadyRss {
+  kib: number[];
+  /** False when the wait hit its cap before RSS stopped moving. */
+  steady: boolean;
+  waitedMs: number;
+}
+
+/** RSS once it stopped moving (see STEADY_WINDOW_MS): the median of the steady window, per process. */
+async function steadyRss(pids: number[], minMs: number, maxMs = STEADY_MAX_MS): Promise<SteadyRss> {
+  const started = performance.now();
+  const windowSamples = STEADY_WINDOW_MS / 1000 + 1;
+  const history: number[][] = [];
+  for (;;) {
+    history.push(await Promise.all(pids.map(rssKiB)));
+    const waitedMs = performance.now() - started;
+    const window = history.slice(-windowSamples);
+    const column = (index: number) => window.map((sample) => sample[index] as number);
+    const steady =
+      window.length === windowSamples &&
+      pids.every(
+        (_, index) =>
+          Math.max(...column(index)) - Math.min(...column(index)) <=
+          Math.max(STEADY_TOLERANCE_KIB, STEADY_TOLERANCE_RATIO * median(column(index))),
+      );
+    if ((steady && waitedMs >= minMs) || waitedMs >= maxMs) {
+      return { kib: pids.map((_, index) => median(column(index))), steady, waitedMs };
+    }
+    await sleep(1000);
+  }
 }
 
 function exited(child: ChildProcess): boolean {
@@ -232,7 +294,10 @@ async function stopChild(child: ChildProcess, graceMs = 20_000): Promise<void> {
   if (exited(child)) return;
   const gone = new Promise<void>((done) => child.once('exit', () => done()));
   child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  const timer = setTimeout(() => {
+    progress(`pid ${child.pid} did not exit within ${graceMs / 1000} s of SIGTERM; sending SIGKILL`);
+    child.kill('SIGKILL');
+  }, graceMs);
   await gone;
   clearTimeout(timer);
 }
@@ -537,69 +602,121 @@ interface IdleServer {
 
 interface IdleResult {
   name: string;
-  /** Idle, warm, after a forced full GC. */
-  baselineKiB: number;
-  /** With the sockets held, as it stands (garbage from opening them included). */
-  loadedKiB: number;
-  /** With the sockets held, after a forced full GC. */
-  loadedAfterGcKiB: number;
   held: number;
   /** What the server's own atrium_ws_connections gauge said while the sockets were held. */
   gauge?: number;
-  kibPerConnection: number;
-  kibPerConnectionAfterGc: number;
+  /** RSS idle and warm, after a forced full GC, once steady. */
+  baselineKiB: number;
+  /** RSS SETTLE_MS after the last socket authenticated (the garbage of opening them included). */
+  loadedKiB: number;
+  /** RSS with the sockets held and nothing forced, steady and at least LONG_IDLE_MS after the last ack. */
+  loadedLaterKiB: number;
+  /** RSS with the sockets held after a forced full GC, once steady. */
+  loadedAfterGcKiB: number;
+  /** V8 heap in use right after the forced GCs, idle and with the sockets held. */
+  heapBaselineKiB: number;
+  heapLoadedKiB: number;
+  /** V8 heap committed (total size): idle, SETTLE_MS after the last ack, and at the after-GC reading. */
+  heapTotalBaselineKiB: number;
+  heapTotalLoadedKiB: number;
+  heapTotalAfterGcKiB: number;
+  /** CPU cores the server used while it held the idle sockets (during the "left alone" wait). */
+  idleCores: number;
 }
 
 interface IdleRun {
   servers: IdleResult[];
+  /** Readings whose wait hit the cap before RSS was steady. */
+  unsteady: string[];
   failed: number;
   retries: number;
   dropped: Record<string, number>;
   openSeconds: number;
 }
 
-/** Warm-up, idle RSS, then every server's tokens held as idle sockets, RSS again, then close. */
+const perConnection = (r: IdleResult, after: number, before = r.baselineKiB) => (after - before) / r.held;
+
+interface HeapUsage {
+  usedSize: number;
+  totalSize: number;
+}
+
+/**
+ * Warm-up, idle RSS, then every server's tokens held as idle sockets: RSS 3 s after they are all
+ * authenticated (the figure the target is about), again after a long idle stretch, and once more
+ * after a forced full GC; then close.
+ */
 async function measureIdle(label: string, servers: IdleServer[]): Promise<IdleRun> {
+  const pids = servers.map((s) => s.pid);
   const gc = () => Promise.all(servers.map((s) => collectGarbage(s.pid, s.inspectorPort)));
+  const heapUsage = () =>
+    Promise.all(
+      servers.map(
+        async (s) => (await inspect(s.pid, s.inspectorPort, ['Runtime.getHeapUsage']))[0] as HeapUsage,
+      ),
+    );
   for (const server of servers) await warmUp(server.wsUrl, server.warmToken);
-  // Startup leaves garbage (PGlite's initdb instance, migrations) that V8 would only drop after
-  // tens of idle seconds; collecting it now makes the baseline the process as it settles.
-  await gc();
-  const baseline = await settledRss(servers.map((s) => s.pid));
-  progress(`${label}: idle RSS ${baseline.map((kib) => `${(kib / 1024).toFixed(1)} MiB`).join(', ')}`);
+  // Startup leaves garbage (PGlite's initdb instance, migrations) that V8 and malloc only hand
+  // back after tens of idle seconds; collecting it first makes the baseline the settled process.
+  const unsteady: string[] = [];
+  const steady = async (reading: string, minMs: number) => {
+    const result = await steadyRss(pids, minMs);
+    if (!result.steady) unsteady.push(reading);
+    return result.kib;
+  };
+  const heapBaseline = await gc();
+  const baseline = await steady('idle', AFTER_GC_MIN_MS);
+  const heapTotalBaseline = (await heapUsage()).map((h) => h.totalSize / 1024);
+  progress(`${label}: idle RSS ${baseline.map((kib) => `${mib(kib)} MiB`).join(', ')}`);
   const held = await holdSockets(
     label,
     servers.map((s) => ({ url: s.wsUrl, tokens: s.tokens })),
   );
+  const readyAt = performance.now();
   try {
-    const loaded = await settledRss(servers.map((s) => s.pid));
+    const loaded = await settledRss(pids);
+    const heapTotalLoaded = (await heapUsage()).map((h) => h.totalSize / 1024);
     const gauges = await Promise.all(
       servers.map((s) => (s.httpPort === undefined ? undefined : wsConnectionGauge(s.httpPort))),
     );
-    await gc();
-    const loadedAfterGc = await settledRss(servers.map((s) => s.pid));
+    progress(
+      `${label}: RSS ${loaded.map((kib) => `${mib(kib)} MiB`).join(', ')} ${SETTLE_MS / 1000} s after the last ack; ` +
+        `holding them until RSS is steady...`,
+    );
+    const idleCpuFrom = { at: performance.now(), seconds: await Promise.all(pids.map(cpuSeconds)) };
+    const loadedLater = await steady('left alone', LONG_IDLE_MS - (performance.now() - readyAt));
+    const idleCpuSeconds = (performance.now() - idleCpuFrom.at) / 1000;
+    const idleCores = (await Promise.all(pids.map(cpuSeconds))).map(
+      (used, index) => (used - (idleCpuFrom.seconds[index] as number)) / idleCpuSeconds,
+    );
+    const heapLoaded = await gc();
+    const loadedAfterGc = await steady('after forced GC', AFTER_GC_MIN_MS);
+    const heapTotalAfterGc = (await heapUsage()).map((h) => h.totalSize / 1024);
     const results = servers.map((server, index): IdleResult => {
-      const count = held.authed[index] ?? 0;
-      const before = baseline[index] as number;
-      const after = loaded[index] as number;
-      const afterGc = loadedAfterGc[index] as number;
       const gauge = gauges[index];
       return {
         name: server.name,
-        baselineKiB: before,
-        loadedKiB: after,
-        loadedAfterGcKiB: afterGc,
-        held: count,
+        held: held.authed[index] ?? 0,
         ...(gauge === undefined ? {} : { gauge }),
-        kibPerConnection: (after - before) / count,
-        kibPerConnectionAfterGc: (afterGc - before) / count,
+        baselineKiB: baseline[index] as number,
+        loadedKiB: loaded[index] as number,
+        loadedLaterKiB: loadedLater[index] as number,
+        loadedAfterGcKiB: loadedAfterGc[index] as number,
+        heapBaselineKiB: heapBaseline[index] as number,
+        heapLoadedKiB: heapLoaded[index] as number,
+        heapTotalBaselineKiB: heapTotalBaseline[index] as number,
+        heapTotalLoadedKiB: heapTotalLoaded[index] as number,
+        heapTotalAfterGcKiB: heapTotalAfterGc[index] as number,
+        idleCores: idleCores[index] as number,
       };
     });
     for (const r of results) {
       progress(
-        `${label}: ${r.name} RSS ${(r.loadedKiB / 1024).toFixed(1)} MiB with ${r.held} sockets` +
-          `${r.gauge === undefined ? '' : ` (gauge ${r.gauge})`}: ${r.kibPerConnection.toFixed(2)} KiB/connection` +
-          ` (${(r.loadedAfterGcKiB / 1024).toFixed(1)} MiB, ${r.kibPerConnectionAfterGc.toFixed(2)} KiB/connection after a forced GC)`,
+        `${label}: ${r.name}, ${r.held} sockets${r.gauge === undefined ? '' : ` (gauge ${r.gauge})`}: ` +
+          `${kib(perConnection(r, r.loadedKiB))} KiB/connection after ${SETTLE_MS / 1000} s, ` +
+          `${kib(perConnection(r, r.loadedLaterKiB))} left alone, ` +
+          `${kib(perConnection(r, r.loadedAfterGcKiB))} after a forced GC, ${cores(r.idleCores)} cores busy while idle ` +
+          `(V8 heap in use ${kib(perConnection(r, r.heapLoadedKiB, r.heapBaselineKiB))} KiB/connection)`,
       );
     }
     const { dropped } = await held.close();
@@ -607,8 +724,11 @@ async function measureIdle(label: string, servers: IdleServer[]): Promise<IdleRu
       progress(`${label}: sockets closed early by code: ${JSON.stringify(dropped)}`);
     for (const server of servers)
       if (server.httpPort !== undefined) await waitForNoConnections(server.httpPort);
+    if (unsteady.length > 0)
+      progress(`${label}: RSS was still moving at the cap for: ${unsteady.join(', ')}`);
     return {
       servers: results,
+      unsteady,
       failed: held.failed,
       retries: held.retries,
       dropped,
@@ -956,6 +1076,7 @@ const mib = (valueKiB: number) => (valueKiB / 1024).toFixed(1);
 const whole = (value: number) => Math.round(value).toLocaleString('en-US');
 const pct = (ratio: number) => `${(ratio * 100).toFixed(1)}%`;
 const verdict = (met: boolean) => (met ? '**met**' : '**not met**');
+const cores = (value: number) => value.toFixed(2);
 
 function errorsCell(errors: Record<string, number>): string {
   const entries = Object.entries(errors);
@@ -964,69 +1085,118 @@ function errorsCell(errors: Record<string, number>): string {
 
 function idleRows(run: IdleRun, backend: string): string {
   return run.servers
-    .map(
-      (s) =>
-        `| ${s.name} | ${backend} | ${whole(s.held)}${s.gauge === undefined ? '' : ` (gauge ${whole(s.gauge)})`} | ${mib(s.baselineKiB)} | ${mib(s.loadedKiB)} | ${kib(s.kibPerConnection)} |`,
-    )
+    .map((r) => {
+      const cell = (after: number) => `${mib(after)} (${kib(perConnection(r, after))})`;
+      const sockets = `${whole(r.held)}${r.gauge === undefined ? '' : ` (gauge ${whole(r.gauge)})`}`;
+      return `| ${r.name} | ${backend} | ${sockets} | ${mib(r.baselineKiB)} | **${cell(r.loadedKiB)}** | ${cell(r.loadedLaterKiB)} | ${cell(r.loadedAfterGcKiB)} | ${cores(r.idleCores)} |`;
+    })
+    .join('\n');
+}
+
+/** Splits the after-GC growth: live V8 objects, V8 heap committed but free, and memory outside the V8 heap. */
+function breakdownRows(run: IdleRun): string {
+  return run.servers
+    .map((r) => {
+      const rss = perConnection(r, r.loadedAfterGcKiB);
+      const live = perConnection(r, r.heapLoadedKiB, r.heapBaselineKiB);
+      const committed = perConnection(r, r.heapTotalAfterGcKiB, r.heapTotalBaselineKiB);
+      const burst = `${mib(r.heapTotalBaselineKiB)} -> ${mib(r.heapTotalLoadedKiB)} (${mib(r.loadedKiB - r.baselineKiB)} MiB of RSS)`;
+      return `| ${r.name} | ${kib(rss)} | ${kib(live)} | ${kib(committed - live)} | ${kib(rss - committed)} | ${burst} |`;
+    })
     .join('\n');
 }
 
 function idleNotes(label: string, run: IdleRun): string {
   const dropped = Object.entries(run.dropped);
-  return `${label}: opened and authenticated in ${run.openSeconds.toFixed(1)} s, ${run.failed} failed, ${run.retries} connect attempts retried, ${dropped.length === 0 ? 'none' : dropped.map(([code, n]) => `${n} (code ${code})`).join(', ')} closed by the server while held.`;
+  const early =
+    dropped.length === 0 ? 'none' : dropped.map(([code, count]) => `${count} (code ${code})`).join(', ');
+  const unsteady =
+    run.unsteady.length === 0
+      ? ''
+      : ` RSS was still moving when the wait ended for: ${run.unsteady.join(', ')}.`;
+  return `- ${label}: opened and authenticated in ${run.openSeconds.toFixed(1)} s; ${run.failed} failed, ${run.retries} connect attempts retried, ${early} closed by the server while held.${unsteady}`;
 }
 
 function frameRow(label: string, backend: string, load: FrameLoad): string {
-  return `| ${label} | ${backend} | ${load.connections} x ${load.inFlight} | ${whole(load.framesPerSecond)} | ${load.serverCores.toFixed(2)} | ${load.clientCores.toFixed(2)} | ${errorsCell(load.errors)} |`;
+  const usPerFrame = (load.serverCores * 1e6) / load.framesPerSecond;
+  return `| ${label} | ${backend} | ${load.connections} x ${load.inFlight} | **${whole(load.framesPerSecond)}** | ${cores(load.serverCores)} | ${usPerFrame.toFixed(1)} | ${cores(load.clientCores)} | ${cores(load.machineCores)} | ${errorsCell(load.errors)} |`;
 }
 
 function restRow(label: string, backend: string, load: RestLoad): string {
-  return `| ${label} | ${backend} | ${whole(load.requestsPerSecond)} | ${load.p50Ms} | ${load.p99Ms} | ${load.serverCores.toFixed(2)} | ${load.errors + load.non2xx} |`;
+  const usPerRequest = (load.serverCores * 1e6) / load.requestsPerSecond;
+  return `| ${label} | ${backend} | **${whole(load.requestsPerSecond)}** | ${load.p50Ms} | ${load.p99Ms} | ${cores(load.serverCores)} | ${usPerRequest.toFixed(1)} | ${cores(load.clientCores)} | ${cores(load.machineCores)} | ${load.errors + load.non2xx} |`;
 }
 
 function buildReport(
   options: Options,
   seconds: number,
+  code: string,
   single: SingleResults | undefined,
   bare: BareResults | undefined,
   cluster: ClusterResults | undefined,
 ): string {
   const n = options.connections;
   const cpu = cpus()[0]?.model ?? 'unknown CPU';
-  const lines: string[] = [];
-  lines.push(`# Realtime benchmark
+  const notRun = (what: string) => `| ${what} | (not run) | | | | | | |`;
+  const out: string[] = [];
+  out.push(`# Realtime benchmark
 
 Run ${new Date().toISOString()} on Node ${process.version}, ${availableParallelism()} cores (${cpu}),
-${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM; servers, client processes and load generators on the same machine.
-N = ${whole(n)} idle sockets per instance, ${seconds} s per throughput scenario (after a ${WARMUP_SECONDS} s warm-up).
+${(totalmem() / 2 ** 30).toFixed(0)} GiB RAM. Servers, client processes and load generators share the
+machine's cores. N = ${whole(n)} idle sockets per instance; ${seconds} s per throughput scenario after a ${WARMUP_SECONDS} s warm-up.
+Usage: \`npm run bench -- realtime [--seconds N] [--connections N] [--phases single,bare,cluster]\`.
+${code}
+
+Backends: "1 instance" is the laptop default, embedded PGlite in a fresh DATA_DIR and the in-process
+KV store; "2 instances" share Redis (127.0.0.1:6379) and a Postgres database created for the run on
+127.0.0.1:5432 (dropped afterwards; PGlite locks its data directory, so two processes cannot share
+it), and one DATA_DIR for the signing key only.
 
 Users are synthetic: their access tokens are signed by the benchmark with the service's own key
-(read from the service's DATA_DIR/keys) for fresh UUID v7 user and session ids that do not exist in
-the database. The gateway and the REST hook verify only the RS256 signature, the claims and the
-revoked-session mark, so they authenticate like real users; but a user coming online finds no user
-row, so the presence publish stops after its two lookups and no DB-backed presence event is sent.
+(read from DATA_DIR/keys after the service generated it) for fresh UUID v7 user and session ids that
+are not in the database. The gateway and the REST hook only check the RS256 signature, the claims
+and the revoked-session mark, so these authenticate like real users. But when one comes online the
+presence publish looks the user up, finds no row and stops: no DB-backed presence event is built
+or published, so the connect path here is cheaper than for real users by that event.
+
 The service ran with ${Object.entries(SERVICE_ENV)
     .map(([k, v]) => `${k}=${v}`)
-    .join(', ')}, other settings at their defaults (PRESENCE_TTL_SECONDS=60).
+    .join(', ')} (the config refuses a frame limit above 100,000),
+everything else at its defaults (PRESENCE_TTL_SECONDS=60, WS_IDLE_TIMEOUT_SECONDS=120). Each server
+was also given \`--inspect-port\` on loopback so the benchmark can force a full GC through the
+inspector (activated with SIGUSR1 only for the memory readings).
 `);
 
-  lines.push(`## Idle authenticated sockets
+  out.push(`## Idle authenticated sockets
 
-Each socket connects to /ws, sends \`{t: 'auth', id: 1, d: {token}}\` (msgpack) and waits for its ack,
-then stays idle (the ws client answers the server's automatic pings). Sockets come from client
+Each socket connects to /ws, sends \`{t: 'auth', id: 1, d: {token}}\` (msgpack), waits for its ack and
+then stays idle (the ws client answers the server's automatic pings). The sockets come from client
 processes (bench/socket-holder.ts) of at most ${whole(PER_HOLDER)} sockets each, ${CONNECT_CONCURRENCY} connecting at once in total.
-RSS is VmRSS of the server's node process: the idle figure after it served one authenticated
-connection (plus one heartbeat) and closed it; the loaded figure with all sockets authenticated;
-each the median of ${RSS_SAMPLES} readings ${RSS_SAMPLE_INTERVAL_MS} ms apart after ${SETTLE_MS / 1000} s of quiet. KiB/connection =
-(loaded - idle) / sockets held. The bare uWS server (bench/bare-uws.ts) answers every frame,
-the auth frame included, with \`{t: 'ack', id}\` and checks nothing.
+The bare server (bench/bare-uws.ts: uWebSockets.js with the gateway's transport settings) answers
+every frame, the auth frame included, with \`{t: 'ack', id}\` and keeps no state of its own.
 
-| server | backends | sockets held | idle RSS MiB | RSS with sockets MiB | KiB/connection |
-|---|---|---|---|---|---|
+RSS is VmRSS of the server's node process (checked to be the node process itself), read four
+times. Idle: after serving one authenticated connection and heartbeat and a forced full GC, once
+steady. With all sockets held: ${SETTLE_MS / 1000} s after the last ack, the median of ${RSS_SAMPLES} readings ${RSS_SAMPLE_INTERVAL_MS} ms apart
+(**the figure the target is about**); "left alone", once steady and at least ${LONG_IDLE_MS / 1000} s after the last ack,
+nothing forced; and after a forced full GC, once steady. Steady means ${STEADY_WINDOW_MS / 1000} s of once-a-second readings within
+${STEADY_TOLERANCE_KIB / 1024} MiB or ${STEADY_TOLERANCE_RATIO * 100}% of the RSS (the figure is their median), at least ${AFTER_GC_MIN_MS / 1000} s after a forced GC; waits are
+capped at ${STEADY_MAX_MS / 1000} s. V8 hands pooled heap pages back to the OS only when its memory reducer finds the
+process idle, seconds to tens of seconds later and in steps of tens of MiB, so an earlier reading
+would mostly measure that timing. Any reading can still be caught before such a step (one step of
+40 MiB is 2.3 KiB/connection at 18,000 sockets), the idle one most of all: over repeated runs of the
+same code the idle RSS of one instance varied by about 35 MiB while its loaded readings agreed
+within a few MiB. KiB/connection = (RSS with sockets - idle RSS) / sockets held. "Server CPU while
+held" is the cores the server process used during the "left alone" wait: idle sockets are not free
+when the server refreshes every connected user's presence and writes their last-seen times on
+timers, and that work's garbage also keeps the RSS of a loaded instance moving.
+
+| server | backends | sockets held | idle RSS MiB | RSS MiB (KiB/conn) ${SETTLE_MS / 1000} s after the last ack | left alone | after forced GC | server CPU while held |
+|---|---|---|---|---|---|---|---|
 ${[
-  single ? idleRows(single.idle, `${single.database}, ${single.kv} KV`) : `| atrium | (not run) | | | | |`,
-  cluster ? idleRows(cluster.idle, `${cluster.database}, Redis`) : `| atrium x 2 | (not run) | | | | |`,
-  bare ? idleRows(bare.idle, 'none') : `| bare uWS | (not run) | | | | |`,
+  single ? idleRows(single.idle, `${single.database}, ${single.kv} KV`) : notRun('atrium'),
+  cluster ? idleRows(cluster.idle, `${cluster.database}, Redis`) : notRun('atrium x 2'),
+  bare ? idleRows(bare.idle, 'none') : notRun('bare uWS'),
 ].join('\n')}
 
 ${[
@@ -1036,39 +1206,59 @@ ${[
 ]
   .filter(Boolean)
   .join('\n')}
+
+Where the memory is, per socket, with the sockets held after the forced GC (V8 figures from the
+inspector's Runtime.getHeapUsage): live V8 objects; V8 heap committed beyond them; and the rest of
+the RSS growth, outside the V8 heap's committed size (uWS's per-socket state, malloc arenas,
+PGlite's WASM memory, and heap pages V8 has freed but not yet returned to the OS).
+The last column is the V8 heap's committed size idle and ${SETTLE_MS / 1000} s after the last ack, beside the RSS
+growth at that moment: the burst of opening the sockets leaves the heap grown, and V8 only gives
+that back once it has been idle for a while.
+
+| server | RSS KiB/conn | V8 live KiB/conn | V8 committed, free KiB/conn | outside V8 KiB/conn | V8 heap committed MiB ${SETTLE_MS / 1000} s after the last ack |
+|---|---|---|---|---|---|
+${[
+  single && breakdownRows(single.idle),
+  cluster && breakdownRows(cluster.idle),
+  bare && breakdownRows(bare.idle),
+]
+  .filter(Boolean)
+  .join('\n')}
 `);
-  const targetLines: string[] = [];
-  if (single) {
-    const per = single.idle.servers[0]?.kibPerConnection ?? Number.NaN;
-    targetLines.push(
-      `- 1 instance, ${whole(n)} sockets: ${kib(per)} KiB/connection, target <= ${TARGET_KIB_PER_CONNECTION} KiB: ${verdict(per <= TARGET_KIB_PER_CONNECTION)}.`,
+  const targets: string[] = [];
+  const idleTarget = (label: string, results: IdleResult[]) => {
+    const at = (pick: (r: IdleResult) => number) =>
+      results.map((r) => kib(perConnection(r, pick(r)))).join(' and ');
+    const worst = Math.max(...results.map((r) => perConnection(r, r.loadedKiB)));
+    const total = results.reduce((sum, r) => sum + r.held, 0);
+    targets.push(
+      `- ${label}, ${whole(total)} sockets: ${at((r) => r.loadedKiB)} KiB/connection ${SETTLE_MS / 1000} s after the last ack; target <= ${TARGET_KIB_PER_CONNECTION} KiB: ${verdict(worst <= TARGET_KIB_PER_CONNECTION)}. ` +
+        `Left alone until RSS was steady: ${at((r) => r.loadedLaterKiB)} KiB (${verdict(Math.max(...results.map((r) => perConnection(r, r.loadedLaterKiB))) <= TARGET_KIB_PER_CONNECTION)} there); after a forced GC: ${at((r) => r.loadedAfterGcKiB)} KiB.`,
     );
-  }
-  if (cluster) {
-    const worst = Math.max(...cluster.idle.servers.map((s) => s.kibPerConnection));
-    const total = cluster.idle.servers.reduce((sum, s) => sum + s.held, 0);
-    targetLines.push(
-      `- 2 instances, ${whole(total)} sockets: ${cluster.idle.servers.map((s) => `${kib(s.kibPerConnection)}`).join(' and ')} KiB/connection, target <= ${TARGET_KIB_PER_CONNECTION} KiB: ${verdict(worst <= TARGET_KIB_PER_CONNECTION)}.`,
-    );
-  }
+  };
+  if (single) idleTarget('1 instance', single.idle.servers);
+  if (cluster) idleTarget('2 instances', cluster.idle.servers);
   if (bare) {
-    targetLines.push(
-      `- bare uWS, same sockets and client: ${kib(bare.idle.servers[0]?.kibPerConnection ?? Number.NaN)} KiB/connection (reference).`,
+    const r = bare.idle.servers[0] as IdleResult;
+    targets.push(
+      `- bare uWS, same sockets and client (reference): ${kib(perConnection(r, r.loadedKiB))} KiB/connection ${SETTLE_MS / 1000} s after the last ack, ${kib(perConnection(r, r.loadedLaterKiB))} left alone, ${kib(perConnection(r, r.loadedAfterGcKiB))} after a forced GC.`,
     );
   }
-  lines.push(`${targetLines.join('\n')}\n`);
+  out.push(`${targets.join('\n')}\n`);
 
-  lines.push(`## Heartbeat frames/s
+  out.push(`## Heartbeat frames/s
 
-${LOAD_CONNECTIONS} authenticated sockets in this process, each keeping ${IN_FLIGHT} \`{t: 'presence.heartbeat', id}\` frames
-outstanding; a frame counts when its ack arrives within the ${seconds} s window. In atrium each frame
-passes the frame rate limiter, envelope and payload validation and the auth gate, then the heartbeat
-sets the presence key in the KV store (SET NX, then SET with TTL) and records the sighting. The echo
-is bench/bare-uws.ts decoding each frame and answering \`{t: 'ack', id}\`, measured by the same
-client code. Server and client CPU are cores used during the window (1.00 = one core busy).
+${LOAD_CONNECTIONS} authenticated sockets in the benchmark process, each keeping ${IN_FLIGHT} \`{t: 'presence.heartbeat', id}\`
+frames outstanding; a frame counts when its ack arrives within the ${seconds} s window. In atrium each
+frame passes the frame rate limiter, envelope and payload validation and the auth gate; the handler
+builds a service context and the heartbeat refreshes the user's presence key and its TTL in the KV
+store and records the sighting. The echo is bench/bare-uws.ts decoding each frame and answering
+\`{t: 'ack', id}\`, driven by the same client code. CPU columns are cores in use during the window
+(1.00 = one core busy): the server process, the client (this process) and the whole machine; server
+µs/frame = server CPU time per acknowledged frame.
 
-| server | backends | sockets x in flight | frames/s | server CPU | client CPU | error frames |
-|---|---|---|---|---|---|---|
+| server | backends | sockets x in flight | frames/s | server CPU | server µs/frame | client CPU | machine CPU | error frames |
+|---|---|---|---|---|---|---|---|---|
 ${[
   single && frameRow('atrium, 1 instance', `${single.database}, ${single.kv} KV`, single.frames),
   cluster && frameRow('atrium #1 of 2', `${cluster.database}, Redis`, cluster.frames),
@@ -1079,8 +1269,8 @@ ${[
 `);
   if (single && bare) {
     const ratio = single.frames.framesPerSecond / bare.echo.framesPerSecond;
-    lines.push(
-      `atrium (1 instance, in-process KV) runs at ${pct(ratio)} of the echo figure; target >= ${pct(TARGET_WS_RATIO)}: ${verdict(ratio >= TARGET_WS_RATIO)}.${
+    out.push(
+      `atrium (1 instance, in-process KV) acknowledges ${pct(ratio)} of the echo's frames/s; target >= ${pct(TARGET_WS_RATIO)}: ${verdict(ratio >= TARGET_WS_RATIO)}.${
         cluster
           ? ` With Redis as the KV store (instance #1 of 2): ${pct(cluster.frames.framesPerSecond / bare.echo.framesPerSecond)} of the echo.`
           : ''
@@ -1088,16 +1278,18 @@ ${[
     );
   }
 
-  lines.push(`## REST heartbeat
+  out.push(`## REST heartbeat
 
-autocannon, ${REST_CONNECTIONS} connections, ${seconds} s (after a ${WARMUP_SECONDS} s warm-up), in this process. atrium:
-\`POST /api/presence/heartbeat\` with one synthetic user's bearer token (the hook verifies the
-token, then the heartbeat sets the KV key and records last-seen; answer 200${single ? ` \`${single.restBody}\`` : ''}).
-Bare: Fastify 5 with no logger or plugins (bench/bare-fastify.ts), \`POST /heartbeat\` answering a
-JSON object of the same shape.
+autocannon in the benchmark process, ${REST_CONNECTIONS} connections, ${seconds} s after a ${WARMUP_SECONDS} s warm-up. atrium:
+\`POST /api/presence/heartbeat\` with one synthetic user's bearer token for every request (the onRequest
+hook verifies the token, then the heartbeat sets the KV key and records last-seen; the answer is 200${single ? ` \`${single.restBody}\`` : ''}).
+With a single token, a verifier that remembers verified tokens checks the RS256 signature once and
+then only expiry and revocation.
+Bare: Fastify 5 with no logger, hooks or plugins (bench/bare-fastify.ts), \`POST /heartbeat\` answering
+a JSON object of the same shape.
 
-| server | backends | req/s | p50 ms | p99 ms | server CPU | errors + non-2xx |
-|---|---|---|---|---|---|---|
+| server | backends | req/s | p50 ms | p99 ms | server CPU | server µs/req | client CPU | machine CPU | errors + non-2xx |
+|---|---|---|---|---|---|---|---|---|---|
 ${[
   single && restRow('atrium, 1 instance', `${single.database}, ${single.kv} KV`, single.rest),
   cluster && restRow('atrium #1 of 2', `${cluster.database}, Redis`, cluster.rest),
@@ -1108,19 +1300,59 @@ ${[
 `);
   if (single && bare) {
     const ratio = single.rest.requestsPerSecond / bare.fastify.requestsPerSecond;
-    lines.push(
-      `atrium (1 instance, in-process KV) serves ${pct(ratio)} of the bare Fastify figure; target >= ${pct(TARGET_REST_RATIO)}: ${verdict(ratio >= TARGET_REST_RATIO)}.${
+    out.push(
+      `atrium (1 instance, in-process KV) serves ${pct(ratio)} of the bare Fastify req/s; target >= ${pct(TARGET_REST_RATIO)}: ${verdict(ratio >= TARGET_REST_RATIO)}.${
         cluster
           ? ` With Redis (instance #1 of 2): ${pct(cluster.rest.requestsPerSecond / bare.fastify.requestsPerSecond)}.`
           : ''
       }\n`,
     );
   }
-  return lines.join('\n');
+  return out.join('\n');
+}
+
+interface CodeState {
+  head: string;
+  /** Uncommitted changes to the service's code (git status of src, protocol, migrations). */
+  dirty: string[];
+  /** Changes whenever the service's code does, committed or not. */
+  fingerprint: string;
+}
+
+/** Which code the service ran (read-only git queries); other people may be changing it meanwhile. */
+function codeState(): CodeState | undefined {
+  const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  try {
+    const paths = ['--', 'src', 'protocol', 'migrations'];
+    const head = git('rev-parse', '--short', 'HEAD').trim();
+    const status = git('status', '--porcelain', ...paths);
+    const diff = git('diff', 'HEAD', ...paths);
+    const dirty = status
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.slice(3));
+    return { head, dirty, fingerprint: `${head}\n${status}\n${diff}` };
+  } catch {
+    return undefined;
+  }
+}
+
+function codeLine(before: CodeState | undefined, after: CodeState | undefined): string {
+  if (!before) return 'Service code: not a git checkout.';
+  const dirty =
+    before.dirty.length === 0
+      ? 'no uncommitted changes'
+      : `uncommitted changes in ${before.dirty.join(', ')}`;
+  const changed =
+    after && after.fingerprint !== before.fingerprint
+      ? ` **The service's code changed during the run** (now ${after.head}${after.dirty.length ? ' with uncommitted changes' : ''}); phases started later may have run different code.`
+      : ' It did not change during the run.';
+  return `Service code: commit ${before.head}, ${dirty} in src, protocol and migrations.${changed}`;
 }
 
 export async function run(seconds: number): Promise<string> {
   const options = optionsFromArgv();
+  const codeBefore = codeState();
   const n = options.connections;
   progress(
     `Node ${process.version}, ${availableParallelism()} cores, N = ${n} sockets per instance, ${seconds} s per throughput scenario, phases: ${[...options.phases].join(', ')}`,
@@ -1128,7 +1360,7 @@ export async function run(seconds: number): Promise<string> {
   const single = options.phases.has('single') ? await singlePhase(n, seconds) : undefined;
   const bare = options.phases.has('bare') ? await barePhase(n, seconds) : undefined;
   const cluster = options.phases.has('cluster') ? await clusterPhase(n, seconds) : undefined;
-  const report = buildReport(options, seconds, single, bare, cluster);
+  const report = buildReport(options, seconds, codeLine(codeBefore, codeState()), single, bare, cluster);
   await mkdir('bench/results', { recursive: true });
   await writeFile('bench/results/realtime.md', report);
   console.log(report);
