@@ -1,8 +1,6 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { configFrom } from '../src/config.js';
 import { ARGON2_PARAMETERS } from '../src/modules/auth/password.js';
@@ -14,7 +12,7 @@ import { startService } from './service.js';
 /**
  * Auth benchmarks: login (argon2id-bound) and refresh-token rotation throughput in closed loops,
  * and the cost of verifying an access token, in process and over HTTP. Usage:
- * `npx tsx bench/auth.ts [--seconds N]` or `npm run bench -- auth [--seconds N]`.
+ * `npm run bench -- auth [--seconds N]`.
  * Writes bench/results/auth.md.
  */
 
@@ -386,18 +384,4 @@ verifies the bearer token and then reads the user row, so it bounds verification
     await service.stop();
     await rm(dataDir, { recursive: true, force: true });
   }
-}
-
-function secondsFromArgv(): number {
-  const { values } = parseArgs({
-    options: { seconds: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  return Number(values.seconds) || 10;
-}
-
-// Run directly (`npx tsx bench/auth.ts`), not when bench/run.ts imports it.
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await run(secondsFromArgv());
 }

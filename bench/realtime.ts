@@ -2,9 +2,8 @@ import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { availableParallelism, cpus, tmpdir, totalmem } from 'node:os';
-import { basename, join, resolve } from 'node:path';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { decode, encode } from '@msgpack/msgpack';
 import autocannon from 'autocannon';
@@ -23,8 +22,8 @@ import type { ClosedReport, HolderCommand, HolderReport, ReadyReport } from './s
  * sharing Redis (RSS growth per connection, beside a bare uWebSockets.js server holding the same
  * sockets), presence heartbeat frames/s through the gateway beside a bare uWS msgpack echo, and
  * REST heartbeat req/s beside a bare Fastify route. Usage:
- * `npm run bench -- realtime [--seconds N] [--connections N] [--phases single,bare,cluster]`
- * or `npx tsx bench/realtime.ts ...`. Writes bench/results/realtime.md.
+ * `npm run bench -- realtime [--seconds N] [--connections N] [--phases single,bare,cluster]`.
+ * Writes bench/results/realtime.md.
  *
  * Users are synthetic: access tokens are signed in this process with the service's own key (read
  * from its DATA_DIR), for user ids that do not exist in the database, because registering tens of
@@ -1365,18 +1364,4 @@ export async function run(seconds: number): Promise<string> {
   await writeFile('bench/results/realtime.md', report);
   console.log(report);
   return report;
-}
-
-function secondsFromArgv(): number {
-  const { values } = parseArgs({
-    options: { seconds: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  return Number(values.seconds) || 10;
-}
-
-// Run directly (`npx tsx bench/realtime.ts`), not when bench/run.ts imports it.
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  await run(secondsFromArgv());
 }
