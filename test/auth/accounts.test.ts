@@ -3,6 +3,7 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 const register = (app: TestApp, payload: Record<string, unknown>) =>
   app.http.inject({ method: 'POST', url: '/api/auth/register', payload });
@@ -14,10 +15,11 @@ const me = (app: TestApp, accessToken: string) =>
   app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(accessToken) });
 
 async function usersNamed(app: TestApp, username: string): Promise<number> {
-  const rows: { n: number }[] = await app.db.orm.em
-    .fork()
-    .getConnection()
-    .execute('select count(*)::int as n from users where lower(username) = lower(?)', [username]);
+  const rows = await queryRows<{ n: number }>(
+    app.db,
+    'select count(*)::int as n from users where lower(username) = lower(?)',
+    [username],
+  );
   return rows[0]?.n ?? -1;
 }
 
@@ -51,10 +53,11 @@ describe('registration', () => {
 
   it('stores the password only as an argon2id hash with the documented parameters', async () => {
     const { user } = await registerUser(app);
-    const rows: { password_hash: string }[] = await app.db.orm.em
-      .fork()
-      .getConnection()
-      .execute('select password_hash from users where id = ?', [user.id]);
+    const rows = await queryRows<{ password_hash: string }>(
+      app.db,
+      'select password_hash from users where id = ?',
+      [user.id],
+    );
     expect(rows[0]?.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
   });
 

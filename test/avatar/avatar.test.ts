@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AVATAR_LOADOUT_MAX_BYTES } from '../../protocol/profiles.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
 
@@ -25,8 +26,7 @@ describe('avatar loadout', () => {
     await app?.close();
   });
 
-  const sql = (query: string, params: unknown[] = []) =>
-    app.db.orm.em.fork().getConnection().execute(query, params) as Promise<Record<string, unknown>[]>;
+  const sql = (query: string, params: unknown[] = []) => queryRows(app.db, query, params);
   const storedDocument = async (userId: string) =>
     (await sql('select document from avatar_loadouts where user_id = ?', [userId]))[0]?.document;
   const rowCount = async (userId: string) =>

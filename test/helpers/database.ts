@@ -49,3 +49,12 @@ async function postgresDatabase(serverUrl: string, prefix: string, template?: st
     },
   };
 }
+
+/** Runs raw SQL on a test database, for assertions on what was (or was not) written. */
+export function queryRows<Row = Record<string, unknown>>(
+  db: Database,
+  sql: string,
+  params: unknown[] = [],
+): Promise<Row[]> {
+  return db.orm.em.fork().getConnection().execute(sql, params) as Promise<Row[]>;
+}

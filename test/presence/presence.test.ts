@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 const heartbeat = (app: TestApp, token: string) =>
   app.http.inject({ method: 'POST', url: '/api/presence/heartbeat', headers: bearer(token) });
@@ -27,12 +28,12 @@ async function statusOf(app: TestApp, viewer: TokenResponse, target: TokenRespon
   return (response.json() as { presence: Record<string, string> }).presence[target.user.id] as string;
 }
 
-async function sql<Row = Record<string, unknown>>(
+function sql<Row = Record<string, unknown>>(
   app: TestApp,
   query: string,
   params: unknown[] = [],
 ): Promise<Row[]> {
-  return app.db.orm.em.fork().getConnection().execute(query, params) as Promise<Row[]>;
+  return queryRows<Row>(app.db, query, params);
 }
 
 describe('presence over REST', () => {

@@ -3,6 +3,7 @@ import type { Profile } from '../../protocol/profiles.js';
 import { DEFAULT_PRIVACY, privacyOf } from '../../src/modules/profiles/profiles.service.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 const defaults = {
   bio: '',
@@ -25,8 +26,7 @@ describe('profile', () => {
     await app?.close();
   });
 
-  const sql = (query: string, params: unknown[] = []) =>
-    app.db.orm.em.fork().getConnection().execute(query, params) as Promise<Record<string, unknown>[]>;
+  const sql = (query: string, params: unknown[] = []) => queryRows(app.db, query, params);
   /** The stored row as text columns, or undefined when there is none. */
   const row = async (userId: string) =>
     (

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 describe('user accounts', () => {
   let app: TestApp;
@@ -17,7 +18,7 @@ describe('user accounts', () => {
   });
 
   const count = async (sql: string, params: unknown[]) => {
-    const rows: { n: number }[] = await app.db.orm.em.fork().getConnection().execute(sql, params);
+    const rows = await queryRows<{ n: number }>(app.db, sql, params);
     return rows[0]?.n;
   };
 
@@ -142,8 +143,7 @@ describe('user accounts', () => {
     const leaving = await registerUser(app);
     const staying = await registerUser(app);
     const third = await registerUser(app);
-    const execute = (sql: string, params: unknown[]) =>
-      app.db.orm.em.fork().getConnection().execute(sql, params);
+    const execute = (sql: string, params: unknown[]) => queryRows(app.db, sql, params);
     const [l, s, t] = [leaving.user.id, staying.user.id, third.user.id];
     await execute(
       `insert into friendships (requester_id, addressee_id, status) values (?, ?, 'accepted'), (?, ?, 'pending')`,
