@@ -13,6 +13,7 @@ import type { EventBus } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { rateLimited } from '../rate-limit.js';
 import { Connection, type SocketData } from './connection.js';
 import { FrameDecoder, FrameError } from './frame-decoder.js';
 import { type DeliveryFilter, TopicRouter } from './topics.js';
@@ -300,11 +301,9 @@ export class Gateway {
     // One error per window is enough to tell a fire-and-forget sender; requests still get theirs.
     const firstRejection = rejection.consumedPoints === this.deps.config.WS_MAX_FRAMES_PER_SECOND + 1;
     if (requestId === undefined && !firstRejection) return;
-    const retryAfterSeconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
-    const error = new AppError(
-      ErrorCode.RATE_LIMITED,
+    const error = rateLimited(
       `At most ${this.deps.config.WS_MAX_FRAMES_PER_SECOND} frames per second; this frame was dropped.`,
-      { retryAfterSeconds },
+      rejection.msBeforeNext,
     );
     this.sendError(connection, error, requestId);
   }
