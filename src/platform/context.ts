@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { BaseLogger } from 'pino';
 import type { AuthUser } from './auth/access-tokens.js';
 import { AppError, ErrorCode } from './errors.js';
 import type { Kv } from './kv/kv.js';
+import type { LogSink } from './log.js';
 
 /**
  * What a service call runs with, passed explicitly as its first argument: a request-scoped
@@ -13,7 +13,7 @@ export interface Ctx {
   em: EntityManager;
   user: AuthUser | null;
   kv: Kv;
-  log: BaseLogger;
+  log: LogSink;
   now(): Date;
   /** The client's address, for rate limits keyed by IP. */
   ip: string;
@@ -23,4 +23,47 @@ export interface Ctx {
 export function callerOf(ctx: Ctx): AuthUser {
   if (!ctx.user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'Authentication is required.');
   return ctx.user;
+}
+
+/** Who a request or frame speaks for; a Fastify request or a gateway connection's fields. */
+export interface Caller {
+  user: AuthUser | null;
+  log: LogSink;
+  ip: string;
+}
+
+/**
+ * The Ctx a route or frame handler builds per call. The entity manager is forked on first use,
+ * so hot paths such as a heartbeat never touch the ORM, and the caller's fields are read when
+ * asked for (a Fastify request computes `ip` in a getter, through the trusted-proxy rules).
+ */
+export class CallContext implements Ctx {
+  private forked: EntityManager | undefined;
+
+  constructor(
+    private readonly rootEm: EntityManager,
+    readonly kv: Kv,
+    private readonly caller: Caller,
+  ) {}
+
+  get em(): EntityManager {
+    this.forked ??= this.rootEm.fork();
+    return this.forked;
+  }
+
+  get user(): AuthUser | null {
+    return this.caller.user;
+  }
+
+  get log(): LogSink {
+    return this.caller.log;
+  }
+
+  get ip(): string {
+    return this.caller.ip;
+  }
+
+  now(): Date {
+    return new Date();
+  }
 }
