@@ -4,11 +4,11 @@ import { PresenceService } from './modules/presence/presence.service.js';
 import { PresenceTracker } from './modules/presence/presence.tracker.js';
 import { registerModules } from './modules/register.js';
 import { UsersService } from './modules/users/users.service.js';
-import { AccessTokens, type AuthUser, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
+import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
 import { requireUser } from './platform/auth/http-auth.js';
 import { type KeyRing, loadKeyRing } from './platform/auth/keys.js';
 import { EventBus } from './platform/bus.js';
-import type { Ctx } from './platform/context.js';
+import { CallContext, type Caller, type Ctx } from './platform/context.js';
 import { type Database, openDatabase } from './platform/db.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
@@ -36,7 +36,7 @@ export interface AppServices {
   presence: PresenceService;
   presenceTracker: PresenceTracker;
   /** The service context for one request or frame. */
-  ctx(caller: { user: AuthUser | null; log: Ctx['log']; ip: string }): Ctx;
+  ctx(caller: Caller): Ctx;
 }
 
 export interface App extends AppServices {
@@ -130,22 +130,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }),
     });
     const http = await createHttpServer({ config, log, metrics });
-    const ctx: AppServices['ctx'] = (caller) => {
-      // The entity manager is forked on first use: hot paths such as a heartbeat never touch the database.
-      let em: Ctx['em'] | undefined;
-      return {
-        get em() {
-          em ??= db.orm.em.fork();
-          return em;
-        },
-        kv,
-        now: () => new Date(),
-        // Fields are read one by one: a Fastify request keeps `ip` and `log` on getters that a spread would miss.
-        user: caller.user,
-        log: caller.log,
-        ip: caller.ip,
-      };
-    };
+    const ctx: AppServices['ctx'] = (caller) => new CallContext(db.orm.em, kv, caller);
     const presenceTracker = new PresenceTracker({
       kv,
       gateway,

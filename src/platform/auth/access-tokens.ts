@@ -46,11 +46,13 @@ interface AccessTokenOptions {
  * stop working at once instead of at expiry.
  */
 export class AccessTokens {
-  private readonly now: () => Date;
+  /** Milliseconds since the epoch; without a test clock no Date is built on the hot path. */
+  private readonly nowMs: () => number;
   private readonly verified = new Map<string, AuthUser>();
 
   constructor(private readonly options: AccessTokenOptions) {
-    this.now = options.now ?? (() => new Date());
+    const clock = options.now;
+    this.nowMs = clock ? () => clock().getTime() : Date.now;
   }
 
   get ttlSeconds(): number {
@@ -59,7 +61,7 @@ export class AccessTokens {
 
   async issue(user: AuthUser): Promise<string> {
     const { keys, issuer, ttlSeconds } = this.options;
-    const iat = Math.floor(this.now().getTime() / 1000);
+    const iat = Math.floor(this.nowMs() / 1000);
     return new SignJWT({ sid: user.sessionId, roles: user.roles })
       .setProtectedHeader({ alg: 'RS256', kid: keys.signing.kid, typ: 'JWT' })
       .setSubject(user.id)
@@ -85,7 +87,7 @@ export class AccessTokens {
 
   private cached(token: string): AuthUser | undefined {
     const user = this.verified.get(token);
-    if (user && (user.expiresAt ?? 0) > this.now().getTime()) return user;
+    if (user && (user.expiresAt ?? 0) > this.nowMs()) return user;
     if (user) this.verified.delete(token);
     return undefined;
   }
@@ -101,7 +103,12 @@ export class AccessTokens {
           return key;
         },
         // Pinning the algorithm is what refuses `alg: none` and HS256 signed with the public key.
-        { algorithms: ['RS256'], issuer: this.options.issuer, audience: AUDIENCE, currentDate: this.now() },
+        {
+          algorithms: ['RS256'],
+          issuer: this.options.issuer,
+          audience: AUDIENCE,
+          currentDate: new Date(this.nowMs()),
+        },
       ));
     } catch (error) {
       const expired = error instanceof joseErrors.JWTExpired;
