@@ -33,6 +33,11 @@ export class EventBus {
     return this.kv.publish(channel(topic), encoder.encode(event));
   }
 
+  /** Whether any node listens on the topic: publishers skip building events nobody would receive. */
+  hasSubscribers(topic: string): Promise<boolean> {
+    return this.kv.hasSubscribers(channel(topic));
+  }
+
   subscribe(topic: string, handler: (event: BusEvent) => void): Promise<() => Promise<void>> {
     return this.kv.subscribe(channel(topic), (message) => handler(decoder.decode(message) as BusEvent));
   }

@@ -238,6 +238,19 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       await stopMarker();
     });
 
+    it('hasSubscribers is true while a channel has a subscriber and false before and after', async () => {
+      const listened = channel('listened');
+      expect(await kv.hasSubscribers(listened)).toBe(false);
+      const stopFirst = await kv.subscribe(listened, () => {});
+      const stopSecond = await kv.subscribe(listened, () => {});
+      expect(await kv.hasSubscribers(listened)).toBe(true);
+      expect(await kv.hasSubscribers(channel('listened-other'))).toBe(false);
+      await stopFirst();
+      expect(await kv.hasSubscribers(listened)).toBe(true);
+      await stopSecond();
+      expect(await kv.hasSubscribers(listened)).toBe(false);
+    });
+
     it('two handlers on one channel both receive and unsubscribing one leaves the other receiving', async () => {
       const first = collector();
       const second = collector();
@@ -374,6 +387,10 @@ describe.skipIf(!REDIS_URL)('RedisKv namespaces', () => {
       await waitUntil(() => received.length >= 2);
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(received.sort()).toEqual(['a:one', 'b:two']);
+      // A subscriber in another namespace is not a listener of this one's channel.
+      const lonely = await RedisKv.connect(REDIS_URL as string, { namespace: `${run}:c:` });
+      expect(await lonely.hasSubscribers('events')).toBe(false);
+      await lonely.close();
       await a.del('shared-name');
     } finally {
       await a.close();

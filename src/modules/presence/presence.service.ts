@@ -14,8 +14,9 @@ type Audience = NonNullable<EventAudience['visibility']>;
 
 /** What the caller may know of one queried user. */
 export interface PresenceView {
-  status: PresenceStatus;
-  /** False when the user is unknown or hides their presence from the caller. */
+  /** False for an id that names no account: its status is `unknown`. */
+  exists: boolean;
+  /** False when the user is unknown or hides their presence from the caller (who then sees `offline`). */
   visible: boolean;
   /** Decides, per event, whether the caller may receive it (for subscriptions). */
   mayReceive: (audience: EventAudience | undefined) => boolean;
@@ -98,38 +99,52 @@ export class PresenceService {
   }
 
   async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {
-    const views = await this.views(ctx, userIds);
-    return Object.fromEntries([...views].map(([id, view]) => [id, view.status]));
+    return this.statuses(await this.views(ctx, userIds));
   }
 
-  /** The status of each id as the caller may see it, with a per-event filter for subscriptions. */
+  /**
+   * What the caller may know of each id, with a per-event filter for subscriptions. The statuses
+   * are read separately (`statuses`), so a subscriber can start listening before it reads them
+   * and miss no change in between.
+   */
   async views(ctx: Ctx, userIds: readonly string[]): Promise<Map<string, PresenceView>> {
     const viewer = callerOf(ctx);
     const unique = [...new Set(userIds)];
-    const hidden: PresenceView = { status: 'unknown', visible: false, mayReceive: () => false };
-    const views = new Map<string, PresenceView>(unique.map((id) => [id, hidden]));
+    const unknown: PresenceView = { exists: false, visible: false, mayReceive: () => false };
+    const views = new Map<string, PresenceView>(unique.map((id) => [id, unknown]));
     const candidates = unique.filter(isId);
     if (candidates.length === 0) return views;
     const existing = (await ctx.em.find(UserSchema, { id: { $in: candidates } }, { fields: ['id'] })).map(
       (u) => u.id,
     );
-    const [privacy, relations, online] = await Promise.all([
+    const [privacy, relations] = await Promise.all([
       privacyOf(ctx.em, existing),
       relationsOf(ctx.em, viewer.id, existing),
-      this.deps.kv.mget(existing.map(presenceKey)),
     ]);
-    existing.forEach((id, index) => {
+    for (const id of existing) {
       const relation = relations.get(id) ?? { friends: false, blocked: false };
       const visibility = privacy.get(id)?.presence_visibility ?? 'everyone';
-      const visible = canSeePresence(viewer.id, id, visibility, relation);
       views.set(id, {
-        status: visible && online[index] ? 'online' : 'offline',
-        visible,
+        exists: true,
+        visible: canSeePresence(viewer.id, id, visibility, relation),
         // Events carry the subject's visibility at the time they happen, so a later change applies at once.
         mayReceive: (audience) => canSeePresence(viewer.id, id, audience?.visibility ?? 'nobody', relation),
       });
-    });
+    }
     return views;
+  }
+
+  /** The current status behind each view: unknown, offline when hidden, else what the KV store says. */
+  async statuses(views: ReadonlyMap<string, PresenceView>): Promise<Record<string, PresenceStatus>> {
+    const visible = [...views].filter(([, view]) => view.visible).map(([id]) => id);
+    const online = await this.deps.kv.mget(visible.map(presenceKey));
+    const onlineIds = new Set(visible.filter((_, index) => online[index] !== null));
+    return Object.fromEntries(
+      [...views].map(([id, view]) => [
+        id,
+        view.exists ? (onlineIds.has(id) ? 'online' : 'offline') : 'unknown',
+      ]),
+    );
   }
 
   /** Sets (or, when empty after trimming, clears) the caller's status message and tells subscribers. */
@@ -157,12 +172,18 @@ export class PresenceService {
     return { status_message: value };
   }
 
+  /**
+   * Tells the user's presence subscribers, if any: with nobody listening on any node (most users
+   * coming online have no subscribed friend), the event is neither built nor read from the
+   * database. A subscriber listens before it reads the status, so none misses a change.
+   */
   private async publish(
     ctx: Ctx,
     userId: string,
     status: 'online' | 'offline',
     lastSeen?: Date,
   ): Promise<void> {
+    if (!(await this.deps.bus.hasSubscribers(presenceTopic(userId)))) return;
     const [user, privacy] = await Promise.all([
       ctx.em.findOne(UserSchema, { id: userId }, { fields: ['statusMessage'] }),
       privacyOf(ctx.em, [userId]),

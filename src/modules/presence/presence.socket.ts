@@ -19,7 +19,8 @@ export function registerPresenceFrames(services: AppServices) {
     presence.setStatus(ctx(connection), status_message),
   );
 
-  // Subscribes to each visible user's presence topic; the ack carries everyone's current status.
+  // Subscribes to each visible user's presence topic; the ack carries everyone's current status,
+  // read once the subscriptions are active so that no change falls between the two.
   gateway.handle(ClientFrameType.PRESENCE_SUBSCRIBE, async (connection, { user_ids }) => {
     const views = await presence.views(ctx(connection), user_ids);
     const visible = [...views].filter(([, view]) => view.visible);
@@ -27,7 +28,7 @@ export function registerPresenceFrames(services: AppServices) {
       connection,
       visible.map(([id, view]) => ({ topic: presenceTopic(id), filter: view.mayReceive })),
     );
-    return { presence: Object.fromEntries([...views].map(([id, view]) => [id, view.status])) };
+    return { presence: await presence.statuses(views) };
   });
 
   gateway.handle(ClientFrameType.PRESENCE_UNSUBSCRIBE, (connection, { user_ids }) => {

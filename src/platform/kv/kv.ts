@@ -32,6 +32,8 @@ export interface Kv {
 
   /** Delivers `message` to every subscriber of `channel` on every node. */
   publish(channel: string, message: Uint8Array): Promise<void>;
+  /** Whether any node has an active subscription to `channel` (Redis: PUBSUB NUMSUB). */
+  hasSubscribers(channel: string): Promise<boolean>;
   /**
    * Calls `handler` for each message on `channel` until the returned function is called.
    * The subscription is active when the returned promise resolves.

@@ -141,6 +141,11 @@ export class MemoryKv implements Kv {
     });
   }
 
+  async hasSubscribers(channel: string): Promise<boolean> {
+    this.assertOpen();
+    return this.channels.has(channel);
+  }
+
   async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
     this.assertOpen();
     const subscription: Subscription = { handler };

@@ -152,6 +152,11 @@ export class RedisKv implements Kv {
     );
   }
 
+  async hasSubscribers(channel: string): Promise<boolean> {
+    const [, count] = (await this.redis.pubsub('NUMSUB', this.namespace + channel)) as [string, number];
+    return count > 0;
+  }
+
   async subscribe(name: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
     // After close() a new subscriber connection would leak, so refuse like any closed connection.
     if (this.closing) throw new Error('RedisKv is closed');
