@@ -1,5 +1,6 @@
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
+import { executeBound } from '../../platform/db.js';
 import type { Gateway, SessionListener } from '../../platform/gateway/gateway.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
@@ -85,16 +86,14 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
       const batch = [...this.pendingSeen];
       this.pendingSeen.clear();
       const ids = toUuidArray(batch.map(([id]) => id));
-      const times = `{${batch.map(([, at]) => `"${at.toISOString()}"`).join(',')}}`;
+      const times = `{${batch.map(([, at]) => at.toISOString()).join(',')}}`;
       try {
-        await this.deps
-          .systemCtx()
-          .em.getConnection()
-          .execute(
-            `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
-             from unnest(?::uuid[], ?::timestamptz[]) as v(id, seen) where u.id = v.id`,
-            [ids, times],
-          );
+        await executeBound(
+          this.deps.systemCtx().em,
+          `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
+           from unnest(?::uuid[], ?::timestamptz[]) as v(id, seen) where u.id = v.id`,
+          [ids, times],
+        );
       } catch (error) {
         for (const [id, at] of batch) this.recordSeen(id, at);
         throw error;
