@@ -1,9 +1,11 @@
 import { Encoder } from '@msgpack/msgpack';
 import { CloseCode } from '../../../protocol/frames.js';
 import type { AuthUser } from '../auth/access-tokens.js';
+import type { Expiring } from './expiry-queue.js';
 import type { UwsWebSocket } from './uws.js';
 
 const encoder = new Encoder({ ignoreUndefined: true });
+const FRAME_WINDOW_MS = 1000;
 
 export interface SocketData {
   connection?: Connection;
@@ -14,14 +16,19 @@ export interface SocketData {
  * close, sends are dropped instead of touching a freed native handle, which matters because
  * handlers finish asynchronously and may answer after the client left.
  */
-export class Connection {
+export class Connection implements Expiring {
   closed = false;
   /** Set by a successful auth frame; frames other than ping and auth need it. */
   user: AuthUser | undefined;
-  /** Topics this connection receives events from. */
-  readonly topics = new Set<string>();
-  /** The authentication deadline before auth, the access token's expiry after it. */
-  deadline: NodeJS.Timeout | undefined;
+  /** Topics this connection receives events from; created with the first subscription. */
+  topics: Set<string> | undefined;
+  /** Closes the connection unless it authenticates in time; cleared by the first auth frame. */
+  authDeadline: NodeJS.Timeout | undefined;
+  /** Kept by the gateway's token expiry queue while the connection is authenticated. */
+  expirySecond: number | undefined;
+  /** The frame rate limit's fixed one-second window: when it started and the frames counted in it. */
+  private windowStartedAt = 0;
+  private framesInWindow = 0;
 
   constructor(
     readonly id: string,
@@ -30,6 +37,24 @@ export class Connection {
     private readonly maxBufferedBytes: number,
     private readonly onSlowConsumer: (connection: Connection) => void,
   ) {}
+
+  /**
+   * Counts one received frame in the current one-second window and returns the count so far.
+   * Kept on the connection: a shared limiter keyed by connection id cost a map entry and a timer
+   * per socket, and a promise per frame.
+   */
+  countFrame(now: number): number {
+    if (now - this.windowStartedAt >= FRAME_WINDOW_MS) {
+      this.windowStartedAt = now;
+      this.framesInWindow = 0;
+    }
+    return ++this.framesInWindow;
+  }
+
+  /** Milliseconds until the frame window ends and the count starts over. */
+  msLeftInWindow(now: number): number {
+    return Math.max(0, FRAME_WINDOW_MS - (now - this.windowStartedAt));
+  }
 
   /** Encodes and sends one frame; returns false when the socket is gone. */
   send(frame: object): boolean {
@@ -57,7 +82,7 @@ export class Connection {
   close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    clearTimeout(this.deadline);
+    clearTimeout(this.authDeadline);
     this.socket.end(code, reason.slice(0, 120));
   }
 }

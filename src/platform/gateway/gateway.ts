@@ -1,4 +1,3 @@
-import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import {
   type ClientFrame,
   ClientFrameType,
@@ -15,8 +14,10 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rateLimited } from '../rate-limit.js';
 import { Connection, type SocketData } from './connection.js';
+import { ExpiryQueue } from './expiry-queue.js';
 import { FrameDecoder, FrameError } from './frame-decoder.js';
 import { type DeliveryFilter, TopicRouter } from './topics.js';
+import { UserIndex } from './user-index.js';
 import {
   attachConnection,
   connectionOf,
@@ -59,10 +60,13 @@ export class Gateway {
   private readonly app = uws.App();
   private readonly handlers = new Map<string, Registration>();
   private readonly connections = new Set<Connection>();
-  private readonly usersHere = new Map<string, Set<Connection>>();
+  private readonly usersHere = new UserIndex<Connection>();
+  private readonly tokenExpiry = new ExpiryQueue<Connection>((connection) =>
+    this.endSession(connection, 'access token expired'),
+  );
+  private readonly onSlowConsumer = () => this.deps.metrics.wsClosedByServer.inc({ reason: 'slow_consumer' });
   private readonly sessionListeners: SessionListener[] = [];
   private readonly decoder: FrameDecoder;
-  private readonly frameLimiter: RateLimiterMemory;
   private readonly topics: TopicRouter;
   private listenSocket: UwsListenSocket | undefined;
   private boundPort = 0;
@@ -73,11 +77,6 @@ export class Gateway {
   constructor(private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus }) {
     const { config } = deps;
     this.decoder = new FrameDecoder(config.WS_MAX_FRAME_BYTES);
-    this.frameLimiter = new RateLimiterMemory({
-      keyPrefix: 'ws-frames',
-      points: config.WS_MAX_FRAMES_PER_SECOND,
-      duration: 1,
-    });
     this.topics = new TopicRouter(deps.bus, deps.log);
     this.app.ws<SocketData>('/ws', {
       maxPayloadLength: config.WS_MAX_FRAME_BYTES * HARD_CEILING_FACTOR,
@@ -135,21 +134,12 @@ export class Gateway {
       this.forgetUser(connection, previous.id);
     }
     connection.user = user;
-    clearTimeout(connection.deadline);
-    if (user.expiresAt !== undefined) {
-      connection.deadline = setTimeout(
-        () => this.endSession(connection, 'access token expired'),
-        Math.max(0, user.expiresAt - Date.now()),
-      );
-    }
-    let mine = this.usersHere.get(user.id);
-    if (!mine) {
-      mine = new Set();
-      this.usersHere.set(user.id, mine);
-    }
-    const first = mine.size === 0;
-    if (mine.has(connection)) return;
-    mine.add(connection);
+    clearTimeout(connection.authDeadline);
+    connection.authDeadline = undefined;
+    if (user.expiresAt === undefined) this.tokenExpiry.cancel(connection);
+    else this.tokenExpiry.schedule(connection, user.expiresAt);
+    const first = this.usersHere.add(user.id, connection);
+    if (first === undefined) return;
     for (const listener of this.sessionListeners) await listener.connected?.(user, first);
   }
 
@@ -161,8 +151,8 @@ export class Gateway {
     connection: Connection,
     entries: readonly { topic: string; filter?: DeliveryFilter }[],
   ): Promise<void> {
-    const added = new Set(entries.map((e) => e.topic).filter((topic) => !connection.topics.has(topic)));
-    if (connection.topics.size + added.size > this.deps.config.WS_MAX_SUBSCRIPTIONS) {
+    const added = new Set(entries.map((e) => e.topic).filter((topic) => !connection.topics?.has(topic)));
+    if ((connection.topics?.size ?? 0) + added.size > this.deps.config.WS_MAX_SUBSCRIPTIONS) {
       throw new AppError(
         ErrorCode.SUBSCRIPTION_LIMIT,
         `A connection may hold at most ${this.deps.config.WS_MAX_SUBSCRIPTIONS} subscriptions.`,
@@ -191,7 +181,7 @@ export class Gateway {
 
   /** Users with at least one authenticated connection on this node. */
   localUserIds(): string[] {
-    return [...this.usersHere.keys()];
+    return this.usersHere.userIds();
   }
 
   get port(): number {
@@ -222,6 +212,7 @@ export class Gateway {
       this.listenSocket = undefined;
     }
     await this.waitForIdle(graceMs);
+    this.tokenExpiry.stop();
     for (const connection of [...this.connections])
       connection.close(CloseCode.GOING_AWAY, 'server shutting down');
   }
@@ -233,12 +224,12 @@ export class Gateway {
       remoteAddressOf(ws),
       ws,
       config.WS_MAX_BUFFERED_BYTES,
-      () => metrics.wsClosedByServer.inc({ reason: 'slow_consumer' }),
+      this.onSlowConsumer,
     );
     attachConnection(ws, connection);
     this.connections.add(connection);
     metrics.wsConnections.inc();
-    connection.deadline = setTimeout(() => {
+    connection.authDeadline = setTimeout(() => {
       if (connection.user) return;
       metrics.wsClosedByServer.inc({ reason: 'auth_timeout' });
       connection.close(CloseCode.AUTH_TIMEOUT, 'authentication deadline passed');
@@ -247,19 +238,17 @@ export class Gateway {
 
   private onClose(connection: Connection): void {
     connection.closed = true;
-    clearTimeout(connection.deadline);
+    clearTimeout(connection.authDeadline);
+    this.tokenExpiry.cancel(connection);
     this.connections.delete(connection);
     this.deps.metrics.wsConnections.dec();
     this.topics.removeAll(connection);
-    void this.frameLimiter.delete(connection.id);
     if (connection.user) this.forgetUser(connection, connection.user.id);
   }
 
   private forgetUser(connection: Connection, userId: string): void {
-    const mine = this.usersHere.get(userId);
-    if (!mine?.delete(connection)) return;
-    const last = mine.size === 0;
-    if (last) this.usersHere.delete(userId);
+    const last = this.usersHere.delete(userId, connection);
+    if (last === undefined) return;
     for (const listener of this.sessionListeners) {
       Promise.resolve(listener.disconnected?.(userId, last)).catch((err) =>
         this.deps.log.error({ err, userId }, 'session listener failed'),
@@ -276,34 +265,36 @@ export class Gateway {
     } catch (error) {
       failure = error instanceof FrameError ? error : new FrameError(asAppError(error), undefined);
     }
-    this.frameLimiter.consume(connection.id).then(
-      () => {
-        if (frame) this.dispatch(connection, frame);
-        else if (failure) {
-          this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
-          this.sendError(connection, failure.cause, failure.requestId);
-        }
-      },
-      (rejection: unknown) => this.onFlood(connection, rejection, frame?.id),
-    );
-  }
-
-  private onFlood(connection: Connection, rejection: unknown, requestId: number | undefined): void {
-    if (!(rejection instanceof RateLimiterRes)) {
-      this.deps.log.error({ err: rejection }, 'frame rate limiter failed');
+    const now = Date.now();
+    const count = connection.countFrame(now);
+    if (count > this.deps.config.WS_MAX_FRAMES_PER_SECOND) {
+      this.onFlood(connection, count, connection.msLeftInWindow(now), frame?.id ?? failure?.requestId);
       return;
     }
-    if (rejection.consumedPoints > this.deps.config.WS_MAX_FRAMES_PER_SECOND * FLOOD_CLOSE_FACTOR) {
+    if (frame) this.dispatch(connection, frame);
+    else if (failure) {
+      this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
+      this.sendError(connection, failure.cause, failure.requestId);
+    }
+  }
+
+  private onFlood(
+    connection: Connection,
+    count: number,
+    msLeft: number,
+    requestId: number | undefined,
+  ): void {
+    if (count > this.deps.config.WS_MAX_FRAMES_PER_SECOND * FLOOD_CLOSE_FACTOR) {
       this.deps.metrics.wsClosedByServer.inc({ reason: 'flood' });
       connection.close(CloseCode.FLOOD, 'too many frames');
       return;
     }
     // One error per window is enough to tell a fire-and-forget sender; requests still get theirs.
-    const firstRejection = rejection.consumedPoints === this.deps.config.WS_MAX_FRAMES_PER_SECOND + 1;
+    const firstRejection = count === this.deps.config.WS_MAX_FRAMES_PER_SECOND + 1;
     if (requestId === undefined && !firstRejection) return;
     const error = rateLimited(
       `At most ${this.deps.config.WS_MAX_FRAMES_PER_SECOND} frames per second; this frame was dropped.`,
-      rejection.msBeforeNext,
+      msLeft,
     );
     this.sendError(connection, error, requestId);
   }

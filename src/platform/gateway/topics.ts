@@ -38,12 +38,13 @@ export class TopicRouter {
       this.topics.set(topic, entry);
     }
     entry.members.set(connection, filter);
+    connection.topics ??= new Set();
     connection.topics.add(topic);
     await entry.subscription;
   }
 
   remove(connection: Connection, topic: string): void {
-    connection.topics.delete(topic);
+    connection.topics?.delete(topic);
     const entry = this.topics.get(topic);
     if (!entry?.members.delete(connection) || entry.members.size > 0) return;
     this.topics.delete(topic);
@@ -53,7 +54,9 @@ export class TopicRouter {
   }
 
   removeAll(connection: Connection): void {
+    if (!connection.topics) return;
     for (const topic of [...connection.topics]) this.remove(connection, topic);
+    connection.topics = undefined;
   }
 
   get topicCount(): number {
