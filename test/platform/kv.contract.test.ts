@@ -186,6 +186,24 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       expect(await kv.ttl(key('expire-missing'))).toBe(-2);
     });
 
+    it('expireMany sets the TTL of each existing key, reports which existed and creates none', async () => {
+      // More keys than one Redis script call takes, so the batches must come back in order.
+      const keys = Array.from({ length: 2_500 }, (_, i) => key(`many-${i}`));
+      const existing = keys.filter((_, i) => i % 3 !== 1);
+      await kv.msetWithTtl(
+        existing.map((k) => [k, 'v'] as const),
+        60_000,
+      );
+      const existed = await kv.expireMany(keys, 5_000);
+      expect(existed).toEqual(keys.map((_, i) => i % 3 !== 1));
+      const [kept, missing] = [keys[0] as string, keys[1] as string];
+      expect(await kv.ttl(kept)).toBeLessThanOrEqual(5_000);
+      expect(await kv.ttl(kept)).toBeGreaterThan(4_000);
+      expect(await kv.ttl(missing)).toBe(-2);
+      expect(await kv.expireMany([], 5_000)).toEqual([]);
+      await expect(kv.expireMany([kept], 0)).rejects.toThrow(RangeError);
+    });
+
     it('a TTL that is not a positive number is rejected', async () => {
       await expect(kv.set(key('bad-ttl'), 'v', { ttlMs: 0 })).rejects.toThrow(RangeError);
       await expect(kv.expire(key('bad-ttl'), -5)).rejects.toThrow(RangeError);

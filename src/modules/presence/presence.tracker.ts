@@ -111,12 +111,8 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     const userIds = this.deps.gateway.localUserIds();
     if (userIds.length === 0) return;
     const now = new Date();
-    const present = await this.deps.kv.mget(userIds.map(presenceKey));
-    const vanished = userIds.filter((_, index) => present[index] === null);
-    await this.deps.kv.msetWithTtl(
-      userIds.filter((_, index) => present[index] !== null).map((id) => [presenceKey(id), '1'] as const),
-      this.deps.ttlSeconds * 1000,
-    );
+    const kept = await this.deps.kv.expireMany(userIds.map(presenceKey), this.deps.ttlSeconds * 1000);
+    const vanished = userIds.filter((_, index) => !kept[index]);
     for (const id of userIds) this.recordSeen(id, now);
     for (const id of vanished) await this.service.markOnline(this.deps.systemCtx(), id, now);
   }

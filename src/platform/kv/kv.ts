@@ -27,6 +27,11 @@ export interface Kv {
   incr(key: string, options?: { by?: number; ttlMs?: number }): Promise<number>;
   /** Sets a new TTL on an existing key; returns false if the key does not exist. */
   expire(key: string, ttlMs: number): Promise<boolean>;
+  /**
+   * Sets a new TTL on each existing key, in few round trips however many keys; returns, in the
+   * order of `keys`, whether each existed (missing keys are not created).
+   */
+  expireMany(keys: readonly string[], ttlMs: number): Promise<boolean[]>;
   /** Milliseconds left: -1 for a key without TTL, -2 for a missing key. */
   ttl(key: string): Promise<number>;
 

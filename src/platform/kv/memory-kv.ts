@@ -114,6 +114,16 @@ export class MemoryKv implements Kv {
     return true;
   }
 
+  async expireMany(keys: readonly string[], ttlMs: number): Promise<boolean[]> {
+    this.assertOpen();
+    const expiresAt = this.now() + checkTtl(ttlMs);
+    return keys.map((key) => {
+      const entry = this.live(key);
+      if (entry) entry.expiresAt = expiresAt;
+      return entry !== undefined;
+    });
+  }
+
   async ttl(key: string): Promise<number> {
     this.assertOpen();
     const entry = this.live(key);
