@@ -4,9 +4,10 @@ import { parseArgs } from 'node:util';
  * Benchmark runner. Usage: `npm run bench [-- [scenario] [--seconds N]]`.
  *   (none) | foundation   cold start, /healthz throughput, gateway ping (bench/results/foundation.md)
  *   auth                  login, refresh and token verification cost (bench/results/auth.md)
- *   realtime              idle sockets per instance, heartbeat frames/s and REST heartbeats beside bare
- *                         uWS and Fastify (bench/results/realtime.md); also takes --connections N
- *                         (default 18000) and --phases single,bare,cluster
+ *   realtime              idle sockets per instance, heartbeat frames/s and REST heartbeats in rounds
+ *                         interleaved with bare uWS and Fastify (bench/results/realtime.md); also takes
+ *                         --connections N (default 18000) and --phases single,bare,cluster (what each
+ *                         covers: bench/realtime/options.ts); --seconds is the measured time per server
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),

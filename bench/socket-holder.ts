@@ -2,7 +2,7 @@ import { decode, encode } from '@msgpack/msgpack';
 import WebSocket from 'ws';
 
 /**
- * A client process of the realtime benchmark (bench/realtime.ts), started as
+ * A client process of the realtime benchmark (bench/realtime/socket-holders.ts), started as
  * `node --import tsx bench/socket-holder.ts` with an IPC channel. It opens one WebSocket per token
  * it is given, authenticates each with `{t: 'auth', id: 1, d: {token}}`, reports when all are
  * acknowledged, holds them idle (ws answers the server's pings by itself) until told to close,

@@ -1,0 +1,160 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { LOAD_CONNECTIONS } from './frame-load.js';
+import { type IdleRun, type IdleServer, measureIdle } from './idle-memory.js';
+import { progress } from './progress.js';
+import type { RoundSchedule } from './rounds.js';
+import { type Atrium, type BareServer, startAtrium, startBareServer, stopAtrium } from './servers.js';
+import { type Comparison, compareWithBarePeers } from './throughput.js';
+import { type TokenIssuer, tokenIssuer } from './tokens.js';
+
+/** The benchmark's phases (what each covers: PHASE_COVERS in options.ts); each stops its servers before the next starts. */
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const POSTGRES_ADMIN_URL = 'postgres://postgres@127.0.0.1:5432/test';
+export const SINGLE_BACKENDS = 'embedded PGlite, in-process KV';
+export const CLUSTER_BACKENDS = 'Postgres 127.0.0.1:5432, Redis';
+
+export interface AtriumResults {
+  idle: IdleRun;
+  throughput: Comparison;
+}
+
+/** An instance's throughput rounds, with tokens issued once its idle sockets are closed. */
+async function compareInstance(
+  label: string,
+  name: string,
+  service: Atrium,
+  issuer: TokenIssuer,
+  schedule: RoundSchedule,
+): Promise<Comparison> {
+  const loadTokens = await issuer.issue(LOAD_CONNECTIONS, 'load');
+  const [restToken] = await issuer.issue(1, 'rest');
+  const { pid, wsPort, httpPort } = service;
+  return compareWithBarePeers(
+    label,
+    { name, pid, wsPort, httpPort, loadTokens, restToken: restToken as string },
+    schedule,
+  );
+}
+
+/** One atrium instance with the laptop defaults: embedded PGlite in a fresh DATA_DIR, in-process KV. */
+export async function singlePhase(connections: number, schedule: RoundSchedule): Promise<AtriumResults> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-bench-realtime-'));
+  let service: Atrium | undefined;
+  try {
+    progress('1 instance: starting atrium on a fresh DATA_DIR (embedded database, in-process KV)...');
+    service = await startAtrium({ DATA_DIR: dataDir });
+    const issuer = await tokenIssuer(dataDir);
+    try {
+      const tokens = await issuer.issue(connections, '1 instance');
+      const [warmToken] = await issuer.issue(1, 'warm-up');
+      const idle = await measureIdle('1 instance', [
+        {
+          name: 'atrium',
+          pid: service.pid,
+          inspectorPort: service.inspectorPort,
+          wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
+          httpPort: service.httpPort,
+          tokens,
+          warmToken: warmToken as string,
+        },
+      ]);
+      const throughput = await compareInstance('1 instance', 'atrium', service, issuer, schedule);
+      return { idle, throughput };
+    } finally {
+      await issuer.close();
+    }
+  } finally {
+    progress('1 instance: stopping atrium...');
+    if (service) await stopAtrium(service);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The bare uWS server holding the same sockets, driven by the same client code; tokens are carried, never checked. */
+export async function barePhase(connections: number): Promise<IdleRun> {
+  const keyDir = await mkdtemp(join(tmpdir(), 'atrium-bench-realtime-keys-'));
+  const issuer = await tokenIssuer(keyDir);
+  let server: BareServer | undefined;
+  try {
+    const tokens = await issuer.issue(connections, 'bare uWS');
+    const [warmToken] = await issuer.issue(1, 'warm-up');
+    progress('bare uWS: starting bench/bare-uws.ts...');
+    server = await startBareServer('bench/bare-uws.ts');
+    return await measureIdle('bare uWS', [
+      {
+        name: 'bare uWS',
+        pid: server.pid,
+        inspectorPort: server.inspectorPort,
+        wsUrl: `ws://127.0.0.1:${server.port}/ws`,
+        tokens,
+        warmToken: warmToken as string,
+      },
+    ]);
+  } finally {
+    await server?.stop();
+    await issuer.close();
+    await rm(keyDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Two atrium instances sharing Redis and one Postgres database (embedded PGlite locks its data
+ * directory, so two processes cannot share it); they share one DATA_DIR only for the signing key.
+ * Instance #2 stays up, idle, during #1's throughput rounds.
+ */
+export async function clusterPhase(
+  connectionsPerInstance: number,
+  schedule: RoundSchedule,
+): Promise<AtriumResults> {
+  const database = `atrium_bench_${process.pid}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+  await admin.connect();
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-bench-realtime-'));
+  const services: Atrium[] = [];
+  try {
+    await admin.query(`create database ${database}`);
+    const env = {
+      DATA_DIR: dataDir,
+      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
+      REDIS_URL,
+    };
+    progress(`2 instances: starting atrium #1 (Postgres database ${database}, Redis)...`);
+    services.push(await startAtrium(env));
+    progress('2 instances: starting atrium #2 with the same DATA_DIR keys, database and Redis...');
+    services.push(await startAtrium(env));
+    const issuer = await tokenIssuer(dataDir);
+    try {
+      const servers: IdleServer[] = [];
+      for (const [index, service] of services.entries()) {
+        const [warmToken] = await issuer.issue(1, 'warm-up');
+        servers.push({
+          name: `atrium #${index + 1}`,
+          pid: service.pid,
+          inspectorPort: service.inspectorPort,
+          wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
+          httpPort: service.httpPort,
+          tokens: await issuer.issue(connectionsPerInstance, `2 instances, #${index + 1}`),
+          warmToken: warmToken as string,
+        });
+      }
+      const idle = await measureIdle('2 instances', servers);
+      const first = services[0] as Atrium;
+      const throughput = await compareInstance('2 instances', 'atrium #1', first, issuer, schedule);
+      return { idle, throughput };
+    } finally {
+      await issuer.close();
+    }
+  } finally {
+    progress('2 instances: stopping atrium and dropping the bench database...');
+    await Promise.all(services.map(stopAtrium));
+    await admin.query(`drop database if exists ${database} with (force)`).catch((error) => {
+      progress(`could not drop database ${database}: ${error}`);
+    });
+    await admin.end();
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
