@@ -82,6 +82,8 @@ export class RedisKv implements Kv {
       maxRetriesPerRequest: 2,
       enableOfflineQueue: true,
       keyPrefix: this.namespace,
+      // Commands issued in the same tick (concurrent heartbeats, limiter checks) share one write.
+      enableAutoPipelining: true,
     });
     // Without a listener ioredis prints every reconnect error as "Unhandled error event".
     this.redis.on('error', (error) => this.onError(error, 'command connection error'));
@@ -230,7 +232,8 @@ export class RedisKv implements Kv {
 
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
-    const subscriber = this.redis.duplicate();
+    // Subscribe-mode commands are few and must not be batched with anything else.
+    const subscriber = this.redis.duplicate({ enableAutoPipelining: false });
     subscriber.on('error', (error) => this.onError(error, 'subscriber connection error'));
     subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
       this.deliver(channel.toString(), message),
