@@ -31,7 +31,6 @@ export class Connection implements Expiring {
   private framesInWindow = 0;
 
   constructor(
-    readonly id: string,
     readonly remoteAddress: string,
     private readonly socket: UwsWebSocket<SocketData>,
     private readonly maxBufferedBytes: number,

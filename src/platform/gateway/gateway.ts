@@ -70,7 +70,6 @@ export class Gateway {
   private readonly topics: TopicRouter;
   private listenSocket: UwsListenSocket | undefined;
   private boundPort = 0;
-  private nextConnectionId = 1;
   private inflight = 0;
   private readonly idleWaiters: (() => void)[] = [];
 
@@ -220,7 +219,6 @@ export class Gateway {
   private onOpen(ws: Parameters<typeof attachConnection<Connection>>[0]): void {
     const { config, metrics } = this.deps;
     const connection = new Connection(
-      `c${this.nextConnectionId++}`,
       remoteAddressOf(ws),
       ws,
       config.WS_MAX_BUFFERED_BYTES,
