@@ -195,6 +195,16 @@ describe('access tokens on the REST API', () => {
       expectUnauthenticated(await me(`Bearer ${forged}`), forged);
     });
 
+    it("refuses a token that reuses an accepted token's signature over altered claims", async () => {
+      // The accepted token is in the verified-token cache, which is keyed by the signature's end.
+      expect((await me(`Bearer ${token}`)).statusCode).toBe(200);
+      const [header, , signature] = token.split('.') as [string, string, string];
+      const claims = { ...decodeJwt(token), roles: ['admin'] };
+      const forged = `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
+      expect(forged.slice(-32)).toBe(token.slice(-32));
+      expectUnauthenticated(await me(`Bearer ${forged}`), forged);
+    });
+
     it('refuses a token signed by an unknown key under an unknown kid', async () => {
       const { privateKey } = await generateKeyPair('RS256');
       const forged = await signLike(privateKey, 'k-unknown');

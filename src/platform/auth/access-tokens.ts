@@ -22,10 +22,22 @@ export const SESSION_REVOCATIONS_TOPIC = 'auth:session-revocations';
 const AUDIENCE = 'atrium-api';
 /**
  * Verified tokens remembered, so a client's repeated requests skip the RS256 check (about 50 µs
- * each). Keyed by the exact token string, which the signature covers; expiry and revocation are
- * still checked on every use.
+ * each); expiry and revocation are still checked on every use.
  */
 const VERIFIED_CACHE_SIZE = 10_000;
+/**
+ * The cache is keyed by the token's last characters, the end of its RS256 signature: hashing the
+ * whole ~700-character token for the lookup cost every request more than a microsecond. A hit
+ * counts only if the whole token equals the one that was verified. Reaching that comparison
+ * takes knowing these 32 characters (192 bits) of a valid token's signature already, so it
+ * needs no constant-time compare.
+ */
+const CACHE_KEY_LENGTH = 32;
+
+interface VerifiedToken {
+  token: string;
+  user: AuthUser;
+}
 
 interface AccessTokenOptions {
   keys: KeyRing;
@@ -48,7 +60,7 @@ interface AccessTokenOptions {
 export class AccessTokens {
   /** Milliseconds since the epoch; without a test clock no Date is built on the hot path. */
   private readonly nowMs: () => number;
-  private readonly verified = new Map<string, AuthUser>();
+  private readonly verified = new Map<string, VerifiedToken>();
 
   constructor(private readonly options: AccessTokenOptions) {
     const clock = options.now;
@@ -86,9 +98,11 @@ export class AccessTokens {
   }
 
   private cached(token: string): AuthUser | undefined {
-    const user = this.verified.get(token);
-    if (user && (user.expiresAt ?? 0) > this.nowMs()) return user;
-    if (user) this.verified.delete(token);
+    const key = token.slice(-CACHE_KEY_LENGTH);
+    const entry = this.verified.get(key);
+    if (entry?.token !== token) return undefined;
+    if ((entry.user.expiresAt ?? 0) > this.nowMs()) return entry.user;
+    this.verified.delete(key);
     return undefined;
   }
 
@@ -124,7 +138,7 @@ export class AccessTokens {
       // Maps iterate in insertion order: dropping the first entry evicts the oldest.
       this.verified.delete(this.verified.keys().next().value as string);
     }
-    this.verified.set(token, user);
+    this.verified.set(token.slice(-CACHE_KEY_LENGTH), { token, user });
     return user;
   }
 
