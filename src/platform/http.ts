@@ -10,6 +10,7 @@ import Fastify, {
   type FastifyRequest,
   type FastifySerializerCompiler,
   LogController,
+  type onResponseHookHandler,
 } from 'fastify';
 import {
   hasZodFastifySchemaValidationErrors,
@@ -86,9 +87,20 @@ export async function createHttpServer(deps: {
     reply.header('x-request-id', request.id);
     done();
   });
-  const observeDuration = durationRecorder(metrics);
+  // Each route records its own durations under the pattern it was added with (request.routeOptions
+  // would build an object per request to say it); the app-wide hook covers unmatched URLs only.
+  const durationsOf = durationRecorder(metrics);
+  app.addHook('onRoute', (route) => {
+    const record = durationsOf(route.url);
+    const onResponse: onResponseHookHandler = (request, reply, done) => {
+      record(request.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    };
+    route.onResponse = [...hookList(route.onResponse), onResponse];
+  });
+  const recordUnmatched = durationsOf('unmatched');
   app.addHook('onResponse', (request, reply, done) => {
-    observeDuration(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    if (request.is404) recordUnmatched(request.method, reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 
@@ -143,24 +155,31 @@ const fastSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }
   fastJson(z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema);
 
 /**
- * Records request durations through one labelled histogram child per method, route and status:
+ * Records a route's request durations through one labelled histogram child per method and status:
  * prom-client hashes the label set on every plain observe(), which a cheap route notices.
  */
 function durationRecorder(metrics: Metrics) {
-  const children = new Map<string, { observe(seconds: number): void }>();
-  return (method: string, route: string | undefined, status: number, seconds: number) => {
-    const key = `${method} ${route} ${status}`;
-    let child = children.get(key);
-    if (!child) {
-      child = metrics.httpRequestDuration.labels({
-        method,
-        route: route ?? 'unmatched',
-        status: String(status),
-      });
-      children.set(key, child);
-    }
-    child.observe(seconds);
+  return (route: string) => {
+    const children = new Map<string, Map<number, { observe(seconds: number): void }>>();
+    return (method: string, status: number, seconds: number) => {
+      let byStatus = children.get(method);
+      if (!byStatus) {
+        byStatus = new Map();
+        children.set(method, byStatus);
+      }
+      let child = byStatus.get(status);
+      if (!child) {
+        child = metrics.httpRequestDuration.labels({ method, route, status: String(status) });
+        byStatus.set(status, child);
+      }
+      child.observe(seconds);
+    };
   };
+}
+
+function hookList<T>(hooks: T | T[] | undefined): T[] {
+  if (hooks === undefined) return [];
+  return Array.isArray(hooks) ? hooks : [hooks];
 }
 
 export function sendProblem(reply: FastifyReply, error: AppError) {
