@@ -28,7 +28,15 @@ export interface AtriumUnderLoad {
 
 export interface Comparison {
   frames: { atrium: ContenderRounds<FrameWindow>; echo: ContenderRounds<FrameWindow> };
-  rest: { atrium: ContenderRounds<RestWindow>; fastify: ContenderRounds<RestWindow> };
+  /**
+   * `fastify` gets the very request atrium gets, bearer token included (it ignores the header): the
+   * reference of the target. `fastifyHeaderless` gets it without the Authorization header.
+   */
+  rest: {
+    atrium: ContenderRounds<RestWindow>;
+    fastify: ContenderRounds<RestWindow>;
+    fastifyHeaderless: ContenderRounds<RestWindow>;
+  };
   /** atrium's answer to one REST heartbeat, checked to be a 200 before the load. */
   restBody: string;
 }
@@ -70,13 +78,23 @@ export async function compareWithBarePeers(
     }
 
     progress(`${label}: POST heartbeats, ${REST_CONNECTIONS} connections, ${timing}...`);
+    const authorization = { authorization: `Bearer ${atrium.restToken}` };
     const rest = await interleavedRounds(
       `${label}, REST`,
       [
-        restContender(atrium.name, `http://127.0.0.1:${atrium.httpPort}/api/presence/heartbeat`, atrium.pid, {
-          authorization: `Bearer ${atrium.restToken}`,
-        }),
-        restContender('bare Fastify', `http://127.0.0.1:${fastify.port}/heartbeat`, fastify.pid),
+        restContender(
+          atrium.name,
+          `http://127.0.0.1:${atrium.httpPort}/api/presence/heartbeat`,
+          atrium.pid,
+          authorization,
+        ),
+        restContender(
+          'bare Fastify',
+          `http://127.0.0.1:${fastify.port}/heartbeat`,
+          fastify.pid,
+          authorization,
+        ),
+        restContender('bare Fastify, no token', `http://127.0.0.1:${fastify.port}/heartbeat`, fastify.pid),
       ],
       schedule,
     );
@@ -88,6 +106,7 @@ export async function compareWithBarePeers(
       rest: {
         atrium: rest[0] as ContenderRounds<RestWindow>,
         fastify: rest[1] as ContenderRounds<RestWindow>,
+        fastifyHeaderless: rest[2] as ContenderRounds<RestWindow>,
       },
       restBody,
     };
