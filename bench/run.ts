@@ -8,11 +8,14 @@ import { parseArgs } from 'node:util';
  *                         interleaved with bare uWS and Fastify (bench/results/realtime.md); also takes
  *                         --connections N (default 18000) and --phases single,bare,cluster (what each
  *                         covers: bench/realtime/options.ts); --seconds is the measured time per server
+ *   node-flags            REST heartbeats after a quiet spell and idle-socket memory with different V8
+ *                         young-generation flags (bench/results/node-flags.md); also takes --connections N
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
   auth: () => import('./auth.js'),
   realtime: () => import('./realtime.js'),
+  'node-flags': () => import('./node-flags.js'),
 };
 
 const { values, positionals } = parseArgs({

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 
 export interface RunningService {
@@ -11,12 +12,27 @@ export interface RunningService {
 }
 
 /**
- * Starts the service exactly as `npm start` does (the CLI through tsx), in its own process so the
- * load generator never shares its event loop, and waits until /healthz answers.
+ * The node arguments of package.json's `start` script (`node <args>`): the service's V8 flags
+ * change its throughput, so benchmarks must run it with the very ones `npm start` uses.
  */
-export async function startService(env: Record<string, string>): Promise<RunningService> {
+export async function npmStartArgs(): Promise<string[]> {
+  const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } };
+  const [command, ...args] = scripts.start.trim().split(/\s+/);
+  if (command !== 'node') throw new Error(`npm start is expected to run node, it runs: ${scripts.start}`);
+  return args;
+}
+
+/**
+ * Starts the service exactly as `npm start` does (the CLI through tsx, same node flags) unless
+ * given other node arguments, in its own process so the load generator never shares its event
+ * loop, and waits until /healthz answers.
+ */
+export async function startService(
+  env: Record<string, string>,
+  nodeArgs?: readonly string[],
+): Promise<RunningService> {
   const started = performance.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, nodeArgs ?? (await npmStartArgs()), {
     env: { ...process.env, HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

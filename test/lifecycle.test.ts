@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,7 +13,7 @@ interface LogLine {
   [key: string]: unknown;
 }
 
-/** The real CLI in a child process, as `npm start` runs it, on free ports and a temp DATA_DIR. */
+/** The real CLI in a child process, through tsx as `npm start` runs it, on free ports and a temp DATA_DIR. */
 function startService(dataDir: string, extraEnv: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     env: {
@@ -101,5 +101,28 @@ describe('uWebSockets.js JavaScript fallback', () => {
       await service.exited;
       await rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+/** The node flags before the script in a command line such as `node --flag dist/src/main.js serve`. */
+function nodeFlags(words: string[]): string[] {
+  expect(words[0]).toBe('node');
+  const flags: string[] = [];
+  for (let i = 1; i < words.length && words[i]?.startsWith('--'); i++) {
+    // The tsx loader is how `npm start` runs TypeScript; the image runs the compiled JavaScript.
+    if (words[i] === '--import') i++;
+    else flags.push(words[i] as string);
+  }
+  return flags;
+}
+
+describe('runtime flags', () => {
+  it('are the same for npm start and the Docker image, which both fix the young generation size', async () => {
+    const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } };
+    const startFlags = nodeFlags(scripts.start.split(/\s+/));
+    const cmd = /^CMD (\[.*\])$/m.exec(await readFile('Dockerfile', 'utf8'))?.[1];
+    const dockerFlags = nodeFlags(JSON.parse(cmd ?? '[]') as string[]);
+    expect(startFlags.some((flag) => flag.startsWith('--min-semi-space-size='))).toBe(true);
+    expect(dockerFlags).toEqual(startFlags);
   });
 });

@@ -102,59 +102,72 @@ export async function barePhase(connections: number): Promise<IdleRun> {
 }
 
 /**
- * Two atrium instances sharing Redis and one Postgres database (embedded PGlite locks its data
- * directory, so two processes cannot share it); they share one DATA_DIR only for the signing key.
- * Instance #2 stays up, idle, during #1's throughput rounds.
+ * Runs `use` with the environment of instances sharing Redis and one Postgres database created for
+ * the run (embedded PGlite locks its data directory, so two processes cannot share it); they share
+ * one DATA_DIR only for the signing key. `use` must stop its instances before it returns: the
+ * database is dropped afterwards.
  */
-export async function clusterPhase(
-  connectionsPerInstance: number,
-  schedule: RoundSchedule,
-): Promise<AtriumResults> {
+export async function withSharedBackends<T>(
+  label: string,
+  use: (env: Record<string, string>, dataDir: string) => Promise<T>,
+): Promise<T> {
   const database = `atrium_bench_${process.pid}`;
   const admin = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
   await admin.connect();
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-bench-realtime-'));
-  const services: Atrium[] = [];
   try {
     await admin.query(`create database ${database}`);
-    const env = {
-      DATA_DIR: dataDir,
-      DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`,
-      REDIS_URL,
-    };
-    progress(`2 instances: starting atrium #1 (Postgres database ${database}, Redis)...`);
-    services.push(await startAtrium(env));
-    progress('2 instances: starting atrium #2 with the same DATA_DIR keys, database and Redis...');
-    services.push(await startAtrium(env));
-    const issuer = await tokenIssuer(dataDir);
-    try {
-      const servers: IdleServer[] = [];
-      for (const [index, service] of services.entries()) {
-        const [warmToken] = await issuer.issue(1, 'warm-up');
-        servers.push({
-          name: `atrium #${index + 1}`,
-          pid: service.pid,
-          inspectorPort: service.inspectorPort,
-          wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
-          httpPort: service.httpPort,
-          tokens: await issuer.issue(connectionsPerInstance, `2 instances, #${index + 1}`),
-          warmToken: warmToken as string,
-        });
-      }
-      const idle = await measureIdle('2 instances', servers);
-      const first = services[0] as Atrium;
-      const throughput = await compareInstance('2 instances', 'atrium #1', first, issuer, schedule);
-      return { idle, throughput };
-    } finally {
-      await issuer.close();
-    }
+    progress(`${label}: Postgres database ${database}, Redis ${REDIS_URL}`);
+    return await use(
+      { DATA_DIR: dataDir, DATABASE_URL: `postgres://postgres@127.0.0.1:5432/${database}`, REDIS_URL },
+      dataDir,
+    );
   } finally {
-    progress('2 instances: stopping atrium and dropping the bench database...');
-    await Promise.all(services.map(stopAtrium));
     await admin.query(`drop database if exists ${database} with (force)`).catch((error) => {
       progress(`could not drop database ${database}: ${error}`);
     });
     await admin.end();
     await rm(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Two atrium instances sharing Redis and Postgres. Instance #2 stays up, idle, during #1's throughput rounds. */
+export function clusterPhase(
+  connectionsPerInstance: number,
+  schedule: RoundSchedule,
+): Promise<AtriumResults> {
+  return withSharedBackends('2 instances', async (env, dataDir) => {
+    const services: Atrium[] = [];
+    try {
+      progress('2 instances: starting atrium #1...');
+      services.push(await startAtrium(env));
+      progress('2 instances: starting atrium #2 with the same DATA_DIR keys, database and Redis...');
+      services.push(await startAtrium(env));
+      const issuer = await tokenIssuer(dataDir);
+      try {
+        const servers: IdleServer[] = [];
+        for (const [index, service] of services.entries()) {
+          const [warmToken] = await issuer.issue(1, 'warm-up');
+          servers.push({
+            name: `atrium #${index + 1}`,
+            pid: service.pid,
+            inspectorPort: service.inspectorPort,
+            wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
+            httpPort: service.httpPort,
+            tokens: await issuer.issue(connectionsPerInstance, `2 instances, #${index + 1}`),
+            warmToken: warmToken as string,
+          });
+        }
+        const idle = await measureIdle('2 instances', servers);
+        const first = services[0] as Atrium;
+        const throughput = await compareInstance('2 instances', 'atrium #1', first, issuer, schedule);
+        return { idle, throughput };
+      } finally {
+        await issuer.close();
+      }
+    } finally {
+      progress('2 instances: stopping atrium...');
+      await Promise.all(services.map(stopAtrium));
+    }
+  });
 }

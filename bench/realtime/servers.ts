@@ -75,9 +75,13 @@ export interface Atrium extends RunningService {
   inspectorPort: number;
 }
 
-export async function startAtrium(env: Record<string, string>): Promise<Atrium> {
+/** `nodeArgs` replaces npm start's node arguments (see startService). */
+export async function startAtrium(
+  env: Record<string, string>,
+  nodeArgs?: readonly string[],
+): Promise<Atrium> {
   const inspector = await inspectorEnv();
-  const service = await startService({ ...SERVICE_ENV, ...inspector.env, ...env });
+  const service = await startService({ ...SERVICE_ENV, ...inspector.env, ...env }, nodeArgs);
   try {
     await assertNodeProcess(service.child.pid as number, 'src/main.ts');
   } catch (error) {
