@@ -7,7 +7,7 @@ import { codeLine, codeState } from './realtime/code-state.js';
 import { cores, kib, mib, pct, whole } from './realtime/format.js';
 import { type IdleResult, type IdleServer, measureIdle, perConnection } from './realtime/idle-memory.js';
 import { collectGarbage } from './realtime/inspector.js';
-import { withSharedBackends } from './realtime/phases.js';
+import { atriumIdleServer, withSharedBackends } from './realtime/phases.js';
 import { progress } from './realtime/progress.js';
 import {
   checkRestHeartbeat,
@@ -128,15 +128,8 @@ function idleMemory(pair: Variant[], connections: number): Promise<IdleResult[]>
         for (const [index, instance] of instances.entries()) {
           const name = (pair[index] as Variant).name;
           const [warmToken] = await issuer.issue(1, 'warm-up');
-          servers.push({
-            name,
-            pid: instance.pid,
-            inspectorPort: instance.inspectorPort,
-            wsUrl: `ws://127.0.0.1:${instance.wsPort}/ws`,
-            httpPort: instance.httpPort,
-            tokens: await issuer.issue(connections, name),
-            warmToken: warmToken as string,
-          });
+          const tokens = await issuer.issue(connections, name);
+          servers.push(atriumIdleServer(name, instance, tokens, warmToken as string));
         }
         return (await measureIdle('memory', servers)).servers;
       } finally {

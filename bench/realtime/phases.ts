@@ -22,6 +22,24 @@ export interface AtriumResults {
   throughput: Comparison;
 }
 
+/** An atrium instance as the idle-memory readings see it. */
+export function atriumIdleServer(
+  name: string,
+  service: Atrium,
+  tokens: string[],
+  warmToken: string,
+): IdleServer {
+  return {
+    name,
+    pid: service.pid,
+    inspectorPort: service.inspectorPort,
+    wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
+    httpPort: service.httpPort,
+    tokens,
+    warmToken,
+  };
+}
+
 /** An instance's throughput rounds, with tokens issued once its idle sockets are closed. */
 async function compareInstance(
   label: string,
@@ -52,15 +70,7 @@ export async function singlePhase(connections: number, schedule: RoundSchedule):
       const tokens = await issuer.issue(connections, '1 instance');
       const [warmToken] = await issuer.issue(1, 'warm-up');
       const idle = await measureIdle('1 instance', [
-        {
-          name: 'atrium',
-          pid: service.pid,
-          inspectorPort: service.inspectorPort,
-          wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
-          httpPort: service.httpPort,
-          tokens,
-          warmToken: warmToken as string,
-        },
+        atriumIdleServer('atrium', service, tokens, warmToken as string),
       ]);
       const throughput = await compareInstance('1 instance', 'atrium', service, issuer, schedule);
       return { idle, throughput };
@@ -148,15 +158,8 @@ export function clusterPhase(
         const servers: IdleServer[] = [];
         for (const [index, service] of services.entries()) {
           const [warmToken] = await issuer.issue(1, 'warm-up');
-          servers.push({
-            name: `atrium #${index + 1}`,
-            pid: service.pid,
-            inspectorPort: service.inspectorPort,
-            wsUrl: `ws://127.0.0.1:${service.wsPort}/ws`,
-            httpPort: service.httpPort,
-            tokens: await issuer.issue(connectionsPerInstance, `2 instances, #${index + 1}`),
-            warmToken: warmToken as string,
-          });
+          const tokens = await issuer.issue(connectionsPerInstance, `2 instances, #${index + 1}`);
+          servers.push(atriumIdleServer(`atrium #${index + 1}`, service, tokens, warmToken as string));
         }
         const idle = await measureIdle('2 instances', servers);
         const first = services[0] as Atrium;
