@@ -2,11 +2,11 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { cores, kib, mib, pct, whole } from './realtime/format.js';
 import { type IdleResult, type IdleServer, measureIdle, perConnection } from './realtime/idle-memory.js';
 import { collectGarbage } from './realtime/inspector.js';
+import { optionsFromArgv } from './realtime/options.js';
 import { atriumIdleServer, withSharedBackends } from './realtime/phases.js';
 import { progress } from './realtime/progress.js';
 import {
@@ -20,6 +20,7 @@ import {
   interleavedRounds,
   type RoundSchedule,
   ratio,
+  roundSchedule,
   summarize,
 } from './realtime/rounds.js';
 import {
@@ -43,7 +44,8 @@ import { npmStartArgs } from './service.js';
  */
 
 const SEMI_SPACE_FLAG = /^--(min|max)-semi-space-size=/;
-const DEFAULT_CONNECTIONS = 18_000;
+/** More rounds than the realtime benchmark: the variants' differences are small beside the drift. */
+const MAX_ROUNDS = 8;
 /** After the forced GC: long enough for V8's own follow-up collections to be over. */
 const QUIET_MS = 5_000;
 
@@ -171,16 +173,11 @@ function memoryTable(pair: Variant[], results: IdleResult[]): string {
 }
 
 export async function run(seconds: number): Promise<string> {
-  const { values } = parseArgs({
-    options: { connections: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const connections = Number(values.connections) || DEFAULT_CONNECTIONS;
-  const rounds = Math.max(3, Math.min(8, Math.floor(seconds / 2)));
-  const schedule: RoundSchedule = { rounds, windowSeconds: Math.max(2, Math.round(seconds / rounds)) };
+  const { connections } = optionsFromArgv();
+  const schedule = roundSchedule(seconds, MAX_ROUNDS);
   const codeBefore = codeState();
-  const all = variants(await npmStartArgs());
+  const startArgs = await npmStartArgs();
+  const all = variants(startArgs);
   progress(
     `Node ${process.version}, ${availableParallelism()} cores; REST in ${schedule.rounds} rounds of ${schedule.windowSeconds} s, ` +
       `memory with ${connections} sockets per instance`,
@@ -196,7 +193,7 @@ these flags: docs/operations.md, "Node runtime flags".
 
 ${codeLine(codeBefore, codeState())}
 
-Every instance runs npm start's command line (\`node ${(await npmStartArgs()).join(' ')}\`) with its
+Every instance runs npm start's command line (\`node ${startArgs.join(' ')}\`) with its
 semi-space flags replaced by the variant's.
 
 ## REST heartbeats after a quiet spell

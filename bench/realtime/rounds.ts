@@ -26,9 +26,9 @@ export interface RoundSchedule {
   windowSeconds: number;
 }
 
-/** Spreads `seconds` of measured time per server over ROUNDS windows, fewer if they would be too short. */
-export function roundSchedule(seconds: number): RoundSchedule {
-  const rounds = Math.min(ROUNDS, Math.max(1, Math.floor(seconds / MIN_WINDOW_SECONDS)));
+/** Spreads `seconds` of measured time per server over `maxRounds` windows, fewer if they would be too short. */
+export function roundSchedule(seconds: number, maxRounds = ROUNDS): RoundSchedule {
+  const rounds = Math.min(maxRounds, Math.max(1, Math.floor(seconds / MIN_WINDOW_SECONDS)));
   return { rounds, windowSeconds: Math.max(MIN_WINDOW_SECONDS, Math.round(seconds / rounds)) };
 }
 
