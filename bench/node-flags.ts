@@ -36,8 +36,8 @@ import { npmStartArgs } from './service.js';
 /**
  * The service's V8 young-generation flags compared (why npm start sets them: docs/operations.md,
  * "Node runtime flags"). REST: atrium instances started with different semi-space flags, each left
- * idle and collected the way V8 does after a quiet spell, then POST heartbeats in interleaved
- * rounds beside bare Fastify. Memory: two instances sharing Redis and Postgres, one with Node's
+ * idle and given a memory-reducing collection, then POST heartbeats in interleaved rounds beside
+ * bare Fastify given the same collection. Memory: two instances sharing Redis and Postgres, one with Node's
  * default young generation and one with npm start's flags, holding idle sockets at the same time.
  * Usage: `npm run bench -- node-flags [--seconds N] [--connections N]`; writes
  * bench/results/node-flags.md.
@@ -74,7 +74,7 @@ const semiSpaceFlags = (variant: Variant) =>
 async function restRounds(all: Variant[], schedule: RoundSchedule) {
   const dirs: string[] = [];
   const instances: Atrium[] = [];
-  let fastify: BareServer | undefined;
+  const bare: BareServer[] = [];
   try {
     for (const variant of all) {
       const dir = await mkdtemp(join(tmpdir(), 'atrium-bench-flags-'));
@@ -88,9 +88,12 @@ async function restRounds(all: Variant[], schedule: RoundSchedule) {
     await issuer.close();
     const authorization = { authorization: `Bearer ${token}` };
     for (const instance of instances) await checkRestHeartbeat(instance.httpPort, token as string);
-    fastify = await startBareServer('bench/bare-fastify.ts');
-    progress('REST: a memory-reducing GC in each instance, as V8 runs one when a process goes quiet...');
-    for (const instance of instances) await collectGarbage(instance.pid, instance.inspectorPort);
+    const fastify = await startBareServer('bench/bare-fastify.ts');
+    bare.push(fastify);
+    const fastifyNotCollected = await startBareServer('bench/bare-fastify.ts');
+    bare.push(fastifyNotCollected);
+    progress('REST: a memory-reducing GC in each instance and in one bare Fastify...');
+    for (const server of [...instances, fastify]) await collectGarbage(server.pid, server.inspectorPort);
     await sleep(QUIET_MS);
     const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
     return await interleavedRounds(
@@ -104,12 +107,18 @@ async function restRounds(all: Variant[], schedule: RoundSchedule) {
             authorization,
           ),
         ),
-        restContender('bare Fastify', url(fastify.port, '/heartbeat'), fastify.pid, authorization),
+        restContender(BARE_COLLECTED, url(fastify.port, '/heartbeat'), fastify.pid, authorization),
+        restContender(
+          'bare Fastify, not collected',
+          url(fastifyNotCollected.port, '/heartbeat'),
+          fastifyNotCollected.pid,
+          authorization,
+        ),
       ],
       schedule,
     );
   } finally {
-    await fastify?.stop();
+    await Promise.all(bare.map((server) => server.stop()));
     await Promise.all(instances.map(stopAtrium));
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
@@ -143,8 +152,13 @@ function idleMemory(pair: Variant[], connections: number): Promise<IdleResult[]>
   });
 }
 
+/** The reference of the ratios: bare Fastify given the same forced GC as the atrium instances. */
+const BARE_COLLECTED = 'bare Fastify, collected';
+
 function restTable(all: Variant[], rounds: ContenderRounds<RestWindow>[]): string {
-  const fastify = rounds.at(-1) as ContenderRounds<RestWindow>;
+  const fastify = rounds.find(
+    (contender) => contender.name === BARE_COLLECTED,
+  ) as ContenderRounds<RestWindow>;
   const rows = rounds.map((contender, index) => {
     const s = summarize(contender.windows);
     const flags = index < all.length ? semiSpaceFlags(all[index] as Variant) : '';
@@ -154,7 +168,7 @@ function restTable(all: Variant[], rounds: ContenderRounds<RestWindow>[]): strin
     return `| ${contender.name} | ${flags} | **${whole(s.median)}** | ${whole(s.min)}–${whole(s.max)} | ${s.serverUsPerOp.toFixed(1)} | ${cores(s.serverCores)} | ${share} |`;
   });
   return [
-    '| server | semi-space flags | req/s (median) | range | server CPU µs/req | server cores | of bare Fastify (per round) |',
+    '| server | semi-space flags | req/s (median) | range | server CPU µs/req | server cores | of bare Fastify, collected (per round) |',
     '|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
@@ -198,14 +212,17 @@ semi-space flags replaced by the variant's.
 
 ## REST heartbeats after a quiet spell
 
-One embedded instance per variant (PGlite, in-process KV), all up at once. Each answered one
-heartbeat, then got a memory-reducing full GC through the inspector (what V8 runs on its own when
-a process goes quiet), then ${QUIET_MS / 1000} s of quiet. Then \`POST /api/presence/heartbeat\` with
-one user's bearer token, ${REST_CONNECTIONS} autocannon connections, in ${schedule.rounds} interleaved rounds of
-${schedule.windowSeconds} s windows after a warm-up window each, beside bare Fastify (bench/bare-fastify.ts)
-sent the same requests. Figures are medians over the rounds; "of bare Fastify" divides medians,
-and the range in brackets is the same ratio round by round. A server whose turn it is not sits
-idle, which is the quiet spell again.
+One embedded instance per variant (PGlite, in-process KV), all up at once, and two bare Fastify
+servers (bench/bare-fastify.ts). Each atrium instance answered one heartbeat, then it and one of
+the bare servers got a memory-reducing full GC through the inspector (HeapProfiler.collectGarbage;
+V8 runs memory-reducing GCs on its own when a process goes quiet), then ${QUIET_MS / 1000} s of quiet. Then
+\`POST /api/presence/heartbeat\` with one user's bearer token, ${REST_CONNECTIONS} autocannon connections, in
+${schedule.rounds} interleaved rounds of ${schedule.windowSeconds} s windows after a warm-up window each, the bare servers sent the
+same requests. Figures are medians over the rounds. The inspector's forced collection itself leaves
+a Node HTTP server slower for minutes, bare Fastify as much as atrium (compare the two bare rows), so
+"of bare Fastify, collected" divides by the bare server that was given the same collection; the
+range in brackets is the same ratio round by round. A server whose turn it is not sits idle, which
+is the quiet spell again.
 
 ${restTable(all, rest)}
 

@@ -13,10 +13,10 @@ export type Phase = (typeof PHASES)[number];
 /** What each phase covers, for the usage text and the report. */
 export const PHASE_COVERS: Record<Phase, string> = {
   single:
-    "one atrium instance (embedded PGlite, in-process KV): its idle-socket memory, then its heartbeat frames/s and REST req/s in interleaved rounds with the bare peers (bench/bare-uws.ts's echo, bench/bare-fastify.ts), which it starts for those rounds",
+    "one atrium instance (embedded PGlite, in-process KV): its idle-socket memory, then, restarted, its heartbeat frames/s and REST req/s in interleaved rounds with the bare peers (bench/bare-uws.ts's echo, bench/bare-fastify.ts), which it starts for those rounds",
   bare: "the bare uWS server's idle-socket memory, the reference for the memory figures (no throughput: the bare peers' throughput is measured in the rounds of the atrium phases)",
   cluster:
-    "two atrium instances sharing Redis and Postgres: the idle-socket memory of both, then instance #1's frames/s and REST req/s in interleaved rounds with the bare peers, as in single",
+    "two atrium instances sharing Redis and Postgres: the idle-socket memory of both, then instance #1's (restarted) frames/s and REST req/s in interleaved rounds with the bare peers, as in single",
 };
 
 export interface Options {

@@ -67,8 +67,14 @@ function methodSection(seconds: number, schedule: RoundSchedule): string {
 This machine's speed drifts: the same server measured in two consecutive 10 s windows has differed by
 30%, so a ratio of two figures measured minutes apart swung from run to run for the same code.
 Each atrium figure is therefore measured in the same rounds as its bare peer. Once an atrium phase's
-idle-memory readings are over (never during them), the phase starts bench/bare-uws.ts and
-bench/bare-fastify.ts beside its atrium instance(s); a server whose turn it is not sits idle. Frames
+idle-memory readings are over (never during them), the phase restarts the atrium instance it
+measures and starts bench/bare-uws.ts and bench/bare-fastify.ts beside it; a server whose turn it
+is not sits idle. The restart is there because the memory readings force full GCs through the
+inspector (HeapProfiler.collectGarbage), and a Node HTTP server answers some 15% slower for minutes
+after one: bare Fastify did too, beside a twin that was not collected (\`npm run bench -- node-flags\`
+shows both). A minute of quiet, in which V8 runs its own collections, did not slow bare Fastify so
+in a run by hand. So every server in the rounds starts as \`npm start\` would, none collected by
+force. Frames
 first: each server gets one ${WARMUP_SECONDS} s warm-up window, then ${schedule.rounds} rounds of one ${schedule.windowSeconds} s window per server, the
 first server of a round alternating so that a drift within a round does not always favour the same
 one, with a ${WINDOW_GAP_MS / 1000} s pause before every window; then the REST load the same way. That is ${measured} s measured per
