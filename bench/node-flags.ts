@@ -22,6 +22,7 @@ import {
   ratio,
   roundSchedule,
   summarize,
+  WARMUP_SECONDS,
 } from './realtime/rounds.js';
 import {
   type Atrium,
@@ -92,31 +93,32 @@ async function restRounds(all: Variant[], schedule: RoundSchedule) {
     bare.push(fastify);
     const fastifyNotCollected = await startBareServer('bench/bare-fastify.ts');
     bare.push(fastifyNotCollected);
-    progress('REST: a memory-reducing GC in each instance and in one bare Fastify...');
-    for (const server of [...instances, fastify]) await collectGarbage(server.pid, server.inspectorPort);
-    await sleep(QUIET_MS);
     const url = (port: number, path: string) => `http://127.0.0.1:${port}${path}`;
-    return await interleavedRounds(
-      'REST',
-      [
-        ...instances.map((instance, index) =>
-          restContender(
-            (all[index] as Variant).name,
-            url(instance.httpPort, '/api/presence/heartbeat'),
-            instance.pid,
-            authorization,
-          ),
-        ),
-        restContender(BARE_COLLECTED, url(fastify.port, '/heartbeat'), fastify.pid, authorization),
+    const contenders = [
+      ...instances.map((instance, index) =>
         restContender(
-          'bare Fastify, not collected',
-          url(fastifyNotCollected.port, '/heartbeat'),
-          fastifyNotCollected.pid,
+          (all[index] as Variant).name,
+          url(instance.httpPort, '/api/presence/heartbeat'),
+          instance.pid,
           authorization,
         ),
-      ],
-      schedule,
+      ),
+      restContender(BARE_COLLECTED, url(fastify.port, '/heartbeat'), fastify.pid, authorization),
+      restContender(
+        'bare Fastify, not collected',
+        url(fastifyNotCollected.port, '/heartbeat'),
+        fastifyNotCollected.pid,
+        authorization,
+      ),
+    ];
+    // The forced collection slows a server down only once it has served load: every server gets some first.
+    progress(
+      `REST: a ${WARMUP_SECONDS} s load window on every server, then a memory-reducing GC in each instance and in one bare Fastify...`,
     );
+    for (const contender of contenders) await contender.window(WARMUP_SECONDS);
+    for (const server of [...instances, fastify]) await collectGarbage(server.pid, server.inspectorPort);
+    await sleep(QUIET_MS);
+    return await interleavedRounds('REST', contenders, schedule);
   } finally {
     await Promise.all(bare.map((server) => server.stop()));
     await Promise.all(instances.map(stopAtrium));
@@ -213,13 +215,15 @@ semi-space flags replaced by the variant's.
 ## REST heartbeats after a quiet spell
 
 One embedded instance per variant (PGlite, in-process KV), all up at once, and two bare Fastify
-servers (bench/bare-fastify.ts). Each atrium instance answered one heartbeat, then it and one of
-the bare servers got a memory-reducing full GC through the inspector (HeapProfiler.collectGarbage;
-V8 runs memory-reducing GCs on its own when a process goes quiet), then ${QUIET_MS / 1000} s of quiet. Then
+servers (bench/bare-fastify.ts). Every server served the load below for ${WARMUP_SECONDS} s, then each atrium
+instance and one of the bare servers got a memory-reducing full GC through the inspector
+(HeapProfiler.collectGarbage; V8 runs memory-reducing GCs on its own when a process goes quiet),
+then ${QUIET_MS / 1000} s of quiet. Then
 \`POST /api/presence/heartbeat\` with one user's bearer token, ${REST_CONNECTIONS} autocannon connections, in
 ${schedule.rounds} interleaved rounds of ${schedule.windowSeconds} s windows after a warm-up window each, the bare servers sent the
 same requests. Figures are medians over the rounds. The inspector's forced collection itself leaves
-a Node HTTP server slower for minutes, bare Fastify as much as atrium (compare the two bare rows), so
+a Node HTTP server that has served load slower for minutes, bare Fastify too (compare the two bare
+rows), so
 "of bare Fastify, collected" divides by the bare server that was given the same collection; the
 range in brackets is the same ratio round by round. A server whose turn it is not sits idle, which
 is the quiet spell again.

@@ -43,10 +43,10 @@ export function atriumIdleServer(
 /**
  * Stops an instance whose memory was read and starts it again with the same environment, for the
  * throughput rounds. The memory readings force full GCs through the inspector
- * (HeapProfiler.collectGarbage), after which a Node HTTP server answers some 15% slower for
- * minutes: bare Fastify as much as atrium, in interleaved rounds beside a twin that was not
- * collected, while V8's own collections after a minute's quiet leave no such mark. The bare peers
- * of the rounds start fresh, so the atrium instance beside them does too.
+ * (HeapProfiler.collectGarbage), after which a Node server that had already served load answers
+ * HTTP some 10-15% slower for minutes: bare Fastify too, in interleaved rounds beside a twin that
+ * was not collected, while V8's own collections after a minute's quiet leave no such mark. The
+ * bare peers of the rounds start fresh, so the atrium instance beside them does too.
  */
 async function restartForThroughput(
   label: string,

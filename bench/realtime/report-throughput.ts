@@ -70,9 +70,9 @@ Each atrium figure is therefore measured in the same rounds as its bare peer. On
 idle-memory readings are over (never during them), the phase restarts the atrium instance it
 measures and starts bench/bare-uws.ts and bench/bare-fastify.ts beside it; a server whose turn it
 is not sits idle. The restart is there because the memory readings force full GCs through the
-inspector (HeapProfiler.collectGarbage), and a Node HTTP server answers some 15% slower for minutes
-after one: bare Fastify did too, beside a twin that was not collected (\`npm run bench -- node-flags\`
-shows both). A minute of quiet, in which V8 runs its own collections, did not slow bare Fastify so
+inspector (HeapProfiler.collectGarbage), and a Node server that has already served load answers HTTP
+some 10-15% slower for minutes after one: bare Fastify did too, beside a twin that was not collected
+(\`npm run bench -- node-flags\` shows both). A minute of quiet, in which V8 runs its own collections, did not slow bare Fastify so
 in a run by hand. So every server in the rounds starts as \`npm start\` would, none collected by
 force. Frames
 first: each server gets one ${WARMUP_SECONDS} s warm-up window, then ${schedule.rounds} rounds of one ${schedule.windowSeconds} s window per server, the
