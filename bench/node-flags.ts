@@ -36,9 +36,9 @@ import { npmStartArgs } from './service.js';
 
 /**
  * The service's V8 young-generation flags compared (why npm start sets them: docs/operations.md,
- * "Node runtime flags"). REST: atrium instances started with different semi-space flags, each left
- * idle and given a memory-reducing collection, then POST heartbeats in interleaved rounds beside
- * bare Fastify given the same collection. Memory: two instances sharing Redis and Postgres, one with Node's
+ * "Node runtime flags"). REST: atrium instances started with different semi-space flags, each
+ * loaded, collected and left quiet, then POST heartbeats in interleaved rounds beside bare Fastify
+ * given the same treatment. Memory: two instances sharing Redis and Postgres, one with Node's
  * default young generation and one with npm start's flags, holding idle sockets at the same time.
  * Usage: `npm run bench -- node-flags [--seconds N] [--connections N]`; writes
  * bench/results/node-flags.md.
@@ -215,18 +215,16 @@ semi-space flags replaced by the variant's.
 ## REST heartbeats after a quiet spell
 
 One embedded instance per variant (PGlite, in-process KV), all up at once, and two bare Fastify
-servers (bench/bare-fastify.ts). Every server served the load below for ${WARMUP_SECONDS} s, then each atrium
+servers (bench/bare-fastify.ts). Every server served the load below for ${WARMUP_SECONDS} s; then each atrium
 instance and one of the bare servers got a memory-reducing full GC through the inspector
 (HeapProfiler.collectGarbage; V8 runs memory-reducing GCs on its own when a process goes quiet),
-then ${QUIET_MS / 1000} s of quiet. Then
-\`POST /api/presence/heartbeat\` with one user's bearer token, ${REST_CONNECTIONS} autocannon connections, in
-${schedule.rounds} interleaved rounds of ${schedule.windowSeconds} s windows after a warm-up window each, the bare servers sent the
-same requests. Figures are medians over the rounds. The inspector's forced collection itself leaves
-a Node HTTP server that has served load slower for minutes, bare Fastify too (compare the two bare
-rows), so
-"of bare Fastify, collected" divides by the bare server that was given the same collection; the
-range in brackets is the same ratio round by round. A server whose turn it is not sits idle, which
-is the quiet spell again.
+then ${QUIET_MS / 1000} s of quiet. The load: \`POST /api/presence/heartbeat\` with one user's bearer token
+(the bare servers get the same requests), ${REST_CONNECTIONS} autocannon connections, in ${schedule.rounds} interleaved rounds
+of ${schedule.windowSeconds} s windows after a warm-up window each. Figures are medians over the rounds. The
+inspector's forced collection by itself leaves a Node HTTP server that has served load slower for
+minutes, bare Fastify too (compare the two bare rows), so "of bare Fastify, collected" divides by
+the bare server given the same collection; the range in brackets is the same ratio round by round.
+A server whose turn it is not sits idle, which is the quiet spell again.
 
 ${restTable(all, rest)}
 
