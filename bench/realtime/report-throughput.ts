@@ -72,9 +72,9 @@ measures and starts bench/bare-uws.ts and bench/bare-fastify.ts beside it; a ser
 is not sits idle. The restart is there because the memory readings force full GCs through the
 inspector (HeapProfiler.collectGarbage), and a Node server that has already served load answers HTTP
 some 10-15% slower for minutes after one: bare Fastify did too, beside a twin that was not collected
-(\`npm run bench -- node-flags\` shows both). A minute of quiet, in which V8 runs its own collections, did not slow bare Fastify so
-in a run by hand. So every server in the rounds starts as \`npm start\` would, none collected by
-force. Frames
+(\`npm run bench -- node-flags\` shows both). A minute of quiet, in which V8 runs its own
+collections, did not slow bare Fastify so in a run by hand. So every server in the rounds starts as
+\`npm start\` would, none collected by force. Frames
 first: each server gets one ${WARMUP_SECONDS} s warm-up window, then ${schedule.rounds} rounds of one ${schedule.windowSeconds} s window per server, the
 first server of a round alternating so that a drift within a round does not always favour the same
 one, with a ${WINDOW_GAP_MS / 1000} s pause before every window; then the REST load the same way. That is ${measured} s measured per
