@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { text } from './text.js';
 
 /** Request and response shapes of the account and session endpoints (REST) and the auth frame. */
 
@@ -21,8 +22,9 @@ export const registerRequestSchema = z
   .strict();
 export type RegisterRequest = z.infer<typeof registerRequestSchema>;
 
+/** The username is looked up, so it follows the shared text rule; the password is only hashed. */
 export const loginRequestSchema = z
-  .object({ username: z.string().min(1).max(64), password: z.string().min(1).max(256) })
+  .object({ username: text(1, 64), password: z.string().min(1).max(256) })
   .strict();
 export type LoginRequest = z.infer<typeof loginRequestSchema>;
 

@@ -1,5 +1,8 @@
 import { z } from 'zod';
 import { authFrameSchema } from './auth.js';
+import { type PresenceStatus, presenceLookupRequestSchema, statusMessageRequestSchema } from './presence.js';
+
+export type { PresenceStatus };
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -36,7 +39,6 @@ export const ServerFrameType = {
   PRESENCE: 'presence',
 } as const;
 
-export const userIdsSchema = z.array(z.string().min(1).max(64)).min(1).max(200);
 const noPayload = z.undefined().or(z.object({}).strict());
 
 /** The payload schema (`d`) of every client frame, by type. */
@@ -44,17 +46,14 @@ export const clientPayloadSchemas = {
   [ClientFrameType.PING]: noPayload,
   [ClientFrameType.AUTH]: authFrameSchema,
   [ClientFrameType.PRESENCE_HEARTBEAT]: noPayload,
-  [ClientFrameType.PRESENCE_QUERY]: z.object({ user_ids: userIdsSchema }).strict(),
-  [ClientFrameType.PRESENCE_SUBSCRIBE]: z.object({ user_ids: userIdsSchema }).strict(),
-  [ClientFrameType.PRESENCE_UNSUBSCRIBE]: z.object({ user_ids: userIdsSchema }).strict(),
-  [ClientFrameType.PRESENCE_STATUS]: z.object({ status_message: z.string().max(1000) }).strict(),
+  [ClientFrameType.PRESENCE_QUERY]: presenceLookupRequestSchema,
+  [ClientFrameType.PRESENCE_SUBSCRIBE]: presenceLookupRequestSchema,
+  [ClientFrameType.PRESENCE_UNSUBSCRIBE]: presenceLookupRequestSchema,
+  [ClientFrameType.PRESENCE_STATUS]: statusMessageRequestSchema,
 } as const;
 
 export type ClientFrameTypeName = keyof typeof clientPayloadSchemas;
 export type ClientPayload<T extends ClientFrameTypeName> = z.infer<(typeof clientPayloadSchemas)[T]>;
-
-export const presenceStatusSchema = z.enum(['online', 'offline', 'unknown']);
-export type PresenceStatus = z.infer<typeof presenceStatusSchema>;
 
 /** Ack payloads, by client frame type. */
 export interface AckPayloads {

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { presenceStatusSchema, userIdsSchema } from './frames.js';
+import { text } from './text.js';
+
+export const userIdsSchema = z.array(z.string().min(1).max(64)).min(1).max(200);
+export const presenceStatusSchema = z.enum(['online', 'offline', 'unknown']);
+export type PresenceStatus = z.infer<typeof presenceStatusSchema>;
+
+/** The raw message may carry surrounding whitespace; the service trims it and applies the 140 cap. */
+export const STATUS_MESSAGE_RAW_MAX = 1000;
 
 /** REST shapes of the presence endpoints; the gateway frames carry the same payloads. */
 export const heartbeatResponseSchema = z.object({
@@ -13,5 +20,7 @@ export const presenceLookupResponseSchema = z.object({
   presence: z.record(z.string(), presenceStatusSchema),
 });
 
-export const statusMessageRequestSchema = z.object({ status_message: z.string().max(1000) }).strict();
+export const statusMessageRequestSchema = z
+  .object({ status_message: text(0, STATUS_MESSAGE_RAW_MAX) })
+  .strict();
 export const statusMessageResponseSchema = z.object({ status_message: z.string().nullable() });

@@ -67,6 +67,9 @@ export async function createHttpServer(deps: {
     bodyLimit: config.HTTP_BODY_LIMIT_BYTES,
     trustProxy: config.TRUST_PROXY,
     return503OnClosing: true,
+    // JSON.parse makes a `__proto__` key an own property with no prototype effect; user documents
+    // store it verbatim, and every other body's zod schema drops or refuses unknown keys.
+    onProtoPoisoning: 'ignore',
     logController: new QuietRequestLog(),
     // Fastify hands over the pino child it made of loggerInstance; a route with its own log level gets a real child.
     childLoggerFactory: (logger, bindings, options) =>

@@ -1,4 +1,3 @@
-import { ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import {
   type AvatarLoadout,
   type AvatarLoadoutInput,
@@ -7,7 +6,7 @@ import {
 } from '../../../protocol/profiles.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { AvatarLoadoutSchema } from './avatar-loadout.entity.js';
+import { findLoadoutDocument, isMissingUser, saveLoadoutDocument } from './avatar.repository.js';
 
 /**
  * A saved document as a response. Only envelope-checked documents are stored, so base_body and
@@ -21,28 +20,22 @@ export class AvatarService {
   /** The caller's saved loadout, or the server default when they never saved one. */
   async get(ctx: Ctx): Promise<AvatarLoadout> {
     const caller = callerOf(ctx);
-    const row = await ctx.em.findOne(AvatarLoadoutSchema, { userId: caller.id });
-    if (!row) return { base_body: DEFAULT_BASE_BODY, slots: {}, is_default: true };
-    return asLoadout(row.document);
+    const document = await findLoadoutDocument(ctx.em, caller.id);
+    if (!document) return { base_body: DEFAULT_BASE_BODY, slots: {}, is_default: true };
+    return asLoadout(document);
   }
 
   /**
    * Replaces the caller's loadout with an envelope-checked document (see avatarLoadoutInputSchema).
-   * Any `is_default` the client sent is dropped before storing. One upsert, so concurrent first
-   * saves both succeed and the last one wins.
+   * Any `is_default` the client sent is dropped before storing; every other key is stored as sent.
    */
   async put(ctx: Ctx, document: AvatarLoadoutInput): Promise<AvatarLoadout> {
     const caller = callerOf(ctx);
     try {
-      const row = await ctx.em.upsert(AvatarLoadoutSchema, {
-        userId: caller.id,
-        document: storedLoadout(document),
-        updatedAt: ctx.now(),
-      });
-      return asLoadout(row.document);
+      return asLoadout(await saveLoadoutDocument(ctx.em, caller.id, storedLoadout(document), ctx.now()));
     } catch (error) {
       // The token outlived its account by a moment: the insert has no user to reference.
-      if (error instanceof ForeignKeyConstraintViolationException) {
+      if (isMissingUser(error)) {
         throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
       }
       throw error;
