@@ -1,5 +1,6 @@
 import type { Config } from './config.js';
 import { AuthService } from './modules/auth/auth.service.js';
+import { revocationLog } from './modules/auth/revocations.repository.js';
 import { PresenceService } from './modules/presence/presence.service.js';
 import { PresenceTracker } from './modules/presence/presence.tracker.js';
 import { registerModules } from './modules/register.js';
@@ -101,6 +102,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       keys,
       kv,
       bus,
+      revocations: revocationLog(() => db.orm.em.fork()),
       issuer: config.JWT_ISSUER,
       ttlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     });

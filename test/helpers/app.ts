@@ -19,7 +19,7 @@ type ConfigOverrides = Parameters<typeof configFrom>[0];
  * The config of a test app: free ports, silent logs, the clone's database, and Redis when
  * REDIS_URL is set (as in CI's second pass), the in-process KV otherwise.
  */
-function testConfig(dataDir: string, testDb: TestDatabase, overrides: ConfigOverrides): Config {
+export function testConfig(dataDir: string, testDb: TestDatabase, overrides: ConfigOverrides): Config {
   return configFrom({
     // Tests share one Redis across files and runs: each app (or cluster) gets a namespace of its own.
     REDIS_KEY_PREFIX: `test:${testDb.db.kind}:${basename(dataDir)}:`,

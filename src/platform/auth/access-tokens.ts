@@ -40,9 +40,29 @@ interface VerifiedToken {
   user: AuthUser;
 }
 
+/**
+ * Where revocations are kept durably (the database), so their KV marks can be rebuilt when the
+ * KV store loses them.
+ */
+export interface RevocationLog {
+  /** Records revocations made at `at`; entries older than `forgetBefore` no longer matter. */
+  record(sessionIds: readonly string[], at: Date, forgetBefore: Date): Promise<void>;
+  /** Ids of the sessions revoked at or after `at`. */
+  since(at: Date): Promise<string[]>;
+}
+
+/**
+ * Present in the KV store once the revocation marks have been rebuilt from the log. A store that
+ * lost its data (a restart of the in-process store, a Redis without persistence) lost this key
+ * with the marks, so its absence is what says a rebuild is due.
+ */
+const MARKS_RESTORED_KEY = 'auth:revocation-marks-restored';
+
 interface AccessTokenOptions {
   keys: KeyRing;
   kv: Kv;
+  /** Tools that only sign or verify go without; the service always has one. */
+  revocations?: RevocationLog;
   /** Announces revocations to every node's gateway; optional for tools that only sign or verify. */
   bus?: EventBus;
   issuer: string;
@@ -62,6 +82,7 @@ export class AccessTokens {
   /** Milliseconds since the epoch; without a test clock no Date is built on the hot path. */
   private readonly nowMs: () => number;
   private readonly verified = new Map<string, VerifiedToken>();
+  private restoring: Promise<void> | undefined;
 
   constructor(private readonly options: AccessTokenOptions) {
     const clock = options.now;
@@ -92,10 +113,39 @@ export class AccessTokens {
    */
   async verify(token: string, options: { remember?: boolean } = {}): Promise<AuthUser> {
     const user = this.cached(token) ?? (await this.verifySignature(token, options.remember ?? true));
-    if (await this.options.kv.get(revokedKey(user.sessionId))) {
-      throw new AppError(ErrorCode.UNAUTHENTICATED, 'The session has been revoked.');
+    const mark = revokedKey(user.sessionId);
+    // The marker rides along in the same round trip as the session's mark.
+    let [revoked, restored] = await this.options.kv.mget([mark, MARKS_RESTORED_KEY]);
+    if (restored === null && this.options.revocations) {
+      await this.restoreMarks();
+      revoked = await this.options.kv.get(mark);
     }
+    if (revoked !== null) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The session has been revoked.');
     return user;
+  }
+
+  /**
+   * Rewrites the marks of every session revoked within a mark's lifetime from the durable log,
+   * then sets the marker. Concurrent callers share one rebuild.
+   */
+  private restoreMarks(): Promise<void> {
+    this.restoring ??= (async () => {
+      const revocations = this.options.revocations as RevocationLog;
+      const sessionIds = await revocations.since(new Date(this.nowMs() - this.markTtlMs));
+      await this.options.kv.msetWithTtl(
+        sessionIds.map((sid) => [revokedKey(sid), '1'] as const),
+        this.markTtlMs,
+      );
+      await this.options.kv.set(MARKS_RESTORED_KEY, '1');
+    })().finally(() => {
+      this.restoring = undefined;
+    });
+    return this.restoring;
+  }
+
+  /** Keep a mark a little longer than a token lives, to cover clock skew between nodes. */
+  private get markTtlMs(): number {
+    return (this.options.ttlSeconds + 60) * 1000;
   }
 
   private cached(token: string): AuthUser | undefined {
@@ -138,11 +188,12 @@ export class AccessTokens {
   /** Makes every access token of these sessions fail verification from now on. */
   async revokeSessions(sessionIds: readonly string[]): Promise<void> {
     if (sessionIds.length === 0) return;
-    // Keep the mark a little longer than a token lives, to cover clock skew between nodes.
-    const ttlMs = (this.options.ttlSeconds + 60) * 1000;
+    // Durable first: a mark the KV store later loses is rebuilt from the log.
+    const now = this.nowMs();
+    await this.options.revocations?.record(sessionIds, new Date(now), new Date(now - this.markTtlMs));
     await this.options.kv.msetWithTtl(
       sessionIds.map((sid) => [revokedKey(sid), '1'] as const),
-      ttlMs,
+      this.markTtlMs,
     );
     await this.options.bus?.publish(SESSION_REVOCATIONS_TOPIC, {
       t: 'revoked',

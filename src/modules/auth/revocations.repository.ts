@@ -1,0 +1,33 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { RevocationLog } from '../../platform/auth/access-tokens.js';
+import { executeBound } from '../../platform/db.js';
+import { toUuidArray } from '../social/relations.js';
+
+/**
+ * The durable side of session revocation (see migration 0003): AccessTokens records every
+ * revocation here before it marks the KV store, and rebuilds the marks from here when the store
+ * has lost them. Rows older than `keepMs` can no longer matter, since every access token they
+ * could stop has expired; each recording prunes them.
+ */
+export function revocationLog(em: () => EntityManager): RevocationLog {
+  return {
+    async record(sessionIds, at, forgetBefore) {
+      await executeBound(
+        em(),
+        `with pruned as (delete from session_revocations where revoked_at < ?)
+         insert into session_revocations (session_id, revoked_at)
+         select id, ? from unnest(?::uuid[]) as ids(id)
+         on conflict (session_id) do nothing`,
+        [forgetBefore, at, toUuidArray(sessionIds)],
+      );
+    },
+    async since(at) {
+      const rows = await executeBound<{ session_id: string }>(
+        em(),
+        'select session_id from session_revocations where revoked_at >= ?',
+        [at],
+      );
+      return rows.map((row) => row.session_id);
+    },
+  };
+}
