@@ -1,5 +1,5 @@
 import { createPublicKey, generateKeyPairSync, type KeyObject } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK } from 'jose';
@@ -98,6 +98,33 @@ describe('development keys under DATA_DIR/keys', () => {
     expect(ring.signing.privateKey.asymmetricKeyDetails?.modulusLength).toBeGreaterThanOrEqual(2048);
     expect([...ring.verification.keys()]).toEqual([created.kid]);
     expect(ring.jwks.map((k) => k.kid)).toEqual([created.kid]);
+  });
+
+  it('leaves only the finished key file behind when it generates one', async () => {
+    const dataDir = await tempDataDir();
+    const ring = await loadKeyRing(configFrom({ DATA_DIR: dataDir }));
+    expect(await readdir(join(dataDir, 'keys'))).toEqual([`${ring.signing.kid}.pem`]);
+  });
+
+  it('ignores the temp file an interrupted write left behind and generates a key', async () => {
+    const dataDir = await tempDataDir();
+    await mkdir(join(dataDir, 'keys'), { recursive: true });
+    await writeFile(join(dataDir, 'keys', 'k20260101000000000.pem.0a1b2c3d4e5f.tmp'), '-----BEGIN PRI');
+    const ring = await loadKeyRing(configFrom({ DATA_DIR: dataDir }));
+    expect(ring.signing.kid).not.toBe('k20260101000000000');
+    expect(await keyFiles(dataDir)).toEqual([`${ring.signing.kid}.pem`]);
+  });
+
+  it('refuses an empty key file with a StartupError naming the file and the way out', async () => {
+    const dataDir = await tempDataDir();
+    await mkdir(join(dataDir, 'keys'), { recursive: true });
+    const path = join(dataDir, 'keys', 'k20260101000000000.pem');
+    await writeFile(path, '');
+    const error = await loadKeyRing(configFrom({ DATA_DIR: dataDir })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StartupError);
+    expect((error as Error).message).toBe(
+      `${path} is empty, probably cut short by a crash while it was written. Remove it; if it was the only key, a new one is generated at the next start.`,
+    );
   });
 
   it('reuses the generated key on the next load instead of writing another', async () => {

@@ -3,9 +3,10 @@ import {
   createPublicKey,
   generateKeyPair as generateKeyPairCb,
   type KeyObject,
+  randomBytes,
 } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
 import { type Config, StartupError } from '../../config.js';
@@ -50,8 +51,36 @@ export async function createSigningKey(dataDir: string, now = new Date()): Promi
   const dir = join(dataDir, 'keys');
   await mkdir(dir, { recursive: true, mode: 0o700 });
   const privateKeyPath = join(dir, `${kid}.pem`);
-  await writeFile(privateKeyPath, privateKey, { mode: 0o600, flag: 'wx' });
+  await writeFileAtomically(privateKeyPath, privateKey);
   return { kid, privateKeyPath };
+}
+
+/**
+ * Writes a new owner-only file so that it appears whole or not at all: the bytes go to a temp
+ * file (whose name does not end in .pem, so loading ignores it), are flushed to disk, and the
+ * file is then linked under its final name, which fails rather than replace an existing key.
+ * Written in place, a crash mid-write left an empty key file that stopped every later start.
+ */
+async function writeFileAtomically(path: string, contents: string): Promise<void> {
+  const temp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  const file = await open(temp, 'wx', 0o600);
+  try {
+    await file.writeFile(contents);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  try {
+    await link(temp, path);
+  } finally {
+    await unlink(temp);
+  }
+  const dir = await open(dirname(path), 'r');
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
+  }
 }
 
 /**
@@ -111,6 +140,11 @@ async function pemFiles(dir: string): Promise<string[]> {
 }
 
 function parsePrivateKey(pem: string, source: string): KeyObject {
+  if (pem.trim() === '') {
+    throw new StartupError(
+      `${source} is empty, probably cut short by a crash while it was written. Remove it; if it was the only key, a new one is generated at the next start.`,
+    );
+  }
   try {
     return checkRsa(createPrivateKey(pem), source);
   } catch (error) {
