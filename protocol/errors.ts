@@ -32,7 +32,14 @@ export const ErrorCode = {
   /** A connection asked for more subscriptions than it may hold. */
   SUBSCRIPTION_LIMIT: 'SUBSCRIPTION_LIMIT',
   FRAME_TOO_LARGE: 'FRAME_TOO_LARGE',
+  /** A readiness probe found a dependency (database or KV store) not answering: `/readyz` only. */
   UNAVAILABLE: 'UNAVAILABLE',
+  /**
+   * A request or frame could not be served because the database or Redis is down or did not answer
+   * in time. Retry after `retry_after` seconds (REST: the `Retry-After` header). A write cut off
+   * this way may still have been applied, as with any lost reply.
+   */
+  SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;
 

@@ -84,6 +84,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       overrides.kv ??
       (await createKv(config.REDIS_URL, {
         namespace: config.REDIS_KEY_PREFIX,
+        commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
         onError: (err, context) => log.error({ err }, `kv: ${context}`),
       }));
     if (!overrides.kv) owned.unshift(() => kv.close());

@@ -55,12 +55,21 @@ export const configSchema = z.object({
   DATABASE_URL: url(['postgres:', 'postgresql:']),
   /** Pool size for DATABASE_URL; the embedded database always uses one connection. */
   DATABASE_POOL_SIZE: positiveInt(10, 200),
+  /**
+   * With DATABASE_URL: how long one query may take, enforced by the client (a silent network
+   * fails fast) and by the server (statement_timeout); 0 turns both off, e.g. for a long migration.
+   */
+  DATABASE_QUERY_TIMEOUT_MS: intInRange(1000, 0, 3_600_000),
+  /** With DATABASE_URL: how long opening a database connection may take before the request fails. */
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt(1000, 600_000),
   REDIS_URL: url(['redis:', 'rediss:']),
   /** Prepended to every Redis key and channel, so several deployments can share one Redis. */
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9:_.-]{0,64}$/, 'must be 0-64 of A-Z a-z 0-9 : _ . -')
     .default('atrium:'),
+  /** A Redis command not answered within this time fails (503 to the caller) instead of waiting. */
+  REDIS_COMMAND_TIMEOUT_MS: positiveInt(500, 60_000),
   MIGRATE_ON_START: bool(true),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {

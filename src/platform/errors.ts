@@ -45,6 +45,7 @@ const statusByCode: Record<ErrorCode, number> = {
   SUBSCRIPTION_LIMIT: 422,
   FRAME_TOO_LARGE: 413,
   UNAVAILABLE: 503,
+  SERVICE_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 
@@ -104,8 +105,118 @@ export function toErrorFrame(error: AppError, id?: number) {
   };
 }
 
-/** Wraps anything thrown into an AppError without leaking internals to the caller. */
-export function asAppError(error: unknown): AppError {
+/** How long a client should wait before retrying after a dependency failure. */
+export const DEPENDENCY_RETRY_AFTER_SECONDS = 1;
+
+/**
+ * Wraps anything thrown into an AppError without leaking internals to the caller. A failure of
+ * the database or Redis becomes SERVICE_UNAVAILABLE (503 with Retry-After) rather than INTERNAL:
+ * the request was fine and will succeed once the dependency is back. With `log`, that failure is
+ * logged at warn with only the reason recognised (an error code or a driver's fixed message),
+ * since a driver's full message can carry SQL with the values of the statement.
+ */
+export function asAppError(error: unknown, log?: { warn(object: object, message: string): void }): AppError {
   if (error instanceof AppError) return error;
+  const reason = dependencyFailureReason(error);
+  if (reason !== undefined) {
+    log?.warn({ reason }, 'a dependency failed; answering SERVICE_UNAVAILABLE');
+    return new AppError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      'A backing service is unavailable or did not answer in time; retry shortly.',
+      { retryAfterSeconds: DEPENDENCY_RETRY_AFTER_SECONDS },
+    );
+  }
   return new AppError(ErrorCode.INTERNAL, 'An unexpected error occurred.');
+}
+
+/** Socket errors of a dependency that cannot be reached, or that dropped or timed out the connection. */
+const networkErrorCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'EHOSTDOWN',
+  'ENETUNREACH',
+  'ENETDOWN',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * PostgreSQL SQLSTATEs meaning the server cannot serve now: connection exceptions (class 08),
+ * shutdown or startup in progress, too many connections, and a statement cancelled by
+ * statement_timeout.
+ */
+const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+
+/**
+ * Error names of the drivers' own connection and timeout errors: MikroORM's ConnectionException,
+ * knex's pool acquire timeout and ioredis's give-up after a dropped connection.
+ */
+const dependencyErrorNames = new Set([
+  'ConnectionException',
+  'KnexTimeoutError',
+  'MaxRetriesPerRequestError',
+]);
+
+/**
+ * Messages the drivers use for these failures without a code. knex puts the SQL in front of a
+ * query's error (`<sql> - <message>`) and MikroORM keeps that message, hence the suffix match.
+ */
+const dependencyErrorMessages = [
+  // ioredis: no connection (its offline queue is off), a command over commandTimeout, a reply lost.
+  "Stream isn't writeable and enableOfflineQueue options is false",
+  'Connection is closed.',
+  'Command timed out',
+  'Command aborted due to connection close',
+  // rate-limiter-flexible without an insurance limiter while Redis reconnects.
+  'Redis connection is not ready',
+  // pg: connect timeout, query_timeout, a connection that died under a query.
+  'timeout expired',
+  'Query read timeout',
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'Client has encountered a connection error and is not queryable',
+  'Client was closed and is not queryable',
+  // knex: the pool timed out handing out a connection, or was already destroyed.
+  'Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?',
+  'Unable to acquire a connection',
+];
+
+interface ErrorFields {
+  name?: unknown;
+  code?: unknown;
+  syscall?: unknown;
+  message?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+}
+
+/**
+ * Why `error` says the database or Redis is down, unreachable or too slow (its code, name or the
+ * driver's message), or undefined when it is some other failure. Looks through `cause` and
+ * AggregateError members a few levels deep.
+ */
+export function dependencyFailureReason(error: unknown, depth = 0): string | undefined {
+  if (typeof error !== 'object' || error === null || depth > 3) return undefined;
+  const { name, code, syscall, message, cause, errors } = error as ErrorFields;
+  if (typeof code === 'string') {
+    if (networkErrorCodes.has(code) || unavailableSqlStates.has(code) || code.startsWith('08')) return code;
+    // A unix socket (the embedded database's) that is gone.
+    if (code === 'ENOENT' && syscall === 'connect') return code;
+  }
+  if (typeof name === 'string' && dependencyErrorNames.has(name)) return name;
+  if (typeof message === 'string') {
+    const known = dependencyErrorMessages.find((text) => message === text || message.endsWith(` - ${text}`));
+    if (known !== undefined) return known;
+  }
+  const fromCause = cause === undefined ? undefined : dependencyFailureReason(cause, depth + 1);
+  if (fromCause !== undefined || !Array.isArray(errors)) return fromCause;
+  for (const member of errors) {
+    const reason = dependencyFailureReason(member, depth + 1);
+    if (reason !== undefined) return reason;
+  }
+  return undefined;
 }

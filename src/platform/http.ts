@@ -21,7 +21,7 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { AppError, ErrorCode, type FieldError, toProblem } from './errors.js';
+import { AppError, asAppError, ErrorCode, type FieldError, toProblem } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
@@ -214,5 +214,5 @@ function toAppError(error: FastifyError): AppError {
     return new AppError(ErrorCode.MALFORMED_REQUEST, `The request is malformed: ${error.message}`);
   }
   if (error.statusCode === 413) return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, error.message);
-  return new AppError(ErrorCode.INTERNAL, 'An unexpected error occurred.');
+  return asAppError(error);
 }

@@ -15,8 +15,9 @@ export interface LimiterOptions {
 
 /**
  * A limiter shared by every node through Redis when the service runs with REDIS_URL, in-process
- * otherwise. If Redis fails mid-flight, the in-memory insurance limiter keeps limiting per node
- * rather than letting every request through.
+ * otherwise. When Redis fails, the in-memory insurance limiter keeps limiting per node rather than
+ * letting every request through or failing it: at once while the connection is down (the limiter
+ * does not even try Redis then), and after the command timeout when Redis does not answer.
  */
 export function createLimiter(kv: Kv, options: LimiterOptions): RateLimiterAbstract {
   const base = {
@@ -28,6 +29,7 @@ export function createLimiter(kv: Kv, options: LimiterOptions): RateLimiterAbstr
     return new RateLimiterRedis({
       ...base,
       storeClient: kv.client,
+      rejectIfRedisNotReady: true,
       insuranceLimiter: new RateLimiterMemory(base),
     });
   }

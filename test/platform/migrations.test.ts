@@ -107,6 +107,20 @@ describe('database migrations', () => {
   });
 
   it.skipIf(!process.env.DATABASE_URL)(
+    'apply on Postgres even when the service bounds each query below what building an index takes',
+    async () => {
+      const { url } = await emptyDatabase();
+      const bounded = await openDatabase(configFrom({ DATABASE_URL: url, DATABASE_QUERY_TIMEOUT_MS: 5 }));
+      try {
+        await expect(bounded.orm.em.fork().getConnection().execute('select pg_sleep(0.2)')).rejects.toThrow();
+        expect(await migrateUp(bounded, url)).toEqual(allNames);
+      } finally {
+        await bounded.close();
+      }
+    },
+  );
+
+  it.skipIf(!process.env.DATABASE_URL)(
     'apply each migration once when two processes start at the same time against one Postgres',
     async () => {
       const { db: first, url } = await emptyDatabase();

@@ -338,9 +338,11 @@ export class Gateway {
       if (result !== NO_ACK && frame.id !== undefined) connection.send({ t: 'ack', id: frame.id, d: result });
     };
     const fail = (error: unknown) => {
-      if (!(error instanceof AppError))
+      // A lost dependency is logged once at warn by asAppError, with its reason only.
+      const appError = asAppError(error, this.deps.log);
+      if (appError.code === ErrorCode.INTERNAL)
         this.deps.log.error({ err: error, frame: frame.t }, 'frame handler failed');
-      this.sendError(connection, asAppError(error), frame.id);
+      this.sendError(connection, appError, frame.id);
     };
     let result: unknown;
     try {

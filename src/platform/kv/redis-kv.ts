@@ -5,8 +5,13 @@ import { checkIncrement, checkTtl } from './memory-kv.js';
 export interface RedisKvOptions {
   /** Called for connection errors and for subscribers that throw; defaults to console.error. */
   onError?: (error: unknown, context: string) => void;
-  /** How long ping() waits before it rejects. */
+  /** How long ping() waits before it rejects, and connect() for Redis to become ready. */
   pingTimeoutMs?: number;
+  /**
+   * A command not answered within this time rejects, so a Redis that hangs or went silent fails
+   * requests quickly (503 to the caller) instead of holding them. REDIS_COMMAND_TIMEOUT_MS.
+   */
+  commandTimeoutMs?: number;
   /**
    * Prepended to every key and channel, so several deployments (or test runs) can share one
    * Redis without seeing each other's data. Libraries given `client` get it too.
@@ -46,6 +51,18 @@ return existed`;
  */
 const EXPIRE_BATCH = 1000;
 
+/** The default of REDIS_COMMAND_TIMEOUT_MS, for callers that do not pass the setting. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 500;
+
+/** How long one reconnect attempt may wait for the TCP connection to a Redis that went silent. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * Reconnect attempts back off up to this delay and never give up, so a Redis that comes back is
+ * used again within about half a second.
+ */
+const MAX_RECONNECT_DELAY_MS = 500;
+
 /** `Kv` on Redis, shared by every node of the service. */
 export class RedisKv implements Kv {
   readonly kind = 'redis' as const;
@@ -58,10 +75,15 @@ export class RedisKv implements Kv {
   private readonly namespace: string;
   private closing: Promise<void> | undefined;
 
-  /** Creates the client and pings it, so a wrong URL or a dead Redis fails here. */
+  /**
+   * Creates the client, waits until it is ready and pings it, so a wrong URL or a dead Redis fails
+   * here. Commands are refused while disconnected (see the constructor), so nothing may be sent
+   * before this resolves.
+   */
   static async connect(url: string, options: RedisKvOptions = {}): Promise<RedisKv> {
     const kv = new RedisKv(url, options);
     try {
+      await untilReady(kv.redis, kv.pingTimeoutMs);
       await kv.ping();
       return kv;
     } catch (error) {
@@ -74,19 +96,24 @@ export class RedisKv implements Kv {
     this.onError = options.onError ?? ((error, context) => console.error(`RedisKv: ${context}`, error));
     this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
     this.namespace = options.namespace ?? '';
-    // The offline queue rides out a brief reconnect; the small retry count makes a dead Redis fail
-    // commands instead of leaving them queued forever.
+    // While Redis is down a command fails at once, and one that gets no answer fails after the
+    // command timeout: callers answer 503 and rate limiters switch to their in-memory insurance
+    // within a second. Nothing is queued while disconnected (that queue has no bound, and would run
+    // writes long after their callers gave up), and a command in flight when the connection drops
+    // fails at once rather than being resent later. Reconnecting never stops.
     // ioredis prefixes key arguments itself (scripts' KEYS included); channels are prefixed below.
     this.redis = new Redis(url, {
       lazyConnect: false,
-      maxRetriesPerRequest: 2,
-      enableOfflineQueue: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+      connectTimeout: CONNECT_TIMEOUT_MS,
+      retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
       keyPrefix: this.namespace,
       // Commands issued in the same tick (concurrent heartbeats, limiter checks) share one write.
       enableAutoPipelining: true,
     });
-    // Without a listener ioredis prints every reconnect error as "Unhandled error event".
-    this.redis.on('error', (error) => this.onError(error, 'command connection error'));
+    reportErrorsOncePerOutage(this.redis, (error) => this.onError(error, 'command connection error'));
   }
 
   /** The command connection, for libraries that need a raw ioredis client. */
@@ -232,9 +259,13 @@ export class RedisKv implements Kv {
 
   private subscriberConnection(): Redis {
     if (this.subscriber) return this.subscriber;
-    // Subscribe-mode commands are few and must not be batched with anything else.
-    const subscriber = this.redis.duplicate({ enableAutoPipelining: false });
-    subscriber.on('error', (error) => this.onError(error, 'subscriber connection error'));
+    // Subscribe-mode commands are few and must not be batched with anything else. Unlike the
+    // command connection this one queues while disconnected: subscribe() runs right after it is
+    // created, and SUBSCRIBE and UNSUBSCRIBE must keep their order. The queue stays small and
+    // short-lived: each queued command's caller gets the command timeout's error, and every failed
+    // reconnect attempt empties the queue (maxRetriesPerRequest 0).
+    const subscriber = this.redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+    reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
     subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
       this.deliver(channel.toString(), message),
     );
@@ -289,4 +320,52 @@ async function closeConnection(connection: Redis): Promise<void> {
   }
   // Harmless after a successful QUIT; stops any reconnecting in every other case.
   connection.disconnect();
+}
+
+/**
+ * Resolves once `connection` is ready for commands; rejects after `timeoutMs` (naming the last
+ * connection error, which never contains the URL's password) or when it was closed.
+ */
+function untilReady(connection: Redis, timeoutMs: number): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let lastError: Error | undefined;
+    const onError = (error: Error) => {
+      lastError = error;
+    };
+    const settle = (error?: Error) => {
+      clearTimeout(timer);
+      connection.off('ready', onReady);
+      connection.off('error', onError);
+      connection.off('end', onEnd);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onReady = () => settle();
+    const onEnd = () => settle(new Error('The Redis connection was closed before it was ready'));
+    const timer = setTimeout(() => {
+      const cause = lastError ? `: ${lastError.message}` : '';
+      settle(new Error(`Redis was not ready within ${timeoutMs} ms${cause}`));
+    }, timeoutMs);
+    connection.on('ready', onReady);
+    connection.on('error', onError);
+    connection.on('end', onEnd);
+  });
+}
+
+/**
+ * ioredis emits an error for every failed reconnect attempt, several a second while Redis is down.
+ * The first one of an outage is reported, the rest only once the connection was ready again. The
+ * listener is needed anyway: without one ioredis prints each as "Unhandled error event".
+ */
+function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => void): void {
+  let reported = false;
+  connection.on('error', (error: Error) => {
+    if (reported) return;
+    reported = true;
+    report(error);
+  });
+  connection.on('ready', () => {
+    reported = false;
+  });
 }

@@ -1,0 +1,307 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TokenResponse } from '../../protocol/auth.js';
+import { type App, buildApp } from '../../src/app.js';
+import { configFrom } from '../../src/config.js';
+import { asAppError } from '../../src/platform/errors.js';
+import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
+import { freePort, hasRedisServer, RedisServer } from '../helpers/redis-server.js';
+import { TcpProxy } from '../helpers/tcp-proxy.js';
+import { authedSocket, request, type TestSocket } from '../helpers/ws-client.js';
+
+/**
+ * What clients see while Redis or the database is down or silent: a prompt 503 problem (or error
+ * frame) with code SERVICE_UNAVAILABLE and a retry hint, never a 500 or a hang; and the service
+ * heals by itself once the dependency is back. The bound on each answer is generous for a busy
+ * test machine; the configured timeouts are 500 ms (Redis) and 1 s (database).
+ */
+const PROMPT_MS = 2_500;
+
+/** Runs `send` and returns its result with the wall-clock milliseconds it took. */
+async function timed<T>(send: () => Promise<T>): Promise<{ result: T; ms: number }> {
+  const started = performance.now();
+  const result = await send();
+  return { result, ms: performance.now() - started };
+}
+
+function expectServiceUnavailable(response: LightMyRequestResponse): void {
+  expect(response.statusCode).toBe(503);
+  expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+  expect(response.headers['retry-after']).toBe('1');
+  expect(response.json()).toMatchObject({ status: 503, code: 'SERVICE_UNAVAILABLE' });
+  // No driver text (SQL, hosts, commands) reaches the client.
+  expect(response.json().detail).toBe(
+    'A backing service is unavailable or did not answer in time; retry shortly.',
+  );
+}
+
+/** Retries `check` until it passes, for recovery that happens on the dependency's schedule. */
+async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promise<number> {
+  const started = performance.now();
+  for (;;) {
+    try {
+      await check();
+      return performance.now() - started;
+    } catch (error) {
+      if (performance.now() - started > timeoutMs) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
+
+const me = (app: App, token: string) =>
+  app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(token) });
+const heartbeat = (app: App, token: string) =>
+  app.http.inject({ method: 'POST', url: '/api/presence/heartbeat', headers: bearer(token) });
+const setStatus = (app: App, token: string, statusMessage: string) =>
+  app.http.inject({
+    method: 'PUT',
+    url: '/api/presence/status',
+    headers: bearer(token),
+    payload: { status_message: statusMessage },
+  });
+const login = (app: App, username: string, password: string) =>
+  app.http.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } });
+
+async function storedStatus(db: TestDatabase, userId: string): Promise<unknown> {
+  const rows = await queryRows<{ status_message: string | null }>(
+    db.db,
+    'select status_message from users where id = ?',
+    [userId],
+  );
+  return rows[0]?.status_message;
+}
+
+/**
+ * Redis stopped (connections refused: commands fail at once) or silent (a black-holed network:
+ * commands fail after the command timeout), played on a private redis-server.
+ */
+describe.skipIf(!hasRedisServer()).each([
+  { outage: 'stopped', state: 'down' },
+  { outage: 'silent', state: 'silent' },
+] as const)('a Redis outage: Redis $outage (needs redis-server on PATH)', ({ outage, state }) => {
+  let redis: RedisServer;
+  let proxy: TcpProxy | undefined;
+  let app: TestApp;
+  let user: TokenResponse;
+  let socket: TestSocket;
+  const lockedOutName = uniqueUsername('locked');
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    if (outage === 'silent') proxy = await TcpProxy.start({ host: '127.0.0.1', port: redis.port });
+    const url = proxy ? `redis://127.0.0.1:${proxy.port}` : redis.url;
+    app = await buildTestApp({ REDIS_URL: url, LOGIN_MAX_FAILURES: 2 });
+    user = await registerUser(app);
+    await registerUser(app, lockedOutName);
+    socket = await authedSocket(app.wsUrl, user.access_token);
+    if (proxy) await proxy.setMode('blackhole');
+    else await redis.stop();
+  });
+
+  afterAll(async () => {
+    socket?.close();
+    await proxy?.setMode('forward');
+    await app?.close();
+    await proxy?.close();
+    await redis?.stop();
+  });
+
+  describe(`while Redis is ${state}`, () => {
+    it('authenticated routes answer 503 SERVICE_UNAVAILABLE with Retry-After promptly', async () => {
+      for (const send of [() => me(app, user.access_token), () => heartbeat(app, user.access_token)]) {
+        const { result, ms } = await timed(send);
+        expectServiceUnavailable(result);
+        expect(ms).toBeLessThan(PROMPT_MS);
+      }
+    });
+
+    it('a refused write leaves the database unchanged', async () => {
+      const { result, ms } = await timed(() => setStatus(app, user.access_token, 'set during the outage'));
+      expectServiceUnavailable(result);
+      expect(ms).toBeLessThan(PROMPT_MS);
+      expect(await storedStatus(app.testDb, user.user.id)).toBeNull();
+    });
+
+    it('a gateway frame gets a SERVICE_UNAVAILABLE error frame with retry_after promptly', async () => {
+      const { result, ms } = await timed(() => request(socket, 'presence.heartbeat'));
+      expect(result).toMatchObject({ t: 'error', code: 'SERVICE_UNAVAILABLE', retry_after: 1 });
+      expect(ms).toBeLessThan(PROMPT_MS);
+    });
+
+    it('login still succeeds promptly, since it needs only the database and the limiters fall back to memory', async () => {
+      const { result, ms } = await timed(() => login(app, user.user.username, PASSWORD));
+      expect(result.statusCode).toBe(200);
+      expect(result.json()).toMatchObject({ user: { id: user.user.id }, token_type: 'Bearer' });
+      expect(ms).toBeLessThan(PROMPT_MS);
+    });
+
+    it('failed logins are still counted by the in-memory insurance limiter and lock the account', async () => {
+      expect((await login(app, lockedOutName, 'wrong password 1')).statusCode).toBe(401);
+      expect((await login(app, lockedOutName, 'wrong password 2')).statusCode).toBe(401);
+      const locked = await login(app, lockedOutName, PASSWORD);
+      expect(locked.statusCode).toBe(429);
+      expect(locked.json()).toMatchObject({ code: 'RATE_LIMITED' });
+      expect(Number(locked.headers['retry-after'])).toBeGreaterThan(0);
+    });
+  });
+
+  describe('once Redis is back', () => {
+    beforeAll(async () => {
+      if (proxy) await proxy.setMode('forward');
+      else await redis.start();
+    });
+
+    it('the same routes, writes and frames work again within a few seconds, without a restart', async () => {
+      const ms = await eventually(async () =>
+        expect((await me(app, user.access_token)).statusCode).toBe(200),
+      );
+      expect(ms).toBeLessThan(5_000);
+      expect((await heartbeat(app, user.access_token)).statusCode).toBe(200);
+      const written = await setStatus(app, user.access_token, 'back again');
+      expect(written.statusCode).toBe(200);
+      expect(await storedStatus(app.testDb, user.user.id)).toBe('back again');
+      expect(await request(socket, 'presence.heartbeat')).toMatchObject({ t: 'ack' });
+    });
+  });
+});
+
+/**
+ * The database behind a TCP proxy that can go silent (black hole) or refuse connections. The app
+ * opens its own pool through the proxy, exactly as production does with DATABASE_URL; rows are
+ * checked through the clone's direct connection.
+ */
+describe.skipIf(!process.env.DATABASE_URL)(
+  'a database outage (Postgres mode only: the embedded database runs in-process, with no network to lose)',
+  () => {
+    let testDb: TestDatabase;
+    let proxy: TcpProxy;
+    let app: App;
+    let dataDir: string;
+    let user: TokenResponse;
+
+    beforeAll(async () => {
+      testDb = await createTestDatabase();
+      const direct = new URL(testDb.url as string);
+      proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
+      const viaProxy = new URL(direct);
+      viaProxy.hostname = '127.0.0.1';
+      viaProxy.port = String(proxy.port);
+      dataDir = await mkdtemp(join(tmpdir(), 'atrium-outage-'));
+      app = await buildApp(
+        configFrom({
+          DATABASE_URL: viaProxy.toString(),
+          DATA_DIR: dataDir,
+          HTTP_PORT: 0,
+          WS_PORT: 0,
+          LOG_LEVEL: 'silent',
+          MIGRATE_ON_START: false,
+          DATABASE_QUERY_TIMEOUT_MS: 1000,
+          DATABASE_CONNECT_TIMEOUT_MS: 1000,
+        }),
+      );
+      user = await registerUser(app);
+    });
+
+    afterAll(async () => {
+      await proxy?.setMode('forward');
+      await app?.close();
+      await proxy?.close();
+      await testDb?.drop();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it('while the network is silent, reads and writes answer 503 SERVICE_UNAVAILABLE promptly and write nothing', async () => {
+      await proxy.setMode('blackhole');
+      // The first request finds a pooled connection and times out on its query; the next ones need
+      // a new connection, which times out connecting.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const { result, ms } = await timed(() => me(app, user.access_token));
+        expectServiceUnavailable(result);
+        expect(ms).toBeLessThan(PROMPT_MS);
+      }
+      const { result, ms } = await timed(() => setStatus(app, user.access_token, 'set during the outage'));
+      expectServiceUnavailable(result);
+      expect(ms).toBeLessThan(PROMPT_MS);
+      expect(await storedStatus(testDb, user.user.id)).toBeNull();
+      const loggingIn = await timed(() => login(app, user.user.username, PASSWORD));
+      expectServiceUnavailable(loggingIn.result);
+      expect(loggingIn.ms).toBeLessThan(PROMPT_MS);
+    });
+
+    it('once the network is back, requests succeed again within a few seconds on fresh connections', async () => {
+      await proxy.setMode('forward');
+      const ms = await eventually(async () =>
+        expect((await me(app, user.access_token)).statusCode).toBe(200),
+      );
+      expect(ms).toBeLessThan(5_000);
+      expect((await setStatus(app, user.access_token, 'after the silence')).statusCode).toBe(200);
+      expect(await storedStatus(testDb, user.user.id)).toBe('after the silence');
+    });
+
+    it('while the database refuses connections, requests answer 503 SERVICE_UNAVAILABLE promptly', async () => {
+      await proxy.setMode('refuse');
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const { result, ms } = await timed(() => me(app, user.access_token));
+        expectServiceUnavailable(result);
+        expect(ms).toBeLessThan(PROMPT_MS);
+      }
+      const { result } = await timed(() => setStatus(app, user.access_token, 'set while refused'));
+      expectServiceUnavailable(result);
+      expect(await storedStatus(testDb, user.user.id)).toBe('after the silence');
+      const loggingIn = await timed(() => login(app, user.user.username, PASSWORD));
+      expectServiceUnavailable(loggingIn.result);
+      expect(loggingIn.ms).toBeLessThan(PROMPT_MS);
+    });
+
+    it('once the database accepts connections again, requests succeed within a few seconds', async () => {
+      await proxy.setMode('forward');
+      const ms = await eventually(async () =>
+        expect((await me(app, user.access_token)).statusCode).toBe(200),
+      );
+      expect(ms).toBeLessThan(5_000);
+      expect((await setStatus(app, user.access_token, 'after the refusal')).statusCode).toBe(200);
+      expect(await storedStatus(testDb, user.user.id)).toBe('after the refusal');
+    });
+  },
+);
+
+describe('telling dependency failures from bugs', () => {
+  it('a refused database connection is SERVICE_UNAVAILABLE, logged at warn with its reason only', async () => {
+    const client = new pg.Client({ host: '127.0.0.1', port: await freePort(), user: 'atrium_secret_user' });
+    const refused = await client.connect().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    const warnings: unknown[] = [];
+    const error = asAppError(refused, { warn: (fields, message) => warnings.push({ fields, message }) });
+    expect(error.code).toBe('SERVICE_UNAVAILABLE');
+    expect(error.extra.retryAfterSeconds).toBe(1);
+    expect(warnings).toEqual([
+      { fields: { reason: 'ECONNREFUSED' }, message: 'a dependency failed; answering SERVICE_UNAVAILABLE' },
+    ]);
+  });
+
+  it('a failing SQL statement and a plain bug stay INTERNAL and are not logged as dependency failures', async () => {
+    const testDb = await createTestDatabase();
+    try {
+      const failed = await queryRows(testDb.db, 'select * from no_such_table').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const warnings: unknown[] = [];
+      const log = { warn: (fields: object) => warnings.push(fields) };
+      expect(asAppError(failed, log).code).toBe('INTERNAL');
+      expect(asAppError(new TypeError('x is undefined'), log).code).toBe('INTERNAL');
+      expect(warnings).toEqual([]);
+    } finally {
+      await testDb.drop();
+    }
+  });
+});
