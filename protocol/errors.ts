@@ -9,6 +9,10 @@ export const ErrorCode = {
   VALIDATION_FAILED: 'VALIDATION_FAILED',
   UNSUPPORTED_MEDIA_TYPE: 'UNSUPPORTED_MEDIA_TYPE',
   PAYLOAD_TOO_LARGE: 'PAYLOAD_TOO_LARGE',
+  /** The request URL is longer than the server reads. */
+  URI_TOO_LONG: 'URI_TOO_LONG',
+  /** The request's header fields are larger than the server reads. */
+  HEADERS_TOO_LARGE: 'HEADERS_TOO_LARGE',
   ROUTE_NOT_FOUND: 'ROUTE_NOT_FOUND',
   NOT_FOUND: 'NOT_FOUND',
   METHOD_NOT_ALLOWED: 'METHOD_NOT_ALLOWED',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { trustProxySetting } from './platform/http-proxy.js';
 
 /**
  * Every setting comes from the environment and is parsed here, once, at startup.
@@ -77,7 +78,8 @@ export const configSchema = z.object({
     })
     .default('info'),
   HTTP_BODY_LIMIT_BYTES: positiveInt(2 * 1024 * 1024, 64 * 1024 * 1024),
-  TRUST_PROXY: bool(false),
+  /** Which proxies may report the client address in X-Forwarded-For; see docs/accounts.md. */
+  TRUST_PROXY: trustProxySetting,
   WS_MAX_FRAME_BYTES: positiveInt(64 * 1024, 16 * 1024 * 1024),
   WS_IDLE_TIMEOUT_SECONDS: intInRange(120, 8, 960),
   /** A connection must send a valid auth frame within this time or it is closed with 4401. */

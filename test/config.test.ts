@@ -86,6 +86,48 @@ describe('configuration', () => {
     expect(message.split('\n')).toHaveLength(1);
   });
 
+  it('trusts no proxy by default or when TRUST_PROXY is false, no or 0', () => {
+    expect(loadConfig({}).TRUST_PROXY).toBe(false);
+    for (const value of ['false', 'no', '0', 'FALSE'])
+      expect(loadConfig({ TRUST_PROXY: value }).TRUST_PROXY).toBe(false);
+  });
+
+  it('reads a TRUST_PROXY number as the count of proxies in front of the service', () => {
+    expect(loadConfig({ TRUST_PROXY: '1' }).TRUST_PROXY).toEqual({ hops: 1 });
+    expect(loadConfig({ TRUST_PROXY: '2' }).TRUST_PROXY).toEqual({ hops: 2 });
+  });
+
+  it('reads TRUST_PROXY as a list of trusted proxy addresses, CIDRs and named ranges', () => {
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 192.168.1.7 ,::1,fd00::/8,loopback' }).TRUST_PROXY).toEqual(
+      {
+        addresses: ['10.0.0.0/8', '192.168.1.7', '::1', 'fd00::/8', 'loopback'],
+      },
+    );
+  });
+
+  it('refuses TRUST_PROXY=true at startup, saying why and what to set instead', () => {
+    for (const value of ['true', 'yes']) {
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(
+        'Invalid configuration: TRUST_PROXY no longer accepts true, which let clients forge their address in ' +
+          'X-Forwarded-For: set false, the number of proxies in front of the service (1 to 10), or a ' +
+          'comma-separated list of proxy addresses or CIDRs (loopback, linklocal and uniquelocal name those ranges) ' +
+          `(got "${value}")`,
+      );
+    }
+  });
+
+  it.each(['11', '00', '1.5', 'proxy.internal', '10.0.0.0/33', '10.0.0.0/0', '10.0.0.1,,10.0.0.2', '1.2.3'])(
+    'refuses TRUST_PROXY=%s, naming the forms it allows',
+    (value) => {
+      expect(() => loadConfig({ TRUST_PROXY: value })).toThrow(
+        'Invalid configuration: TRUST_PROXY must be false, the number of proxies in front of the service (1 to 10), ' +
+          'or a comma-separated list of proxy addresses or CIDRs (loopback, linklocal and uniquelocal name those ranges) ' +
+          `(got "${value}")`,
+      );
+    },
+  );
+
   it('stops the CLI at startup with one stderr line and exit code 78', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
       env: { ...process.env, HTTP_PORT: 'eighty', DATABASE_URL: '', REDIS_URL: '' },

@@ -4,16 +4,15 @@ import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
   type FastifyBaseLogger,
-  type FastifyError,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifySerializerCompiler,
+  type HTTPMethods,
   LogController,
   type onResponseHookHandler,
 } from 'fastify';
 import {
-  hasZodFastifySchemaValidationErrors,
   jsonSchemaTransform,
   jsonSchemaTransformObject,
   validatorCompiler,
@@ -21,10 +20,21 @@ import {
 } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../config.js';
-import { AppError, asAppError, ErrorCode, type FieldError, toProblem } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
+import {
+  clientErrorHandler,
+  errorHandler,
+  frameworkErrorHandler,
+  notFoundHandler,
+  sendProblem,
+} from './http-errors.js';
+import { LingeringClose } from './http-linger.js';
+import { fastifyTrustProxy } from './http-proxy.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+
+// Routes outside the platform answer their own problems (health checks) through the same helper.
+export { sendProblem };
 
 export type HttpServer = FastifyInstance<
   import('node:http').Server,
@@ -62,11 +72,15 @@ export async function createHttpServer(deps: {
   metrics: Metrics;
 }): Promise<HttpServer> {
   const { config, log, metrics } = deps;
+  const lingering = new LingeringClose();
+  const answerError = errorHandler(lingering);
   const app = Fastify({
     loggerInstance: log,
     bodyLimit: config.HTTP_BODY_LIMIT_BYTES,
-    trustProxy: config.TRUST_PROXY,
+    trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler(answerError),
+    clientErrorHandler: clientErrorHandler(log, lingering),
     // JSON.parse makes a `__proto__` key an own property with no prototype effect; user documents
     // store it verbatim, and every other body's zod schema drops or refuses unknown keys.
     onProtoPoisoning: 'ignore',
@@ -91,10 +105,13 @@ export async function createHttpServer(deps: {
     reply.header('x-request-id', request.id);
     done();
   });
+  // The methods some route uses, for the Allow header of a 405.
+  const routeMethods = new Set<HTTPMethods>();
   // Each route records its own durations under the pattern it was added with (request.routeOptions
   // would build an object per request to say it); the app-wide hook covers unmatched URLs only.
   const durationsOf = durationRecorder(metrics);
   app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routeMethods.add(method);
     const record = durationsOf(route.url);
     const onResponse: onResponseHookHandler = (request, reply, done) => {
       record(request.method, reply.statusCode, reply.elapsedTime / 1000);
@@ -108,17 +125,16 @@ export async function createHttpServer(deps: {
     done();
   });
 
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const appError = toAppError(error);
-    if (appError.code === ErrorCode.INTERNAL) request.log.error({ err: error }, 'unhandled error');
-    return sendProblem(reply, appError);
-  });
-  app.setNotFoundHandler((request, reply) =>
-    sendProblem(
-      reply,
-      new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${request.method} ${request.url.split('?')[0]}.`),
+  app.setErrorHandler(answerError);
+  app.setNotFoundHandler(
+    notFoundHandler((path) =>
+      [...routeMethods].filter((method) => app.findRoute({ method, url: path }) !== null),
     ),
   );
+  app.addHook('preClose', (done) => {
+    lingering.destroyAll();
+    done();
+  });
 
   await app.register(fastifySwagger, {
     openapi: {
@@ -184,35 +200,4 @@ function durationRecorder(metrics: Metrics) {
 function hookList<T>(hooks: T | T[] | undefined): T[] {
   if (hooks === undefined) return [];
   return Array.isArray(hooks) ? hooks : [hooks];
-}
-
-export function sendProblem(reply: FastifyReply, error: AppError) {
-  const problem = toProblem(error);
-  if (error.extra.retryAfterSeconds !== undefined)
-    reply.header('retry-after', String(error.extra.retryAfterSeconds));
-  return reply.code(problem.status).type('application/problem+json').send(problem);
-}
-
-/** Maps Fastify's own errors (body parsing, limits, schema validation) onto the AppError table. */
-function toAppError(error: FastifyError): AppError {
-  if (error instanceof AppError) return error;
-  if (hasZodFastifySchemaValidationErrors(error) || error.validation) {
-    const context = error.validationContext ?? 'body';
-    const errors: FieldError[] = (error.validation ?? []).map((issue) => ({
-      path: [context, ...issue.instancePath.split('/').filter(Boolean)].join('.'),
-      message: issue.message ?? 'is invalid',
-    }));
-    return new AppError(ErrorCode.VALIDATION_FAILED, 'The request did not pass validation.', { errors });
-  }
-  switch (error.code) {
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, 'The request body is over the size limit.');
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new AppError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, 'The request content type is not supported.');
-  }
-  if (error.statusCode === 400 || error.code?.startsWith('FST_ERR_CTP')) {
-    return new AppError(ErrorCode.MALFORMED_REQUEST, `The request is malformed: ${error.message}`);
-  }
-  if (error.statusCode === 413) return new AppError(ErrorCode.PAYLOAD_TOO_LARGE, error.message);
-  return asAppError(error);
 }

@@ -34,6 +34,12 @@ describe('HTTP error responses', () => {
     http.get('/crash', async () => {
       throw new Error('select * from secret_table failed at /srv/app.ts:12');
     });
+    http.get('/redis-down', async () => {
+      throw Object.assign(new Error('connect ECONNREFUSED 10.9.8.7:6379'), { code: 'ECONNREFUSED' });
+    });
+    http.get('/things/:id', async () => ({ ok: true }));
+    http.delete('/things/:id', async () => ({ ok: true }));
+    http.post('/only-post', async () => ({ ok: true }));
     await http.ready();
   });
 
@@ -167,6 +173,51 @@ describe('HTTP error responses', () => {
     expect(response.body).not.toContain('secret_table');
     expect(response.body).not.toContain('app.ts');
     expect(body.detail).toBe('An unexpected error occurred.');
+  });
+
+  it('answers a dependency failure with 503 SERVICE_UNAVAILABLE and Retry-After, without its address', async () => {
+    const response = await http.inject({ method: 'GET', url: '/redis-down' });
+    expect(response.statusCode).toBe(503);
+    expectProblem(response, 503, 'SERVICE_UNAVAILABLE');
+    expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
+    expect(response.body).not.toContain('10.9.8.7');
+  });
+
+  it('answers a path that is not valid percent-encoding with 400 MALFORMED_REQUEST', async () => {
+    const response = await http.inject({ method: 'GET', url: '/things/%E0%A4%A' });
+    expect(response.statusCode).toBe(400);
+    expectProblem(response, 400, 'MALFORMED_REQUEST');
+    expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('answers a path parameter over the length limit with 414 URI_TOO_LONG', async () => {
+    const response = await http.inject({ method: 'GET', url: `/things/${'a'.repeat(101)}` });
+    expect(response.statusCode).toBe(414);
+    expectProblem(response, 414, 'URI_TOO_LONG');
+  });
+
+  it('answers a known path with a method it does not serve with 405 and Allow listing the methods', async () => {
+    const response = await http.inject({ method: 'PUT', url: '/things/42?x=1' });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe('DELETE, GET, HEAD, OPTIONS');
+    const body = expectProblem(response, 405, 'METHOD_NOT_ALLOWED');
+    expect(body.detail).toBe('/things/42 does not accept PUT; it accepts DELETE, GET, HEAD, OPTIONS.');
+  });
+
+  it('answers HEAD on a path served only by POST with 405, listing POST without HEAD', async () => {
+    const response = await http.inject({ method: 'HEAD', url: '/only-post' });
+    expect(response.statusCode).toBe(405);
+    expect(response.headers.allow).toBe('OPTIONS, POST');
+    expect(response.body).toBe('');
+  });
+
+  it('answers OPTIONS on a known path with 204 and Allow, and on an unknown path with 404', async () => {
+    const known = await http.inject({ method: 'OPTIONS', url: '/only-post' });
+    expect(known.statusCode).toBe(204);
+    expect(known.headers.allow).toBe('OPTIONS, POST');
+    const unknown = await http.inject({ method: 'OPTIONS', url: '/nowhere' });
+    expect(unknown.statusCode).toBe(404);
+    expectProblem(unknown, 404, 'ROUTE_NOT_FOUND');
   });
 
   it('echoes a plain X-Request-Id and replaces an unsafe one', async () => {
