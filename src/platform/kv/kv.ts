@@ -35,6 +35,18 @@ export interface Kv {
   /** Milliseconds left: -1 for a key without TTL, -2 for a missing key. */
   ttl(key: string): Promise<number>;
 
+  /**
+   * Set operations (Redis SADD / SREM / SMEMBERS). A key holds either a string or a set: a string
+   * command on a set key, or a set command on a string key, fails with WRONGTYPE. A set left
+   * empty by `srem` is deleted, and `del`, `expire` and `ttl` work on set keys too.
+   */
+  /** Adds the members; returns how many were not members before. */
+  sadd(key: string, ...members: string[]): Promise<number>;
+  /** Removes the members; returns how many were members. */
+  srem(key: string, ...members: string[]): Promise<number>;
+  /** Every member, in no particular order; a missing key is the empty set. */
+  smembers(key: string): Promise<string[]>;
+
   /** Delivers `message` to every subscriber of `channel` on every node. */
   publish(channel: string, message: Uint8Array): Promise<void>;
   /** Whether any node has an active subscription to `channel` (Redis: PUBSUB NUMSUB). */

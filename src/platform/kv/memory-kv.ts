@@ -10,7 +10,8 @@ export interface MemoryKvOptions {
 }
 
 interface Entry {
-  value: string;
+  /** A string, or the members of a set (never empty: like Redis, an emptied set is deleted). */
+  value: string | Set<string>;
   /** Absolute time in ms at which the key is gone, or null for no TTL. */
   expiresAt: number | null;
 }
@@ -40,12 +41,16 @@ export class MemoryKv implements Kv {
 
   async get(key: string): Promise<string | null> {
     this.assertOpen();
-    return this.live(key)?.value ?? null;
+    return this.liveString(key)?.value ?? null;
   }
 
   async mget(keys: readonly string[]): Promise<(string | null)[]> {
     this.assertOpen();
-    return keys.map((key) => this.live(key)?.value ?? null);
+    // Like Redis MGET, a key holding a set reads as null rather than failing the whole batch.
+    return keys.map((key) => {
+      const value = this.live(key)?.value;
+      return typeof value === 'string' ? value : null;
+    });
   }
 
   async set(
@@ -64,7 +69,7 @@ export class MemoryKv implements Kv {
   async swap(key: string, value: string, ttlMs: number): Promise<string | null> {
     this.assertOpen();
     const expiresAt = this.now() + checkTtl(ttlMs);
-    const previous = this.live(key)?.value ?? null;
+    const previous = this.liveString(key)?.value ?? null;
     this.entries.set(key, { value, expiresAt });
     return previous;
   }
@@ -89,7 +94,7 @@ export class MemoryKv implements Kv {
     this.assertOpen();
     const by = checkIncrement(options.by ?? 1);
     const ttlMs = options.ttlMs === undefined ? undefined : checkTtl(options.ttlMs);
-    const entry = this.live(key);
+    const entry = this.liveString(key);
     if (!entry) {
       // Only a new key gets the TTL, matching INCRBY followed by PEXPIRE on a key that did not exist.
       this.entries.set(key, {
@@ -129,6 +134,36 @@ export class MemoryKv implements Kv {
     const entry = this.live(key);
     if (!entry) return -2;
     return entry.expiresAt === null ? -1 : entry.expiresAt - this.now();
+  }
+
+  async sadd(key: string, ...members: string[]): Promise<number> {
+    this.assertOpen();
+    const entry = this.liveSet(key);
+    if (!entry) {
+      // No entry for an empty call: Redis never stores an empty set.
+      if (members.length === 0) return 0;
+      const created = new Set(members);
+      this.entries.set(key, { value: created, expiresAt: null });
+      return created.size;
+    }
+    const before = entry.value.size;
+    for (const member of members) entry.value.add(member);
+    return entry.value.size - before;
+  }
+
+  async srem(key: string, ...members: string[]): Promise<number> {
+    this.assertOpen();
+    const entry = this.liveSet(key);
+    if (!entry) return 0;
+    let removed = 0;
+    for (const member of members) if (entry.value.delete(member)) removed++;
+    if (entry.value.size === 0) this.entries.delete(key);
+    return removed;
+  }
+
+  async smembers(key: string): Promise<string[]> {
+    this.assertOpen();
+    return [...(this.liveSet(key)?.value ?? [])];
   }
 
   async publish(channel: string, message: Uint8Array): Promise<void> {
@@ -195,6 +230,19 @@ export class MemoryKv implements Kv {
     return entry;
   }
 
+  /** The live entry if it holds a string; a set fails the way Redis answers a string command on one. */
+  private liveString(key: string): (Entry & { value: string }) | undefined {
+    const entry = this.live(key);
+    if (entry && typeof entry.value !== 'string') throw wrongType();
+    return entry as (Entry & { value: string }) | undefined;
+  }
+
+  private liveSet(key: string): (Entry & { value: Set<string> }) | undefined {
+    const entry = this.live(key);
+    if (entry && typeof entry.value === 'string') throw wrongType();
+    return entry as (Entry & { value: Set<string> }) | undefined;
+  }
+
   private sweep(): void {
     const now = this.now();
     for (const [key, entry] of this.entries) {
@@ -206,6 +254,10 @@ export class MemoryKv implements Kv {
   private assertOpen(): void {
     if (this.closed) throw new Error('MemoryKv is closed');
   }
+}
+
+function wrongType(): Error {
+  return new Error('WRONGTYPE Operation against a key holding the wrong kind of value');
 }
 
 /** Redis takes whole positive milliseconds for PX/PEXPIRE; both implementations accept the same range. */

@@ -297,6 +297,21 @@ export class RedisKv implements Kv {
     // Commands on one connection run in order, so a SUBSCRIBE issued after this one still wins.
     await this.subscriber?.unsubscribe(channel);
   }
+
+  // SADD and SREM without members are Redis errors; like del(), an empty call is simply a no-op.
+  async sadd(key: string, ...members: string[]): Promise<number> {
+    if (members.length === 0) return 0;
+    return this.redis.sadd(key, ...members);
+  }
+
+  async srem(key: string, ...members: string[]): Promise<number> {
+    if (members.length === 0) return 0;
+    return this.redis.srem(key, ...members);
+  }
+
+  smembers(key: string): Promise<string[]> {
+    return this.redis.smembers(key);
+  }
 }
 
 /**
