@@ -14,3 +14,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isId(value: string): boolean {
   return UUID.test(value);
 }
+
+/**
+ * The one spelling of an id: a UUID in lower case (the output form of RFC 9562), anything else
+ * unchanged. Postgres matches uuids case-insensitively, so without this an upper-case id would
+ * find its user but be answered, or subscribed, under a second spelling.
+ */
+export function canonicalId(value: string): string {
+  return isId(value) ? value.toLowerCase() : value;
+}

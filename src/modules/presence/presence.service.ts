@@ -2,7 +2,7 @@ import type { PresenceStatus } from '../../../protocol/frames.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId } from '../../platform/ids.js';
+import { canonicalId, isId } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import { privacyOf } from '../profiles/profiles.service.js';
 import { type Relation, relationsOf } from '../social/relations.js';
@@ -105,11 +105,11 @@ export class PresenceService {
   /**
    * What the caller may know of each id, with a per-event filter for subscriptions. The statuses
    * are read separately (`statuses`), so a subscriber can start listening before it reads them
-   * and miss no change in between.
+   * and miss no change in between. UUIDs are keyed in lower case, whatever case the caller used.
    */
   async views(ctx: Ctx, userIds: readonly string[]): Promise<Map<string, PresenceView>> {
     const viewer = callerOf(ctx);
-    const unique = [...new Set(userIds)];
+    const unique = [...new Set(userIds.map(canonicalId))];
     const unknown: PresenceView = { exists: false, visible: false, mayReceive: () => false };
     const views = new Map<string, PresenceView>(unique.map((id) => [id, unknown]));
     const candidates = unique.filter(isId);

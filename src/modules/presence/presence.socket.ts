@@ -1,6 +1,7 @@
 import { ClientFrameType } from '../../../protocol/frames.js';
 import type { AppServices } from '../../app.js';
 import type { Connection } from '../../platform/gateway/connection.js';
+import { canonicalId } from '../../platform/ids.js';
 import { presenceTopic } from './presence.service.js';
 
 /** Gateway twins of the presence endpoints, plus subscriptions to presence events. */
@@ -32,7 +33,11 @@ export function registerPresenceFrames(services: AppServices) {
   });
 
   gateway.handle(ClientFrameType.PRESENCE_UNSUBSCRIBE, (connection, { user_ids }) => {
-    gateway.unsubscribe(connection, user_ids.map(presenceTopic));
+    // Subscriptions are made under the canonical id (see PresenceService.views), so match them that way.
+    gateway.unsubscribe(
+      connection,
+      user_ids.map((id) => presenceTopic(canonicalId(id))),
+    );
     return {};
   });
 }

@@ -4,7 +4,7 @@ import type { Me, PublicUserView } from '../../../protocol/users.js';
 import { type Role, roles } from '../../platform/auth/access-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId } from '../../platform/ids.js';
+import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuthService } from '../auth/auth.service.js';
 import { verifyPassword } from '../auth/password.js';
 import { UserSchema } from './user.entity.js';
@@ -34,7 +34,7 @@ export class UsersService {
     if (!isId(userId)) throw notFound();
     const user = await ctx.em.findOne(
       UserSchema,
-      { id: userId },
+      { id: canonicalId(userId) },
       { fields: ['id', 'username', 'createdAt'] },
     );
     if (!user) throw notFound();

@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bearer, registerUser } from '../helpers/accounts.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { authedSocket, request, type TestSocket } from '../helpers/ws-client.js';
+
+describe('user ids in upper case', () => {
+  let app: TestApp;
+  const sockets: TestSocket[] = [];
+  const open = async (token: string) => {
+    const socket = await authedSocket(app.wsUrl, token);
+    sockets.push(socket);
+    return socket;
+  };
+
+  beforeAll(async () => {
+    app = await buildTestApp();
+  });
+  afterAll(async () => {
+    for (const socket of sockets) socket.close();
+    await app?.close();
+  });
+
+  it('get one lower-case key with the right status from the REST lookup', async () => {
+    const viewer = await registerUser(app);
+    const online = await registerUser(app);
+    await authedSocket(app.wsUrl, online.access_token).then((socket) => sockets.push(socket));
+    const id = online.user.id;
+    const response = await app.http.inject({
+      method: 'POST',
+      url: '/api/presence/presence',
+      headers: bearer(viewer.access_token),
+      payload: { user_ids: [id.toUpperCase(), id] },
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ presence: { [id]: 'online' } });
+  });
+
+  it('get one lower-case key with the right status from presence.query', async () => {
+    const viewer = await open((await registerUser(app)).access_token);
+    const offline = await registerUser(app);
+    const id = offline.user.id;
+    const reply = await request(viewer, 'presence.query', { user_ids: [id.toUpperCase()] });
+    expect(reply).toMatchObject({ t: 'ack' });
+    expect(reply.d).toEqual({ presence: { [id]: 'offline' } });
+  });
+
+  it('subscribe to and unsubscribe from the same user as the lower-case id', async () => {
+    const watcher = await open((await registerUser(app)).access_token);
+    const subject = await registerUser(app);
+    const upper = subject.user.id.toUpperCase();
+    const ack = await request(watcher, 'presence.subscribe', { user_ids: [upper] });
+    expect(ack.d).toEqual({ presence: { [subject.user.id]: 'offline' } });
+    const subjectSocket = await open(subject.access_token);
+    const online = await watcher.next((f) => f.t === 'presence');
+    expect(online.d).toMatchObject({ user_id: subject.user.id, status: 'online' });
+
+    expect((await request(watcher, 'presence.unsubscribe', { user_ids: [upper] })).t).toBe('ack');
+    subjectSocket.close();
+    await expect
+      .poll(async () => (await request(watcher, 'presence.query', { user_ids: [upper] })).d)
+      .toEqual({ presence: { [subject.user.id]: 'offline' } });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(watcher.frames.filter((f) => f.t === 'presence')).toEqual([]);
+  });
+
+  it("find the user's public view", async () => {
+    const viewer = await registerUser(app);
+    const target = await registerUser(app);
+    const response = await app.http.inject({
+      method: 'GET',
+      url: `/api/users/${target.user.id.toUpperCase()}`,
+      headers: bearer(viewer.access_token),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ id: target.user.id, username: target.user.username });
+  });
+});
