@@ -162,7 +162,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       tokens,
       requireUser: requireUser(tokens),
       auth,
-      users: new UsersService(auth),
+      users: new UsersService(auth, presence),
       presence,
       presenceTracker,
       ctx,

@@ -22,6 +22,10 @@ export interface PresenceView {
   mayReceive: (audience: EventAudience | undefined) => boolean;
 }
 
+/**
+ * The user is online while this key exists. Its value is the time (epoch ms) of the heartbeat or
+ * connection that last set it, so any node can tell a sighting the database does not have yet.
+ */
 export function presenceKey(userId: string): string {
   return `presence:online:${userId}`;
 }
@@ -51,6 +55,8 @@ export interface PresenceSightings {
   recordSeen(userId: string, at: Date): void;
   /** Remembers a heartbeat so the lapse of its TTL can be announced. */
   watchExpiry(userId: string, at: Date): void;
+  /** A sighting recorded on this node and not written to the database yet. */
+  pendingSighting(userId: string): Date | undefined;
 }
 
 export interface PresenceServiceDeps {
@@ -82,7 +88,8 @@ export class PresenceService {
   /** Refreshes the TTL; the transition from offline publishes an online event. */
   async markOnline(ctx: Ctx, userId: string, now = ctx.now()): Promise<void> {
     const cameOnline =
-      (await this.deps.kv.swap(presenceKey(userId), '1', this.deps.ttlSeconds * 1000)) === null;
+      (await this.deps.kv.swap(presenceKey(userId), String(now.getTime()), this.deps.ttlSeconds * 1000)) ===
+      null;
     this.deps.sightings.recordSeen(userId, now);
     if (cameOnline) await this.publish(ctx, userId, 'online');
   }
@@ -96,6 +103,17 @@ export class PresenceService {
   /** The TTL lapsed without a heartbeat: the key is already gone, subscribers still need to hear it. */
   async announceLapse(ctx: Ctx, userId: string, lastSeen: Date): Promise<void> {
     await this.publish(ctx, userId, 'offline', lastSeen);
+  }
+
+  /**
+   * The user's latest sighting the database may not hold yet: the one this node has still to
+   * flush, or the one stored in the presence key by whichever node saw the user.
+   */
+  async latestSighting(userId: string): Promise<Date | null> {
+    const stored = Number(await this.deps.kv.get(presenceKey(userId)));
+    const pending = this.deps.sightings.pendingSighting(userId)?.getTime() ?? 0;
+    const latest = Math.max(Number.isFinite(stored) ? stored : 0, pending);
+    return latest > 0 ? new Date(latest) : null;
   }
 
   async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {

@@ -50,6 +50,11 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     this.restHeartbeats.set(userId, now);
   }
 
+  /** A sighting this node has not written to the database yet. */
+  pendingSighting(userId: string): Date | undefined {
+    return this.pendingSeen.get(userId);
+  }
+
   start(): void {
     const { ttlSeconds, flushIntervalMs } = this.deps;
     const every = (ms: number, task: () => Promise<void>) => {
@@ -79,9 +84,12 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     await this.service.markOffline(this.deps.systemCtx(), userId);
   }
 
-  /** Writes the collected sightings in one statement; a newer value already stored is kept. */
+  /**
+   * Writes the collected sightings in one statement; a newer value already stored is kept. A
+   * failed write puts its batch back, and the next flush runs whether or not this one failed.
+   */
   flushLastSeen(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
+    const write = async () => {
       if (this.pendingSeen.size === 0) return;
       const batch = [...this.pendingSeen];
       this.pendingSeen.clear();
@@ -98,7 +106,8 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
         for (const [id, at] of batch) this.recordSeen(id, at);
         throw error;
       }
-    });
+    };
+    this.flushing = this.flushing.then(write, write);
     return this.flushing;
   }
 

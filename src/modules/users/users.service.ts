@@ -7,23 +7,34 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuthService } from '../auth/auth.service.js';
 import { verifyPassword } from '../auth/password.js';
+import type { PresenceService } from '../presence/presence.service.js';
 import { UserSchema } from './user.entity.js';
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 
 export class UsersService {
-  constructor(private readonly auth: AuthService) {}
+  constructor(
+    private readonly auth: AuthService,
+    private readonly presence: PresenceService,
+  ) {}
 
   async me(ctx: Ctx): Promise<Me> {
     const caller = callerOf(ctx);
-    const user = await ctx.em.findOne(UserSchema, { id: caller.id });
+    const [user, sighting] = await Promise.all([
+      ctx.em.findOne(UserSchema, { id: caller.id }),
+      this.presence.latestSighting(caller.id),
+    ]);
     // A valid token for a vanished account means the account was deleted moments ago.
     if (!user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
+    // last_seen_at is written in coalesced batches, so a sighting not yet flushed may be newer:
+    // the caller reads its own heartbeat at once.
+    const lastSeen =
+      sighting && (!user.lastSeenAt || sighting > user.lastSeenAt) ? sighting : user.lastSeenAt;
     return {
       id: user.id,
       username: user.username,
       created_at: user.createdAt.toISOString(),
-      last_seen_at: user.lastSeenAt?.toISOString() ?? null,
+      last_seen_at: lastSeen?.toISOString() ?? null,
       status_message: user.statusMessage,
       roles: user.roles,
     };
