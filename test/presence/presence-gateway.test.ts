@@ -310,7 +310,9 @@ describe('socket sessions', () => {
   });
 
   it('closes a socket with 4403 when its access token expires, unless a fresh auth frame came first', async () => {
-    const app = await buildTestApp({ ACCESS_TOKEN_TTL_SECONDS: 2 });
+    // Two seconds of slack between the refresh and the first token's expiry, so a loaded machine
+    // cannot delay the fresh auth frame past it.
+    const app = await buildTestApp({ ACCESS_TOKEN_TTL_SECONDS: 4 });
     try {
       const first = await registerUser(app);
       const second = await registerUser(app);
