@@ -44,7 +44,10 @@ export interface App extends AppServices {
   http: HttpServer;
   /** Binds HTTP and the gateway; port 0 in the config picks free ports, returned here. */
   listen(): Promise<{ httpPort: number; wsPort: number }>;
-  /** Stops accepting, drains in-flight work, closes sockets, then the KV store and the database. */
+  /**
+   * Stops accepting, drains in-flight work, closes sockets, ends presence, then closes the KV store
+   * and the database. Every step runs even when an earlier one failed; rejects afterwards if any did.
+   */
   close(): Promise<void>;
 }
 
@@ -68,14 +71,46 @@ async function closeHttp(http: HttpServer, graceMs: number): Promise<void> {
   }
 }
 
+/** A named step of shutdown; a list of steps in place of one runs them in parallel. */
+type ReleaseStep = readonly [name: string, release: () => Promise<unknown>];
+
+/**
+ * Runs every step, each one even when an earlier one failed, so a failure cannot leave the
+ * database or Redis open; each failure is logged with its step. Rejects only after the last step
+ * when any failed, so the caller still learns of it.
+ */
+async function releaseAll(
+  log: Logger,
+  steps: readonly (ReleaseStep | readonly ReleaseStep[])[],
+): Promise<void> {
+  const failures: unknown[] = [];
+  const run = async ([name, release]: ReleaseStep) => {
+    try {
+      await release();
+    } catch (err) {
+      log.error({ err, step: name }, 'shutdown step failed');
+      failures.push(err);
+    }
+  };
+  for (const step of steps) {
+    if (isParallel(step)) await Promise.all(step.map(run));
+    else await run(step);
+  }
+  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} shutdown step(s) failed`);
+}
+
+function isParallel(step: ReleaseStep | readonly ReleaseStep[]): step is readonly ReleaseStep[] {
+  return Array.isArray(step[0]);
+}
+
 /** Builds the whole service; `npm start` and the tests go through this same function. */
 export async function buildApp(config: Config, overrides: AppOverrides = {}): Promise<App> {
   const log = overrides.log ?? createLogger(config);
   const metrics = createMetrics();
-  const owned: (() => Promise<void>)[] = [];
+  const owned: ReleaseStep[] = [];
   try {
     const db = overrides.db ?? (await openDatabase(config));
-    if (!overrides.db) owned.unshift(() => db.close());
+    if (!overrides.db) owned.unshift(['close the database', () => db.close()]);
     if (config.MIGRATE_ON_START) {
       const applied = await migrateUp(db, config.DATABASE_URL);
       if (applied.length > 0) log.info({ applied }, 'migrations applied');
@@ -87,7 +122,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
         onError: (err, context) => log.error({ err }, `kv: ${context}`),
       }));
-    if (!overrides.kv) owned.unshift(() => kv.close());
+    if (!overrides.kv) owned.unshift(['close the KV store', () => kv.close()]);
 
     const bus = new EventBus(kv);
     const gateway = new Gateway({ config, log, metrics, bus });
@@ -111,7 +146,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     const stopRevocations = await bus.subscribe(SESSION_REVOCATIONS_TOPIC, (event) =>
       gateway.closeSessions((event.d as { session_ids: string[] }).session_ids),
     );
-    owned.unshift(stopRevocations);
+    owned.unshift(['unsubscribe from session revocations', stopRevocations]);
     const auth = new AuthService({
       tokens,
       refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
@@ -140,6 +175,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       log,
       ttlSeconds: config.PRESENCE_TTL_SECONDS,
       flushIntervalMs: config.LAST_SEEN_FLUSH_MS,
+      leaseSeconds: config.NODE_LEASE_SECONDS,
       systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
     });
     const presence = new PresenceService({
@@ -179,22 +215,28 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         const address = http.server.address();
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
-        presenceTracker.start();
+        await presenceTracker.start();
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
       close() {
-        closing ??= (async () => {
-          await Promise.all([closeHttp(http, config.SHUTDOWN_GRACE_MS), gateway.close()]);
-          // After the sockets closed, so their last sightings are in the final flush.
-          await presenceTracker.stop();
-          for (const release of owned) await release();
-        })();
+        closing ??= releaseAll(log, [
+          [
+            ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
+            ['close the gateway', () => gateway.close()],
+          ],
+          // After the sockets closed, so their offline events and last sightings are included.
+          [
+            'stop presence (offline events, node lease, final last_seen_at flush)',
+            () => presenceTracker.stop(),
+          ],
+          ...owned,
+        ]);
         return closing;
       },
     };
   } catch (error) {
-    for (const release of owned) await release().catch(() => {});
+    for (const [, release] of owned) await release().catch(() => {});
     throw error;
   }
 }

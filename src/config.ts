@@ -110,6 +110,11 @@ export const configSchema = z.object({
   PRESENCE_TTL_SECONDS: positiveInt(60, 86_400),
   /** How often coalesced last_seen_at updates are written to the database. */
   LAST_SEEN_FLUSH_MS: positiveInt(5000, 600_000),
+  /**
+   * A node that has not renewed its lease for this long counts as dead: another node ends the
+   * presence of its users. Renewed every third of it, so keep it well above any expected pause.
+   */
+  NODE_LEASE_SECONDS: positiveInt(10, 3600),
   DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
   GAMESERVER_COMMAND: z.string().min(1).optional(),

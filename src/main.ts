@@ -53,10 +53,16 @@ async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
     if (stopping) process.exit(1);
     stopping = true;
     app.log.info({ signal }, 'shutting down');
+    // close() runs every release step whatever fails, and logs each failure as it happens. Any
+    // failure (lost last_seen_at sightings included) still exits 1, so supervisors and deploy
+    // tooling see that the shutdown was not clean.
     app.close().then(
-      () => process.exit(0),
-      (error) => {
-        app.log.error({ err: error }, 'shutdown failed');
+      () => {
+        app.log.info('shutdown complete');
+        process.exit(0);
+      },
+      () => {
+        app.log.error('shutdown complete with failures (each one logged above); exiting with 1');
         process.exit(1);
       },
     );

@@ -1,48 +1,15 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TestSocket } from './helpers/ws-client.js';
-
-interface LogLine {
-  msg: string;
-  httpPort?: number;
-  wsPort?: number;
-  [key: string]: unknown;
-}
-
-/** The real CLI in a child process, through tsx as `npm start` runs it, on free ports and a temp DATA_DIR. */
-function startService(dataDir: string, extraEnv: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    env: {
-      ...process.env,
-      DATA_DIR: dataDir,
-      HTTP_PORT: '0',
-      WS_PORT: '0',
-      SHUTDOWN_GRACE_MS: '2000',
-      LOG_LEVEL: 'info',
-      ...extraEnv,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: LogLine[] = [];
-  const listening = new Promise<LogLine>((resolve, reject) => {
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-      try {
-        const parsed = JSON.parse(line) as LogLine;
-        lines.push(parsed);
-        if (parsed.msg === 'atrium listening') resolve(parsed);
-      } catch {
-        // Non-JSON output (for example a library's warning) is not a log line.
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, lines, listening, exited };
-}
+import { buildApp } from '../src/app.js';
+import { configFrom } from '../src/config.js';
+import { createLogger } from '../src/platform/log.js';
+import { registerUser } from './helpers/accounts.js';
+import { createTestDatabase, queryRows } from './helpers/database.js';
+import { type LogLine, registerOver, startService } from './helpers/service-process.js';
+import { authedSocket, TestSocket } from './helpers/ws-client.js';
 
 describe('service lifecycle', () => {
   let dataDir: string;
@@ -75,10 +42,83 @@ describe('service lifecycle', () => {
     child.kill('SIGTERM');
     expect((await socket.closed).code).toBe(1001);
     expect(await service.exited).toBe(0);
-    expect(service.lines.map((l) => l.msg)).toContain('shutting down');
+    expect(service.lines.map((l) => l.msg)).toEqual(
+      expect.arrayContaining(['shutting down', 'shutdown complete']),
+    );
+    expect(service.lines.filter((l) => l.msg === 'shutdown step failed')).toEqual([]);
     await expect(fetch(`http://127.0.0.1:${httpPort}/healthz`)).rejects.toThrow();
   });
 });
+
+describe('shutdown after a failure', () => {
+  it('still closes the gateway, the KV store and the database when the final last_seen_at flush fails, then rejects', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'atrium-close-'));
+    // The app must own its database and KV store here, so that closing them is its own job.
+    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+    const config = configFrom({
+      DATA_DIR: dataDir,
+      HTTP_PORT: 0,
+      WS_PORT: 0,
+      SHUTDOWN_GRACE_MS: 2000,
+      REDIS_KEY_PREFIX: `test:close:${basename(dataDir)}:`,
+      ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    });
+    const logged: LogLine[] = [];
+    const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
+    const app = await buildApp(config, { log });
+    try {
+      const { wsPort } = await app.listen();
+      const user = await registerUser(app);
+      const socket = await authedSocket(`ws://127.0.0.1:${wsPort}/ws`, user.access_token);
+      // A real failing statement: the flush's column is gone when the last sightings are written.
+      await queryRows(app.db, 'alter table users rename column last_seen_at to last_seen_at_gone');
+      const closing = app.close();
+      expect((await socket.closed).code).toBe(1001);
+      await expect(closing).rejects.toThrow(/1 shutdown step\(s\) failed/);
+      const failed = logged.filter((line) => line.msg === 'shutdown step failed').map((line) => line.step);
+      expect(failed).toEqual([expect.stringMatching(/last_seen_at flush/)]);
+      expect(app.http.server.listening).toBe(false);
+      await expect(app.kv.ping()).rejects.toThrow();
+      await expect(queryRows(app.db, 'select 1')).rejects.toThrow();
+    } finally {
+      await app.close().catch(() => {});
+      await testDb?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!process.env.DATABASE_URL)(
+  'the CLI after a failed shutdown step (needs DATABASE_URL)',
+  () => {
+    // The test breaks the service's database from outside, which only a Postgres server allows.
+    it('logs the failed step, still finishes every other one, and exits 1', async () => {
+      const testDb = await createTestDatabase();
+      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-life-fail-'));
+      const service = startService(dataDir, {
+        DATABASE_URL: testDb.url as string,
+        MIGRATE_ON_START: 'false',
+      });
+      try {
+        const { httpPort, wsPort } = await service.listening;
+        const user = await registerOver(`http://127.0.0.1:${httpPort}`);
+        const socket = await authedSocket(`ws://127.0.0.1:${wsPort}/ws`, user.access_token);
+        await queryRows(testDb.db, 'alter table users rename column last_seen_at to last_seen_at_gone');
+        service.child.kill('SIGTERM');
+        expect((await socket.closed).code).toBe(1001);
+        expect(await service.exited).toBe(1);
+        const failed = service.lines.filter((line) => line.msg === 'shutdown step failed');
+        expect(failed.map((line) => line.step)).toEqual([expect.stringMatching(/last_seen_at flush/)]);
+        expect(service.lines.at(-1)?.msg).toMatch(/^shutdown complete with failures/);
+      } finally {
+        if (service.child.exitCode === null) service.child.kill('SIGKILL');
+        await testDb.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);
 
 describe('uWebSockets.js JavaScript fallback', () => {
   it('is reported by /healthz and a startup warning, and still answers frames', async () => {

@@ -5,6 +5,7 @@ import type { Gateway, SessionListener } from '../../platform/gateway/gateway.js
 import type { Kv } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
 import { toUuidArray } from '../social/relations.js';
+import { NodeLease } from './node-lease.js';
 import { type PresenceService, type PresenceSightings, presenceKey } from './presence.service.js';
 
 export interface PresenceTrackerDeps {
@@ -13,6 +14,8 @@ export interface PresenceTrackerDeps {
   log: Logger;
   ttlSeconds: number;
   flushIntervalMs: number;
+  /** How long this node's lease lasts without renewal before another node takes its users over. */
+  leaseSeconds: number;
   /** A service context with no caller, for work the node does on its own. */
   systemCtx(): Ctx;
 }
@@ -24,7 +27,9 @@ export interface PresenceTrackerDeps {
  * - an authenticated socket counts as heartbeating: the node refreshes the TTL of all its
  *   connected users in one batch, a few times per TTL;
  * - a user's last socket on this node closing ends their presence at once; a REST-only user whose
- *   TTL lapsed is announced offline by the node that saw their last heartbeat.
+ *   TTL lapsed is announced offline by the node that saw their last heartbeat;
+ * - the node holds a lease (NodeLease), so when it dies without closing its sockets another node
+ *   ends its users' presence within seconds instead of leaving them online for the TTL.
  */
 export class PresenceTracker implements SessionListener, PresenceSightings {
   private service!: PresenceService;
@@ -33,8 +38,20 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
   private readonly restHeartbeats = new Map<string, Date>();
   private readonly timers: NodeJS.Timeout[] = [];
   private flushing: Promise<void> = Promise.resolve();
+  /** Offline work of sockets that closed, which shutdown waits for before giving up the lease. */
+  private readonly departures = new Set<Promise<void>>();
+  readonly lease: NodeLease;
 
-  constructor(private readonly deps: PresenceTrackerDeps) {}
+  constructor(private readonly deps: PresenceTrackerDeps) {
+    this.lease = new NodeLease({
+      kv: deps.kv,
+      log: deps.log,
+      leaseSeconds: deps.leaseSeconds,
+      localUserIds: () => deps.gateway.localUserIds(),
+      endPresence: (userId, lastSeen) => this.service.markOffline(deps.systemCtx(), userId, lastSeen),
+      lapsed: () => this.refreshConnectedUsers(),
+    });
+  }
 
   /** The tracker and the service refer to each other; the app wires them once. */
   attach(service: PresenceService): void {
@@ -55,7 +72,9 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     return this.pendingSeen.get(userId);
   }
 
-  start(): void {
+  /** Takes the node lease (rejecting when the KV store does not answer) and starts the timers. */
+  async start(): Promise<void> {
+    await this.lease.start();
     const { ttlSeconds, flushIntervalMs } = this.deps;
     const every = (ms: number, task: () => Promise<void>) => {
       const timer = setInterval(() => {
@@ -69,19 +88,34 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     every(Math.max(250, Math.min(1000, (ttlSeconds * 1000) / 4)), () => this.announceLapsed());
   }
 
+  /**
+   * Stops the timers, gives up the lease once the offline work of the sockets that just closed is
+   * done (bounded, and never throwing), then writes the last sightings.
+   */
   async stop(): Promise<void> {
     for (const timer of this.timers.splice(0)) clearInterval(timer);
+    await this.lease.stop(Promise.allSettled(this.departures));
     await this.flushLastSeen();
   }
 
   async connected(user: AuthUser, firstOnThisNode: boolean): Promise<void> {
-    if (firstOnThisNode) await this.service.markOnline(this.deps.systemCtx(), user.id);
+    if (!firstOnThisNode) return;
+    // Both commands leave in the same tick, so on Redis they share one round trip (auto-pipelining).
+    await Promise.all([this.service.markOnline(this.deps.systemCtx(), user.id), this.lease.joined(user.id)]);
   }
 
-  async disconnected(userId: string, lastOnThisNode: boolean): Promise<void> {
-    if (!lastOnThisNode) return;
+  disconnected(userId: string, lastOnThisNode: boolean): Promise<void> {
+    if (!lastOnThisNode) return Promise.resolve();
     this.restHeartbeats.delete(userId);
-    await this.service.markOffline(this.deps.systemCtx(), userId);
+    // Issued together, in the order a quick reconnect's own commands will follow them.
+    const departure = Promise.all([
+      this.service.markOffline(this.deps.systemCtx(), userId),
+      this.lease.left(userId),
+    ]).then(() => {});
+    this.departures.add(departure);
+    const forget = () => this.departures.delete(departure);
+    departure.then(forget, forget);
+    return departure;
   }
 
   /**

@@ -1,0 +1,66 @@
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { TokenResponse } from '../../protocol/auth.js';
+import { PASSWORD, uniqueUsername } from './accounts.js';
+
+export interface LogLine {
+  msg: string;
+  httpPort?: number;
+  wsPort?: number;
+  [key: string]: unknown;
+}
+
+export type ServiceProcess = ReturnType<typeof startService>;
+
+/**
+ * The real CLI in a child process, through tsx as `npm start` runs it, on free ports. `listening`
+ * resolves with the `atrium listening` log line, which names the ports it chose.
+ */
+export function startService(dataDir: string, extraEnv: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      HTTP_PORT: '0',
+      WS_PORT: '0',
+      SHUTDOWN_GRACE_MS: '2000',
+      LOG_LEVEL: 'info',
+      ...extraEnv,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: LogLine[] = [];
+  const listening = new Promise<LogLine>((resolve, reject) => {
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as LogLine;
+        lines.push(parsed);
+        if (parsed.msg === 'atrium listening') resolve(parsed);
+      } catch {
+        // Non-JSON output (for example a library's warning) is not a log line.
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`service exited early with ${code}`)));
+  });
+  // A test that never awaits `listening` must not fail on an unhandled rejection when it exits.
+  listening.catch(() => {});
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, lines, listening, exited };
+}
+
+/** Registers an account on a service process through its real HTTP port. */
+export async function registerOver(httpUrl: string): Promise<TokenResponse> {
+  const response = await fetch(`${httpUrl}/api/auth/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      username: uniqueUsername(),
+      password: PASSWORD,
+      accept_terms: true,
+      confirm_18_plus: true,
+    }),
+  });
+  if (response.status !== 201)
+    throw new Error(`register failed: ${response.status} ${await response.text()}`);
+  return (await response.json()) as TokenResponse;
+}
