@@ -90,3 +90,21 @@ export async function request(socket: TestSocket, t: string, d?: unknown): Promi
 }
 
 let nextRequestId = 1000;
+
+/** The sockets a test file opens, so that it can close them all when it ends. */
+export function openedSockets(wsUrl: () => string) {
+  const sockets: TestSocket[] = [];
+  return {
+    /** Connects, and authenticates when given an access token. */
+    async open(accessToken?: string): Promise<TestSocket> {
+      const socket = accessToken
+        ? await authedSocket(wsUrl(), accessToken)
+        : await TestSocket.connect(wsUrl());
+      sockets.push(socket);
+      return socket;
+    },
+    closeAll(): void {
+      for (const socket of sockets.splice(0)) socket.close();
+    },
+  };
+}

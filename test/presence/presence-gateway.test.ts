@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, buildTestCluster, type TestApp, type TestCluster } from '../helpers/app.js';
-import { authedSocket, request, TestSocket } from '../helpers/ws-client.js';
+import { authedSocket, openedSockets, request, TestSocket } from '../helpers/ws-client.js';
 
 const lookupOver = async (app: { http: TestApp['http'] }, token: string, id: string) => {
   const response = await app.http.inject({
@@ -15,24 +15,18 @@ const lookupOver = async (app: { http: TestApp['http'] }, token: string, id: str
 
 describe('presence on the gateway', () => {
   let app: TestApp;
-  const sockets: TestSocket[] = [];
-  const open = async (token: string) => {
-    const socket = await authedSocket(app.wsUrl, token);
-    sockets.push(socket);
-    return socket;
-  };
+  const { open, closeAll } = openedSockets(() => app.wsUrl);
 
   beforeAll(async () => {
     app = await buildTestApp();
   });
   afterAll(async () => {
-    for (const socket of sockets) socket.close();
+    closeAll();
     await app?.close();
   });
 
   it('refuses presence frames before authentication', async () => {
-    const socket = await TestSocket.connect(app.wsUrl);
-    sockets.push(socket);
+    const socket = await open();
     const reply = await request(socket, 'presence.heartbeat');
     expect(reply).toMatchObject({ t: 'error', code: 'UNAUTHENTICATED' });
   });

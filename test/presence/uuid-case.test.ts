@@ -1,29 +1,24 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
-import { authedSocket, request, type TestSocket } from '../helpers/ws-client.js';
+import { openedSockets, request } from '../helpers/ws-client.js';
 
 describe('user ids in upper case', () => {
   let app: TestApp;
-  const sockets: TestSocket[] = [];
-  const open = async (token: string) => {
-    const socket = await authedSocket(app.wsUrl, token);
-    sockets.push(socket);
-    return socket;
-  };
+  const { open, closeAll } = openedSockets(() => app.wsUrl);
 
   beforeAll(async () => {
     app = await buildTestApp();
   });
   afterAll(async () => {
-    for (const socket of sockets) socket.close();
+    closeAll();
     await app?.close();
   });
 
   it('get one lower-case key with the right status from the REST lookup', async () => {
     const viewer = await registerUser(app);
     const online = await registerUser(app);
-    await authedSocket(app.wsUrl, online.access_token).then((socket) => sockets.push(socket));
+    await open(online.access_token);
     const id = online.user.id;
     const response = await app.http.inject({
       method: 'POST',
