@@ -1,7 +1,23 @@
 import { z } from 'zod';
 import { text } from './text.js';
 
-export const userIdsSchema = z.array(z.string().min(1).max(64)).min(1).max(200);
+/**
+ * Ids are opaque, and one that names no user answers `unknown`, but `__proto__` is refused: the
+ * answer is a map keyed by the ids, and msgpack decoders (ours included) refuse that key.
+ */
+export const userIdsSchema = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(64)
+      .refine(
+        (id) => id !== '__proto__',
+        'must not be __proto__, which msgpack clients cannot read as a map key',
+      ),
+  )
+  .min(1)
+  .max(200);
 export const presenceStatusSchema = z.enum(['online', 'offline', 'unknown']);
 export type PresenceStatus = z.infer<typeof presenceStatusSchema>;
 

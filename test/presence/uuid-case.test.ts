@@ -70,3 +70,51 @@ describe('user ids in upper case', () => {
     expect(response.json()).toMatchObject({ id: target.user.id, username: target.user.username });
   });
 });
+
+describe('user ids that are prototype keys', () => {
+  let app: TestApp;
+  let token: string;
+  const { open, closeAll } = openedSockets(() => app.wsUrl);
+
+  beforeAll(async () => {
+    app = await buildTestApp();
+    token = (await registerUser(app)).access_token;
+  });
+  afterAll(async () => {
+    closeAll();
+    await app?.close();
+  });
+
+  it('refuse __proto__ in the REST lookup with 422, as an answer keyed by it could not be sent as msgpack', async () => {
+    const response = await app.http.inject({
+      method: 'POST',
+      url: '/api/presence/presence',
+      headers: bearer(token),
+      payload: JSON.parse('{"user_ids":["__proto__"]}'),
+    });
+    expect(response.statusCode).toBe(422);
+    expect(response.json()).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      errors: [{ path: 'body.user_ids.0' }],
+    });
+  });
+
+  it.each(['presence.query', 'presence.subscribe', 'presence.unsubscribe'])(
+    'refuse __proto__ in %s with VALIDATION_FAILED instead of an ack clients cannot decode',
+    async (type) => {
+      const socket = await open(token);
+      const reply = await request(socket, type, { user_ids: ['__proto__'] });
+      expect(reply).toMatchObject({
+        t: 'error',
+        code: 'VALIDATION_FAILED',
+        errors: [{ path: 'd.user_ids.0' }],
+      });
+    },
+  );
+
+  it('answer other prototype-like ids as unknown users', async () => {
+    const socket = await open(token);
+    const reply = await request(socket, 'presence.query', { user_ids: ['constructor', 'prototype'] });
+    expect(reply.d).toEqual({ presence: { constructor: 'unknown', prototype: 'unknown' } });
+  });
+});
