@@ -9,16 +9,24 @@ export interface ReceivedFrame {
 
 /**
  * A raw WebSocket test client: sends whatever bytes a test wants (including garbage) and
- * decodes what the gateway answers, so tests exercise the real wire format.
+ * decodes what the gateway answers, so tests exercise the real wire format. A server frame the
+ * msgpack decoder refuses is a bug no client could live with: it is kept in `undecodable` and
+ * named when `next` gives up (throwing from the socket's event handler instead would take the
+ * whole test worker down).
  */
 export class TestSocket {
   readonly frames: ReceivedFrame[] = [];
+  readonly undecodable: { error: string; hex: string }[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   private waiters: (() => void)[] = [];
 
   private constructor(readonly ws: WebSocket) {
     ws.on('message', (data: Buffer) => {
-      this.frames.push(decode(data) as ReceivedFrame);
+      try {
+        this.frames.push(decode(data) as ReceivedFrame);
+      } catch (error) {
+        this.undecodable.push({ error: String(error), hex: data.toString('hex').slice(0, 400) });
+      }
       for (const wake of this.waiters.splice(0)) wake();
     });
     this.closed = new Promise((resolve) => {
@@ -33,6 +41,10 @@ export class TestSocket {
       ws.once('open', () => resolve(socket));
       ws.once('error', reject);
     });
+  }
+
+  get open(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
   }
 
   sendFrame(frame: unknown): void {
@@ -56,8 +68,13 @@ export class TestSocket {
         }
       }
       const left = deadline - Date.now();
-      if (left <= 0)
-        throw new Error(`No matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames)}`);
+      if (left <= 0) {
+        const unreadable = this.undecodable.map((f) => `${f.error}: ${f.hex}`).join('; ');
+        throw new Error(
+          `No matching frame within ${timeoutMs} ms; got ${JSON.stringify(this.frames)}` +
+            (unreadable ? `; frames msgpack cannot decode: ${unreadable}` : ''),
+        );
+      }
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.waiters.push(() => {

@@ -1,0 +1,378 @@
+import fc from 'fast-check';
+import {
+  applyMutation,
+  type JsonSchema,
+  mutation,
+  type SchemaContext,
+  schemaArbitrary,
+} from './schema-arbitrary.js';
+import { hostileValue } from './values.js';
+
+/** One operation of the OpenAPI document, as the fuzzer needs it. */
+export interface Operation {
+  /** `METHOD /path/{param}`, the name cases and reports use. */
+  id: string;
+  method: string;
+  path: string;
+  pathParams: { name: string; schema: JsonSchema }[];
+  queryParams: { name: string; schema: JsonSchema }[];
+  body: JsonSchema | undefined;
+}
+
+interface OpenApiOperation {
+  parameters?: { name: string; in: string; schema?: JsonSchema }[];
+  requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
+}
+
+export interface OpenApiDocument {
+  paths: Record<string, Record<string, OpenApiOperation>>;
+  components?: { schemas?: Record<string, JsonSchema> };
+}
+
+const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options', 'head']);
+
+/** Every operation the document lists: a new route is fuzzed the moment it is registered. */
+export function operationsOf(doc: OpenApiDocument): Operation[] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => HTTP_METHODS.has(method))
+      .map(([method, op]) => {
+        const params = op.parameters ?? [];
+        const pick = (where: string) =>
+          params.filter((p) => p.in === where).map((p) => ({ name: p.name, schema: p.schema ?? {} }));
+        return {
+          id: `${method.toUpperCase()} ${path}`,
+          method: method.toUpperCase(),
+          path,
+          pathParams: pick('path'),
+          queryParams: pick('query'),
+          body: op.requestBody?.content?.['application/json']?.schema,
+        };
+      }),
+  );
+}
+
+/** How the request body is produced when the case is sent. */
+export type BodyPlan =
+  | { kind: 'none' }
+  | { kind: 'value'; value: unknown }
+  | { kind: 'bytes'; build: () => string | Uint8Array };
+
+/** Byte-level damage only a real socket can carry (inject goes through no HTTP parser). */
+export const RAW_MUTATIONS = [
+  'none',
+  'huge-header',
+  'huge-url',
+  'many-headers',
+  'nul-in-header',
+  'bad-content-length',
+  'conflicting-content-length',
+  'content-length-and-chunked',
+  'bad-chunk-size',
+  'bare-lf',
+  'bad-version',
+  'tls-hello',
+  'absolute-url',
+  'lowercase-method',
+] as const;
+export type RawMutation = (typeof RAW_MUTATIONS)[number];
+
+export interface RestCase {
+  method: string;
+  /** Path and query, already percent-encoded (or deliberately mis-encoded). */
+  url: string;
+  headers: Record<string, string>;
+  auth: { kind: 'token' } | { kind: 'none' } | { kind: 'bad'; value: string };
+  body: BodyPlan;
+  /** Set for the share of cases sent over a real TCP connection instead of inject. */
+  raw: RawMutation | undefined;
+  labels: string[];
+  /** Valid JSON with a JSON content type on a well-formed URL: never refused as malformed or unsupported. */
+  clean: boolean;
+}
+
+const BAD_AUTH = [
+  'Bearer ',
+  'Bearer not.a.token',
+  'Basic YWxhZGRpbjpvcGVuc2VzYW1l',
+  // An unsigned token (alg none) for a made-up subject.
+  'Bearer eyJhbGciOiJub25lIiwidHlwIjoiSldUIn0.eyJzdWIiOiJ4IiwiZXhwIjo0MTAyNDQ0ODAwfQ.',
+  // HS256 over the literal string "secret".
+  'Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.Zk9wGAXu0yBvh6X3iRZt8AeGDkl6kpJ7DMtLA7QaxBI',
+  `Bearer ${'a'.repeat(8000)}`,
+  'bearer x',
+];
+
+const JSON_TYPES = ['application/json', 'application/json; charset=utf-8', 'Application/JSON'];
+const HOSTILE_TYPES = [
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=x',
+  'application/json; charset=utf-16',
+  'application/json;;;',
+  'application/problem+json',
+  'application/msgpack',
+  'application/octet-stream',
+  '*/*',
+  'application/jsonx',
+  'application/json, text/plain',
+  `application/json; x=${'y'.repeat(4000)}`,
+];
+
+/** Path segments that are not ids at all, many of them deliberately broken percent-encoding. */
+const JUNK_SEGMENTS = [
+  '%',
+  '%zz',
+  '%00',
+  '%ED%A0%80',
+  '%C0%80',
+  '%FF%FE',
+  '%2e%2e%2f%2e%2e',
+  '..',
+  '%20',
+  '%0d%0aX-Injected:%201',
+  'a'.repeat(65),
+  'x'.repeat(10_000),
+  '%F0%9F%98%80',
+  '__proto__',
+  'constructor',
+  ';',
+  '00000000-0000-0000-0000-000000000000',
+  'NULL',
+  '-1',
+];
+
+const QUERY_KEYS = [
+  'limit',
+  'cursor',
+  'before',
+  'format',
+  'direction',
+  'state',
+  '__proto__',
+  'constructor',
+  'a[b]',
+  'x',
+];
+const QUERY_VALUES = [
+  '',
+  '-1',
+  '0',
+  '101',
+  '1e308',
+  'NaN',
+  '%00',
+  '%ED%A0%80',
+  '%zz',
+  '%',
+  '&&',
+  '==',
+  'a'.repeat(5000),
+];
+
+const MALFORMED_BODIES: [string, () => string | Uint8Array][] = [
+  ['open-brace', () => '{'],
+  ['empty', () => ''],
+  ['spaces', () => '   '],
+  ['missing-value', () => '{"a":}'],
+  ['single-quotes', () => "{'a':1}"],
+  ['json-null', () => 'null'],
+  ['json-array', () => '[]'],
+  ['json-string', () => '"str"'],
+  ['trailing-garbage', () => '{"a":1}}garbage'],
+  ['bom-prefix', () => '\ufeff{}'],
+  ['duplicate-keys', () => '{"a":1,"a":{"b":2},"a":"\\u0000"}'],
+  ['raw-nul-in-string', () => '{"a":"x\u0000y"}'],
+  ['escaped-lone-surrogate-key', () => '{"\\ud800":1}'],
+  ['proto-text', () => '{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}'],
+  ['invalid-utf8', () => Uint8Array.of(0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d)],
+  ['overlong-nul-utf8', () => Uint8Array.of(0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc0, 0x80, 0x22, 0x7d)],
+  [
+    'cesu-surrogate-utf8',
+    () => Uint8Array.of(0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d),
+  ],
+  ['nan-literal', () => '{"a":NaN}'],
+  ['comment', () => '{/* c */"a":1}'],
+  ['over-body-limit', () => `{"a":"${'z'.repeat(3 * 1024 * 1024)}"}`],
+  ['deep-10k-text', () => `${'['.repeat(10_000)}${']'.repeat(10_000)}`],
+  ['nul-byte', () => '\u0000'],
+];
+
+/** `arbitrary` in one case out of `every`, null otherwise. */
+function sometimes<T>(arbitrary: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | null> {
+  return fc.oneof({ weight: 1, arbitrary }, { weight: every - 1, arbitrary: fc.constant(null) });
+}
+
+const OTHER_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD', 'TRACE'];
+
+function pathParamArbitrary(param: { name: string; schema: JsonSchema }, context: SchemaContext) {
+  const known = context.dictionary[param.name] ?? [];
+  return fc.oneof(
+    ...(known.length
+      ? [{ weight: 3, arbitrary: fc.constantFrom(...known).map((v) => ({ text: String(v), junk: false })) }]
+      : []),
+    { weight: 2, arbitrary: fc.uuid().map((v) => ({ text: v, junk: false })) },
+    { weight: 1, arbitrary: fc.uuid().map((v) => ({ text: v.toUpperCase(), junk: false })) },
+    {
+      weight: 1,
+      arbitrary: schemaArbitrary(param.schema, context).map((v) => ({
+        text: encodeURIComponent(String(v)),
+        junk: false,
+      })),
+    },
+    { weight: 3, arbitrary: fc.constantFrom(...JUNK_SEGMENTS).map((v) => ({ text: v, junk: true })) },
+  );
+}
+
+const junkQuery = fc
+  .array(fc.tuple(fc.constantFrom(...QUERY_KEYS), fc.constantFrom(...QUERY_VALUES)), {
+    minLength: 1,
+    maxLength: 4,
+  })
+  .map((pairs) => pairs.map(([k, v]) => `${k}=${v}`).join('&'));
+
+/** The operation's declared query parameters, each present half the time with a generated value. */
+function queryArbitrary(op: Operation, context: SchemaContext): fc.Arbitrary<string> {
+  const parts = op.queryParams.map((p) =>
+    fc.option(
+      schemaArbitrary(p.schema, context, p.name).map(
+        (value) => `${encodeURIComponent(p.name)}=${encodeURIComponent(String(value))}`,
+      ),
+      { nil: '', freq: 2 },
+    ),
+  );
+  return fc.tuple(...parts).map((present) => present.filter(Boolean).join('&'));
+}
+
+function bodyArbitrary(
+  op: Operation,
+  context: SchemaContext,
+): fc.Arbitrary<{ plan: BodyPlan; label: string; clean: boolean }> {
+  const malformed = fc.constantFrom(...MALFORMED_BODIES).map(([label, build]) => ({
+    plan: { kind: 'bytes', build } as BodyPlan,
+    label: `body=${label}`,
+    clean: false,
+  }));
+  const hostile = hostileValue.map((h) => ({
+    plan: { kind: 'value', value: h } as BodyPlan,
+    label: `body=${h.label}`,
+    clean: false,
+  }));
+  if (!op.body) {
+    return fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.constant({ plan: { kind: 'none' } as BodyPlan, label: 'no-body', clean: true }),
+      },
+      { weight: 2, arbitrary: hostile },
+      { weight: 1, arbitrary: malformed },
+    );
+  }
+  const valid = schemaArbitrary(op.body, context);
+  const truncated = fc.tuple(valid, fc.nat()).map(([value, cut]) => {
+    const text = JSON.stringify(value);
+    return {
+      plan: { kind: 'bytes', build: () => text.slice(0, cut % Math.max(1, text.length)) } as BodyPlan,
+      label: `body=truncated(${cut % Math.max(1, text.length)}/${text.length})`,
+      clean: false,
+    };
+  });
+  const mutated = fc
+    .tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 }))
+    .map(([value, mutations]) => {
+      let current = value;
+      const labels: string[] = [];
+      for (const m of mutations) {
+        const next = applyMutation(current, m);
+        current = next.value;
+        labels.push(next.label);
+      }
+      return {
+        plan: { kind: 'value', value: current } as BodyPlan,
+        label: `body: ${labels.join('; ')}`,
+        clean: false,
+      };
+    });
+  return fc.oneof(
+    {
+      weight: 4,
+      arbitrary: valid.map((value) => ({
+        plan: { kind: 'value', value } as BodyPlan,
+        label: 'body=valid',
+        clean: true,
+      })),
+    },
+    { weight: 5, arbitrary: mutated },
+    { weight: 1, arbitrary: hostile },
+    { weight: 1, arbitrary: truncated },
+    { weight: 2, arbitrary: malformed },
+  );
+}
+
+/** The generator of one operation's cases: valid-ish requests mixed with every kind of damage. */
+export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arbitrary<RestCase> {
+  const params = fc.tuple(...op.pathParams.map((p) => pathParamArbitrary(p, context)));
+  const auth = fc.oneof(
+    { weight: 3, arbitrary: fc.constant({ kind: 'token' } as RestCase['auth']) },
+    { weight: 2, arbitrary: fc.constant({ kind: 'none' } as RestCase['auth']) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...BAD_AUTH).map((value) => ({ kind: 'bad', value }) as RestCase['auth']),
+    },
+  );
+  return fc
+    .record({
+      method: fc.oneof(
+        { weight: 12, arbitrary: fc.constant(op.method) },
+        { weight: 1, arbitrary: fc.constantFrom(...OTHER_METHODS) },
+      ),
+      params,
+      query: queryArbitrary(op, context),
+      junkQuery: sometimes(junkQuery, 6),
+      body: bodyArbitrary(op, context),
+      contentType: fc.oneof(
+        { weight: 8, arbitrary: fc.constantFrom(...JSON_TYPES) },
+        { weight: 2, arbitrary: fc.constantFrom(...HOSTILE_TYPES) },
+        { weight: 1, arbitrary: fc.constant(undefined) },
+      ),
+      auth,
+      raw: sometimes(fc.constantFrom(...RAW_MUTATIONS), 20),
+      requestId: sometimes(fc.constantFrom('../../x', 'a'.repeat(200), 'ok-id_1.2:3'), 10),
+    })
+    .map((c) => {
+      let path = op.path;
+      c.params.forEach((value, i) => {
+        path = path.replace(`{${op.pathParams[i]?.name}}`, value.text);
+      });
+      const query = [c.query, c.junkQuery ?? ''].filter(Boolean).join('&');
+      const url = query ? `${path}?${query}` : path;
+      const hasBody = c.body.plan.kind !== 'none';
+      const headers: Record<string, string> = {};
+      if (hasBody && c.contentType !== undefined) headers['content-type'] = c.contentType;
+      if (c.requestId !== null) headers['x-request-id'] = c.requestId;
+      const junkUrl = c.junkQuery !== null || c.params.some((p) => p.junk);
+      const labels = [
+        c.body.label,
+        ...(hasBody
+          ? [`content-type=${c.contentType === undefined ? '(none)' : c.contentType.slice(0, 40)}`]
+          : []),
+        ...(c.auth.kind === 'bad' ? [`auth=${c.auth.value.slice(0, 30)}`] : [`auth=${c.auth.kind}`]),
+        ...(c.raw === null ? [] : [`raw=${c.raw}`]),
+      ];
+      return {
+        method: c.method,
+        url,
+        headers,
+        auth: c.auth,
+        body: c.body.plan,
+        raw: c.raw ?? undefined,
+        labels,
+        clean:
+          c.body.clean &&
+          c.method === op.method &&
+          !junkUrl &&
+          c.raw === null &&
+          (!hasBody || JSON_TYPES.includes(c.contentType ?? '')),
+      };
+    });
+}

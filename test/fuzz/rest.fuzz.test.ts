@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, describe, expect, it } from 'vitest';
+import { registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { buildTestApp } from '../helpers/app.js';
+import { boundedMemory, runTarget, settings, summary, type TargetStats } from './harness.js';
+import { type OpenApiDocument, operationsOf, restCaseArbitrary } from './rest-cases.js';
+import { describeRestCase, sendRestCase } from './rest-driver.js';
+import type { SchemaContext } from './schema-arbitrary.js';
+
+/**
+ * Walks every operation of the app's own /openapi.json with generated valid and hostile requests
+ * (see docs/fuzzing.md). `npm test` runs a short pass with a fixed seed; `npm run fuzz` runs
+ * FUZZ_CASES per operation.
+ */
+const CASES = settings.cases || 20;
+
+// The token must outlive a long run, which takes longer than the default 15 minutes.
+const app = await buildTestApp({ ACCESS_TOKEN_TTL_SECONDS: 86_400 });
+// Neither password is ever generated, so no case can delete or sign out the fuzz account.
+const peerPassword = randomBytes(12).toString('hex');
+const fuzzUser = await registerUser(app, uniqueUsername('fuzz'), randomBytes(12).toString('hex'));
+const peer = await registerUser(app, uniqueUsername('peer'), peerPassword);
+const doc = (await app.http.inject({ method: 'GET', url: '/openapi.json' })).json() as OpenApiDocument;
+const operations = operationsOf(doc).filter((op) => op.id.includes(settings.only));
+
+const context: SchemaContext = {
+  root: doc,
+  dictionary: {
+    user_id: [peer.user.id, fuzzUser.user.id],
+    user_ids: [[peer.user.id, fuzzUser.user.id]],
+    username: [peer.user.username],
+    password: [peerPassword],
+    refresh_token: [peer.refresh_token],
+  },
+};
+
+describe('REST fuzzing of every OpenAPI operation', () => {
+  const all: TargetStats[] = [];
+  const startMemory = boundedMemory();
+  const startedAt = performance.now();
+
+  afterAll(async () => {
+    process.stdout.write(summary('rest', all, startMemory, startedAt));
+    await app.close();
+  });
+
+  it('finds operations to fuzz in the OpenAPI document', () => {
+    expect(operations.length).toBeGreaterThan(settings.only ? 0 : 10);
+  });
+
+  for (const op of operations) {
+    it(
+      `${op.id} answers valid and hostile requests without a 5xx, with catalogued problem+json errors, and stays up`,
+      async () => {
+        const stats = await runTarget({
+          suite: 'rest',
+          file: 'test/fuzz/rest.fuzz.test.ts',
+          target: op.id,
+          arbitrary: restCaseArbitrary(op, context),
+          count: CASES,
+          execute: (c) => sendRestCase({ app, token: fuzzUser.access_token }, c),
+          describe: describeRestCase,
+          checkpoint: async () => {
+            const ready = await fetch(`${app.httpUrl}/readyz`);
+            return ready.status === 200 ? undefined : `/readyz answered ${ready.status} over HTTP`;
+          },
+        });
+        all.push(stats);
+        expect(stats.failures.map((f) => `#${f.index} ${f.message}\n      ${f.reproduction}`)).toEqual([]);
+        expect(stats.memoryAfter - startMemory).toBeLessThan(settings.memoryBoundBytes);
+      },
+      Math.max(60_000, CASES * 100),
+    );
+  }
+
+  it('keeps the fuzz account signed in, so the authenticated half of the cases ran as a user', async () => {
+    const me = await app.http.inject({
+      method: 'GET',
+      url: '/api/users/me',
+      headers: { authorization: `Bearer ${fuzzUser.access_token}` },
+    });
+    expect(me.statusCode).toBe(200);
+  });
+});
