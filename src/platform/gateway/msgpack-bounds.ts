@@ -14,18 +14,30 @@ export interface BoundsProblem {
   reason: string;
 }
 
-/** Bytes of the fixed-width values by head byte: nil, booleans, numbers and fixext (type byte included). */
+/**
+ * Per head byte (tables, since this runs on every frame): the size of a fixed-width value (nil,
+ * booleans, numbers, fixext with its type byte), and the bytes of the length field of a value
+ * with an explicit length (bin, ext, str, array, map). 0 where it does not apply.
+ */
+const FIXED_SIZE = new Uint8Array(256);
+const LENGTH_WIDTH = new Uint8Array(256);
 // biome-ignore format: a table reads better in rows
-const FIXED_SIZE = new Map([
+for (const [head, size] of [
   [0xc0, 1], [0xc2, 1], [0xc3, 1], [0xca, 5], [0xcb, 9], [0xcc, 2], [0xcd, 3], [0xce, 5], [0xcf, 9],
   [0xd0, 2], [0xd1, 3], [0xd2, 5], [0xd3, 9], [0xd4, 3], [0xd5, 4], [0xd6, 6], [0xd7, 10], [0xd8, 18],
-]);
-/** Bytes of the length field by head byte, for bin, ext, str, array and map with explicit lengths. */
+]) FIXED_SIZE[head as number] = size as number;
 // biome-ignore format: a table reads better in rows
-const LENGTH_WIDTH = new Map([
+for (const [head, width] of [
   [0xc4, 1], [0xc5, 2], [0xc6, 4], [0xc7, 1], [0xc8, 2], [0xc9, 4], [0xd9, 1], [0xda, 2], [0xdb, 4],
   [0xdc, 2], [0xdd, 4], [0xde, 2], [0xdf, 4],
-]);
+]) LENGTH_WIDTH[head as number] = width as number;
+
+/** The big-endian unsigned integer of `width` bytes at `at`. */
+function readLength(bytes: Uint8Array, at: number, width: number): number {
+  let value = 0;
+  for (let i = 0; i < width; i++) value = value * 256 + (bytes[at + i] as number);
+  return value;
+}
 
 export class MsgpackBounds {
   /** Items still expected by each open container, innermost last. */
@@ -36,7 +48,6 @@ export class MsgpackBounds {
   }
 
   check(bytes: Uint8Array): BoundsProblem | undefined {
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const end = bytes.byteLength;
     const open = this.open;
     let depth = 0;
@@ -54,19 +65,14 @@ export class MsgpackBounds {
         container = true;
         items = head < 0x90 ? (head - 0x80) * 2 : head - 0x90;
       } else if (head < 0xc0) payload = head - 0xa0;
-      else if (FIXED_SIZE.has(head)) size = FIXED_SIZE.get(head) as number;
+      else if (FIXED_SIZE[head] !== 0) size = FIXED_SIZE[head] as number;
       else {
-        const width = LENGTH_WIDTH.get(head);
-        if (width === undefined) return { offset: pos, reason: `byte 0x${head.toString(16)} is not msgpack` };
+        const width = LENGTH_WIDTH[head] as number;
+        if (width === 0) return { offset: pos, reason: `byte 0x${head.toString(16)} is not msgpack` };
         // ext headers carry a type byte after the length.
         size = 1 + width + (head >= 0xc7 && head <= 0xc9 ? 1 : 0);
         if (pos + size > end) return { offset: pos, reason: 'the frame ends inside a header' };
-        const length =
-          width === 1
-            ? view.getUint8(pos + 1)
-            : width === 2
-              ? view.getUint16(pos + 1)
-              : view.getUint32(pos + 1);
+        const length = readLength(bytes, pos + 1, width);
         container = head >= 0xdc;
         if (!container) payload = length;
         else items = head >= 0xde ? length * 2 : length;
