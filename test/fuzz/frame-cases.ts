@@ -2,13 +2,7 @@ import { encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { clientPayloadSchemas } from '../../protocol/frames.js';
-import {
-  applyMutation,
-  type Dictionary,
-  type JsonSchema,
-  mutation,
-  schemaArbitrary,
-} from './schema-arbitrary.js';
+import { type Dictionary, type JsonSchema, mutated, schemaArbitrary } from './schema-arbitrary.js';
 import {
   concatBytes,
   containsHostile,
@@ -102,18 +96,12 @@ export function frameCaseArbitrary(
     },
     {
       weight: 5,
-      arbitrary: fc
-        .tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 }))
-        .map(([value, mutations]) => {
-          let current = value;
-          const labels: string[] = [];
-          for (const m of mutations) {
-            const next = applyMutation(current, m);
-            current = next.value;
-            labels.push(next.label);
-          }
-          return { value: current, present: true, label: `d: ${labels.join('; ')}`, mutated: true };
-        }),
+      arbitrary: mutated(valid).map(({ value, label }) => ({
+        value,
+        present: true,
+        label: `d: ${label}`,
+        mutated: true,
+      })),
     },
     {
       weight: 1,

@@ -1,11 +1,5 @@
 import fc from 'fast-check';
-import {
-  applyMutation,
-  type JsonSchema,
-  mutation,
-  type SchemaContext,
-  schemaArbitrary,
-} from './schema-arbitrary.js';
+import { type JsonSchema, mutated, type SchemaContext, schemaArbitrary } from './schema-arbitrary.js';
 import { hostileValue } from './values.js';
 
 /** One operation of the OpenAPI document, as the fuzzer needs it. */
@@ -277,22 +271,11 @@ function bodyArbitrary(
       clean: false,
     };
   });
-  const mutated = fc
-    .tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 }))
-    .map(([value, mutations]) => {
-      let current = value;
-      const labels: string[] = [];
-      for (const m of mutations) {
-        const next = applyMutation(current, m);
-        current = next.value;
-        labels.push(next.label);
-      }
-      return {
-        plan: { kind: 'value', value: current } as BodyPlan,
-        label: `body: ${labels.join('; ')}`,
-        clean: false,
-      };
-    });
+  const mutatedBody = mutated(valid).map(({ value, label }) => ({
+    plan: { kind: 'value', value } as BodyPlan,
+    label: `body: ${label}`,
+    clean: false,
+  }));
   return fc.oneof(
     {
       weight: 4,
@@ -302,7 +285,7 @@ function bodyArbitrary(
         clean: true,
       })),
     },
-    { weight: 5, arbitrary: mutated },
+    { weight: 5, arbitrary: mutatedBody },
     { weight: 1, arbitrary: hostile },
     { weight: 1, arbitrary: truncated },
     { weight: 2, arbitrary: malformed },

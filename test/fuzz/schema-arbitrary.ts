@@ -163,6 +163,20 @@ export const mutation = fc.record({
 });
 export type Mutation = typeof mutation extends fc.Arbitrary<infer M> ? M : never;
 
+/** Values of `valid` with one to three mutations applied, and the mutations' labels joined. */
+export function mutated(valid: fc.Arbitrary<unknown>): fc.Arbitrary<{ value: unknown; label: string }> {
+  return fc.tuple(valid, fc.array(mutation, { minLength: 1, maxLength: 3 })).map(([value, mutations]) => {
+    let current = value;
+    const labels: string[] = [];
+    for (const m of mutations) {
+      const next = applyMutation(current, m);
+      current = next.value;
+      labels.push(next.label);
+    }
+    return { value: current, label: labels.join('; ') };
+  });
+}
+
 const describePath = (path: (string | number)[]) => (path.length ? path.join('.') : '(root)');
 
 /**
