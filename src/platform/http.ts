@@ -21,20 +21,11 @@ import {
 import { z } from 'zod';
 import type { Config } from '../config.js';
 import type { HistogramChild } from './hot-histogram.js';
-import {
-  clientErrorHandler,
-  errorHandler,
-  frameworkErrorHandler,
-  notFoundHandler,
-  sendProblem,
-} from './http-errors.js';
+import { clientErrorHandler, errorHandler, frameworkErrorHandler, notFoundHandler } from './http-errors.js';
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
-
-// Routes outside the platform answer their own problems (health checks) through the same helper.
-export { sendProblem };
 
 export type HttpServer = FastifyInstance<
   import('node:http').Server,

@@ -6,8 +6,8 @@ import { toUuidArray } from '../social/relations.js';
 /**
  * The durable side of session revocation (see migration 0003): AccessTokens records every
  * revocation here before it marks the KV store, and rebuilds the marks from here when the store
- * has lost them. Rows older than `keepMs` can no longer matter, since every access token they
- * could stop has expired; each recording prunes them.
+ * has lost them. Rows older than the `forgetBefore` AccessTokens passes can no longer matter, since
+ * every access token they could stop has expired; each recording prunes them.
  */
 export function revocationLog(em: () => EntityManager): RevocationLog {
   return {

@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import type { AppServices } from '../../app.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { type HttpServer, sendProblem } from '../../platform/http.js';
+import type { HttpServer } from '../../platform/http.js';
+import { sendProblem } from '../../platform/http-errors.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 
 const CHECK_TIMEOUT_MS = 2000;
