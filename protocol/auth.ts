@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { operation } from './operation.js';
 import { text } from './text.js';
+import { roleSchema } from './users.js';
 
 /** Request and response shapes of the account and session endpoints (REST) and the auth frame. */
 
@@ -48,3 +50,60 @@ export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 
 /** Gateway: `{t: 'auth', id, d: {token}}`, answered by an ack carrying `{user_id, roles}`. */
 export const authFrameSchema = z.object({ token: z.string().min(1).max(8192) }).strict();
+
+const tag = 'accounts';
+
+export const authRegister = operation('auth.register', {
+  tag,
+  summary: 'Create an account (18+ only) and start a session.',
+  public: true,
+  rest: { method: 'POST', path: '/api/auth/register', status: 201 },
+  request: registerRequestSchema,
+  response: tokenResponseSchema,
+  errors: [409, 422, 429],
+});
+
+export const authLogin = operation('auth.login', {
+  tag,
+  summary: 'Start a session with a username and password. Rate limited per username and per IP.',
+  public: true,
+  rest: { method: 'POST', path: '/api/auth/login' },
+  request: loginRequestSchema,
+  response: tokenResponseSchema,
+  errors: [401, 422, 429],
+});
+
+export const authRefresh = operation('auth.refresh', {
+  tag,
+  summary: 'Exchange a refresh token for a new pair. Reusing a spent token revokes its whole session.',
+  public: true,
+  rest: { method: 'POST', path: '/api/auth/refresh' },
+  request: refreshTokenRequestSchema,
+  response: tokenResponseSchema,
+  errors: [401, 422],
+});
+
+export const authLogout = operation('auth.logout', {
+  tag,
+  summary: 'End the session of a refresh token. Idempotent.',
+  public: true,
+  rest: { method: 'POST', path: '/api/auth/logout', status: 204 },
+  request: refreshTokenRequestSchema,
+  response: z.null().describe('Logged out.'),
+  errors: [422],
+});
+
+/** The auth frame's ack: who the connection now speaks for. */
+export const authAckSchema = z.object({ user_id: z.string(), roles: z.array(roleSchema) });
+
+export const authenticate = operation('auth', {
+  tag,
+  summary: 'Bind the connection to the user of an access token; send again before it expires.',
+  frame: true,
+  socketOnly: 'authenticates the connection itself; a REST call carries its token on every request',
+  public: true,
+  request: authFrameSchema,
+  response: authAckSchema,
+});
+
+export const authOperations = [authRegister, authLogin, authRefresh, authLogout, authenticate] as const;

@@ -49,6 +49,39 @@ export const ErrorCode = {
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
+/**
+ * The only code -> HTTP status table, beside the codes so that a new code is one edit. The gateway
+ * sends the code alone; REST answers with this status.
+ */
+export const httpStatusByCode: Record<ErrorCode, number> = {
+  MALFORMED_REQUEST: 400,
+  VALIDATION_FAILED: 422,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  PAYLOAD_TOO_LARGE: 413,
+  URI_TOO_LONG: 414,
+  HEADERS_TOO_LARGE: 431,
+  ROUTE_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  CONFLICT: 409,
+  RATE_LIMITED: 429,
+  AGE_GATE: 422,
+  TERMS_NOT_ACCEPTED: 422,
+  USERNAME_TAKEN: 409,
+  EMAIL_TAKEN: 409,
+  INVALID_CREDENTIALS: 401,
+  INVALID_REFRESH_TOKEN: 401,
+  PASSWORD_INCORRECT: 403,
+  UNKNOWN_FRAME_TYPE: 400,
+  SUBSCRIPTION_LIMIT: 422,
+  FRAME_TOO_LARGE: 413,
+  UNAVAILABLE: 503,
+  SERVICE_UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
 export interface FieldError {
   /** Dotted path of the offending field, `''` for the whole body. */
   path: string;

@@ -1,8 +1,5 @@
 import { z } from 'zod';
-import { authFrameSchema } from './auth.js';
-import { type PresenceStatus, presenceLookupRequestSchema, statusMessageRequestSchema } from './presence.js';
-
-export type { PresenceStatus };
+import { operation } from './operation.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -20,17 +17,6 @@ export const clientFrameSchema = z.object({
 });
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 
-/** Client frame types. */
-export const ClientFrameType = {
-  PING: 'ping',
-  AUTH: 'auth',
-  PRESENCE_HEARTBEAT: 'presence.heartbeat',
-  PRESENCE_QUERY: 'presence.query',
-  PRESENCE_SUBSCRIBE: 'presence.subscribe',
-  PRESENCE_UNSUBSCRIBE: 'presence.unsubscribe',
-  PRESENCE_STATUS: 'presence.status',
-} as const;
-
 /** Server frame types: replies, then events pushed to subscribers. */
 export const ServerFrameType = {
   PONG: 'pong',
@@ -39,32 +25,15 @@ export const ServerFrameType = {
   PRESENCE: 'presence',
 } as const;
 
-const noPayload = z.undefined().or(z.object({}).strict());
-
-/** The payload schema (`d`) of every client frame, by type. */
-export const clientPayloadSchemas = {
-  [ClientFrameType.PING]: noPayload,
-  [ClientFrameType.AUTH]: authFrameSchema,
-  [ClientFrameType.PRESENCE_HEARTBEAT]: noPayload,
-  [ClientFrameType.PRESENCE_QUERY]: presenceLookupRequestSchema,
-  [ClientFrameType.PRESENCE_SUBSCRIBE]: presenceLookupRequestSchema,
-  [ClientFrameType.PRESENCE_UNSUBSCRIBE]: presenceLookupRequestSchema,
-  [ClientFrameType.PRESENCE_STATUS]: statusMessageRequestSchema,
-} as const;
-
-export type ClientFrameTypeName = keyof typeof clientPayloadSchemas;
-export type ClientPayload<T extends ClientFrameTypeName> = z.infer<(typeof clientPayloadSchemas)[T]>;
-
-/** Ack payloads, by client frame type. */
-export interface AckPayloads {
-  ping: never;
-  auth: { user_id: string; roles: string[] };
-  'presence.heartbeat': { status: 'online'; ttl_seconds: number; last_seen_at: string };
-  'presence.query': { presence: Record<string, PresenceStatus> };
-  'presence.subscribe': { presence: Record<string, PresenceStatus> };
-  'presence.unsubscribe': Record<string, never>;
-  'presence.status': { status_message: string | null };
-}
+/** `ping` is answered by a pong frame (not an ack) carrying the server's clock. */
+export const ping = operation('ping', {
+  tag: 'gateway',
+  summary: 'An application-level round trip; answered by a pong carrying the server time.',
+  frame: true,
+  socketOnly: 'measures the socket round trip and the clock offset; an HTTP request has its own',
+  public: true,
+  response: z.object({ ts: z.number() }),
+});
 
 /** A user's presence changed: pushed to connections subscribed to that user and allowed to see it. */
 export interface PresenceEvent {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { operation } from './operation.js';
 import { text } from './text.js';
 
 /**
@@ -40,3 +41,62 @@ export const statusMessageRequestSchema = z
   .object({ status_message: text(0, STATUS_MESSAGE_RAW_MAX) })
   .strict();
 export const statusMessageResponseSchema = z.object({ status_message: z.string().nullable() });
+
+const tag = 'presence';
+
+export const presenceHeartbeat = operation('presence.heartbeat', {
+  tag,
+  summary: 'Mark the caller online for the presence TTL.',
+  frame: true,
+  rest: { method: 'POST', path: '/api/presence/heartbeat' },
+  response: heartbeatResponseSchema,
+  errors: [401],
+});
+
+export const presenceQuery = operation('presence.query', {
+  tag,
+  summary: 'Batch lookup: online, offline or unknown per id, as the caller may see it.',
+  frame: true,
+  rest: { method: 'POST', path: '/api/presence/presence' },
+  request: presenceLookupRequestSchema,
+  response: presenceLookupResponseSchema,
+  errors: [401, 422],
+});
+
+export const presenceStatus = operation('presence.status', {
+  tag,
+  summary: 'Set the status message (trimmed, at most 140 characters); empty clears it.',
+  frame: true,
+  rest: { method: 'PUT', path: '/api/presence/status' },
+  request: statusMessageRequestSchema,
+  response: statusMessageResponseSchema,
+  errors: [401, 422],
+});
+
+const eventsOnlyOnTheSocket = 'subscriptions deliver presence events, which arrive only on the socket';
+
+export const presenceSubscribe = operation('presence.subscribe', {
+  tag,
+  summary: "Receive each visible user's presence events; the ack carries their current status.",
+  frame: true,
+  socketOnly: eventsOnlyOnTheSocket,
+  request: presenceLookupRequestSchema,
+  response: presenceLookupResponseSchema,
+});
+
+export const presenceUnsubscribe = operation('presence.unsubscribe', {
+  tag,
+  summary: "Stop receiving these users' presence events.",
+  frame: true,
+  socketOnly: eventsOnlyOnTheSocket,
+  request: presenceLookupRequestSchema,
+  response: z.object({}),
+});
+
+export const presenceOperations = [
+  presenceHeartbeat,
+  presenceQuery,
+  presenceStatus,
+  presenceSubscribe,
+  presenceUnsubscribe,
+] as const;

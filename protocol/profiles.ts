@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { userDocument } from './documents.js';
+import { operation } from './operation.js';
 import { text } from './text.js';
 
 /** Who may see a profile or its favorites. */
@@ -78,3 +79,40 @@ export const avatarLoadoutSchema = z
   })
   .catchall(z.unknown());
 export type AvatarLoadout = z.infer<typeof avatarLoadoutSchema>;
+
+export const profileGet = operation('profile.get', {
+  tag: 'profile',
+  summary: "The signed-in user's profile, or the default profile if it was never saved.",
+  rest: { method: 'GET', path: '/api/profile/me' },
+  response: profileSchema,
+  errors: [401],
+});
+
+export const profileUpdate = operation('profile.update', {
+  tag: 'profile',
+  summary: 'Save any of bio, avatar_asset_id and privacy settings; omitted fields stay as they are.',
+  rest: { method: 'PUT', path: '/api/profile/me' },
+  request: profileUpdateSchema,
+  response: profileSchema,
+  errors: [401, 422],
+});
+
+export const avatarGetLoadout = operation('avatar.getLoadout', {
+  tag: 'avatar',
+  summary: "The signed-in user's avatar loadout, or the server default (is_default: true).",
+  rest: { method: 'GET', path: '/api/avatar/loadout' },
+  response: avatarLoadoutSchema,
+  errors: [401],
+});
+
+export const avatarPutLoadout = operation('avatar.putLoadout', {
+  tag: 'avatar',
+  summary:
+    'Replace the avatar loadout. Only the envelope is checked: base_body a non-empty string, slots an object, at most 16 KiB of JSON.',
+  rest: { method: 'PUT', path: '/api/avatar/loadout' },
+  request: avatarLoadoutInputSchema,
+  response: avatarLoadoutSchema,
+  errors: [401, 422],
+});
+
+export const profileOperations = [profileGet, profileUpdate, avatarGetLoadout, avatarPutLoadout] as const;

@@ -1,62 +1,57 @@
 import type { Config } from './config.js';
-import { AuthService } from './modules/auth/auth.service.js';
-import { revocationLog } from './modules/auth/revocations.repository.js';
-import { PresenceService } from './modules/presence/presence.service.js';
-import { PresenceTracker } from './modules/presence/presence.tracker.js';
-import { registerModules } from './modules/register.js';
-import { UsersService } from './modules/users/users.service.js';
+import { modules } from './modules/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
-import { requireUser } from './platform/auth/http-auth.js';
-import { type KeyRing, loadKeyRing } from './platform/auth/keys.js';
+import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
+import { loadKeyRing } from './platform/auth/keys.js';
+import { revocationLog } from './platform/auth/revocation-log.js';
 import { EventBus } from './platform/bus.js';
-import { CallContext, type Caller, type Ctx } from './platform/context.js';
+import { CallContext } from './platform/context.js';
 import { type Database, openDatabase } from './platform/db.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
 import { createKv, type Kv } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
-import { createMetrics, type Metrics } from './platform/metrics.js';
+import { createMetrics } from './platform/metrics.js';
 import { migrateUp } from './platform/migrate.js';
-import { createLimiter } from './platform/rate-limit.js';
+import {
+  entitiesOf,
+  type ModuleApis,
+  type ModuleDefinition,
+  type Platform,
+  setupModules,
+} from './platform/module.js';
+import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 
-/** What every module is built from. Routes and socket handlers receive these, never globals. */
-export interface AppServices {
-  config: Config;
-  log: Logger;
-  metrics: Metrics;
-  db: Database;
-  kv: Kv;
-  bus: EventBus;
-  gateway: Gateway;
-  keys: KeyRing;
-  tokens: AccessTokens;
-  /** onRequest hook for routes that need a signed-in user. */
-  requireUser: ReturnType<typeof requireUser>;
-  auth: AuthService;
-  users: UsersService;
-  presence: PresenceService;
-  presenceTracker: PresenceTracker;
-  /** The service context for one request or frame. */
-  ctx(caller: Caller): Ctx;
-}
+/** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
+export type Modules = ModuleApis<typeof modules>;
 
-export interface App extends AppServices {
+export interface App extends Platform {
   http: HttpServer;
+  modules: Modules;
+  /** Every operation's binding to its service function, by operation name (service-level tests call these). */
+  operations: ReadonlyMap<string, OperationBinding>;
   /** Binds HTTP and the gateway; port 0 in the config picks free ports, returned here. */
   listen(): Promise<{ httpPort: number; wsPort: number }>;
   /**
-   * Stops accepting, drains in-flight work, closes sockets, ends presence, then closes the KV store
-   * and the database. Every step runs even when an earlier one failed; rejects afterwards if any did.
+   * Stops accepting, drains in-flight work, closes sockets, stops the modules (presence ends),
+   * then closes the KV store and the database. Every step runs even when an earlier one failed;
+   * rejects afterwards if any did.
    */
   close(): Promise<void>;
 }
 
 /** Infrastructure a caller already holds (tests share one database clone per file this way). */
 export interface AppOverrides {
+  /** Opened with `entitiesOf(modules)`. */
   db?: Database;
   kv?: Kv;
   log?: Logger;
+  /** Another module list than src/modules/index.ts (tests of the module kit itself). */
+  modules?: readonly ModuleDefinition[];
 }
+
+/** Every entity of every module, for callers that open the database themselves. */
+export const appEntities = entitiesOf(modules);
 
 /**
  * Stops accepting HTTP requests and waits for in-flight ones, but only for `graceMs`: after that
@@ -109,7 +104,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   const metrics = createMetrics();
   const owned: ReleaseStep[] = [];
   try {
-    const db = overrides.db ?? (await openDatabase(config));
+    const db = overrides.db ?? (await openDatabase(config, { entities: appEntities }));
     if (!overrides.db) owned.unshift(['close the database', () => db.close()]);
     if (config.MIGRATE_ON_START) {
       const applied = await migrateUp(db, config.DATABASE_URL);
@@ -147,46 +142,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       gateway.closeSessions((event.d as { session_ids: string[] }).session_ids),
     );
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
-    const auth = new AuthService({
-      tokens,
-      refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
-      maxLoginFailures: config.LOGIN_MAX_FAILURES,
-      loginFailuresByUsername: createLimiter(kv, {
-        keyPrefix: 'login-fail',
-        points: config.LOGIN_MAX_FAILURES,
-        durationSeconds: config.LOGIN_LOCKOUT_SECONDS,
-      }),
-      loginAttemptsByIp: createLimiter(kv, {
-        keyPrefix: 'login-ip',
-        points: config.LOGIN_IP_MAX_ATTEMPTS,
-        durationSeconds: config.LOGIN_IP_WINDOW_SECONDS,
-      }),
-      registrationsByIp: createLimiter(kv, {
-        keyPrefix: 'register-ip',
-        points: config.REGISTER_IP_MAX_ATTEMPTS,
-        durationSeconds: config.REGISTER_IP_WINDOW_SECONDS,
-      }),
-    });
     const http = await createHttpServer({ config, log, metrics });
-    const ctx: AppServices['ctx'] = (caller) => new CallContext(db.orm.em, kv, caller);
-    const presenceTracker = new PresenceTracker({
-      kv,
-      gateway,
-      log,
-      ttlSeconds: config.PRESENCE_TTL_SECONDS,
-      flushIntervalMs: config.LAST_SEEN_FLUSH_MS,
-      leaseSeconds: config.NODE_LEASE_SECONDS,
-      systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
-    });
-    const presence = new PresenceService({
-      kv,
-      bus,
-      ttlSeconds: config.PRESENCE_TTL_SECONDS,
-      sightings: presenceTracker,
-    });
-    presenceTracker.attach(presence);
-    gateway.onSession(presenceTracker);
-    const services: AppServices = {
+    const platform: Platform = {
       config,
       log,
       metrics,
@@ -196,26 +153,47 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       gateway,
       keys,
       tokens,
-      requireUser: requireUser(tokens),
-      auth,
-      users: new UsersService(auth, presence),
-      presence,
-      presenceTracker,
-      ctx,
+      ctx: (caller) => new CallContext(db.orm.em, kv, caller),
     };
-    registerModules(http, services);
+
+    const built = setupModules(platform, overrides.modules ?? modules);
+    for (const { parts } of built) {
+      if (parts.operations) registerFrames(gateway, platform.ctx, log, parts.operations);
+      if (parts.sessions) gateway.onSession(parts.sessions);
+    }
+    // Module routes live in one scope whose routes need a signed-in user unless declared public.
+    http.register(async (scope) => {
+      scope.addHook('onRoute', secureByDefault(requireUser(tokens)));
+      for (const { parts } of built) {
+        if (parts.operations) registerRoutes(scope as HttpServer, platform.ctx, parts.operations);
+        parts.routes?.(scope as HttpServer);
+      }
+    });
     await http.ready();
+    const stopSteps = built
+      .filter(({ parts }) => parts.stop)
+      .reverse()
+      .map(
+        ({ name, parts }): ReleaseStep => [
+          `stop the ${name} module`,
+          () => (parts.stop as () => Promise<void>)(),
+        ],
+      );
 
     let closing: Promise<void> | undefined;
     return {
-      ...services,
+      ...platform,
       http,
+      modules: Object.fromEntries(built.map(({ name, parts }) => [name, parts.api])) as Modules,
+      operations: new Map(
+        built.flatMap(({ parts }) => (parts.operations ?? []).map((binding) => [binding.op.name, binding])),
+      ),
       async listen() {
         await http.listen({ host: config.HOST, port: config.HTTP_PORT });
         const address = http.server.address();
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
-        await presenceTracker.start();
+        for (const { parts } of built) await parts.start?.();
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
@@ -225,11 +203,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
             ['close the gateway', () => gateway.close()],
           ],
-          // After the sockets closed, so their offline events and last sightings are included.
-          [
-            'stop presence (offline events, node lease, final last_seen_at flush)',
-            () => presenceTracker.stop(),
-          ],
+          // After the sockets closed, so presence's offline events and last sightings are included.
+          ...stopSteps,
           ...owned,
         ]);
         return closing;

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { buildApp } from './app.js';
+import { appEntities, buildApp } from './app.js';
 import { ConfigError, loadConfig, StartupError } from './config.js';
-import { changeRole } from './modules/users/users.service.js';
+import { changeRole } from './modules/users/index.js';
 import { createSigningKey } from './platform/auth/keys.js';
 import { openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
@@ -79,7 +79,7 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
     console.error(`Usage: atrium admin grant|revoke <username> <role>\n\n${usage}`);
     return 2;
   }
-  const db = await openDatabase(config);
+  const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
     const roles = await changeRole(db.orm.em.fork(), username, role, change);

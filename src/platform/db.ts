@@ -1,9 +1,9 @@
 import { join } from 'node:path';
+import type { EntitySchema } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type EntityManager, type Knex, MikroORM } from '@mikro-orm/postgresql';
 import { migrationsList } from '../../migrations/index.js';
 import type { Config } from '../config.js';
-import { entities } from '../modules/entities.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export type Orm = MikroORM;
@@ -20,6 +20,11 @@ export interface Database {
 }
 
 export interface OpenDatabaseOptions {
+  /**
+   * The entities the ORM manages: the modules' (`entitiesOf`), passed in so the platform knows
+   * no module. Migrations and raw SQL need none.
+   */
+  entities?: readonly EntitySchema[];
   /** Embedded only: start from this PGlite dump instead of DATA_DIR (tests use an in-memory clone). */
   embedded?: EmbeddedOptions;
 }
@@ -64,6 +69,7 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
         clientUrl: config.DATABASE_URL,
         poolSize: config.DATABASE_POOL_SIZE,
         timeouts: serverTimeouts(config),
+        entities: options.entities ?? [],
       }),
     );
     return wrap(orm, 'postgres');
@@ -79,6 +85,7 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
         poolSize: 1,
         dbName: 'postgres',
         timeouts: embeddedTimeouts,
+        entities: options.entities ?? [],
       }),
     );
     return wrap(orm, 'embedded', embedded);
@@ -110,6 +117,7 @@ interface ConnectionTarget {
   dbName?: string;
   poolSize: number;
   timeouts: Timeouts;
+  entities: readonly EntitySchema[];
 }
 
 /**
@@ -137,7 +145,7 @@ function ormOptions(target: ConnectionTarget) {
       acquireConnectionTimeout: acquireMs,
       pool: { validate: isIdle },
     },
-    entities,
+    entities: [...target.entities],
     extensions: [Migrator],
     migrations: {
       tableName: 'atrium_migrations',

@@ -1,4 +1,4 @@
-import { ErrorCode, type FieldError } from '../../protocol/errors.js';
+import { ErrorCode, type FieldError, httpStatusByCode } from '../../protocol/errors.js';
 
 export { ErrorCode, type FieldError };
 
@@ -21,36 +21,6 @@ export class AppError extends Error {
   }
 }
 
-/** The only code -> HTTP status table. */
-const statusByCode: Record<ErrorCode, number> = {
-  MALFORMED_REQUEST: 400,
-  VALIDATION_FAILED: 422,
-  UNSUPPORTED_MEDIA_TYPE: 415,
-  PAYLOAD_TOO_LARGE: 413,
-  URI_TOO_LONG: 414,
-  HEADERS_TOO_LARGE: 431,
-  ROUTE_NOT_FOUND: 404,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  UNAUTHENTICATED: 401,
-  FORBIDDEN: 403,
-  CONFLICT: 409,
-  RATE_LIMITED: 429,
-  AGE_GATE: 422,
-  TERMS_NOT_ACCEPTED: 422,
-  USERNAME_TAKEN: 409,
-  EMAIL_TAKEN: 409,
-  INVALID_CREDENTIALS: 401,
-  INVALID_REFRESH_TOKEN: 401,
-  PASSWORD_INCORRECT: 403,
-  UNKNOWN_FRAME_TYPE: 400,
-  SUBSCRIPTION_LIMIT: 422,
-  FRAME_TOO_LARGE: 413,
-  UNAVAILABLE: 503,
-  SERVICE_UNAVAILABLE: 503,
-  INTERNAL: 500,
-};
-
 const titleByStatus: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
@@ -69,7 +39,7 @@ const titleByStatus: Record<number, string> = {
 };
 
 export function httpStatusFor(code: ErrorCode): number {
-  return statusByCode[code];
+  return httpStatusByCode[code];
 }
 
 /** RFC 9457 problem details body, as sent with `Content-Type: application/problem+json`. */

@@ -23,3 +23,12 @@ export function isId(value: string): boolean {
 export function canonicalId(value: string): string {
   return isId(value) ? value.toLowerCase() : value;
 }
+
+/**
+ * A Postgres array literal of uuids, bound as one parameter (the query builder would expand a JS
+ * array into a list of placeholders). Only well-formed uuids are accepted, so nothing needs quoting.
+ */
+export function toUuidArray(ids: readonly string[]): string {
+  if (!ids.every(isId)) throw new Error('toUuidArray takes validated ids only.');
+  return `{${ids.join(',')}}`;
+}

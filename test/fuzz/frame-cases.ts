@@ -1,7 +1,7 @@
 import { encode } from '@msgpack/msgpack';
 import fc from 'fast-check';
 import { z } from 'zod';
-import { clientPayloadSchemas } from '../../protocol/frames.js';
+import { clientPayloadSchemas } from '../../protocol/operations.js';
 import { type Dictionary, type JsonSchema, mutated, schemaArbitrary } from './schema-arbitrary.js';
 import {
   concatBytes,

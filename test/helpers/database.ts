@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
+import { appEntities } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
 import { adminQuery, withDatabase } from './global-setup.js';
@@ -21,6 +22,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (serverUrl) return postgresDatabase(serverUrl, 'atrium_t', inject('postgresTemplateDb'));
   const template = await readFile(inject('embeddedTemplatePath'));
   const db = await openDatabase(configFrom({}), {
+    entities: appEntities,
     embedded: { loadDataDir: new Blob([template], { type: 'application/x-tar' }) },
   });
   return { db, url: undefined, drop: () => db.close() };
@@ -39,7 +41,7 @@ async function postgresDatabase(serverUrl: string, prefix: string, template?: st
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   await adminQuery(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`);
   const url = withDatabase(serverUrl, name);
-  const db = await openDatabase(configFrom({ DATABASE_URL: url }));
+  const db = await openDatabase(configFrom({ DATABASE_URL: url }), { entities: appEntities });
   return {
     db,
     url,

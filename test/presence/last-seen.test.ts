@@ -37,7 +37,7 @@ describe('last_seen_at writes', () => {
       const user = await registerUser(app);
       await queryRows(app.db, 'alter table users rename column last_seen_at to last_seen_at_gone');
       const seen = await heartbeat(app, user.access_token);
-      await expect(app.presenceTracker.flushLastSeen()).rejects.toThrow(/last_seen_at/);
+      await expect(app.modules.presence.flushLastSeen()).rejects.toThrow(/last_seen_at/);
       await queryRows(app.db, 'alter table users rename column last_seen_at_gone to last_seen_at');
       // No flush is called by hand from here: the tracker's own interval must write it.
       await expect.poll(() => lastSeenInDatabase(app, user.user.id), { timeout: 3000 }).toBe(seen);

@@ -110,7 +110,7 @@ describe('a node lease', () => {
     const cluster = await buildTestCluster(2, LEASE);
     try {
       const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
-      const nodeId = a.presenceTracker.lease.nodeId;
+      const nodeId = a.modules.presence.nodeId;
       const subject = await registerUser(a);
       const { socket } = await watch(b, [subject.user.id]);
       await authedSocket(a.wsUrl, subject.access_token);
@@ -133,7 +133,7 @@ describe('a node lease', () => {
   it('registers again with its users when it finds its own lease lapsed and its records removed', async () => {
     const app = await buildTestApp(LEASE);
     try {
-      const nodeId = app.presenceTracker.lease.nodeId;
+      const nodeId = app.modules.presence.nodeId;
       const subject = await registerUser(app);
       const held = await authedSocket(app.wsUrl, subject.access_token);
       const { socket, viewer } = await watch(app, [subject.user.id]);

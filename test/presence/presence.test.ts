@@ -156,7 +156,7 @@ describe('presence over REST', () => {
       [user.user.id],
     );
     expect(before[0]?.last_seen_at).toBeNull();
-    await app.presenceTracker.flushLastSeen();
+    await app.modules.presence.flushLastSeen();
     const after: { last_seen_at: string | null }[] = await sql(
       app,
       'select last_seen_at from users where id = ?',
@@ -216,7 +216,7 @@ describe('presence expiry', () => {
       expect(await statusOf(app, viewer, user)).toBe('online');
       await new Promise((resolve) => setTimeout(resolve, 1300));
       expect(await statusOf(app, viewer, user)).toBe('offline');
-      await app.presenceTracker.flushLastSeen();
+      await app.modules.presence.flushLastSeen();
       const me = await app.http.inject({
         method: 'GET',
         url: '/api/users/me',

@@ -7,8 +7,7 @@ import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
-import { type User, UserSchema } from '../users/user.entity.js';
-import { findUserByUsername } from '../users/users.service.js';
+import { findUserByUsername, type User, UserSchema } from '../users/index.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
 

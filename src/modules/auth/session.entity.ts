@@ -1,5 +1,5 @@
 import { EntitySchema, type Ref } from '@mikro-orm/core';
-import { type User, UserSchema } from '../users/user.entity.js';
+import { type User, UserSchema } from '../users/index.js';
 
 export interface Session {
   id: string;

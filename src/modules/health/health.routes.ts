@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import type { AppServices } from '../../app.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { HttpServer } from '../../platform/http.js';
 import { sendProblem } from '../../platform/http-errors.js';
 import { errorResponses } from '../../platform/http-schemas.js';
+import type { Platform } from '../../platform/module.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -22,16 +22,21 @@ const readySchema = z.object({
 });
 
 /** Liveness, readiness and Prometheus metrics: the three probes an orchestrator needs. */
-export function registerHealthRoutes(http: HttpServer, services: AppServices) {
+export function registerHealthRoutes(
+  http: HttpServer,
+  services: Pick<Platform, 'db' | 'kv' | 'gateway' | 'metrics'>,
+) {
   const startedAt = Date.now();
 
   http.get(
     '/healthz',
     {
+      config: { public: true },
       schema: {
+        operationId: 'health.live',
         tags: ['operations'],
         summary: 'Liveness: the process is up. Also reports whether uWebSockets.js runs natively.',
-        response: { 200: healthSchema },
+        response: { 200: healthSchema, ...errorResponses() },
       },
     },
     async () => ({
@@ -47,7 +52,9 @@ export function registerHealthRoutes(http: HttpServer, services: AppServices) {
   http.get(
     '/readyz',
     {
+      config: { public: true },
       schema: {
+        operationId: 'health.ready',
         tags: ['operations'],
         summary: 'Readiness: the database and the KV store answer.',
         response: { 200: readySchema, ...errorResponses(503) },
@@ -70,7 +77,18 @@ export function registerHealthRoutes(http: HttpServer, services: AppServices) {
 
   http.get(
     '/metrics',
-    { schema: { tags: ['operations'], summary: 'Prometheus metrics in the text exposition format.' } },
+    {
+      config: { public: true },
+      schema: {
+        operationId: 'health.metrics',
+        tags: ['operations'],
+        summary: 'Prometheus metrics in the text exposition format.',
+        response: {
+          200: z.string().describe('Metrics in the Prometheus text exposition format.'),
+          ...errorResponses(),
+        },
+      },
+    },
     async (_request, reply) => {
       reply.type(services.metrics.registry.contentType);
       return services.metrics.registry.metrics();

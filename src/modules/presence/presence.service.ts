@@ -1,12 +1,12 @@
-import type { PresenceStatus } from '../../../protocol/frames.js';
+import type { PresenceStatus } from '../../../protocol/presence.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
-import { privacyOf } from '../profiles/profiles.service.js';
-import { type Relation, relationsOf } from '../social/relations.js';
-import { UserSchema } from '../users/user.entity.js';
+import type { ProfilesApi } from '../profiles/index.js';
+import type { Relation, SocialApi } from '../social/index.js';
+import { UserSchema } from '../users/index.js';
 
 export const STATUS_MESSAGE_MAX = 140;
 
@@ -64,6 +64,8 @@ export interface PresenceServiceDeps {
   bus: EventBus;
   ttlSeconds: number;
   sightings: PresenceSightings;
+  privacy: Pick<ProfilesApi, 'privacyOf'>;
+  relations: Pick<SocialApi, 'relationsOf'>;
 }
 
 /**
@@ -136,8 +138,8 @@ export class PresenceService {
       (u) => u.id,
     );
     const [privacy, relations] = await Promise.all([
-      privacyOf(ctx.em, existing),
-      relationsOf(ctx.em, viewer.id, existing),
+      this.deps.privacy.privacyOf(ctx.em, existing),
+      this.deps.relations.relationsOf(ctx.em, viewer.id, existing),
     ]);
     for (const id of existing) {
       const relation = relations.get(id) ?? { friends: false, blocked: false };
@@ -204,7 +206,7 @@ export class PresenceService {
     if (!(await this.deps.bus.hasSubscribers(presenceTopic(userId)))) return;
     const [user, privacy] = await Promise.all([
       ctx.em.findOne(UserSchema, { id: userId }, { fields: ['statusMessage'] }),
-      privacyOf(ctx.em, [userId]),
+      this.deps.privacy.privacyOf(ctx.em, [userId]),
     ]);
     if (!user) return;
     await this.deps.bus.publish(presenceTopic(userId), {

@@ -2,9 +2,9 @@ import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
 import { executeBound } from '../../platform/db.js';
 import type { Gateway, SessionListener } from '../../platform/gateway/gateway.js';
+import { toUuidArray } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
-import { toUuidArray } from '../social/relations.js';
 import { NodeLease } from './node-lease.js';
 import { type PresenceService, type PresenceSightings, presenceKey } from './presence.service.js';
 

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { isId } from '../../platform/ids.js';
+import { toUuidArray } from '../../platform/ids.js';
 
 export interface Relation {
   /** An accepted friendship exists in either direction. */
@@ -44,13 +44,4 @@ export async function relationsOf(
 function setFlag(relations: Map<string, Relation>, id: string, flag: keyof Relation) {
   const relation = relations.get(id);
   if (relation) relation[flag] = true;
-}
-
-/**
- * A Postgres array literal of uuids, bound as one parameter (the query builder would expand a JS
- * array into a list of placeholders). Only well-formed uuids are accepted, so nothing needs quoting.
- */
-export function toUuidArray(ids: readonly string[]): string {
-  if (!ids.every(isId)) throw new Error('toUuidArray takes validated ids only.');
-  return `{${ids.join(',')}}`;
 }

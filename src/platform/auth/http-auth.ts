@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
 import { AppError, ErrorCode } from '../errors.js';
 import type { AccessTokens, AuthUser } from './access-tokens.js';
 
@@ -6,6 +6,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Set by the `requireUser` hook; null on routes without it. */
     user: AuthUser | null;
+  }
+  interface FastifyContextConfig {
+    /** Served to anonymous callers; every other module route requires a signed-in user. */
+    public?: boolean;
   }
 }
 
@@ -43,3 +47,20 @@ export function requireUser(tokens: AccessTokens) {
 
 /** The security requirement routes using `requireUser` declare in OpenAPI. */
 export const bearerSecurity = [{ bearerAuth: [] }];
+
+/**
+ * An onRoute hook for the scope module routes are registered in: a route needs a signed-in user
+ * unless it declares `config: { public: true }`, so forgetting a declaration fails closed. The
+ * OpenAPI document says which: `security: []` on public routes, the bearer scheme on the others.
+ */
+export function secureByDefault(requireUser: onRequestHookHandler) {
+  return (route: RouteOptions) => {
+    route.schema ??= {};
+    if (route.config?.public === true) {
+      route.schema.security = [];
+      return;
+    }
+    route.schema.security = bearerSecurity;
+    route.onRequest = [requireUser, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
+  };
+}

@@ -1,11 +1,6 @@
-import {
-  type ClientFrame,
-  ClientFrameType,
-  type ClientFrameTypeName,
-  type ClientPayload,
-  CloseCode,
-  clientPayloadSchemas,
-} from '../../../protocol/frames.js';
+import type { z } from 'zod';
+import { type ClientFrame, CloseCode, ping } from '../../../protocol/frames.js';
+import { payloadSchema } from '../../../protocol/operation.js';
 import type { Config } from '../../config.js';
 import type { AuthUser } from '../auth/access-tokens.js';
 import type { EventBus } from '../bus.js';
@@ -28,14 +23,15 @@ import {
 } from './uws.js';
 
 /** A frame handler gets the validated payload, returns the ack payload and throws AppError to refuse. */
-export type FrameHandler<T extends ClientFrameTypeName> = (
+export type FrameHandler<Payload> = (
   connection: Connection,
-  payload: ClientPayload<T>,
+  payload: Payload,
   frame: ClientFrame,
 ) => unknown | Promise<unknown>;
 
 interface Registration {
-  handler: FrameHandler<ClientFrameTypeName>;
+  payload: z.ZodType;
+  handler: FrameHandler<unknown>;
   requiresAuth: boolean;
 }
 
@@ -94,7 +90,8 @@ export class Gateway {
       },
     });
     this.handle(
-      ClientFrameType.PING,
+      ping.name,
+      payloadSchema(ping),
       (connection, _payload, frame) => {
         connection.send({ t: 'pong', id: frame.id, ts: Date.now() });
         return NO_ACK;
@@ -103,17 +100,28 @@ export class Gateway {
     );
   }
 
-  /** Registers the handler of a frame type from the protocol catalogue; its payload is validated first. */
-  handle<T extends ClientFrameTypeName>(
-    type: T,
-    handler: FrameHandler<T>,
+  /**
+   * Registers the handler of a frame type; its payload is validated against `payload` first, and
+   * it needs an authenticated connection unless `requiresAuth` is false. Modules register theirs
+   * through their operations (platform/operations.ts) rather than here.
+   */
+  handle<Payload>(
+    type: string,
+    payload: z.ZodType<Payload>,
+    handler: FrameHandler<Payload>,
     options: { requiresAuth?: boolean } = {},
   ): void {
     if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
     this.handlers.set(type, {
-      handler: handler as FrameHandler<ClientFrameTypeName>,
+      payload,
+      handler: handler as FrameHandler<unknown>,
       requiresAuth: options.requiresAuth ?? true,
     });
+  }
+
+  /** The frame types with a handler, for the conformance test of the protocol catalogue. */
+  handledTypes(): string[] {
+    return [...this.handlers.keys()];
   }
 
   onSession(listener: SessionListener): void {
@@ -316,7 +324,7 @@ export class Gateway {
       );
       return;
     }
-    const parsed = clientPayloadSchemas[frame.t as ClientFrameTypeName].safeParse(frame.d);
+    const parsed = registration.payload.safeParse(frame.d);
     if (!parsed.success) {
       const errors = parsed.error.issues.map((i) => ({
         path: ['d', ...i.path].join('.'),
@@ -329,7 +337,7 @@ export class Gateway {
       );
       return;
     }
-    this.run(connection, frame, () => registration.handler(connection, parsed.data as never, frame));
+    this.run(connection, frame, () => registration.handler(connection, parsed.data, frame));
   }
 
   /** Runs a handler, answering with an ack (when the frame had an id) or an error frame. */

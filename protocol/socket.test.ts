@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { registerUser } from '../test/helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../test/helpers/app.js';
-import { AtriumClient, AtriumError, type WebSocketLike } from './client.js';
 import { CloseCode, type PresenceEvent, REQUEST_ID_MAX } from './frames.js';
+import { AtriumError, AtriumSocket, type WebSocketLike } from './socket.js';
 
 /** Resolves with the rejection of `promise`, failing when it resolves instead. */
 async function rejectionOf(promise: Promise<unknown>): Promise<AtriumError> {
@@ -32,12 +32,12 @@ function firstValue<T>(
   });
 }
 
-describe('AtriumClient against the gateway', () => {
+describe('AtriumSocket against the gateway', () => {
   let app: TestApp;
-  const clients: AtriumClient[] = [];
+  const clients: AtriumSocket[] = [];
 
   const connect = async () => {
-    const client = await AtriumClient.connect(app.wsUrl, { WebSocket });
+    const client = await AtriumSocket.connect(app.wsUrl, { WebSocket });
     clients.push(client);
     return client;
   };
@@ -143,7 +143,7 @@ describe('AtriumClient against the gateway', () => {
   });
 });
 
-describe('AtriumClient when the server goes away', () => {
+describe('AtriumSocket when the server goes away', () => {
   let app: TestApp | undefined;
   // The test closes the app itself; TestApp.close (which also drops the database) must run once.
   let closing: Promise<void> | undefined;
@@ -155,7 +155,7 @@ describe('AtriumClient when the server goes away', () => {
   it('rejects pending requests with CLOSED and reports the close code when the app closes', async () => {
     app = await buildTestApp();
     const account = await registerUser(app);
-    const client = await AtriumClient.connect(app.wsUrl, { WebSocket });
+    const client = await AtriumSocket.connect(app.wsUrl, { WebSocket });
     await client.auth(account.access_token);
     // Sent in the same tick as the shutdown starts: the gateway ends the socket before it reads the frame.
     const pending = client.request('presence.query', { user_ids: [account.user.id] });
@@ -172,7 +172,7 @@ describe('AtriumClient when the server goes away', () => {
   });
 });
 
-describe('AtriumClient timeouts', () => {
+describe('AtriumSocket timeouts', () => {
   // A WebSocket server that accepts connections and never answers: a deterministic timeout.
   let silent: WebSocketServer;
   let url: string;
@@ -189,7 +189,7 @@ describe('AtriumClient timeouts', () => {
   });
 
   it('rejects with TIMEOUT after the per-request timeout and with the default timeout from the options', async () => {
-    const client = await AtriumClient.connect(url, { WebSocket, requestTimeoutMs: 30 });
+    const client = await AtriumSocket.connect(url, { WebSocket, requestTimeoutMs: 30 });
     const perRequest = await rejectionOf(client.request('presence.query', { user_ids: ['x'] }, 5));
     expect(perRequest.code).toBe('TIMEOUT');
     expect(typeof perRequest.requestId).toBe('number');
@@ -199,7 +199,7 @@ describe('AtriumClient timeouts', () => {
   });
 
   it('fails to connect with CONNECT_FAILED when nothing listens', async () => {
-    const error = await rejectionOf(AtriumClient.connect('ws://127.0.0.1:1/ws', { WebSocket }));
+    const error = await rejectionOf(AtriumSocket.connect('ws://127.0.0.1:1/ws', { WebSocket }));
     expect(error.code).toBe('CONNECT_FAILED');
   });
 });
@@ -247,9 +247,9 @@ class FakeSocket implements WebSocketLike {
   }
 }
 
-describe('AtriumClient framing (in-memory socket)', () => {
+describe('AtriumSocket framing (in-memory socket)', () => {
   const open = async (options: { requestTimeoutMs?: number } = {}) => {
-    const client = await AtriumClient.connect('ws://fake/ws', { WebSocket: FakeSocket, ...options });
+    const client = await AtriumSocket.connect('ws://fake/ws', { WebSocket: FakeSocket, ...options });
     const socket = FakeSocket.last as FakeSocket;
     expect(socket.binaryType).toBe('arraybuffer');
     return { client, socket };

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { RevocationLog } from '../../platform/auth/access-tokens.js';
-import { executeBound } from '../../platform/db.js';
-import { toUuidArray } from '../social/relations.js';
+import { executeBound } from '../db.js';
+import { toUuidArray } from '../ids.js';
+import type { RevocationLog } from './access-tokens.js';
 
 /**
  * The durable side of session revocation (see migration 0003): AccessTokens records every

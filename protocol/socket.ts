@@ -1,12 +1,7 @@
 import { decode, Encoder } from '@msgpack/msgpack';
 import type { ErrorCode, FieldError } from './errors.js';
-import {
-  type AckPayloads,
-  type ClientFrameTypeName,
-  type ClientPayload,
-  type EventPayloads,
-  REQUEST_ID_MAX,
-} from './frames.js';
+import { type EventPayloads, REQUEST_ID_MAX } from './frames.js';
+import type { AckPayloads, ClientFrameTypeName, ClientPayload } from './operations.js';
 
 /**
  * A typed client of the gateway for tests, benchmarks and game clients. It speaks the wire format
@@ -36,7 +31,7 @@ export interface WebSocketLike {
 
 export type WebSocketConstructorLike = new (url: string) => WebSocketLike;
 
-export interface AtriumClientOptions {
+export interface AtriumSocketOptions {
   /** The WebSocket implementation; defaults to `globalThis.WebSocket`. On Node 20 pass `ws`'s export. */
   WebSocket?: WebSocketConstructorLike;
   /** How long a request waits for its answer before failing with TIMEOUT. Default 10 000 ms. */
@@ -76,10 +71,7 @@ export class AtriumError extends Error {
 }
 
 /** Client frame types answered by an ack (ping is answered by a pong: use `ping()`). */
-export type RequestType = {
-  [K in keyof AckPayloads]: [AckPayloads[K]] extends [never] ? never : K;
-}[keyof AckPayloads] &
-  ClientFrameTypeName;
+export type RequestType = Exclude<ClientFrameTypeName, 'ping'>;
 
 /** The payload argument is optional only for frames that take none. */
 export type PayloadArgs<T extends ClientFrameTypeName> =
@@ -101,7 +93,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 // `d: undefined` must be left out, not sent as nil: a frame without payload has no `d`.
 const encoder = new Encoder({ ignoreUndefined: true });
 
-export class AtriumClient {
+export class AtriumSocket {
   /** Resolves when the socket closed, with the close code and reason. Never rejects. */
   readonly closed: Promise<{ code: number; reason: string }>;
   private readonly pending = new Map<number, Pending>();
@@ -113,7 +105,7 @@ export class AtriumClient {
 
   private constructor(
     private readonly socket: WebSocketLike,
-    options: AtriumClientOptions,
+    options: AtriumSocketOptions,
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     socket.addEventListener('message', (event) => this.onMessage(event.data));
@@ -134,7 +126,7 @@ export class AtriumClient {
   }
 
   /** Opens a connection to the gateway (`ws://host:port/ws`); resolves once the socket is open. */
-  static connect(url: string, options: AtriumClientOptions = {}): Promise<AtriumClient> {
+  static connect(url: string, options: AtriumSocketOptions = {}): Promise<AtriumSocket> {
     const WebSocketImpl =
       options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructorLike }).WebSocket;
     if (!WebSocketImpl) {
@@ -152,7 +144,7 @@ export class AtriumClient {
       return Promise.reject(new AtriumError('CONNECT_FAILED', `Cannot connect to ${url}: ${String(error)}`));
     }
     socket.binaryType = 'arraybuffer';
-    const client = new AtriumClient(socket, options);
+    const client = new AtriumSocket(socket, options);
     return new Promise((resolve, reject) => {
       let settled = false;
       const fail = (message: string) => {
@@ -327,7 +319,7 @@ export class AtriumClient {
     try {
       handler(payload);
     } catch (error) {
-      console.error('AtriumClient: a frame handler threw', error);
+      console.error('AtriumSocket: a frame handler threw', error);
     }
   }
 }

@@ -1,0 +1,123 @@
+import { z } from 'zod';
+
+/**
+ * One operation of the API, declared once: its request and response schemas, whether it is a
+ * gateway frame (its type is the operation's name), its REST method and path, and whether it needs
+ * a signed-in user. The server registers both twins from this declaration and the typed client
+ * calls either one from it, so the two transports cannot drift apart.
+ */
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RestBinding {
+  method: HttpMethod;
+  /** Fastify-style path; `:name` segments are request fields taken from the path. */
+  path: string;
+  /** The success status; 204 answers with no body. Default 200. */
+  status?: 200 | 201 | 204;
+}
+
+/** A frame payload or REST body that must be absent (or an empty map on the socket). */
+export const noPayload = z.undefined().or(z.object({}).strict());
+
+export interface Operation<
+  Name extends string = string,
+  Request extends z.ZodType | undefined = z.ZodType | undefined,
+  Response extends z.ZodType = z.ZodType,
+  Frame extends boolean = boolean,
+  Rest extends RestBinding | undefined = RestBinding | undefined,
+> {
+  /** The operationId in OpenAPI, and the frame type when `frame` is set. */
+  readonly name: Name;
+  readonly summary: string;
+  /** The OpenAPI tag (the domain). */
+  readonly tag: string;
+  /**
+   * Undefined for an operation without input. For REST, fields named in the path come from the
+   * path (the schema is then an object), the rest from the body (GET: the query string).
+   */
+  readonly request: Request;
+  readonly response: Response;
+  /** Reachable over the gateway as a frame of type `name`. */
+  readonly frame: Frame;
+  readonly rest: Rest;
+  /** Why a frame has no REST twin (events and connection state exist only on the socket). */
+  readonly socketOnly: string | undefined;
+  /** Served to anonymous callers; every other operation needs a signed-in user. */
+  readonly public: boolean;
+  /** Error statuses the operation can answer besides the ones every route can (400, 413, 415). */
+  readonly errors: readonly number[];
+}
+
+export interface OperationSpec<
+  Request extends z.ZodType | undefined,
+  Response extends z.ZodType,
+  Frame extends boolean,
+  Rest extends RestBinding | undefined,
+> {
+  summary: string;
+  tag: string;
+  request?: Request;
+  response: Response;
+  frame?: Frame;
+  rest?: Rest;
+  socketOnly?: string;
+  public?: boolean;
+  errors?: readonly number[];
+}
+
+/**
+ * Declares an operation. A frame needs a REST twin or a `socketOnly` reason, so every socket
+ * operation stays reachable over plain HTTP unless there is a reason it cannot be.
+ */
+export function operation<
+  const Name extends string,
+  Response extends z.ZodType,
+  Request extends z.ZodType | undefined = undefined,
+  const Frame extends boolean = false,
+  const Rest extends RestBinding | undefined = undefined,
+>(
+  name: Name,
+  spec: OperationSpec<Request, Response, Frame, Rest>,
+): Operation<Name, Request, Response, Frame, Rest> {
+  const frame = (spec.frame ?? false) as Frame;
+  if (frame && !spec.rest && !spec.socketOnly) {
+    throw new Error(`Operation ${name} is a frame without a REST twin: declare rest or socketOnly.`);
+  }
+  if (spec.socketOnly && (!frame || spec.rest)) {
+    throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
+  }
+  return {
+    name,
+    summary: spec.summary,
+    tag: spec.tag,
+    request: spec.request as Request,
+    response: spec.response,
+    frame,
+    rest: spec.rest as Rest,
+    socketOnly: spec.socketOnly,
+    public: spec.public ?? false,
+    errors: spec.errors ?? [],
+  };
+}
+
+/** The input an operation's handler receives and a client sends (void for none). */
+export type InputOf<O extends Operation> = O['request'] extends z.ZodType
+  ? z.output<O['request']>
+  : undefined;
+/** What a client sends: the request schema's input side. */
+export type SentInputOf<O extends Operation> = O['request'] extends z.ZodType
+  ? z.input<O['request']>
+  : undefined;
+/** What the operation answers, as a client receives it. */
+export type OutputOf<O extends Operation> = z.output<O['response']>;
+
+/** The frame payload schema (`d`) of an operation. */
+export function payloadSchema(op: Operation): z.ZodType {
+  return op.request ?? noPayload;
+}
+
+/** The names of an operation's path parameters, in order. */
+export function pathParams(path: string): string[] {
+  return [...path.matchAll(/:([A-Za-z0-9_]+)/g)].map((match) => match[1] as string);
+}

@@ -1,0 +1,40 @@
+import type { z } from 'zod';
+import { authOperations } from './auth.js';
+import { ping } from './frames.js';
+import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
+import { presenceOperations } from './presence.js';
+import { profileOperations } from './profiles.js';
+import { userOperations } from './users.js';
+
+/**
+ * Every operation of the API by name: the one table the server registers both transports from,
+ * the typed client calls and the conformance tests walk. A new domain adds its list here.
+ */
+const all = [
+  ping,
+  ...authOperations,
+  ...userOperations,
+  ...presenceOperations,
+  ...profileOperations,
+] as const;
+
+type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };
+
+export const operations = Object.fromEntries(all.map((op) => [op.name, op])) as ByName<typeof all>;
+export type Operations = typeof operations;
+export type OperationName = keyof Operations;
+
+/** Client frame types: the operations reachable over the gateway. */
+export type ClientFrameTypeName = {
+  [K in OperationName]: Operations[K]['frame'] extends true ? K : never;
+}[OperationName];
+
+/** The payload schema (`d`) of every client frame, by type. */
+export const clientPayloadSchemas = Object.fromEntries(
+  all.filter((op) => op.frame).map((op) => [op.name, payloadSchema(op)]),
+) as { [K in ClientFrameTypeName]: z.ZodType<SentInputOf<Operations[K]>> };
+
+export type ClientPayload<T extends ClientFrameTypeName> = SentInputOf<Operations[T]>;
+
+/** Ack payloads, by client frame type, inferred from the response schemas. */
+export type AckPayloads = { [K in ClientFrameTypeName]: OutputOf<Operations[K]> };

@@ -1,0 +1,23 @@
+import { usersDeleteMe, usersMe } from '../../../protocol/users.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import type { AuthApi } from '../auth/index.js';
+import type { PresenceApi } from '../presence/index.js';
+import { AccountService } from './account.service.js';
+
+/** The signed-in user's own account (`/api/users/me`): built on sessions and presence. */
+export const accountModule = defineModule({
+  name: 'account',
+  entities: [],
+  needs: ['auth', 'presence'],
+  setup(_platform, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
+    const account = new AccountService({ sessions: auth, sightings: presence });
+    return {
+      api: {},
+      operations: [
+        serve(usersMe, (ctx) => account.me(ctx)),
+        serve(usersDeleteMe, (ctx, { password }) => account.deleteAccount(ctx, password)),
+      ],
+    };
+  },
+});

@@ -1,0 +1,61 @@
+import { authenticate, authLogin, authLogout, authRefresh, authRegister } from '../../../protocol/auth.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
+import { AuthService } from './auth.service.js';
+import { registerJwksRoute } from './jwks.routes.js';
+import { verifyPassword } from './password.js';
+import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
+
+/** What other modules may use of accounts and sessions. */
+export interface AuthApi {
+  /** Ends every session of the user, on every node (account deletion). */
+  revokeAllSessions: AuthService['revokeAllSessions'];
+  verifyPassword: typeof verifyPassword;
+}
+
+/**
+ * Accounts and sessions: registration, login, refresh-token rotation, logout, the gateway's auth
+ * frame and the public key set that verifies access tokens.
+ */
+export const authModule = defineModule({
+  name: 'auth',
+  entities: [SessionSchema, RefreshTokenSchema],
+  needs: [],
+  setup({ config, kv, tokens, gateway, keys }) {
+    const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>
+      createLimiter(kv, { keyPrefix, points, durationSeconds });
+    const auth = new AuthService({
+      tokens,
+      refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
+      maxLoginFailures: config.LOGIN_MAX_FAILURES,
+      loginFailuresByUsername: limiter('login-fail', config.LOGIN_MAX_FAILURES, config.LOGIN_LOCKOUT_SECONDS),
+      loginAttemptsByIp: limiter('login-ip', config.LOGIN_IP_MAX_ATTEMPTS, config.LOGIN_IP_WINDOW_SECONDS),
+      registrationsByIp: limiter(
+        'register-ip',
+        config.REGISTER_IP_MAX_ATTEMPTS,
+        config.REGISTER_IP_WINDOW_SECONDS,
+      ),
+    });
+    const api: AuthApi = {
+      revokeAllSessions: (ctx, userId) => auth.revokeAllSessions(ctx, userId),
+      verifyPassword,
+    };
+    return {
+      api,
+      operations: [
+        serve(authRegister, (ctx, input) => auth.register(ctx, input)),
+        serve(authLogin, (ctx, input) => auth.login(ctx, input)),
+        serve(authRefresh, (ctx, { refresh_token }) => auth.refresh(ctx, refresh_token)),
+        serve(authLogout, (ctx, { refresh_token }) => auth.logout(ctx, refresh_token)),
+        // The same verifier as the REST hook, so a token the API refuses is refused here too.
+        serve(authenticate, async (_ctx, { token }, connection) => {
+          const user = await tokens.verify(token, { remember: false });
+          await gateway.authenticate(connection, user);
+          return { user_id: user.id, roles: user.roles };
+        }),
+      ],
+      routes: (http) => registerJwksRoute(http, keys),
+    };
+  },
+});

@@ -1,0 +1,12 @@
+import { defineModule } from '../../platform/module.js';
+import { registerHealthRoutes } from './health.routes.js';
+
+/** Liveness, readiness and Prometheus metrics: the three probes an orchestrator needs. */
+export const healthModule = defineModule({
+  name: 'health',
+  entities: [],
+  needs: [],
+  setup(platform) {
+    return { api: {}, routes: (http) => registerHealthRoutes(http, platform) };
+  },
+});

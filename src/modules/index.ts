@@ -1,0 +1,23 @@
+import { accountModule } from './account/index.js';
+import { authModule } from './auth/index.js';
+import { avatarModule } from './avatar/index.js';
+import { healthModule } from './health/index.js';
+import { presenceModule } from './presence/index.js';
+import { profilesModule } from './profiles/index.js';
+import { socialModule } from './social/index.js';
+import { usersModule } from './users/index.js';
+
+/**
+ * Every domain of the service, in build order: a module comes after the modules it needs. Adding
+ * a domain adds one line here (see docs/modules.md).
+ */
+export const modules = [
+  healthModule,
+  usersModule,
+  profilesModule,
+  socialModule,
+  presenceModule,
+  authModule,
+  accountModule,
+  avatarModule,
+] as const;

@@ -1,0 +1,91 @@
+import {
+  presenceHeartbeat,
+  presenceQuery,
+  presenceStatus,
+  presenceSubscribe,
+  presenceUnsubscribe,
+} from '../../../protocol/presence.js';
+import { canonicalId } from '../../platform/ids.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import type { ProfilesApi } from '../profiles/index.js';
+import type { SocialApi } from '../social/index.js';
+import { PresenceService, presenceTopic } from './presence.service.js';
+import { PresenceTracker } from './presence.tracker.js';
+
+/** What other modules (and operators' tests) may use of presence. */
+export interface PresenceApi {
+  /** The newest sighting of the user on any node, including one not yet written to the database. */
+  latestSighting(userId: string): Promise<Date | null>;
+  /** Writes the coalesced last_seen_at sightings now instead of at the next interval. */
+  flushLastSeen(): Promise<void>;
+  /** This node's id in the presence lease registry. */
+  readonly nodeId: string;
+}
+
+/**
+ * Online status, status messages and last_seen_at: heartbeats over REST or the socket, batch
+ * lookups, and presence events to subscribers who may see them.
+ */
+export const presenceModule = defineModule({
+  name: 'presence',
+  entities: [],
+  needs: ['profiles', 'social'],
+  setup({ config, kv, bus, gateway, log, ctx }, deps: { profiles: ProfilesApi; social: SocialApi }) {
+    const tracker = new PresenceTracker({
+      kv,
+      gateway,
+      log,
+      ttlSeconds: config.PRESENCE_TTL_SECONDS,
+      flushIntervalMs: config.LAST_SEEN_FLUSH_MS,
+      leaseSeconds: config.NODE_LEASE_SECONDS,
+      systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
+    });
+    const presence = new PresenceService({
+      kv,
+      bus,
+      ttlSeconds: config.PRESENCE_TTL_SECONDS,
+      sightings: tracker,
+      privacy: deps.profiles,
+      relations: deps.social,
+    });
+    tracker.attach(presence);
+    const api: PresenceApi = {
+      latestSighting: (userId) => presence.latestSighting(userId),
+      flushLastSeen: () => tracker.flushLastSeen(),
+      nodeId: tracker.lease.nodeId,
+    };
+    return {
+      api,
+      sessions: tracker,
+      start: () => tracker.start(),
+      stop: () => tracker.stop(),
+      operations: [
+        serve(presenceHeartbeat, (ctx) => presence.heartbeat(ctx)),
+        serve(presenceQuery, async (ctx, { user_ids }) => ({
+          presence: await presence.lookup(ctx, user_ids),
+        })),
+        serve(presenceStatus, (ctx, { status_message }) => presence.setStatus(ctx, status_message)),
+        // The ack carries everyone's current status, read once the subscriptions are active so that
+        // no change falls between the two.
+        serve(presenceSubscribe, async (ctx, { user_ids }, connection) => {
+          const views = await presence.views(ctx, user_ids);
+          const visible = [...views].filter(([, view]) => view.visible);
+          await gateway.subscribe(
+            connection,
+            visible.map(([id, view]) => ({ topic: presenceTopic(id), filter: view.mayReceive })),
+          );
+          return { presence: await presence.statuses(views) };
+        }),
+        // Subscriptions are made under the canonical id (see PresenceService.views), so match them that way.
+        serve(presenceUnsubscribe, (_ctx, { user_ids }, connection) => {
+          gateway.unsubscribe(
+            connection,
+            user_ids.map((id) => presenceTopic(canonicalId(id))),
+          );
+          return {};
+        }),
+      ],
+    };
+  },
+});

@@ -1,0 +1,106 @@
+import type { EntitySchema } from '@mikro-orm/core';
+import type { Config } from '../config.js';
+import type { AccessTokens } from './auth/access-tokens.js';
+import type { KeyRing } from './auth/keys.js';
+import type { EventBus } from './bus.js';
+import type { Caller, Ctx } from './context.js';
+import type { Database } from './db.js';
+import type { Gateway, SessionListener } from './gateway/gateway.js';
+import type { HttpServer } from './http.js';
+import type { Kv } from './kv/kv.js';
+import type { Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import type { OperationBinding } from './operations.js';
+
+/** The ports a module is built from. A module hands its services only the parts they use. */
+export interface Platform {
+  config: Config;
+  log: Logger;
+  metrics: Metrics;
+  db: Database;
+  kv: Kv;
+  bus: EventBus;
+  gateway: Gateway;
+  keys: KeyRing;
+  tokens: AccessTokens;
+  /** The service context of one request or frame. */
+  ctx(caller: Caller): Ctx;
+}
+
+/** What a module's `setup` returns: its public API and its adapters. */
+export interface ModuleParts<Api> {
+  /** What other modules (and tests) may use; they receive it through their own deps. */
+  api: Api;
+  /** Operations from `protocol/`, each bound to a service function; registered on both transports. */
+  operations?: readonly OperationBinding[];
+  /**
+   * Routes that are not client operations (probes, metrics, key sets). They need a signed-in user
+   * unless their options say `config: { public: true }`.
+   */
+  routes?(http: HttpServer): void;
+  /** Told when a user's first connection on this node opens and the last one closes. */
+  sessions?: SessionListener;
+  /** Runs once the service listens (timers, leases). */
+  start?(): Promise<void>;
+  /** Runs after HTTP and the gateway closed, in reverse module order. */
+  stop?(): Promise<void>;
+}
+
+/** One domain: its entities and how it is built from the platform and the modules it needs. */
+export interface ModuleDefinition<Name extends string = string, Api = unknown, Needs = never> {
+  name: Name;
+  /** The ORM entities this module owns. */
+  entities: readonly EntitySchema[];
+  /** Modules whose API `setup` receives; each must come earlier in the module list. */
+  needs: readonly (keyof Needs & string)[];
+  setup(platform: Platform, needs: Needs): ModuleParts<Api>;
+}
+
+/**
+ * Declares a module. `Needs` names the APIs it uses, e.g. `{ users: UsersApi }`; the type is
+ * imported from the other module's index.ts, the only file of another module one may import.
+ */
+export function defineModule<const Name extends string, Api, Needs = Record<never, never>>(
+  definition: ModuleDefinition<Name, Api, Needs>,
+): ModuleDefinition<Name, Api, Needs> {
+  return definition;
+}
+
+/** The APIs of a module list, by module name. */
+export type ModuleApis<Modules extends readonly ModuleDefinition[]> = {
+  [M in Modules[number] as M['name']]: M extends ModuleDefinition<string, infer Api, infer _> ? Api : never;
+};
+
+/** Every entity of a module list, for `openDatabase`. */
+export function entitiesOf(modules: readonly ModuleDefinition[]): EntitySchema[] {
+  return modules.flatMap((module) => module.entities);
+}
+
+/**
+ * Builds each module in list order, handing it the APIs it declared. A module that needs one not
+ * built yet is an ordering mistake, reported at startup rather than as an undefined at runtime.
+ */
+export function setupModules(
+  platform: Platform,
+  modules: readonly ModuleDefinition[],
+): { name: string; parts: ModuleParts<unknown> }[] {
+  const apis = new Map<string, unknown>();
+  const built: { name: string; parts: ModuleParts<unknown> }[] = [];
+  for (const module of modules) {
+    if (apis.has(module.name)) throw new Error(`Module ${module.name} is listed twice.`);
+    const needs: Record<string, unknown> = {};
+    for (const name of module.needs) {
+      if (!apis.has(name)) {
+        throw new Error(`Module ${module.name} needs ${name}, which must come earlier in the module list.`);
+      }
+      needs[name] = apis.get(name);
+    }
+    const parts = (module.setup as (platform: Platform, needs: unknown) => ModuleParts<unknown>)(
+      platform,
+      needs,
+    );
+    apis.set(module.name, parts.api);
+    built.push({ name: module.name, parts });
+  }
+  return built;
+}

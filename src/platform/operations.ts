@@ -1,0 +1,133 @@
+import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
+import { z } from 'zod';
+import {
+  type InputOf,
+  type Operation,
+  pathParams,
+  payloadSchema,
+  type RestBinding,
+} from '../../protocol/operation.js';
+import type { Caller, Ctx } from './context.js';
+import type { Connection } from './gateway/connection.js';
+import type { Gateway } from './gateway/gateway.js';
+import type { HttpServer } from './http.js';
+import { errorResponses } from './http-schemas.js';
+import type { Logger } from './log.js';
+
+/** What a handler returns: the response; for an operation answering 204 (no body) it is ignored. */
+type Answer<O extends Operation> =
+  | Returned<z.input<O['response']>>
+  | Promise<Returned<z.input<O['response']>>>;
+type Returned<T> = [T] extends [null] ? unknown : T;
+
+/**
+ * The service function behind an operation. Twins get the context and the validated input, the
+ * same on both transports; a socket-only operation also gets its connection (subscriptions,
+ * authentication), which is why it has no REST twin.
+ */
+export type OperationHandler<O extends Operation> = O['rest'] extends RestBinding
+  ? (ctx: Ctx, input: InputOf<O>) => Answer<O>
+  : (ctx: Ctx, input: InputOf<O>, connection: Connection) => Answer<O>;
+
+export interface OperationBinding {
+  readonly op: Operation;
+  readonly handler: (ctx: Ctx, input: unknown, connection?: Connection) => unknown;
+}
+
+/** Binds an operation declared in `protocol/` to the service function that serves it. */
+export function serve<O extends Operation>(op: O, handler: OperationHandler<O>): OperationBinding {
+  return { op, handler: handler as OperationBinding['handler'] };
+}
+
+/**
+ * Registers the gateway twin of each frame operation: the payload is validated against the
+ * operation's request schema, anonymous connections are refused unless the operation is public,
+ * and the result is the ack payload.
+ */
+export function registerFrames(
+  gateway: Gateway,
+  ctxOf: (caller: Caller) => Ctx,
+  log: Logger,
+  bindings: readonly OperationBinding[],
+): void {
+  for (const { op, handler } of bindings) {
+    if (!op.frame) continue;
+    gateway.handle(
+      op.name,
+      payloadSchema(op),
+      (connection, payload) =>
+        handler(
+          ctxOf({ user: connection.user ?? null, log, ip: connection.remoteAddress }),
+          payload,
+          connection,
+        ),
+      { requiresAuth: !op.public },
+    );
+  }
+}
+
+/**
+ * Registers the REST twin of each operation that has one. Authentication is not added here: the
+ * scope the module routes live in requires a user on every route not declared public (see
+ * `secureByDefault`), and `config.public` carries the operation's declaration to it.
+ */
+export function registerRoutes(
+  http: HttpServer,
+  ctxOf: (caller: Caller) => Ctx,
+  bindings: readonly OperationBinding[],
+): void {
+  for (const { op, handler } of bindings) {
+    const rest = op.rest;
+    if (!rest) continue;
+    const status = rest.status ?? 200;
+    const { schema, input } = requestShape(op, rest);
+    schema.operationId = op.name;
+    schema.tags = [op.tag];
+    schema.summary = op.summary;
+    schema.response = { [status]: op.response, ...errorResponses(...op.errors) };
+    const call = (request: FastifyRequest) => handler(ctxOf(request), input(request));
+    http.route({
+      method: rest.method,
+      url: rest.path,
+      config: { public: op.public },
+      schema,
+      handler:
+        status === 200
+          ? async (request: FastifyRequest) => call(request)
+          : async (request: FastifyRequest, reply: FastifyReply) => {
+              const result = await call(request);
+              reply.code(status);
+              return status === 204 ? reply.send(null) : result;
+            },
+    });
+  }
+}
+
+/**
+ * Where a REST request's input comes from: fields named in the path from the path, the others
+ * from the body (GET: the query string). The handler gets them as one object, like a frame's `d`.
+ */
+function requestShape(
+  op: Operation,
+  rest: RestBinding,
+): { schema: FastifySchema; input: (request: FastifyRequest) => unknown } {
+  const request = op.request;
+  const carrier = rest.method === 'GET' ? 'querystring' : 'body';
+  const fromCarrier = (r: FastifyRequest) => (carrier === 'body' ? r.body : r.query);
+  if (!request) return { schema: {}, input: () => undefined };
+  const params = pathParams(rest.path);
+  if (params.length === 0) return { schema: { [carrier]: request }, input: fromCarrier };
+  if (!(request instanceof z.ZodObject)) {
+    throw new Error(`Operation ${op.name} has path parameters, so its request must be an object schema.`);
+  }
+  const mask = Object.fromEntries(params.map((name) => [name, true])) as Record<string, true> &
+    Record<number, never>;
+  const remaining = request.omit(mask);
+  const schema: FastifySchema = { params: request.pick(mask) };
+  if (Object.keys(remaining.shape).length === 0) return { schema, input: (r) => r.params };
+  schema[carrier] = remaining;
+  return {
+    schema,
+    input: (r) => ({ ...(r.params as object), ...(fromCarrier(r) as object) }),
+  };
+}
