@@ -1,10 +1,14 @@
 #!/usr/bin/env node
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { appEntities, buildApp } from './app.js';
-import { ConfigError, loadConfig, StartupError } from './config.js';
+import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
 import { changeRole } from './modules/users/index.js';
 import { createSigningKey } from './platform/auth/keys.js';
 import { openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
+import { createLogger } from './platform/log.js';
 import { migrateUp, migrationStatus } from './platform/migrate.js';
 
 const usage = `Usage: atrium <command>
@@ -16,6 +20,7 @@ Commands:
   keys create         Create an RS256 signing key pair under DATA_DIR/keys (the newest signs).
   admin grant <username> <role>    Give an account a role (user, moderator, admin).
   admin revoke <username> <role>   Take a role away again.
+  openapi [--out <file>]  Write the OpenAPI document of the REST API as JSON (stdout by default).
   help                Show this text.
 
 Configuration comes from the environment; see README.md.`;
@@ -26,6 +31,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(usage);
     return 0;
   }
+  // The document does not depend on the environment's settings, so a bad one does not stop it.
+  if (command === 'openapi') return openapi(argv.slice(1));
   const config = loadConfig();
   switch (command) {
     case 'serve':
@@ -94,6 +101,52 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
   } finally {
     await db.close();
   }
+}
+
+/**
+ * Builds the app on the embedded defaults in a temporary DATA_DIR, without listening or migrating
+ * (no route needs a table to be described), writes its OpenAPI document and removes everything
+ * again. Logs go to stderr so stdout carries the document alone; `npm run lint` checks it.
+ */
+async function openapi(args: string[]): Promise<number> {
+  const out = openapiOutput(args);
+  if (out === null) {
+    console.error(`Usage: atrium openapi [--out <file>]\n\n${usage}`);
+    return 2;
+  }
+  const dataDir = await mkdtemp(join(tmpdir(), 'atrium-openapi-'));
+  try {
+    const config = configFrom({ DATA_DIR: dataDir, MIGRATE_ON_START: false, LOG_LEVEL: 'error' });
+    const app = await buildApp(config, { log: createLogger(config, process.stderr) });
+    let document: string;
+    try {
+      document = `${JSON.stringify(app.http.swagger(), null, 2)}\n`;
+    } finally {
+      await app.close();
+    }
+    if (out) {
+      await mkdir(dirname(out), { recursive: true });
+      await writeFile(out, document);
+    } else {
+      await new Promise<void>((resolve, reject) =>
+        process.stdout.write(document, (error) => (error ? reject(error) : resolve())),
+      );
+    }
+    return 0;
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** The file of `openapi [--out <file>]` or `--out=<file>`, undefined for stdout, null for a usage mistake. */
+function openapiOutput(args: string[]): string | undefined | null {
+  if (args.length === 0) return undefined;
+  const [flag = '', file] = args;
+  if (args.length === 2 && flag === '--out' && file) return file;
+  if (args.length === 1 && flag.startsWith('--out=') && flag.length > '--out='.length) {
+    return flag.slice('--out='.length);
+  }
+  return null;
 }
 
 async function migrate(config: ReturnType<typeof loadConfig>, sub: string): Promise<number> {

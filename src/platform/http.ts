@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import fastifySwagger from '@fastify/swagger';
+import fastifySwagger, { type SwaggerTransformObject } from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
@@ -136,26 +136,55 @@ export async function createHttpServer(deps: {
         description:
           'REST API of Atrium, the social and world backend for multiplayer 3D-world platforms. ' +
           'Errors are RFC 9457 problem details with a stable `code`.',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       },
+      // The service serves its own document, so paths are relative to wherever it was fetched from.
+      servers: [{ url: '/', description: 'The service that served this document.' }],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          serverToken: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'Per-spawn game server token, accepted on /internal only.',
-          },
         },
       },
     },
     transform: jsonSchemaTransform,
-    transformObject: jsonSchemaTransformObject,
+    transformObject: withoutUnusedSchemaVariants,
   });
   await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   return app as unknown as HttpServer;
 }
+
+/**
+ * fastify-type-provider-zod writes every zod schema registered with an id twice, `X` as responses
+ * are written and `XInput` as requests are read, whether or not any route reads or writes it that
+ * way. This drops a variant nothing references when its twin is referenced (Problem appears in
+ * responses only, so ProblemInput goes), and keeps both when neither is, so `npm run lint` still
+ * reports a registered schema that no route uses.
+ */
+const withoutUnusedSchemaVariants: SwaggerTransformObject = (input) => {
+  const document = jsonSchemaTransformObject(input);
+  const schemas: Record<string, unknown> | undefined =
+    'components' in document ? document.components?.schemas : undefined;
+  if (!schemas) return document;
+  // The schemas the operations reference, then the schemas those reference, and so on.
+  const referenced = new Set<string>();
+  const collect = (value: unknown) => {
+    // undefined for a dangling reference, which the lint reports.
+    const json = JSON.stringify(value, (_key, nested) => (nested === schemas ? undefined : nested)) ?? '';
+    for (const [, name = ''] of json.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
+      if (referenced.has(name)) continue;
+      referenced.add(name);
+      collect(schemas[name]);
+    }
+  };
+  collect(document);
+  const twin = (name: string) => (name.endsWith('Input') ? name.slice(0, -'Input'.length) : `${name}Input`);
+  for (const name of Object.keys(schemas)) {
+    if (!referenced.has(name) && referenced.has(twin(name))) delete schemas[name];
+  }
+  return document;
+};
 
 /**
  * Compiles each route's zod response schema, once, into a fast-json-stringify function. Like the
