@@ -18,8 +18,8 @@ import {
   jwtVerify,
   SignJWT,
 } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestApp } from '../helpers/app.js';
 
 interface Registered {
   user: { id: string; username: string; created_at: string };
@@ -42,7 +42,7 @@ interface Jwk {
 const b64urlJson = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 
 describe('access tokens on the REST API', () => {
-  let app: TestApp;
+  const app = useTestApp();
   let registered: Registered;
   let token: string;
   let jwks: { keys: Jwk[] };
@@ -52,7 +52,7 @@ describe('access tokens on the REST API', () => {
 
   const register = async (): Promise<Registered> => {
     const username = `u_${randomBytes(6).toString('hex')}`;
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'POST',
       url: '/api/auth/register',
       payload: { username, password: 'correct horse battery', accept_terms: true, confirm_18_plus: true },
@@ -62,7 +62,7 @@ describe('access tokens on the REST API', () => {
   };
 
   const me = (authorization?: string) =>
-    app.http.inject({
+    app().http.inject({
       method: 'GET',
       url: '/api/users/me',
       headers: authorization === undefined ? {} : { authorization },
@@ -102,22 +102,17 @@ describe('access tokens on the REST API', () => {
   };
 
   beforeAll(async () => {
-    app = await buildTestApp();
     registered = await register();
     token = registered.access_token;
-    const jwksResponse = await app.http.inject({ method: 'GET', url: '/.well-known/jwks.json' });
+    const jwksResponse = await app().http.inject({ method: 'GET', url: '/.well-known/jwks.json' });
     expect(jwksResponse.statusCode).toBe(200);
     jwks = jwksResponse.json<{ keys: Jwk[] }>();
-    const keyDir = join(app.config.DATA_DIR, 'keys');
+    const keyDir = join(app().config.DATA_DIR, 'keys');
     const pemFiles = (await readdir(keyDir)).filter((name) => name.endsWith('.pem'));
     expect(pemFiles).toHaveLength(1);
     const file = pemFiles[0] as string;
     realPrivateKey = createPrivateKey(await readFile(join(keyDir, file), 'utf8'));
     realKid = file.slice(0, -'.pem'.length);
-  });
-
-  afterAll(async () => {
-    await app?.close();
   });
 
   describe('accepted tokens', () => {
@@ -291,11 +286,11 @@ describe('access tokens on the REST API', () => {
       expect(claims.roles).toEqual(['user']);
       expect(claims.iss).toBe('atrium');
       expect(claims.aud).toBe('atrium-api');
-      expect(app.config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
+      expect(app().config.ACCESS_TOKEN_TTL_SECONDS).toBe(900);
       expect((claims.exp as number) - (claims.iat as number)).toBe(900);
       const header = decodeProtectedHeader(token);
       expect(header.alg).toBe('RS256');
-      expect(header.kid).toBe(app.keys.signing.kid);
+      expect(header.kid).toBe(app().keys.signing.kid);
     });
 
     it('reports expires_in equal to the token lifetime', () => {
@@ -307,7 +302,7 @@ describe('access tokens on the REST API', () => {
   describe('logout', () => {
     it("makes the session's unexpired access token answer 401 at once, and leaves other sessions working", async () => {
       const session = await register();
-      const login = await app.http.inject({
+      const login = await app().http.inject({
         method: 'POST',
         url: '/api/auth/login',
         payload: { username: session.user.username, password: 'correct horse battery' },
@@ -317,7 +312,7 @@ describe('access tokens on the REST API', () => {
       expect(decodeJwt(otherSession.access_token).sid).not.toBe(decodeJwt(session.access_token).sid);
 
       expect((await me(`Bearer ${session.access_token}`)).statusCode).toBe(200);
-      const logout = await app.http.inject({
+      const logout = await app().http.inject({
         method: 'POST',
         url: '/api/auth/logout',
         payload: { refresh_token: session.refresh_token },

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 const register = (app: TestApp, payload: Record<string, unknown>) =>
@@ -24,17 +24,11 @@ async function usersNamed(app: TestApp, username: string): Promise<number> {
 }
 
 describe('registration', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   it('creates the account and returns a token pair with 201', async () => {
     const username = uniqueUsername('Ada');
-    const response = await register(app, {
+    const response = await register(app(), {
       username,
       password: PASSWORD,
       accept_terms: true,
@@ -52,9 +46,9 @@ describe('registration', () => {
   });
 
   it('stores the password only as an argon2id hash with the documented parameters', async () => {
-    const { user } = await registerUser(app);
+    const { user } = await registerUser(app());
     const rows = await queryRows<{ password_hash: string }>(
-      app.db,
+      app().db,
       'select password_hash from users where id = ?',
       [user.id],
     );
@@ -63,7 +57,7 @@ describe('registration', () => {
 
   it('refuses an applicant who does not confirm being 18 or older with 422 AGE_GATE and writes nothing', async () => {
     const username = uniqueUsername();
-    const response = await register(app, {
+    const response = await register(app(), {
       username,
       password: PASSWORD,
       accept_terms: true,
@@ -71,12 +65,12 @@ describe('registration', () => {
     });
     expect(response.statusCode).toBe(422);
     expect(response.json()).toMatchObject({ code: 'AGE_GATE', status: 422 });
-    expect(await usersNamed(app, username)).toBe(0);
+    expect(await usersNamed(app(), username)).toBe(0);
   });
 
   it('refuses an applicant who does not accept the terms with 422 TERMS_NOT_ACCEPTED and writes nothing', async () => {
     const username = uniqueUsername();
-    const response = await register(app, {
+    const response = await register(app(), {
       username,
       password: PASSWORD,
       accept_terms: false,
@@ -84,7 +78,7 @@ describe('registration', () => {
     });
     expect(response.statusCode).toBe(422);
     expect(response.json()).toMatchObject({ code: 'TERMS_NOT_ACCEPTED' });
-    expect(await usersNamed(app, username)).toBe(0);
+    expect(await usersNamed(app(), username)).toBe(0);
   });
 
   it.each([
@@ -100,18 +94,18 @@ describe('registration', () => {
   ])('answers %s with 422 VALIDATION_FAILED and writes nothing', async (_name, change, path) => {
     const username = uniqueUsername();
     const payload = { username, password: PASSWORD, accept_terms: true, confirm_18_plus: true, ...change };
-    const response = await register(app, payload);
+    const response = await register(app(), payload);
     expect(response.statusCode).toBe(422);
     const body = response.json() as { code: string; errors: { path: string }[] };
     expect(body.code).toBe('VALIDATION_FAILED');
     expect(body.errors.map((e) => e.path)).toContain(path);
-    expect(await usersNamed(app, String(payload.username))).toBe(0);
+    expect(await usersNamed(app(), String(payload.username))).toBe(0);
   });
 
   it('answers a username taken in another letter case with 409 USERNAME_TAKEN', async () => {
     const username = uniqueUsername('Grace');
-    await registerUser(app, username);
-    const response = await register(app, {
+    await registerUser(app(), username);
+    const response = await register(app(), {
       username: username.toUpperCase(),
       password: PASSWORD,
       accept_terms: true,
@@ -119,12 +113,12 @@ describe('registration', () => {
     });
     expect(response.statusCode).toBe(409);
     expect(response.json()).toMatchObject({ code: 'USERNAME_TAKEN' });
-    expect(await usersNamed(app, username)).toBe(1);
+    expect(await usersNamed(app(), username)).toBe(1);
   });
 
   it('answers an email taken in another letter case with 409 EMAIL_TAKEN', async () => {
     const email = `${uniqueUsername()}@example.com`;
-    const first = await register(app, {
+    const first = await register(app(), {
       username: uniqueUsername(),
       password: PASSWORD,
       email,
@@ -132,7 +126,7 @@ describe('registration', () => {
       confirm_18_plus: true,
     });
     expect(first.statusCode).toBe(201);
-    const second = await register(app, {
+    const second = await register(app(), {
       username: uniqueUsername(),
       password: PASSWORD,
       email: email.toUpperCase(),
@@ -147,7 +141,7 @@ describe('registration', () => {
     const username = uniqueUsername('race');
     const attempts = await Promise.all(
       ['', '', '', '', ''].map((_, i) =>
-        register(app, {
+        register(app(), {
           username: i % 2 ? username.toUpperCase() : username,
           password: PASSWORD,
           accept_terms: true,
@@ -157,38 +151,32 @@ describe('registration', () => {
     );
     const statuses = attempts.map((r) => r.statusCode).sort();
     expect(statuses).toEqual([201, 409, 409, 409, 409]);
-    expect(await usersNamed(app, username)).toBe(1);
+    expect(await usersNamed(app(), username)).toBe(1);
   });
 });
 
 describe('login', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp({
-      LOGIN_MAX_FAILURES: 3,
-      LOGIN_LOCKOUT_SECONDS: 1,
-      LOGIN_IP_MAX_ATTEMPTS: 1000,
-    });
-  });
-  afterAll(async () => {
-    await app?.close();
+  const app = useTestApp({
+    LOGIN_MAX_FAILURES: 3,
+    LOGIN_LOCKOUT_SECONDS: 1,
+    LOGIN_IP_MAX_ATTEMPTS: 1000,
   });
 
   it('starts a session for the right password, matching the username case-insensitively', async () => {
     const username = uniqueUsername('Linus');
-    const { user } = await registerUser(app, username);
-    const response = await login(app, username.toUpperCase(), PASSWORD);
+    const { user } = await registerUser(app(), username);
+    const response = await login(app(), username.toUpperCase(), PASSWORD);
     expect(response.statusCode).toBe(200);
     const body = response.json() as TokenResponse;
     expect(body.user).toEqual(user);
-    expect((await me(app, body.access_token)).statusCode).toBe(200);
+    expect((await me(app(), body.access_token)).statusCode).toBe(200);
   });
 
   it('answers a wrong password and an unknown username identically with 401 INVALID_CREDENTIALS', async () => {
     const username = uniqueUsername();
-    await registerUser(app, username);
-    const wrongPassword = await login(app, username, 'not the password');
-    const unknownUser = await login(app, uniqueUsername(), 'not the password');
+    await registerUser(app(), username);
+    const wrongPassword = await login(app(), username, 'not the password');
+    const unknownUser = await login(app(), uniqueUsername(), 'not the password');
     expect(wrongPassword.statusCode).toBe(401);
     expect(unknownUser.statusCode).toBe(401);
     expect(wrongPassword.json()).toMatchObject({ code: 'INVALID_CREDENTIALS' });
@@ -196,7 +184,7 @@ describe('login', () => {
   });
 
   it('answers a body without a password with 422', async () => {
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'POST',
       url: '/api/auth/login',
       payload: { username: 'x' },
@@ -206,59 +194,47 @@ describe('login', () => {
 
   it('locks a username after repeated failures, even for the right password, and recovers after the window', async () => {
     const username = uniqueUsername();
-    await registerUser(app, username);
-    for (let i = 0; i < 3; i++) expect((await login(app, username, 'wrong password')).statusCode).toBe(401);
-    const locked = await login(app, username, PASSWORD);
+    await registerUser(app(), username);
+    for (let i = 0; i < 3; i++) expect((await login(app(), username, 'wrong password')).statusCode).toBe(401);
+    const locked = await login(app(), username, PASSWORD);
     expect(locked.statusCode).toBe(429);
     expect(locked.json()).toMatchObject({ code: 'RATE_LIMITED' });
     expect(Number(locked.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    expect((await login(app, username, PASSWORD)).statusCode).toBe(200);
+    expect((await login(app(), username, PASSWORD)).statusCode).toBe(200);
   });
 
   it('forgets earlier failures after a successful login', async () => {
     const username = uniqueUsername();
-    await registerUser(app, username);
-    for (let i = 0; i < 2; i++) await login(app, username, 'wrong password');
-    expect((await login(app, username, PASSWORD)).statusCode).toBe(200);
-    for (let i = 0; i < 2; i++) expect((await login(app, username, 'wrong password')).statusCode).toBe(401);
-    expect((await login(app, username, PASSWORD)).statusCode).toBe(200);
+    await registerUser(app(), username);
+    for (let i = 0; i < 2; i++) await login(app(), username, 'wrong password');
+    expect((await login(app(), username, PASSWORD)).statusCode).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await login(app(), username, 'wrong password')).statusCode).toBe(401);
+    expect((await login(app(), username, PASSWORD)).statusCode).toBe(200);
   });
 });
 
 describe('login rate limit per address', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp({ LOGIN_IP_MAX_ATTEMPTS: 3, LOGIN_IP_WINDOW_SECONDS: 60 });
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp({ LOGIN_IP_MAX_ATTEMPTS: 3, LOGIN_IP_WINDOW_SECONDS: 60 });
 
   it('answers 429 with Retry-After once one address exceeds its attempts, while other addresses still log in', async () => {
     const username = uniqueUsername();
-    await registerUser(app, username);
+    await registerUser(app(), username);
     for (let i = 0; i < 3; i++)
-      expect((await login(app, username, PASSWORD, '10.1.1.1')).statusCode).toBe(200);
-    const limited = await login(app, username, PASSWORD, '10.1.1.1');
+      expect((await login(app(), username, PASSWORD, '10.1.1.1')).statusCode).toBe(200);
+    const limited = await login(app(), username, PASSWORD, '10.1.1.1');
     expect(limited.statusCode).toBe(429);
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    expect((await login(app, username, PASSWORD, '10.2.2.2')).statusCode).toBe(200);
+    expect((await login(app(), username, PASSWORD, '10.2.2.2')).statusCode).toBe(200);
   });
 });
 
 describe('registration rate limit per address', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp({ REGISTER_IP_MAX_ATTEMPTS: 2 });
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp({ REGISTER_IP_MAX_ATTEMPTS: 2 });
 
   it('answers 429 once one address registers too often, and writes nothing for the refused attempt', async () => {
     const attempt = (username: string, remoteAddress: string) =>
-      app.http.inject({
+      app().http.inject({
         method: 'POST',
         url: '/api/auth/register',
         remoteAddress,
@@ -270,71 +246,65 @@ describe('registration rate limit per address', () => {
     const refused = await attempt(refusedName, '10.3.3.3');
     expect(refused.statusCode).toBe(429);
     expect(refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
-    expect(await usersNamed(app, refusedName)).toBe(0);
+    expect(await usersNamed(app(), refusedName)).toBe(0);
     expect((await attempt(uniqueUsername(), '10.4.4.4')).statusCode).toBe(201);
   });
 });
 
 describe('refresh and logout', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   it('rotates the refresh token and issues a new access token', async () => {
-    const first = await registerUser(app);
-    const response = await refresh(app, first.refresh_token);
+    const first = await registerUser(app());
+    const response = await refresh(app(), first.refresh_token);
     expect(response.statusCode).toBe(200);
     const second = response.json() as TokenResponse;
     expect(second.user).toEqual(first.user);
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    expect((await me(app, second.access_token)).statusCode).toBe(200);
+    expect((await me(app(), second.access_token)).statusCode).toBe(200);
   });
 
   it('revokes the whole session, newest token included, when a rotated token is reused', async () => {
-    const first = await registerUser(app);
-    const second = (await refresh(app, first.refresh_token)).json() as TokenResponse;
-    const third = (await refresh(app, second.refresh_token)).json() as TokenResponse;
+    const first = await registerUser(app());
+    const second = (await refresh(app(), first.refresh_token)).json() as TokenResponse;
+    const third = (await refresh(app(), second.refresh_token)).json() as TokenResponse;
 
-    const reuse = await refresh(app, first.refresh_token);
+    const reuse = await refresh(app(), first.refresh_token);
     expect(reuse.statusCode).toBe(401);
     expect(reuse.json()).toMatchObject({ code: 'INVALID_REFRESH_TOKEN' });
-    expect((await refresh(app, third.refresh_token)).statusCode).toBe(401);
-    expect((await me(app, third.access_token)).statusCode).toBe(401);
+    expect((await refresh(app(), third.refresh_token)).statusCode).toBe(401);
+    expect((await me(app(), third.access_token)).statusCode).toBe(401);
   });
 
   it('leaves the other sessions of the same user working after a reuse revokes one', async () => {
     const username = uniqueUsername();
-    const phone = await registerUser(app, username);
-    const laptop = (await login(app, username, PASSWORD)).json() as TokenResponse;
-    await refresh(app, phone.refresh_token);
-    await refresh(app, phone.refresh_token);
-    expect((await refresh(app, laptop.refresh_token)).statusCode).toBe(200);
+    const phone = await registerUser(app(), username);
+    const laptop = (await login(app(), username, PASSWORD)).json() as TokenResponse;
+    await refresh(app(), phone.refresh_token);
+    await refresh(app(), phone.refresh_token);
+    expect((await refresh(app(), laptop.refresh_token)).statusCode).toBe(200);
   });
 
   it.each([
     ['an unknown token', 'x'.repeat(43)],
     ['a token of the wrong shape', '!!!'],
   ])('answers %s with 401 INVALID_REFRESH_TOKEN', async (_name, token) => {
-    const response = await refresh(app, token);
+    const response = await refresh(app(), token);
     expect(response.statusCode).toBe(401);
     expect(response.json()).toMatchObject({ code: 'INVALID_REFRESH_TOKEN' });
   });
 
   it('answers a missing or oversized refresh token with 422', async () => {
     expect(
-      (await app.http.inject({ method: 'POST', url: '/api/auth/refresh', payload: {} })).statusCode,
+      (await app().http.inject({ method: 'POST', url: '/api/auth/refresh', payload: {} })).statusCode,
     ).toBe(422);
-    expect((await refresh(app, 'x'.repeat(513))).statusCode).toBe(422);
+    expect((await refresh(app(), 'x'.repeat(513))).statusCode).toBe(422);
   });
 
   it('logs out with 204, after which the refresh token no longer works, and is idempotent', async () => {
-    const tokens = await registerUser(app);
+    const tokens = await registerUser(app());
     const logout = () =>
-      app.http.inject({
+      app().http.inject({
         method: 'POST',
         url: '/api/auth/logout',
         payload: { refresh_token: tokens.refresh_token },
@@ -342,15 +312,15 @@ describe('refresh and logout', () => {
     const first = await logout();
     expect(first.statusCode).toBe(204);
     expect(first.body).toBe('');
-    expect((await refresh(app, tokens.refresh_token)).statusCode).toBe(401);
+    expect((await refresh(app(), tokens.refresh_token)).statusCode).toBe(401);
     expect((await logout()).statusCode).toBe(204);
   });
 
   it('carries a role granted by an operator into the token issued at the next refresh', async () => {
-    const tokens = await registerUser(app);
-    await changeRole(app.db.orm.em.fork(), tokens.user.username, 'moderator', 'grant');
-    const refreshed = (await refresh(app, tokens.refresh_token)).json() as TokenResponse;
-    const body = (await me(app, refreshed.access_token)).json() as { roles: string[] };
+    const tokens = await registerUser(app());
+    await changeRole(app().db.orm.em.fork(), tokens.user.username, 'moderator', 'grant');
+    const refreshed = (await refresh(app(), tokens.refresh_token)).json() as TokenResponse;
+    const body = (await me(app(), refreshed.access_token)).json() as { roles: string[] };
     expect(body.roles).toEqual(['user', 'moderator']);
   });
 });

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { TestSocket } from '../helpers/ws-client.js';
 
 interface Registered {
@@ -18,13 +18,13 @@ function flipSignatureBit(token: string): string {
 }
 
 describe('gateway auth frame', () => {
-  let app: TestApp;
+  const app = useTestApp();
   let registered: Registered;
   const sockets: TestSocket[] = [];
   let nextId = 100;
 
   const register = async (): Promise<Registered> => {
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'POST',
       url: '/api/auth/register',
       payload: {
@@ -39,7 +39,7 @@ describe('gateway auth frame', () => {
   };
 
   const connect = async () => {
-    const socket = await TestSocket.connect(app.wsUrl);
+    const socket = await TestSocket.connect(app().wsUrl);
     sockets.push(socket);
     return socket;
   };
@@ -60,13 +60,11 @@ describe('gateway auth frame', () => {
   };
 
   beforeAll(async () => {
-    app = await buildTestApp();
     registered = await register();
   });
 
   afterAll(async () => {
     for (const socket of sockets) socket.close();
-    await app?.close();
   });
 
   it('acks an auth frame carrying a valid access token with the user id and roles', async () => {
@@ -116,7 +114,7 @@ describe('gateway auth frame', () => {
     const before = await request(socket, { t: 'auth', d: { token: session.access_token } });
     expect(before.answer).toMatchObject({ t: 'ack', d: { user_id: session.user.id } });
 
-    const logout = await app.http.inject({
+    const logout = await app().http.inject({
       method: 'POST',
       url: '/api/auth/logout',
       payload: { refresh_token: session.refresh_token },

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AVATAR_LOADOUT_MAX_BYTES } from '../../protocol/profiles.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
@@ -18,25 +18,19 @@ function documentOfSize(size: number, unit: 'x' | 'é' = 'x') {
 }
 
 describe('avatar loadout', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
-  const sql = (query: string, params: unknown[] = []) => queryRows(app.db, query, params);
+  const sql = (query: string, params: unknown[] = []) => queryRows(app().db, query, params);
   const storedDocument = async (userId: string) =>
     (await sql('select document from avatar_loadouts where user_id = ?', [userId]))[0]?.document;
   const rowCount = async (userId: string) =>
     (await sql('select count(*)::int as n from avatar_loadouts where user_id = ?', [userId]))[0]?.n;
 
   const get = (token: string) =>
-    app.http.inject({ method: 'GET', url: '/api/avatar/loadout', headers: bearer(token) });
+    app().http.inject({ method: 'GET', url: '/api/avatar/loadout', headers: bearer(token) });
   /** Sends the body as raw JSON text, so arrays, strings and null arrive exactly as a client sends them. */
   const put = (token: string, body: unknown) =>
-    app.http.inject({
+    app().http.inject({
       method: 'PUT',
       url: '/api/avatar/loadout',
       headers: { ...bearer(token), 'content-type': 'application/json' },
@@ -44,7 +38,7 @@ describe('avatar loadout', () => {
     });
 
   it('returns the default loadout to a user who never saved one, without creating a row', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const response = await get(access_token);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ base_body: 'base_human_male_01', slots: {}, is_default: true });
@@ -52,7 +46,7 @@ describe('avatar loadout', () => {
   });
 
   it('saves a document and returns it with is_default false, keeping unknown keys unchanged', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const document = {
       base_body: 'base_human_female_02',
       slots: { head: 'hat_wizard_03', torso: { item: 'coat_07', tint: [0.25, 0.5, 1] } },
@@ -79,7 +73,7 @@ describe('avatar loadout', () => {
   });
 
   it('does not check slot contents', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const slots = {
       head: 42,
       feet: null,
@@ -98,7 +92,7 @@ describe('avatar loadout', () => {
   });
 
   it('ignores an is_default the client sends and never stores it', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const response = await put(access_token, { base_body: 'base_x', slots: {}, is_default: true });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ base_body: 'base_x', slots: {}, is_default: false });
@@ -107,7 +101,7 @@ describe('avatar loadout', () => {
   });
 
   it('replaces the whole document on every save', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     await put(access_token, { base_body: 'first', slots: { head: 'h1' }, extra: 'old' });
     await put(access_token, { base_body: 'second', slots: { feet: 'f2' } });
     expect((await get(access_token)).json()).toEqual({
@@ -141,7 +135,7 @@ describe('avatar loadout', () => {
     ['a string holding an unpaired surrogate', { base_body: 'b', slots: {}, tag: ['\ud800'] }, 'body.tag.0'],
     ['a key holding an unpaired surrogate', { base_body: 'b', slots: { '\udc00': 'x' } }, 'body.slots'],
   ])('refuses %s with 422 VALIDATION_FAILED and writes nothing', async (_name, body, path) => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const first = await put(access_token, body);
     expect(first.statusCode).toBe(422);
     expect(first.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -156,7 +150,7 @@ describe('avatar loadout', () => {
   });
 
   it('accepts a document of exactly 16 KiB of JSON and returns it whole', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const document = documentOfSize(AVATAR_LOADOUT_MAX_BYTES);
     const response = await put(access_token, document);
     expect(response.statusCode).toBe(200);
@@ -165,13 +159,13 @@ describe('avatar loadout', () => {
   });
 
   it('accepts exactly 16 KiB of multi-byte text, counting UTF-8 bytes', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const document = documentOfSize(AVATAR_LOADOUT_MAX_BYTES, 'é');
     expect((await put(access_token, document)).statusCode).toBe(200);
   });
 
   it('counts the size without is_default, so a loadout read back at the cap can be saved again', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const document = documentOfSize(AVATAR_LOADOUT_MAX_BYTES);
     expect((await put(access_token, document)).statusCode).toBe(200);
     const readBack = (await get(access_token)).json();
@@ -183,7 +177,7 @@ describe('avatar loadout', () => {
     'answers %s without a valid token with 401 UNAUTHENTICATED',
     async (method) => {
       for (const headers of [{}, { authorization: 'Bearer not.a.token' }]) {
-        const response = await app.http.inject({
+        const response = await app().http.inject({
           method,
           url: '/api/avatar/loadout',
           headers,
@@ -196,10 +190,10 @@ describe('avatar loadout', () => {
   );
 
   it('removes the loadout with the account', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     await put(access_token, { base_body: 'b', slots: {} });
     expect(await rowCount(user.id)).toBe(1);
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(access_token),

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAX_DOCUMENT_DEPTH } from '../../protocol/documents.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 /**
@@ -19,32 +19,26 @@ const canonical = (value: unknown): string =>
 const nestedArrays = (levels: number) => `${'['.repeat(levels)}1${']'.repeat(levels)}`;
 
 describe('avatar loadout documents with hostile keys and nesting', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   const storedText = async (userId: string) =>
     (
       await queryRows<{ document: string | null }>(
-        app.db,
+        app().db,
         'select document::text as document from avatar_loadouts where user_id = ?',
         [userId],
       )
     )[0]?.document ?? null;
   /** Sends JSON text as it is, so keys such as __proto__ reach the server exactly as written. */
   const putText = (token: string, json: string) =>
-    app.http.inject({
+    app().http.inject({
       method: 'PUT',
       url: '/api/avatar/loadout',
       headers: { ...bearer(token), 'content-type': 'application/json' },
       payload: json,
     });
   const get = (token: string) =>
-    app.http.inject({ method: 'GET', url: '/api/avatar/loadout', headers: bearer(token) });
+    app().http.inject({ method: 'GET', url: '/api/avatar/loadout', headers: bearer(token) });
 
   it.each([
     ['a top-level constructor key', '{"base_body":"b","slots":{},"constructor":{"name":"x"}}'],
@@ -53,7 +47,7 @@ describe('avatar loadout documents with hostile keys and nesting', () => {
     ['a top-level __proto__ key', '{"base_body":"b","slots":{},"__proto__":{"polluted":true}}'],
     ['a __proto__ slot', '{"base_body":"b","slots":{"__proto__":"cape_01","prototype":2}}'],
   ])('stores and returns a loadout with %s verbatim', async (_name, json) => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const saved = await putText(access_token, json);
     expect(saved.statusCode).toBe(200);
     const expected = canonical({ ...JSON.parse(json), is_default: false });
@@ -65,7 +59,7 @@ describe('avatar loadout documents with hostile keys and nesting', () => {
   });
 
   it(`accepts a loadout nested ${MAX_DOCUMENT_DEPTH} levels deep`, async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     // The document is level 1 and slots level 2, so the arrays inside add MAX_DOCUMENT_DEPTH - 2.
     const json = `{"base_body":"b","slots":{"deep":${nestedArrays(MAX_DOCUMENT_DEPTH - 2)}}}`;
     expect((await putText(access_token, json)).statusCode).toBe(200);
@@ -75,7 +69,7 @@ describe('avatar loadout documents with hostile keys and nesting', () => {
     ['one level over the limit', MAX_DOCUMENT_DEPTH - 1],
     ['2,500 arrays deep (5 KB)', 2500],
   ])('refuses a loadout nested %s with 422 and writes nothing', async (_name, levels) => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const response = await putText(
       access_token,
       `{"base_body":"b","slots":{"deep":${nestedArrays(levels)}}}`,
@@ -95,7 +89,7 @@ describe('avatar loadout documents with hostile keys and nesting', () => {
   });
 
   it('keeps the stored loadout when a later save is refused for its depth', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     await putText(access_token, '{"base_body":"kept","slots":{}}');
     const refused = await putText(access_token, `{"base_body":"b","slots":${nestedArrays(3000)}}`);
     expect(refused.statusCode).toBe(422);

@@ -1,7 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { type App, buildApp } from '../../src/app.js';
+import { afterAll, beforeAll } from 'vitest';
+import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -13,7 +14,7 @@ export interface TestApp extends App {
   testDb: TestDatabase;
 }
 
-type ConfigOverrides = Parameters<typeof configFrom>[0];
+export type ConfigOverrides = Parameters<typeof configFrom>[0];
 
 /**
  * The config of a test app: free ports, silent logs, the clone's database, and Redis when
@@ -40,10 +41,13 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
 }
 
 /** Builds the real app on a cloned database, on free ports, through the same buildApp as `npm start`. */
-export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<TestApp> {
+export async function buildTestApp(
+  overrides: ConfigOverrides = {},
+  appOverrides: Pick<AppOverrides, 'modules'> = {},
+): Promise<TestApp> {
   const testDb = await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
-  const app = await buildApp(testConfig(dataDir, testDb, overrides), { db: testDb.db });
+  const app = await buildApp(testConfig(dataDir, testDb, overrides), { ...appOverrides, db: testDb.db });
   const { httpPort, wsPort } = await app.listen();
   const closeApp = app.close;
   let closing: Promise<void> | undefined;
@@ -60,6 +64,38 @@ export async function buildTestApp(overrides: ConfigOverrides = {}): Promise<Tes
       return closing;
     },
   });
+}
+
+/**
+ * One app for the enclosing `describe` (or the whole file, when called at the top level): built
+ * in `beforeAll`, closed in `afterAll`. Returns a function that gives the app, to be called
+ * inside hooks and tests:
+ *
+ *     const app = useTestApp({ PRESENCE_TTL_SECONDS: 1 });
+ *     it('...', async () => {
+ *       const response = await app().http.inject({ method: 'GET', url: '/healthz' });
+ *
+ * Hooks the file registers afterwards run after the app is built, and their `afterAll`s run
+ * before it closes (vitest runs hooks as a stack), so a file can open sockets or register users
+ * in a `beforeAll` of its own.
+ */
+export function useTestApp(
+  overrides: ConfigOverrides = {},
+  appOverrides: Pick<AppOverrides, 'modules'> = {},
+): () => TestApp {
+  let built: TestApp | undefined;
+  beforeAll(async () => {
+    built = await buildTestApp(overrides, appOverrides);
+  });
+  afterAll(async () => {
+    await built?.close();
+  });
+  return () => {
+    if (!built) {
+      throw new Error('useTestApp builds the app in beforeAll: call app() inside a hook or a test.');
+    }
+    return built;
+  };
 }
 
 /**

@@ -2,7 +2,7 @@ import { encode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_FRAME_DEPTH } from '../../src/platform/gateway/frame-decoder.js';
 import { registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { authedSocket, TestSocket } from '../helpers/ws-client.js';
 
 /** The frame from the report: 9,000 nested array16 headers declaring 65,535 items each (27 KB). */
@@ -14,21 +14,19 @@ const memoryInUse = () => {
 };
 
 describe('gateway against hostile msgpack', () => {
-  let app: TestApp;
+  // The default frame limit (64 KiB), so the 27 KB bomb reaches the decoder.
+  const app = useTestApp();
   let anonymous: TestSocket;
   let signedIn: TestSocket;
 
   beforeAll(async () => {
-    // The default frame limit (64 KiB), so the 27 KB bomb reaches the decoder.
-    app = await buildTestApp();
-    anonymous = await TestSocket.connect(app.wsUrl);
-    signedIn = await authedSocket(app.wsUrl, (await registerUser(app)).access_token);
+    anonymous = await TestSocket.connect(app().wsUrl);
+    signedIn = await authedSocket(app().wsUrl, (await registerUser(app())).access_token);
   });
 
   afterAll(async () => {
     anonymous?.close();
     signedIn?.close();
-    await app?.close();
   });
 
   const expectPong = async (socket: TestSocket) => {

@@ -1,22 +1,20 @@
 import { encode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, useTestApp } from '../helpers/app.js';
 import { TestSocket } from '../helpers/ws-client.js';
 
 const MAX_FRAME = 1024;
 
 describe('realtime gateway transport', () => {
-  let app: TestApp;
+  const app = useTestApp({ WS_MAX_FRAME_BYTES: MAX_FRAME });
   let socket: TestSocket;
 
   beforeAll(async () => {
-    app = await buildTestApp({ WS_MAX_FRAME_BYTES: MAX_FRAME });
-    socket = await TestSocket.connect(app.wsUrl);
+    socket = await TestSocket.connect(app().wsUrl);
   });
 
   afterAll(async () => {
     socket?.close();
-    await app?.close();
   });
 
   /** The connection must still answer after every bad frame: one bad frame never costs the session. */
@@ -100,7 +98,7 @@ describe('realtime gateway transport', () => {
   });
 
   it('drops a connection that sends a frame above four times the limit, and only that one', async () => {
-    const greedy = await TestSocket.connect(app.wsUrl);
+    const greedy = await TestSocket.connect(app().wsUrl);
     greedy.sendRaw(new Uint8Array(MAX_FRAME * 4 + 1));
     const closed = await greedy.closed;
     // uWS cuts the TCP connection without a close frame, which a client reports as 1006.
@@ -110,7 +108,7 @@ describe('realtime gateway transport', () => {
   });
 
   it('counts connections and received frames in the metrics', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/metrics' });
+    const response = await app().http.inject({ method: 'GET', url: '/metrics' });
     expect(response.body).toMatch(/atrium_ws_connections 1\b/);
     expect(response.body).toMatch(/atrium_ws_frames_received_total\{type="ping"\} [1-9]/);
     expect(response.body).toMatch(/atrium_ws_error_frames_total\{code="MALFORMED_REQUEST"\} [1-9]/);

@@ -1,20 +1,12 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { describe, expect, it } from 'vitest';
+import { buildTestApp, useTestApp } from '../helpers/app.js';
 
 describe('health, readiness and metrics', () => {
-  let app: TestApp;
-
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   it('reports liveness and that uWebSockets.js loaded natively on this Node', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/healthz' });
+    const response = await app().http.inject({ method: 'GET', url: '/healthz' });
     expect(response.statusCode).toBe(200);
     const native = Number(process.versions.modules) === 115;
     expect(response.json()).toMatchObject({
@@ -24,14 +16,14 @@ describe('health, readiness and metrics', () => {
   });
 
   it('reports ready when the database and the KV store answer', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/readyz' });
+    const response = await app().http.inject({ method: 'GET', url: '/readyz' });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ status: 'ready', checks: { database: 'ok', kv: 'ok' } });
   });
 
   it('serves Prometheus metrics including HTTP request durations by route', async () => {
-    await app.http.inject({ method: 'GET', url: '/healthz' });
-    const response = await app.http.inject({ method: 'GET', url: '/metrics' });
+    await app().http.inject({ method: 'GET', url: '/healthz' });
+    const response = await app().http.inject({ method: 'GET', url: '/metrics' });
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/plain/);
     expect(response.body).toMatch(
@@ -41,7 +33,7 @@ describe('health, readiness and metrics', () => {
   });
 
   it('serves a valid OpenAPI 3.1 document that lists the routes', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/openapi.json' });
+    const response = await app().http.inject({ method: 'GET', url: '/openapi.json' });
     expect(response.statusCode).toBe(200);
     const document = response.json();
     expect(document.openapi).toBe('3.1.0');
@@ -54,7 +46,7 @@ describe('health, readiness and metrics', () => {
   });
 
   it('serves the API docs UI at /docs', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/docs/' });
+    const response = await app().http.inject({ method: 'GET', url: '/docs/' });
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/text\/html/);
   });

@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { useTestApp } from '../helpers/app.js';
 
 const UPLOAD_BYTES = 12 * 1024 * 1024;
 
@@ -102,27 +102,23 @@ function expectProblem(response: RawResponse, status: number, code: string) {
  * reach the client as problem+json even though the client is still sending.
  */
 describe('HTTP answers on the connection', () => {
-  let app: TestApp;
+  const app = useTestApp();
   let port: number;
 
   beforeAll(async () => {
-    app = await buildTestApp();
-    port = Number(new URL(app.httpUrl).port);
-  });
-  afterAll(async () => {
-    await app?.close();
+    port = Number(new URL(app().httpUrl).port);
   });
 
   it('delivers a 413 for a 12 MB body to a node:http client that is still uploading', async () => {
     for (let i = 0; i < 5; i++) {
-      const response = await upload(app.httpUrl, false);
+      const response = await upload(app().httpUrl, false);
       expectProblem(response, 413, 'PAYLOAD_TOO_LARGE');
       expect(response.headers.connection).toBe('close');
     }
   });
 
   it('delivers a 413 for a 12 MB chunked body without a length, stopped part way', async () => {
-    for (let i = 0; i < 3; i++) expectProblem(await upload(app.httpUrl, true), 413, 'PAYLOAD_TOO_LARGE');
+    for (let i = 0; i < 3; i++) expectProblem(await upload(app().httpUrl, true), 413, 'PAYLOAD_TOO_LARGE');
   });
 
   it('delivers a 413 to a client that sends the whole 12 MB before reading anything', async () => {
@@ -134,7 +130,7 @@ describe('HTTP answers on the connection', () => {
   });
 
   it('keeps a connection it answered early open for the client, then closes it once the client goes quiet', async () => {
-    const accepted = new Promise<Socket>((resolve) => app.http.server.once('connection', resolve));
+    const accepted = new Promise<Socket>((resolve) => app().http.server.once('connection', resolve));
     const client = connect({ port, host: '127.0.0.1', allowHalfOpen: true });
     client.on('error', () => {});
     const answered = new Promise<string>((resolve) =>
@@ -173,7 +169,7 @@ describe('HTTP answers on the connection', () => {
   });
 
   it('keeps serving new connections after answering broken ones', async () => {
-    const response = await fetch(`${app.httpUrl}/healthz`);
+    const response = await fetch(`${app().httpUrl}/healthz`);
     expect(response.status).toBe(200);
   });
 });

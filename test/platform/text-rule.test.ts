@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { authedSocket, request } from '../helpers/ws-client.js';
 
@@ -12,30 +12,24 @@ const UNSTORABLE = [
 ] as const;
 
 describe('the shared text rule', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   const statusOf = async (userId: string) =>
     (
       await queryRows<{ status_message: string | null }>(
-        app.db,
+        app().db,
         'select status_message from users where id = ?',
         [userId],
       )
     )[0]?.status_message;
   const sessionCount = async () =>
-    (await queryRows<{ n: number }>(app.db, 'select count(*)::int as n from sessions'))[0]?.n;
+    (await queryRows<{ n: number }>(app().db, 'select count(*)::int as n from sessions'))[0]?.n;
 
   it.each(UNSTORABLE)(
     'refuses a login username holding %s with 422 and starts no session',
     async (_name, bad) => {
       const before = await sessionCount();
-      const response = await app.http.inject({
+      const response = await app().http.inject({
         method: 'POST',
         url: '/api/auth/login',
         payload: { username: bad, password: PASSWORD },
@@ -53,9 +47,9 @@ describe('the shared text rule', () => {
   it.each(UNSTORABLE)(
     'refuses a REST status message holding %s with 422 and keeps the stored one',
     async (_name, bad) => {
-      const { user, access_token } = await registerUser(app);
+      const { user, access_token } = await registerUser(app());
       const put = (status_message: string) =>
-        app.http.inject({
+        app().http.inject({
           method: 'PUT',
           url: '/api/presence/status',
           headers: bearer(access_token),
@@ -75,8 +69,8 @@ describe('the shared text rule', () => {
   it.each(UNSTORABLE)(
     'refuses a presence.status frame holding %s with VALIDATION_FAILED and keeps the stored one',
     async (_name, bad) => {
-      const { user, access_token } = await registerUser(app);
-      const socket = await authedSocket(app.wsUrl, access_token);
+      const { user, access_token } = await registerUser(app());
+      const socket = await authedSocket(app().wsUrl, access_token);
       try {
         expect((await request(socket, 'presence.status', { status_message: 'building' })).t).toBe('ack');
         const refused = await request(socket, 'presence.status', { status_message: bad });
@@ -93,8 +87,8 @@ describe('the shared text rule', () => {
   );
 
   it('stores a status message with a paired surrogate (an emoji) as sent', async () => {
-    const { user, access_token } = await registerUser(app);
-    const response = await app.http.inject({
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
       method: 'PUT',
       url: '/api/presence/status',
       headers: bearer(access_token),

@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, buildTestCluster, type TestApp, type TestCluster } from '../helpers/app.js';
+import {
+  buildTestApp,
+  buildTestCluster,
+  type TestApp,
+  type TestCluster,
+  useTestApp,
+} from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { authedSocket, request } from '../helpers/ws-client.js';
 
@@ -48,41 +54,35 @@ describe('last_seen_at writes', () => {
 });
 
 describe('GET /api/users/me right after a heartbeat', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    // A flush interval far longer than the test, so only an unflushed sighting can be read.
-    app = await buildTestApp({ LAST_SEEN_FLUSH_MS: 600_000 });
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  // A flush interval far longer than the test, so only an unflushed sighting can be read.
+  const app = useTestApp({ LAST_SEEN_FLUSH_MS: 600_000 });
 
   it('shows the REST heartbeat the caller just made, before it is written to the database', async () => {
-    const user = await registerUser(app);
-    const seen = await heartbeat(app, user.access_token);
-    expect(await lastSeenInMe(app, user.access_token)).toBe(seen);
-    expect(await lastSeenInDatabase(app, user.user.id)).toBeNull();
+    const user = await registerUser(app());
+    const seen = await heartbeat(app(), user.access_token);
+    expect(await lastSeenInMe(app(), user.access_token)).toBe(seen);
+    expect(await lastSeenInDatabase(app(), user.user.id)).toBeNull();
   });
 
   it('shows the heartbeat frame the caller just sent on its socket', async () => {
-    const user = await registerUser(app);
-    const socket = await authedSocket(app.wsUrl, user.access_token);
+    const user = await registerUser(app());
+    const socket = await authedSocket(app().wsUrl, user.access_token);
     try {
       await new Promise((resolve) => setTimeout(resolve, 20));
       const ack = await request(socket, 'presence.heartbeat');
       const seen = (ack.d as { last_seen_at: string }).last_seen_at;
-      expect(await lastSeenInMe(app, user.access_token)).toBe(seen);
+      expect(await lastSeenInMe(app(), user.access_token)).toBe(seen);
     } finally {
       socket.close();
     }
   });
 
   it('keeps the newer database value when the stored one is later than the pending sighting', async () => {
-    const user = await registerUser(app);
-    await heartbeat(app, user.access_token);
+    const user = await registerUser(app());
+    await heartbeat(app(), user.access_token);
     const later = new Date(Date.now() + 3_600_000).toISOString();
-    await queryRows(app.db, 'update users set last_seen_at = ? where id = ?', [later, user.user.id]);
-    expect(await lastSeenInMe(app, user.access_token)).toBe(later);
+    await queryRows(app().db, 'update users set last_seen_at = ? where id = ?', [later, user.user.id]);
+    expect(await lastSeenInMe(app(), user.access_token)).toBe(later);
   });
 });
 

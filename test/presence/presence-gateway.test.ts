@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, buildTestCluster, type TestApp, type TestCluster } from '../helpers/app.js';
+import {
+  buildTestApp,
+  buildTestCluster,
+  type TestApp,
+  type TestCluster,
+  useTestApp,
+} from '../helpers/app.js';
 import { authedSocket, openedSockets, request, TestSocket } from '../helpers/ws-client.js';
 
 const lookupOver = async (app: { http: TestApp['http'] }, token: string, id: string) => {
@@ -14,15 +20,11 @@ const lookupOver = async (app: { http: TestApp['http'] }, token: string, id: str
 };
 
 describe('presence on the gateway', () => {
-  let app: TestApp;
-  const { open, closeAll } = openedSockets(() => app.wsUrl);
+  const app = useTestApp();
+  const { open, closeAll } = openedSockets(() => app().wsUrl);
 
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
   afterAll(async () => {
     closeAll();
-    await app?.close();
   });
 
   it('refuses presence frames before authentication', async () => {
@@ -32,25 +34,25 @@ describe('presence on the gateway', () => {
   });
 
   it('answers a heartbeat frame like the REST heartbeat', async () => {
-    const user = await registerUser(app);
+    const user = await registerUser(app());
     const socket = await open(user.access_token);
     const reply = await request(socket, 'presence.heartbeat');
     expect(reply).toMatchObject({ t: 'ack', d: { status: 'online', ttl_seconds: 60 } });
   });
 
   it('counts an authenticated socket as heartbeating, and its closing as going offline', async () => {
-    const user = await registerUser(app);
-    const viewer = await registerUser(app);
+    const user = await registerUser(app());
+    const viewer = await registerUser(app());
     const socket = await open(user.access_token);
-    expect(await lookupOver(app, viewer.access_token, user.user.id)).toBe('online');
+    expect(await lookupOver(app(), viewer.access_token, user.user.id)).toBe('online');
     socket.close();
     await socket.closed;
-    await expect.poll(() => lookupOver(app, viewer.access_token, user.user.id)).toBe('offline');
+    await expect.poll(() => lookupOver(app(), viewer.access_token, user.user.id)).toBe('offline');
   });
 
   it('pushes presence changes to a subscriber: online, a new status message, then offline', async () => {
-    const watcher = await registerUser(app);
-    const friend = await registerUser(app);
+    const watcher = await registerUser(app());
+    const friend = await registerUser(app());
     const socket = await open(watcher.access_token);
     const ack = await request(socket, 'presence.subscribe', { user_ids: [friend.user.id] });
     expect(ack).toMatchObject({ t: 'ack', d: { presence: { [friend.user.id]: 'offline' } } });
@@ -80,19 +82,19 @@ describe('presence on the gateway', () => {
   });
 
   it('stops delivering to a subscriber once the subject hides presence, and resumes when shown again', async () => {
-    const watcher = await registerUser(app);
-    const subject = await registerUser(app);
+    const watcher = await registerUser(app());
+    const subject = await registerUser(app());
     const socket = await open(watcher.access_token);
     await request(socket, 'presence.subscribe', { user_ids: [subject.user.id] });
     const privacy = (visibility: string) =>
-      app.http.inject({
+      app().http.inject({
         method: 'PUT',
         url: '/api/profile/me',
         headers: bearer(subject.access_token),
         payload: { privacy: { presence_visibility: visibility } },
       });
     const status = (message: string) =>
-      app.http.inject({
+      app().http.inject({
         method: 'PUT',
         url: '/api/presence/status',
         headers: bearer(subject.access_token),
@@ -108,9 +110,9 @@ describe('presence on the gateway', () => {
   });
 
   it('does not subscribe to a user who hides presence, and reports them offline', async () => {
-    const watcher = await registerUser(app);
-    const hidden = await registerUser(app);
-    await app.http.inject({
+    const watcher = await registerUser(app());
+    const hidden = await registerUser(app());
+    await app().http.inject({
       method: 'PUT',
       url: '/api/profile/me',
       headers: bearer(hidden.access_token),
@@ -126,8 +128,8 @@ describe('presence on the gateway', () => {
   });
 
   it('stops delivering after unsubscribe', async () => {
-    const watcher = await registerUser(app);
-    const subject = await registerUser(app);
+    const watcher = await registerUser(app());
+    const subject = await registerUser(app());
     const socket = await open(watcher.access_token);
     await request(socket, 'presence.subscribe', { user_ids: [subject.user.id] });
     expect(await request(socket, 'presence.unsubscribe', { user_ids: [subject.user.id] })).toMatchObject({
@@ -135,7 +137,7 @@ describe('presence on the gateway', () => {
     });
     await open(subject.access_token);
     // A second watcher still subscribed proves the event was published at all.
-    const other = await open((await registerUser(app)).access_token);
+    const other = await open((await registerUser(app())).access_token);
     await request(other, 'presence.subscribe', { user_ids: [subject.user.id] });
     await request(await open(subject.access_token), 'presence.status', { status_message: 'hello' });
     await other.next((f) => f.t === 'presence');
@@ -143,9 +145,9 @@ describe('presence on the gateway', () => {
   });
 
   it('answers a query frame with the same statuses as the REST lookup', async () => {
-    const viewer = await registerUser(app);
-    const subject = await registerUser(app);
-    await app.http.inject({
+    const viewer = await registerUser(app());
+    const subject = await registerUser(app());
+    await app().http.inject({
       method: 'POST',
       url: '/api/presence/heartbeat',
       headers: bearer(subject.access_token),
@@ -162,7 +164,7 @@ describe('presence on the gateway', () => {
     ['presence.status', { status_message: 'x'.repeat(141) }],
     ['presence.heartbeat', { extra: true }],
   ])('answers a %s frame with a bad payload with VALIDATION_FAILED', async (type, payload) => {
-    const socket = await open((await registerUser(app)).access_token);
+    const socket = await open((await registerUser(app())).access_token);
     expect(await request(socket, type, payload)).toMatchObject({ t: 'error', code: 'VALIDATION_FAILED' });
   });
 });

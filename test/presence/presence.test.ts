@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 const heartbeat = (app: TestApp, token: string) =>
@@ -37,33 +37,27 @@ function sql<Row = Record<string, unknown>>(
 }
 
 describe('presence over REST', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   it('marks the caller online for the TTL and reports when it saw them', async () => {
-    const user = await registerUser(app);
+    const user = await registerUser(app());
     const before = Date.now();
-    const response = await heartbeat(app, user.access_token);
+    const response = await heartbeat(app(), user.access_token);
     expect(response.statusCode).toBe(200);
     const body = response.json() as { status: string; ttl_seconds: number; last_seen_at: string };
     expect(body).toMatchObject({ status: 'online', ttl_seconds: 60 });
     expect(Date.parse(body.last_seen_at)).toBeGreaterThanOrEqual(before - 1000);
-    const viewer = await registerUser(app);
-    expect(await statusOf(app, viewer, user)).toBe('online');
+    const viewer = await registerUser(app());
+    expect(await statusOf(app(), viewer, user)).toBe('online');
   });
 
   it('reports online, offline or unknown per id, collapsing duplicates', async () => {
-    const viewer = await registerUser(app);
-    const online = await registerUser(app);
-    const offline = await registerUser(app);
-    await heartbeat(app, online.access_token);
+    const viewer = await registerUser(app());
+    const online = await registerUser(app());
+    const offline = await registerUser(app());
+    await heartbeat(app(), online.access_token);
     const unknown = '01a1ffb2-0000-7000-8000-000000000009';
-    const response = await lookup(app, viewer.access_token, [
+    const response = await lookup(app(), viewer.access_token, [
       online.user.id,
       offline.user.id,
       unknown,
@@ -87,21 +81,23 @@ describe('presence over REST', () => {
     ['a number among the ids', ['a', 5]],
     ['a string instead of a list', 'abc'],
   ])('answers a lookup with %s with 422', async (_name, ids) => {
-    const viewer = await registerUser(app);
-    const response = await lookup(app, viewer.access_token, ids);
+    const viewer = await registerUser(app());
+    const response = await lookup(app(), viewer.access_token, ids);
     expect(response.statusCode).toBe(422);
     expect(response.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
   });
 
   it('requires a token for heartbeat, lookup and status', async () => {
-    expect((await app.http.inject({ method: 'POST', url: '/api/presence/heartbeat' })).statusCode).toBe(401);
-    const noToken = await app.http.inject({
+    expect((await app().http.inject({ method: 'POST', url: '/api/presence/heartbeat' })).statusCode).toBe(
+      401,
+    );
+    const noToken = await app().http.inject({
       method: 'POST',
       url: '/api/presence/presence',
       payload: { user_ids: ['a'] },
     });
     expect(noToken.statusCode).toBe(401);
-    const status = await app.http.inject({
+    const status = await app().http.inject({
       method: 'PUT',
       url: '/api/presence/status',
       payload: { status_message: 'x' },
@@ -110,55 +106,56 @@ describe('presence over REST', () => {
   });
 
   it('shows a user who hides presence from everybody as offline to others but online to themselves', async () => {
-    const hidden = await registerUser(app);
-    const viewer = await registerUser(app);
-    expect((await setPrivacy(app, hidden.access_token, { presence_visibility: 'nobody' })).statusCode).toBe(
+    const hidden = await registerUser(app());
+    const viewer = await registerUser(app());
+    expect((await setPrivacy(app(), hidden.access_token, { presence_visibility: 'nobody' })).statusCode).toBe(
       200,
     );
-    await heartbeat(app, hidden.access_token);
-    expect(await statusOf(app, viewer, hidden)).toBe('offline');
-    expect(await statusOf(app, hidden, hidden)).toBe('online');
+    await heartbeat(app(), hidden.access_token);
+    expect(await statusOf(app(), viewer, hidden)).toBe('offline');
+    expect(await statusOf(app(), hidden, hidden)).toBe('online');
   });
 
   it('shows friends-only presence to friends and hides it from others', async () => {
-    const target = await registerUser(app);
-    const friend = await registerUser(app);
-    const stranger = await registerUser(app);
-    await setPrivacy(app, target.access_token, { presence_visibility: 'friends' });
-    await sql(app, `insert into friendships (requester_id, addressee_id, status) values (?, ?, 'accepted')`, [
-      friend.user.id,
-      target.user.id,
-    ]);
-    await heartbeat(app, target.access_token);
-    expect(await statusOf(app, friend, target)).toBe('online');
-    expect(await statusOf(app, stranger, target)).toBe('offline');
+    const target = await registerUser(app());
+    const friend = await registerUser(app());
+    const stranger = await registerUser(app());
+    await setPrivacy(app(), target.access_token, { presence_visibility: 'friends' });
+    await sql(
+      app(),
+      `insert into friendships (requester_id, addressee_id, status) values (?, ?, 'accepted')`,
+      [friend.user.id, target.user.id],
+    );
+    await heartbeat(app(), target.access_token);
+    expect(await statusOf(app(), friend, target)).toBe('online');
+    expect(await statusOf(app(), stranger, target)).toBe('offline');
   });
 
   it('hides presence in both directions once either user blocked the other', async () => {
-    const blocker = await registerUser(app);
-    const blocked = await registerUser(app);
-    await sql(app, 'insert into blocks (blocker_id, blocked_id) values (?, ?)', [
+    const blocker = await registerUser(app());
+    const blocked = await registerUser(app());
+    await sql(app(), 'insert into blocks (blocker_id, blocked_id) values (?, ?)', [
       blocker.user.id,
       blocked.user.id,
     ]);
-    await heartbeat(app, blocker.access_token);
-    await heartbeat(app, blocked.access_token);
-    expect(await statusOf(app, blocked, blocker)).toBe('offline');
-    expect(await statusOf(app, blocker, blocked)).toBe('offline');
+    await heartbeat(app(), blocker.access_token);
+    await heartbeat(app(), blocked.access_token);
+    expect(await statusOf(app(), blocked, blocker)).toBe('offline');
+    expect(await statusOf(app(), blocker, blocked)).toBe('offline');
   });
 
   it('writes last_seen_at in coalesced batches, not once per heartbeat', async () => {
-    const user = await registerUser(app);
-    for (let i = 0; i < 5; i++) await heartbeat(app, user.access_token);
+    const user = await registerUser(app());
+    for (let i = 0; i < 5; i++) await heartbeat(app(), user.access_token);
     const before: { last_seen_at: string | null }[] = await sql(
-      app,
+      app(),
       'select last_seen_at from users where id = ?',
       [user.user.id],
     );
     expect(before[0]?.last_seen_at).toBeNull();
-    await app.modules.presence.flushLastSeen();
+    await app().modules.presence.flushLastSeen();
     const after: { last_seen_at: string | null }[] = await sql(
-      app,
+      app(),
       'select last_seen_at from users where id = ?',
       [user.user.id],
     );
@@ -166,30 +163,30 @@ describe('presence over REST', () => {
   });
 
   it('trims the status message, stores it on the account and clears it when empty', async () => {
-    const user = await registerUser(app);
-    const set = await setStatus(app, user.access_token, { status_message: '   building a castle   ' });
+    const user = await registerUser(app());
+    const set = await setStatus(app(), user.access_token, { status_message: '   building a castle   ' });
     expect(set.statusCode).toBe(200);
     expect(set.json()).toEqual({ status_message: 'building a castle' });
-    const me = await app.http.inject({
+    const me = await app().http.inject({
       method: 'GET',
       url: '/api/users/me',
       headers: bearer(user.access_token),
     });
     expect(me.json()).toMatchObject({ status_message: 'building a castle' });
-    const cleared = await setStatus(app, user.access_token, { status_message: '    ' });
+    const cleared = await setStatus(app(), user.access_token, { status_message: '    ' });
     expect(cleared.json()).toEqual({ status_message: null });
   });
 
   it('accepts 140 characters after trimming and refuses 141 with 422, keeping the old message', async () => {
-    const user = await registerUser(app);
-    await setStatus(app, user.access_token, { status_message: 'kept' });
-    const exact = await setStatus(app, user.access_token, { status_message: `  ${'a'.repeat(140)}  ` });
+    const user = await registerUser(app());
+    await setStatus(app(), user.access_token, { status_message: 'kept' });
+    const exact = await setStatus(app(), user.access_token, { status_message: `  ${'a'.repeat(140)}  ` });
     expect(exact.statusCode).toBe(200);
-    const tooLong = await setStatus(app, user.access_token, { status_message: 'b'.repeat(141) });
+    const tooLong = await setStatus(app(), user.access_token, { status_message: 'b'.repeat(141) });
     expect(tooLong.statusCode).toBe(422);
     expect(tooLong.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
     const stored: { status_message: string }[] = await sql(
-      app,
+      app(),
       'select status_message from users where id = ?',
       [user.user.id],
     );
@@ -201,8 +198,8 @@ describe('presence over REST', () => {
     ['a missing field', {}],
     ['an unknown field', { status_message: 'x', mood: 'happy' }],
   ])('answers a status body with %s with 422', async (_name, payload) => {
-    const user = await registerUser(app);
-    expect((await setStatus(app, user.access_token, payload)).statusCode).toBe(422);
+    const user = await registerUser(app());
+    expect((await setStatus(app(), user.access_token, payload)).statusCode).toBe(422);
   });
 });
 

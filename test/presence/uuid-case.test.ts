@@ -1,26 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
 describe('user ids in upper case', () => {
-  let app: TestApp;
-  const { open, closeAll } = openedSockets(() => app.wsUrl);
+  const app = useTestApp();
+  const { open, closeAll } = openedSockets(() => app().wsUrl);
 
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
   afterAll(async () => {
     closeAll();
-    await app?.close();
   });
 
   it('get one lower-case key with the right status from the REST lookup', async () => {
-    const viewer = await registerUser(app);
-    const online = await registerUser(app);
+    const viewer = await registerUser(app());
+    const online = await registerUser(app());
     await open(online.access_token);
     const id = online.user.id;
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'POST',
       url: '/api/presence/presence',
       headers: bearer(viewer.access_token),
@@ -31,8 +27,8 @@ describe('user ids in upper case', () => {
   });
 
   it('get one lower-case key with the right status from presence.query', async () => {
-    const viewer = await open((await registerUser(app)).access_token);
-    const offline = await registerUser(app);
+    const viewer = await open((await registerUser(app())).access_token);
+    const offline = await registerUser(app());
     const id = offline.user.id;
     const reply = await request(viewer, 'presence.query', { user_ids: [id.toUpperCase()] });
     expect(reply).toMatchObject({ t: 'ack' });
@@ -40,8 +36,8 @@ describe('user ids in upper case', () => {
   });
 
   it('subscribe to and unsubscribe from the same user as the lower-case id', async () => {
-    const watcher = await open((await registerUser(app)).access_token);
-    const subject = await registerUser(app);
+    const watcher = await open((await registerUser(app())).access_token);
+    const subject = await registerUser(app());
     const upper = subject.user.id.toUpperCase();
     const ack = await request(watcher, 'presence.subscribe', { user_ids: [upper] });
     expect(ack.d).toEqual({ presence: { [subject.user.id]: 'offline' } });
@@ -59,9 +55,9 @@ describe('user ids in upper case', () => {
   });
 
   it("find the user's public view", async () => {
-    const viewer = await registerUser(app);
-    const target = await registerUser(app);
-    const response = await app.http.inject({
+    const viewer = await registerUser(app());
+    const target = await registerUser(app());
+    const response = await app().http.inject({
       method: 'GET',
       url: `/api/users/${target.user.id.toUpperCase()}`,
       headers: bearer(viewer.access_token),
@@ -72,21 +68,19 @@ describe('user ids in upper case', () => {
 });
 
 describe('user ids that are prototype keys', () => {
-  let app: TestApp;
+  const app = useTestApp();
   let token: string;
-  const { open, closeAll } = openedSockets(() => app.wsUrl);
+  const { open, closeAll } = openedSockets(() => app().wsUrl);
 
   beforeAll(async () => {
-    app = await buildTestApp();
-    token = (await registerUser(app)).access_token;
+    token = (await registerUser(app())).access_token;
   });
   afterAll(async () => {
     closeAll();
-    await app?.close();
   });
 
   it('refuse __proto__ in the REST lookup with 422, as an answer keyed by it could not be sent as msgpack', async () => {
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'POST',
       url: '/api/presence/presence',
       headers: bearer(token),

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Profile } from '../../protocol/profiles.js';
 import { DEFAULT_PRIVACY, privacyOf } from '../../src/modules/profiles/profiles.service.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 const defaults = {
@@ -18,15 +18,9 @@ const defaults = {
 };
 
 describe('profile', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
-  const sql = (query: string, params: unknown[] = []) => queryRows(app.db, query, params);
+  const sql = (query: string, params: unknown[] = []) => queryRows(app().db, query, params);
   /** The stored row as text columns, or undefined when there is none. */
   const row = async (userId: string) =>
     (
@@ -41,9 +35,9 @@ describe('profile', () => {
     (await sql('select count(*)::int as n from profiles where user_id = ?', [userId]))[0]?.n;
 
   const get = (token: string) =>
-    app.http.inject({ method: 'GET', url: '/api/profile/me', headers: bearer(token) });
+    app().http.inject({ method: 'GET', url: '/api/profile/me', headers: bearer(token) });
   const put = (token: string, payload: unknown) =>
-    app.http.inject({
+    app().http.inject({
       method: 'PUT',
       url: '/api/profile/me',
       headers: { ...bearer(token), 'content-type': 'application/json' },
@@ -51,7 +45,7 @@ describe('profile', () => {
     });
 
   it('returns the default profile to a user who never saved one, without creating a row', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const response = await get(access_token);
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual({ user_id: user.id, ...defaults });
@@ -59,7 +53,7 @@ describe('profile', () => {
   });
 
   it('saves only the fields a PUT names and keeps the others as they were', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const first = await put(access_token, { bio: 'Builder of floating gardens.' });
     expect(first.statusCode).toBe(200);
     expect(first.json()).toMatchObject({
@@ -84,7 +78,7 @@ describe('profile', () => {
   });
 
   it('sets every privacy setting at once and reads them back', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const privacy = {
       profile_visibility: 'private',
       presence_visibility: 'nobody',
@@ -96,7 +90,7 @@ describe('profile', () => {
   });
 
   it('sets avatar_asset_id and clears it again with null, leaving the bio alone', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     await put(access_token, { bio: 'hello' });
     const set = await put(access_token, { avatar_asset_id: 'asset_portrait_07' });
     expect(set.json()).toMatchObject({ bio: 'hello', avatar_asset_id: 'asset_portrait_07' });
@@ -109,7 +103,7 @@ describe('profile', () => {
   });
 
   it('sets updated_at on every write', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const before = Date.now();
     const first = (await put(access_token, { bio: 'one' })).json() as Profile;
     expect(first.updated_at).not.toBeNull();
@@ -124,7 +118,7 @@ describe('profile', () => {
   });
 
   it('answers an empty object with the current profile and writes nothing', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const fresh = await put(access_token, {});
     expect(fresh.statusCode).toBe(200);
     expect(fresh.json()).toEqual({ user_id: user.id, ...defaults });
@@ -136,7 +130,7 @@ describe('profile', () => {
   });
 
   it('counts the bio in characters, so 500 emoji fit and the 501st does not', async () => {
-    const { access_token } = await registerUser(app);
+    const { access_token } = await registerUser(app());
     const fits = await put(access_token, { bio: '🌱'.repeat(500) });
     expect(fits.statusCode).toBe(200);
     expect(fits.json()).toMatchObject({ bio: '🌱'.repeat(500) });
@@ -168,7 +162,7 @@ describe('profile', () => {
     ['an avatar_asset_id that is a number', { avatar_asset_id: 7 }, 'body.avatar_asset_id'],
     ['a body that is an array', [{ bio: 'x' }], 'body'],
   ])('refuses %s with 422 VALIDATION_FAILED and writes nothing', async (_name, payload, path) => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const first = await put(access_token, payload);
     expect(first.statusCode).toBe(422);
     expect(first.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -187,7 +181,7 @@ describe('profile', () => {
     'answers %s without a valid token with 401 UNAUTHENTICATED',
     async (method) => {
       for (const headers of [{}, { authorization: 'Bearer not.a.token' }]) {
-        const response = await app.http.inject({
+        const response = await app().http.inject({
           method,
           url: '/api/profile/me',
           headers,
@@ -200,8 +194,8 @@ describe('profile', () => {
   );
 
   it('shows each user only their own profile', async () => {
-    const alice = await registerUser(app);
-    const bob = await registerUser(app);
+    const alice = await registerUser(app());
+    const bob = await registerUser(app());
     await put(alice.access_token, { bio: "alice's bio", privacy: { profile_visibility: 'private' } });
     const bobs = await get(bob.access_token);
     expect(bobs.json()).toEqual({ user_id: bob.user.id, ...defaults });
@@ -210,7 +204,7 @@ describe('profile', () => {
   });
 
   it('lets concurrent first writes of different fields all succeed on one row holding every change', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const patches = [
       { bio: 'concurrent' },
       { avatar_asset_id: 'asset_c' },
@@ -235,7 +229,7 @@ describe('profile', () => {
   });
 
   it('lets two concurrent identical first writes both succeed on one row', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     const [a, b] = await Promise.all([
       put(access_token, { bio: 'same' }),
       put(access_token, { bio: 'same' }),
@@ -245,12 +239,12 @@ describe('profile', () => {
   });
 
   it('reports stored privacy settings and defaults for a batch of users in one query', async () => {
-    const saved = await registerUser(app);
-    const neverSaved = await registerUser(app);
+    const saved = await registerUser(app());
+    const neverSaved = await registerUser(app());
     await put(saved.access_token, { privacy: { presence_visibility: 'nobody', dm_policy: 'friends' } });
     const unknownId = '01a1ffb2-0000-7000-8000-000000000000';
 
-    const em = app.db.orm.em.fork();
+    const em = app().db.orm.em.fork();
     const execute = vi.spyOn(em.getConnection(), 'execute');
     try {
       const result = await privacyOf(em, [
@@ -272,15 +266,15 @@ describe('profile', () => {
     } finally {
       execute.mockRestore();
     }
-    expect(await privacyOf(app.db.orm.em.fork(), [])).toEqual(new Map());
+    expect(await privacyOf(app().db.orm.em.fork(), [])).toEqual(new Map());
     expect(DEFAULT_PRIVACY).toEqual(defaults.privacy);
   });
 
   it('removes the profile with the account', async () => {
-    const { user, access_token } = await registerUser(app);
+    const { user, access_token } = await registerUser(app());
     await put(access_token, { bio: 'soon gone' });
     expect(await rowCount(user.id)).toBe(1);
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(access_token),

@@ -2,29 +2,23 @@ import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 describe('user accounts', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   const count = async (sql: string, params: unknown[]) => {
-    const rows = await queryRows<{ n: number }>(app.db, sql, params);
+    const rows = await queryRows<{ n: number }>(app().db, sql, params);
     return rows[0]?.n;
   };
 
   it('shows the signed-in account with its roles and presence fields', async () => {
-    const { user, access_token } = await registerUser(app);
-    const response = await app.http.inject({
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
       method: 'GET',
       url: '/api/users/me',
       headers: bearer(access_token),
@@ -41,15 +35,15 @@ describe('user accounts', () => {
   });
 
   it('answers /api/users/me without a token with 401 UNAUTHENTICATED', async () => {
-    const response = await app.http.inject({ method: 'GET', url: '/api/users/me' });
+    const response = await app().http.inject({ method: 'GET', url: '/api/users/me' });
     expect(response.statusCode).toBe(401);
     expect(response.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
   it("shows another user's public view without private fields", async () => {
-    const viewer = await registerUser(app);
-    const target = await registerUser(app);
-    const response = await app.http.inject({
+    const viewer = await registerUser(app());
+    const target = await registerUser(app());
+    const response = await app().http.inject({
       method: 'GET',
       url: `/api/users/${target.user.id}`,
       headers: bearer(viewer.access_token),
@@ -62,8 +56,8 @@ describe('user accounts', () => {
     ['an unknown id', '01a1ffb2-0000-7000-8000-000000000000'],
     ['a malformed id', 'not-a-uuid'],
   ])('answers %s with 404 NOT_FOUND', async (_name, id) => {
-    const viewer = await registerUser(app);
-    const response = await app.http.inject({
+    const viewer = await registerUser(app());
+    const response = await app().http.inject({
       method: 'GET',
       url: `/api/users/${id}`,
       headers: bearer(viewer.access_token),
@@ -73,15 +67,15 @@ describe('user accounts', () => {
   });
 
   it('requires a token to see another user', async () => {
-    const target = await registerUser(app);
-    expect((await app.http.inject({ method: 'GET', url: `/api/users/${target.user.id}` })).statusCode).toBe(
+    const target = await registerUser(app());
+    expect((await app().http.inject({ method: 'GET', url: `/api/users/${target.user.id}` })).statusCode).toBe(
       401,
     );
   });
 
   it('keeps the account when the password re-check fails, answering 403 PASSWORD_INCORRECT', async () => {
-    const { user, access_token } = await registerUser(app);
-    const response = await app.http.inject({
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(access_token),
@@ -93,8 +87,8 @@ describe('user accounts', () => {
   });
 
   it('answers a deletion without a password with 422 and keeps the account', async () => {
-    const { user, access_token } = await registerUser(app);
-    const response = await app.http.inject({
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(access_token),
@@ -106,8 +100,8 @@ describe('user accounts', () => {
 
   it('deletes the account with its sessions; it can no longer log in, refresh or use its tokens', async () => {
     const username = uniqueUsername();
-    const tokens = await registerUser(app, username);
-    const response = await app.http.inject({
+    const tokens = await registerUser(app(), username);
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(tokens.access_token),
@@ -119,19 +113,19 @@ describe('user accounts', () => {
       0,
     );
 
-    const login = await app.http.inject({
+    const login = await app().http.inject({
       method: 'POST',
       url: '/api/auth/login',
       payload: { username, password: PASSWORD },
     });
     expect(login.statusCode).toBe(401);
-    const refresh = await app.http.inject({
+    const refresh = await app().http.inject({
       method: 'POST',
       url: '/api/auth/refresh',
       payload: { refresh_token: tokens.refresh_token },
     });
     expect(refresh.statusCode).toBe(401);
-    const me = await app.http.inject({
+    const me = await app().http.inject({
       method: 'GET',
       url: '/api/users/me',
       headers: bearer(tokens.access_token),
@@ -140,10 +134,10 @@ describe('user accounts', () => {
   });
 
   it("removes the account's friendships, follows and blocks in both directions and keeps the other user's rows", async () => {
-    const leaving = await registerUser(app);
-    const staying = await registerUser(app);
-    const third = await registerUser(app);
-    const execute = (sql: string, params: unknown[]) => queryRows(app.db, sql, params);
+    const leaving = await registerUser(app());
+    const staying = await registerUser(app());
+    const third = await registerUser(app());
+    const execute = (sql: string, params: unknown[]) => queryRows(app().db, sql, params);
     const [l, s, t] = [leaving.user.id, staying.user.id, third.user.id];
     await execute(
       `insert into friendships (requester_id, addressee_id, status) values (?, ?, 'accepted'), (?, ?, 'pending')`,
@@ -158,7 +152,7 @@ describe('user accounts', () => {
       t,
     ]);
     await execute('insert into blocks (blocker_id, blocked_id) values (?, ?), (?, ?)', [l, t, s, t]);
-    const response = await app.http.inject({
+    const response = await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(leaving.access_token),
@@ -176,30 +170,24 @@ describe('user accounts', () => {
 
   it('frees the username of a deleted account for a new registration', async () => {
     const username = uniqueUsername();
-    const tokens = await registerUser(app, username);
-    await app.http.inject({
+    const tokens = await registerUser(app(), username);
+    await app().http.inject({
       method: 'DELETE',
       url: '/api/users/me',
       headers: bearer(tokens.access_token),
       payload: { password: PASSWORD },
     });
-    const again = await registerUser(app, username);
+    const again = await registerUser(app(), username);
     expect(again.user.id).not.toBe(tokens.user.id);
   });
 });
 
 describe('role administration', () => {
-  let app: TestApp;
-  beforeAll(async () => {
-    app = await buildTestApp();
-  });
-  afterAll(async () => {
-    await app?.close();
-  });
+  const app = useTestApp();
 
   it('grants and revokes a role by username, case-insensitively, keeping the roles in a fixed order', async () => {
-    const { user } = await registerUser(app);
-    const em = () => app.db.orm.em.fork();
+    const { user } = await registerUser(app());
+    const em = () => app().db.orm.em.fork();
     expect(await changeRole(em(), user.username.toUpperCase(), 'admin', 'grant')).toEqual(['user', 'admin']);
     expect(await changeRole(em(), user.username, 'moderator', 'grant')).toEqual([
       'user',
@@ -219,9 +207,9 @@ describe('role administration', () => {
     ['the base user role', 'x', 'user', 'revoke', /keeps the user role/],
     ['an unknown username', 'nobody_here', 'admin', 'grant', /No user named nobody_here/],
   ] as const)('refuses %s', async (_name, who, role, change, message) => {
-    const { user } = await registerUser(app);
+    const { user } = await registerUser(app());
     const username = who === 'x' ? user.username : who;
-    await expect(changeRole(app.db.orm.em.fork(), username, role, change)).rejects.toThrow(message);
+    await expect(changeRole(app().db.orm.em.fork(), username, role, change)).rejects.toThrow(message);
   });
 
   it('reports CLI usage mistakes with exit code 2 and unknown users with exit code 1', async () => {

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { modules } from '../../src/modules/index.js';
+import { defineModule, type ModuleDefinition, setupModules } from '../../src/platform/module.js';
+import { bearer, registerUser } from '../helpers/accounts.js';
+import { useTestApp } from '../helpers/app.js';
+
+/** A module with two plain routes: one that forgets to declare itself public, one that does. */
+const probeModule = defineModule({
+  name: 'probe',
+  entities: [],
+  needs: [],
+  setup() {
+    return {
+      api: {},
+      routes(http) {
+        http.get('/probe/forgotten', { schema: { operationId: 'probe.forgotten' } }, async () => ({
+          reached: true,
+        }));
+        http.get(
+          '/probe/declared-public',
+          { config: { public: true }, schema: { operationId: 'probe.declaredPublic' } },
+          async () => ({ reached: true }),
+        );
+      },
+    };
+  },
+});
+
+/** A module that builds nothing and needs the given modules. */
+const stub = (name: string, needs: string[] = []): ModuleDefinition =>
+  defineModule<string, { name: string }, Record<string, unknown>>({
+    name,
+    entities: [],
+    needs,
+    setup: () => ({ api: { name } }),
+  });
+
+// The probe's routes go through exactly the registration path of every real module.
+const app = useTestApp({}, { modules: [...modules, probeModule] });
+
+describe('setupModules', () => {
+  it('hands a module the APIs of the modules it needs, built in list order', () => {
+    let received: unknown;
+    const consumer = defineModule<'consumer', object, { provider: { name: string } }>({
+      name: 'consumer',
+      entities: [],
+      needs: ['provider'],
+      setup: (_platform, needs) => {
+        received = needs;
+        return { api: {} };
+      },
+    });
+    const built = setupModules(app(), [stub('provider'), consumer as ModuleDefinition]);
+    expect(built.map(({ name }) => name)).toEqual(['provider', 'consumer']);
+    expect(received).toEqual({ provider: { name: 'provider' } });
+  });
+
+  it('refuses a module that needs one listed after it, naming both', () => {
+    expect(() => setupModules(app(), [stub('presence', ['profiles']), stub('profiles')])).toThrow(
+      'Module presence needs profiles, which must come earlier in the module list.',
+    );
+  });
+
+  it('refuses a module that needs one missing from the list, naming both', () => {
+    expect(() => setupModules(app(), [stub('users'), stub('account', ['ghost'])])).toThrow(
+      'Module account needs ghost, which must come earlier in the module list.',
+    );
+  });
+
+  it('refuses a module listed twice, naming it', () => {
+    expect(() => setupModules(app(), [stub('users'), stub('profiles'), stub('users')])).toThrow(
+      'Module users is listed twice.',
+    );
+  });
+});
+
+describe('a raw route a module registers', () => {
+  it('needs a bearer token when it does not declare config.public', async () => {
+    const response = await app().http.inject({ method: 'GET', url: '/probe/forgotten' });
+    expect(response.statusCode).toBe(401);
+    expect(response.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('answers a signed-in user when it does not declare config.public', async () => {
+    const { access_token } = await registerUser(app());
+    const response = await app().http.inject({
+      method: 'GET',
+      url: '/probe/forgotten',
+      headers: bearer(access_token),
+    });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ reached: true });
+  });
+
+  it('answers anonymous callers when it declares config.public', async () => {
+    const response = await app().http.inject({ method: 'GET', url: '/probe/declared-public' });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({ reached: true });
+  });
+
+  it('is documented with the bearer scheme, or with no security when public', async () => {
+    const document = (await app().http.inject({ method: 'GET', url: '/openapi.json' })).json() as {
+      paths: Record<string, { get: { security?: unknown } }>;
+    };
+    expect(document.paths['/probe/forgotten']?.get.security).toEqual([{ bearerAuth: [] }]);
+    expect(document.paths['/probe/declared-public']?.get.security).toEqual([]);
+  });
+});
