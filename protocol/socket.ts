@@ -40,8 +40,8 @@ export interface AtriumSocketOptions {
   connectTimeoutMs?: number;
 }
 
-/** Codes the client itself produces; they never come from the server. */
-export type ClientErrorCode = 'TIMEOUT' | 'CLOSED' | 'CONNECT_FAILED';
+/** Codes the clients themselves produce (BAD_RESPONSE: AtriumClient's REST path); never sent by the server. */
+export type ClientErrorCode = 'TIMEOUT' | 'CLOSED' | 'CONNECT_FAILED' | 'BAD_RESPONSE';
 
 /**
  * A refused request (from the server's error frame, with the same `code` REST uses) or a

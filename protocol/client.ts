@@ -1,0 +1,397 @@
+import type { EventPayloads } from './frames.js';
+import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
+import { pathParams } from './operation.js';
+import { type OperationName, type Operations, operations } from './operations.js';
+import type { RequestArgs, RequestType, WebSocketConstructorLike, WebSocketLike } from './socket.js';
+import { AtriumError, AtriumSocket } from './socket.js';
+
+/**
+ * One typed client for both transports: every operation is one `call`, answered over the socket or
+ * over REST with the same result types and AtriumError codes. See protocol/README.md#using-atriumclient.
+ */
+
+/**
+ * - `offline`: no socket and none coming until `setAccessToken` gives a (new) token: there is no
+ *   token, the server refused it, or the client has no `wsUrl`.
+ * - `connecting` / `authenticating`: opening the socket / waiting for the auth ack.
+ * - `ready`: authenticated; frames go over the socket. Reached after every successful auth, on a
+ *   new connection or after a token change, so it is where subscriptions are (re)made.
+ * - `reconnecting`: the socket went down unexpectedly; the next attempt is scheduled.
+ * - `closed`: `close()` was called; every call fails with CLOSED.
+ */
+export type ConnectionState =
+  | 'offline'
+  | 'connecting'
+  | 'authenticating'
+  | 'ready'
+  | 'reconnecting'
+  | 'closed';
+
+export interface ReconnectOptions {
+  /** Delay before the first reconnect attempt; it doubles with each failed attempt. Default 500 ms. */
+  initialDelayMs?: number;
+  /** Cap of the delay. Default 30 000 ms. */
+  maxDelayMs?: number;
+  /** Share of the delay taken off at random, 0-1, so clients do not reconnect in step. Default 0.5. */
+  jitter?: number;
+}
+
+/** The part of fetch the client uses, so that protocol/ needs no DOM types. */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
+) => Promise<{ status: number; headers: { get(name: string): string | null }; json(): Promise<unknown> }>;
+
+export interface AtriumClientOptions {
+  /** Base URL of the REST API, e.g. `http://127.0.0.1:8080`. */
+  httpUrl: string;
+  /** The gateway, e.g. `ws://127.0.0.1:8081/ws`. Without it the client uses REST only. */
+  wsUrl?: string;
+  /** The WebSocket implementation; defaults to `globalThis.WebSocket`. On Node 20 pass `ws`'s export. */
+  WebSocket?: WebSocketConstructorLike;
+  /** Defaults to the global fetch. */
+  fetch?: FetchLike;
+  accessToken?: string | null;
+  /** How long a call waits for its answer (and a socket-only call for the socket). Default 10 000 ms. */
+  requestTimeoutMs?: number;
+  reconnect?: ReconnectOptions;
+}
+
+/** The input argument is optional only for operations that take none. */
+export type CallArgs<N extends OperationName> =
+  undefined extends SentInputOf<Operations[N]>
+    ? [input?: SentInputOf<Operations[N]>]
+    : [input: SentInputOf<Operations[N]>];
+export type CallResult<N extends OperationName> = OutputOf<Operations[N]>;
+export type AuthAck = OutputOf<Operations['auth']>;
+
+export class AtriumClient {
+  private currentState: ConnectionState = 'offline';
+  /** Why the client went offline or is reconnecting, when there is a reason. */
+  private cause: AtriumError | undefined;
+  private token: string | null;
+  private session: AuthAck | undefined;
+  private socket: AtriumSocket | undefined;
+  /** The WebSocket of the latest attempt, so that a teardown can abort a handshake in flight too. */
+  private rawSocket: WebSocketLike | undefined;
+  /** Bumped by every teardown: callbacks of an older attempt see a stale value and do nothing. */
+  private generation = 0;
+  private failedAttempts = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly restCalls = new Set<AbortController>();
+  private readonly eventHandlers = new Map<string, Set<(payload: never) => void>>();
+  private readonly stateListeners = new Set<(state: ConnectionState, cause?: AtriumError) => void>();
+  private readonly httpUrl: string;
+  private readonly wsUrl: string | undefined;
+  private readonly fetch: FetchLike;
+  private readonly WebSocket: WebSocketConstructorLike | undefined;
+  private readonly requestTimeoutMs: number;
+  private readonly reconnect: ReconnectOptions;
+
+  constructor(options: AtriumClientOptions) {
+    this.httpUrl = options.httpUrl.replace(/\/+$/, '');
+    this.wsUrl = options.wsUrl;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+    this.reconnect = options.reconnect ?? {};
+    // Looked up per call and called unbound: browsers refuse a fetch called as a method of another object.
+    this.fetch =
+      options.fetch ?? ((url, init) => (globalThis as unknown as { fetch: FetchLike }).fetch(url, init));
+    const WebSocketImpl =
+      options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructorLike }).WebSocket;
+    if (this.wsUrl && !WebSocketImpl)
+      throw new TypeError('No WebSocket: pass options.WebSocket (Node 20: ws).');
+    const client = this;
+    this.WebSocket =
+      WebSocketImpl &&
+      class extends WebSocketImpl {
+        constructor(url: string) {
+          super(url);
+          client.rawSocket = this;
+        }
+      };
+    this.token = options.accessToken ?? null;
+    if (this.token !== null && this.wsUrl) this.connect();
+  }
+
+  get state(): ConnectionState {
+    return this.currentState;
+  }
+
+  /**
+   * Calls an operation: over the socket when it is `ready` and the operation is a frame, over REST
+   * otherwise. Socket-only operations wait for `ready` up to the request timeout (then CLOSED), and
+   * fail at once when the client is offline or closed. `auth` sets the access token and resolves
+   * with the ack of the authentication it starts.
+   */
+  async call<N extends OperationName>(name: N, ...args: CallArgs<N>): Promise<CallResult<N>> {
+    const op: Operation = operations[name];
+    const input: unknown = args[0];
+    if (this.currentState === 'closed') throw new AtriumError('CLOSED', 'The client is closed.');
+    if (op.name === 'auth') {
+      this.setAccessToken((input as { token?: string } | undefined)?.token ?? null);
+      return (await this.ready()) as CallResult<N>;
+    }
+    if (op.frame && this.currentState === 'ready' && this.socket) {
+      return (await this.overSocket(this.socket, op.name, input, this.requestTimeoutMs)) as CallResult<N>;
+    }
+    if (op.rest) return (await this.overRest(op, op.rest, input)) as CallResult<N>;
+    const started = Date.now();
+    const socket = await this.whenReady(this.requestTimeoutMs);
+    const left = Math.max(1, this.requestTimeoutMs - (Date.now() - started));
+    return (await this.overSocket(socket, op.name, input, left)) as CallResult<N>;
+  }
+
+  /**
+   * The token for REST calls and the socket's auth. A new token re-authenticates an open socket,
+   * opens one when the client was offline; null closes the socket.
+   */
+  setAccessToken(token: string | null): void {
+    const changed = token !== this.token;
+    this.token = token;
+    if (this.currentState === 'closed' || !this.wsUrl) return;
+    if (token === null) {
+      if (changed) this.goOffline();
+    } else if (this.currentState === 'offline') {
+      this.connect();
+    } else if (changed && this.socket) {
+      this.authenticate(this.socket, this.generation);
+    }
+  }
+
+  /** Resolves with the auth ack once the socket is `ready`; rejects like a socket-only call. */
+  async ready(timeoutMs = this.requestTimeoutMs): Promise<AuthAck> {
+    await this.whenReady(timeoutMs);
+    return this.session as AuthAck;
+  }
+
+  /** Calls `handler` for each server event of `type`, across reconnects; returns a function that removes it. */
+  on<T extends keyof EventPayloads>(type: T, handler: (payload: EventPayloads[T]) => void): () => void {
+    const handlers = this.eventHandlers.get(type) ?? new Set();
+    if (!this.eventHandlers.has(type)) {
+      this.eventHandlers.set(type, handlers);
+      if (this.socket) this.forwardEvents(this.socket, type);
+    }
+    const entry = handler as (payload: never) => void;
+    handlers.add(entry);
+    return () => {
+      handlers.delete(entry);
+    };
+  }
+
+  /** Calls `listener` on every state change, with the error that caused it when there is one. */
+  onStateChange(listener: (state: ConnectionState, cause?: AtriumError) => void): () => void {
+    this.stateListeners.add(listener);
+    return () => {
+      this.stateListeners.delete(listener);
+    };
+  }
+
+  /** Closes the socket, stops reconnecting and fails calls still waiting with CLOSED. */
+  close(): void {
+    if (this.currentState === 'closed') return;
+    this.teardown();
+    for (const call of this.restCalls) call.abort(new AtriumError('CLOSED', 'The client was closed.'));
+    this.setState('closed');
+  }
+
+  private overSocket(socket: AtriumSocket, name: string, input: unknown, ms: number): Promise<unknown> {
+    if (name === 'ping') return socket.ping(ms).then(({ serverTime }) => ({ ts: serverTime }));
+    return socket.request(name as RequestType, ...([input, ms] as RequestArgs<RequestType>));
+  }
+
+  private async overRest(op: Operation, rest: RestBinding, input: unknown): Promise<unknown> {
+    const { url, body } = restRequest(this.httpUrl, rest, input);
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (!op.public && this.token !== null) headers.authorization = `Bearer ${this.token}`;
+    const controller = new AbortController();
+    const timeout = new AtriumError('TIMEOUT', `No answer to ${op.name} within ${this.requestTimeoutMs} ms.`);
+    const timer = setTimeout(() => controller.abort(timeout), this.requestTimeoutMs);
+    this.restCalls.add(controller);
+    try {
+      const fetch = this.fetch;
+      const response = await fetch(url, { method: rest.method, headers, body, signal: controller.signal });
+      // JSON never parses to undefined: undefined marks a body that is not JSON.
+      const answer = response.status === 204 ? null : await response.json().catch(() => undefined);
+      if (response.status >= 200 && response.status < 300 && answer !== undefined) return answer;
+      throw problemError(response.status, response.headers.get('retry-after'), answer);
+    } catch (error) {
+      if (controller.signal.aborted) throw controller.signal.reason;
+      if (error instanceof AtriumError) throw error;
+      throw new AtriumError('CONNECT_FAILED', `${rest.method} ${url} failed: ${String(error)}`);
+    } finally {
+      clearTimeout(timer);
+      this.restCalls.delete(controller);
+    }
+  }
+
+  /** Each handler is guarded on its own, so a throwing one neither stops the others nor the socket. */
+  private forwardEvents(socket: AtriumSocket, type: string): void {
+    socket.on(type as keyof EventPayloads, (payload) => {
+      for (const handler of [...(this.eventHandlers.get(type) ?? [])])
+        guarded('an event handler', () => handler(payload as never));
+    });
+  }
+
+  private connect(): void {
+    const generation = ++this.generation;
+    this.retryTimer = undefined;
+    this.setState('connecting');
+    AtriumSocket.connect(this.wsUrl as string, {
+      WebSocket: this.WebSocket as WebSocketConstructorLike,
+      requestTimeoutMs: this.requestTimeoutMs,
+      connectTimeoutMs: this.requestTimeoutMs,
+    }).then(
+      (socket) => {
+        if (generation !== this.generation) {
+          socket.close();
+          return;
+        }
+        this.socket = socket;
+        for (const type of this.eventHandlers.keys()) this.forwardEvents(socket, type);
+        void socket.closed.then(({ code, reason }) => {
+          if (generation !== this.generation) return;
+          this.retry(new AtriumError('CLOSED', `The socket closed (${code}${reason ? `: ${reason}` : ''}).`));
+        });
+        this.authenticate(socket, generation);
+      },
+      (error: AtriumError) => {
+        if (generation === this.generation) this.retry(error);
+      },
+    );
+  }
+
+  private authenticate(socket: AtriumSocket, generation: number): void {
+    const token = this.token as string;
+    this.setState('authenticating');
+    socket.auth(token).then(
+      (ack) => {
+        if (generation !== this.generation || token !== this.token) return;
+        this.session = ack;
+        this.failedAttempts = 0;
+        this.setState('ready');
+      },
+      (error: AtriumError) => {
+        if (generation !== this.generation || token !== this.token) return;
+        // A refused token stays refused: reconnecting with it would only be refused again.
+        if (error.code === 'UNAUTHENTICATED' || error.code === 'VALIDATION_FAILED') this.goOffline(error);
+        else this.retry(error);
+      },
+    );
+  }
+
+  private retry(cause: AtriumError): void {
+    this.teardown();
+    const { initialDelayMs = 500, maxDelayMs = 30_000, jitter = 0.5 } = this.reconnect;
+    const delay = Math.min(maxDelayMs, initialDelayMs * 2 ** this.failedAttempts);
+    this.failedAttempts++;
+    this.retryTimer = setTimeout(() => this.connect(), delay * (1 - jitter * Math.random()));
+    this.setState('reconnecting', cause);
+  }
+
+  private goOffline(cause?: AtriumError): void {
+    this.teardown();
+    this.failedAttempts = 0;
+    this.setState('offline', cause);
+  }
+
+  /** Drops the socket (or the attempt in flight) and the scheduled reconnect, on purpose. */
+  private teardown(): void {
+    this.generation++;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.socket = undefined;
+    this.rawSocket?.close(1000);
+    this.rawSocket = undefined;
+  }
+
+  private setState(state: ConnectionState, cause?: AtriumError): void {
+    this.currentState = state;
+    this.cause = cause;
+    for (const listener of [...this.stateListeners])
+      guarded('a state listener', () => listener(state, cause));
+  }
+
+  /** The ready socket, the error a socket-only call gets now, or undefined while it may still come. */
+  private readiness(): AtriumSocket | AtriumError | undefined {
+    if (this.currentState === 'ready') return this.socket;
+    if (this.currentState === 'closed') return new AtriumError('CLOSED', 'The client is closed.');
+    if (this.currentState !== 'offline') return undefined;
+    if (this.cause) return this.cause;
+    if (!this.wsUrl) return new AtriumError('CLOSED', 'This client has no wsUrl, so no socket.');
+    return new AtriumError('UNAUTHENTICATED', 'No access token: the socket opens once one is set.');
+  }
+
+  private whenReady(timeoutMs: number): Promise<AtriumSocket> {
+    const now = this.readiness();
+    if (now instanceof AtriumSocket) return Promise.resolve(now);
+    if (now) return Promise.reject(now);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        reject(new AtriumError('CLOSED', `The socket was not ready within ${timeoutMs} ms.`));
+      }, timeoutMs);
+      const off = this.onStateChange(() => {
+        const outcome = this.readiness();
+        if (!outcome) return;
+        clearTimeout(timer);
+        off();
+        if (outcome instanceof AtriumSocket) resolve(outcome);
+        else reject(outcome);
+      });
+    });
+  }
+}
+
+function guarded(what: string, run: () => void): void {
+  try {
+    run();
+  } catch (error) {
+    console.error(`AtriumClient: ${what} threw`, error);
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The URL and JSON body of an operation's REST twin: path fields go into the path, the others
+ * into the body (GET: the query string). Without path fields the input is the body as it is, so
+ * a user document keeps every key.
+ */
+function restRequest(httpUrl: string, rest: RestBinding, input: unknown): { url: string; body?: string } {
+  const params = pathParams(rest.path);
+  const record = isRecord(input) ? input : {};
+  const path = params.reduce(
+    (filled, name) => filled.replace(`:${name}`, encodeURIComponent(String(record[name] ?? ''))),
+    rest.path,
+  );
+  const fields = Object.fromEntries(Object.entries(record).filter(([key]) => !params.includes(key)));
+  if (rest.method === 'GET') {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(fields)) {
+      for (const item of [value].flat()) if (item !== undefined) query.append(key, `${item}`);
+    }
+    const search = query.toString();
+    return { url: `${httpUrl}${path}${search ? `?${search}` : ''}` };
+  }
+  const body = params.length === 0 ? input : Object.keys(fields).length > 0 ? fields : undefined;
+  return { url: `${httpUrl}${path}`, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
+}
+
+/** A problem+json answer as the AtriumError the socket's error frame would give. */
+function problemError(status: number, retryAfter: string | null, answer: unknown): AtriumError {
+  const problem = isRecord(answer) ? answer : {};
+  const extra = {
+    ...(Array.isArray(problem.errors) ? { errors: problem.errors as AtriumError['errors'] } : {}),
+    ...(retryAfter !== null && /^\d+$/.test(retryAfter) ? { retryAfter: Number(retryAfter) } : {}),
+  };
+  if (typeof problem.code !== 'string') {
+    // Not from the API (a proxy's error page, say): a client code, as the server never sends it.
+    const expected = status < 300 ? 'a JSON body' : 'problem details';
+    return new AtriumError('BAD_RESPONSE', `The API answered HTTP ${status} without ${expected}.`, extra);
+  }
+  const detail = typeof problem.detail === 'string' ? problem.detail : `HTTP ${status}`;
+  return new AtriumError(problem.code, detail, extra);
+}

@@ -1,0 +1,204 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import type { TokenResponse } from '../../protocol/auth.js';
+import { AtriumClient, type FetchLike } from '../../protocol/client.js';
+import { type Operation, pathParams, type RestBinding, type SentInputOf } from '../../protocol/operation.js';
+import { type OperationName, type Operations, operations } from '../../protocol/operations.js';
+import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
+
+/**
+ * Every operation with a REST twin, run once over plain REST and once through AtriumClient: over
+ * its socket where the operation is a frame, over its REST path otherwise. Both answers must be
+ * equal once volatile fields are normalised. A new operation with `rest` must add its row here.
+ */
+
+type RestName = {
+  [N in OperationName]: Operations[N]['rest'] extends RestBinding ? N : never;
+}[OperationName];
+
+interface Accounts {
+  /** The account the client's socket is authenticated as: frame rows run as this user. */
+  me: TokenResponse;
+  other: TokenResponse;
+}
+
+interface Run<N extends RestName> {
+  token?: string;
+  input?: SentInputOf<Operations[N]>;
+}
+
+interface Row<N extends RestName> {
+  /** The token and input of one run, called once per transport: rows that spend or end a session take a fresh user each time. */
+  prepare(accounts: Accounts): Promise<Run<N>> | Run<N>;
+  /** Each run acts on a fresh user, so user ids and names differ between the two answers. */
+  fresh?: boolean;
+}
+
+const rows: { [N in RestName]: Row<N> } = {
+  'auth.register': {
+    fresh: true,
+    prepare: () => ({
+      input: { username: uniqueUsername(), password: PASSWORD, accept_terms: true, confirm_18_plus: true },
+    }),
+  },
+  'auth.login': {
+    fresh: true,
+    prepare: async () => {
+      const { user } = await registerUser(app);
+      return { input: { username: user.username, password: PASSWORD } };
+    },
+  },
+  'auth.refresh': {
+    fresh: true,
+    prepare: async () => ({ input: { refresh_token: (await registerUser(app)).refresh_token } }),
+  },
+  'auth.logout': {
+    prepare: async () => ({ input: { refresh_token: (await registerUser(app)).refresh_token } }),
+  },
+  'users.me': { prepare: ({ me }) => ({ token: me.access_token }) },
+  'users.deleteMe': {
+    prepare: async () => ({ token: (await registerUser(app)).access_token, input: { password: PASSWORD } }),
+  },
+  'users.get': {
+    prepare: ({ me, other }) => ({ token: me.access_token, input: { user_id: other.user.id } }),
+  },
+  'presence.heartbeat': { prepare: ({ me }) => ({ token: me.access_token }) },
+  'presence.query': {
+    prepare: ({ me, other }) => ({
+      token: me.access_token,
+      input: { user_ids: [me.user.id, other.user.id, 'nobody'] },
+    }),
+  },
+  'presence.status': {
+    prepare: ({ me }) => ({ token: me.access_token, input: { status_message: '  comparing transports  ' } }),
+  },
+  'profile.get': { prepare: ({ me }) => ({ token: me.access_token }) },
+  'profile.update': {
+    prepare: ({ me }) => ({
+      token: me.access_token,
+      input: { bio: 'parity', privacy: { favorites_visibility: 'friends' } },
+    }),
+  },
+  'avatar.getLoadout': { prepare: ({ me }) => ({ token: me.access_token }) },
+  'avatar.putLoadout': {
+    prepare: ({ me }) => ({
+      token: me.access_token,
+      input: { base_body: 'base_human_female_01', slots: { hat: { id: 'cap', tint: [1, 0.5, 0] } } },
+    }),
+  },
+};
+
+const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
+const USER_NAMES = new Set(['id', 'username', 'user_id']);
+
+/** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
+function normalise(value: unknown, fresh: boolean): unknown {
+  if (Array.isArray(value)) return value.map((item) => normalise(item, fresh));
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => {
+      if (typeof item === 'string' && key.endsWith('_at')) return [key, '<time>'];
+      if (VOLATILE_TOKENS.has(key)) return [key, '<token>'];
+      if (fresh && USER_NAMES.has(key)) return [key, '<fresh user>'];
+      return [key, normalise(item, fresh)];
+    }),
+  );
+}
+
+/** Plain REST, built here from the catalogue rather than by the client, so the client is checked against it. */
+async function overRest(rest: RestBinding, { token, input }: Run<RestName>): Promise<unknown> {
+  const params = pathParams(rest.path);
+  const fields = { ...(input as Record<string, unknown> | undefined) };
+  let url = rest.path;
+  for (const name of params) {
+    url = url.replace(`:${name}`, encodeURIComponent(String(fields[name])));
+    delete fields[name];
+  }
+  const body = params.length === 0 ? input : Object.keys(fields).length > 0 ? fields : undefined;
+  const response = await app.http.inject({
+    method: rest.method,
+    url,
+    headers: token ? bearer(token) : {},
+    ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
+  });
+  expect(response.statusCode, response.body).toBe(rest.status ?? 200);
+  return rest.status === 204 ? null : response.json();
+}
+
+let app: TestApp;
+
+describe('REST and AtriumClient answer every operation with a REST twin the same', () => {
+  let accounts: Accounts;
+  let socketClient: AtriumClient;
+  const socketFetches: string[] = [];
+
+  beforeAll(async () => {
+    app = await buildTestApp();
+    accounts = { me: await registerUser(app), other: await registerUser(app) };
+    // Counts the REST requests of the socket client: a frame row must not make any.
+    const fetch: FetchLike = (url, init) => {
+      socketFetches.push(`${init.method} ${url}`);
+      return globalThis.fetch(url, init);
+    };
+    socketClient = new AtriumClient({
+      httpUrl: app.httpUrl,
+      wsUrl: app.wsUrl,
+      WebSocket,
+      fetch,
+      accessToken: accounts.me.access_token,
+    });
+    await socketClient.ready();
+  });
+
+  afterAll(async () => {
+    socketClient?.close();
+    await app?.close();
+  });
+
+  it('has a row for every operation with a REST twin', () => {
+    const withRest = Object.values(operations as Record<string, Operation>)
+      .filter((op) => op.rest)
+      .map((op) => op.name);
+    expect(Object.keys(rows).sort()).toEqual(withRest.sort());
+  });
+
+  const cases = (Object.keys(rows) as RestName[]).map((name) => {
+    const op: Operation = operations[name];
+    return [name, op.frame ? 'socket' : 'REST'] as const;
+  });
+
+  it.each(cases)('%s gives the same answer over REST and over the client (its %s path)', async (name) => {
+    const op: Operation = operations[name];
+    const rest = op.rest as RestBinding;
+    const row = rows[name] as Row<RestName>;
+    const viaRest = await overRest(rest, await row.prepare(accounts));
+
+    const run = await row.prepare(accounts);
+    const call = (client: AtriumClient) =>
+      (client.call as (name: string, input: unknown) => Promise<unknown>)(name, run.input);
+    let viaClient: unknown;
+    if (op.frame) {
+      expect(run.token, 'frame rows run as the socket client').toBe(accounts.me.access_token);
+      const before = socketFetches.length;
+      viaClient = await call(socketClient);
+      expect(socketFetches.slice(before)).toEqual([]);
+    } else {
+      const requests: string[] = [];
+      const restClient = new AtriumClient({
+        httpUrl: app.httpUrl,
+        accessToken: run.token ?? null,
+        fetch: (url, init) => {
+          requests.push(init.method);
+          return globalThis.fetch(url, init);
+        },
+      });
+      viaClient = await call(restClient);
+      restClient.close();
+      expect(requests).toEqual([rest.method]);
+    }
+
+    expect(op.response.safeParse(viaClient).success).toBe(true);
+    expect(normalise(viaClient, row.fresh ?? false)).toEqual(normalise(viaRest, row.fresh ?? false));
+  });
+});
