@@ -2,21 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { registerUser } from '../test/helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../test/helpers/app.js';
+import { rejectionOf } from '../test/helpers/rejections.js';
 import { TcpProxy } from '../test/helpers/tcp-proxy.js';
 import { AtriumClient, type AtriumClientOptions, type ConnectionState, type FetchLike } from './client.js';
 import type { PresenceEvent } from './frames.js';
-import { AtriumError } from './socket.js';
-
-/** Resolves with the rejection of `promise`, failing when it resolves instead. */
-async function rejectionOf(promise: Promise<unknown>): Promise<AtriumError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AtriumError);
-    return error as AtriumError;
-  }
-  throw new Error('expected the promise to reject');
-}
 
 /** Resolves once `client` is in `state` (now or later); the timer only keeps a broken test from hanging. */
 function untilState(client: AtriumClient, state: ConnectionState): Promise<void> {

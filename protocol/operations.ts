@@ -6,9 +6,15 @@ import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
 import { userOperations } from './users.js';
 
+export * from './auth.js';
+export * from './presence.js';
+export * from './profiles.js';
+export * from './users.js';
+
 /**
  * Every operation of the API by name: the one table the server registers both transports from,
- * the typed client calls and the conformance tests walk. A new domain adds its list here.
+ * the typed client calls and the conformance tests walk. A new domain adds its list here and
+ * exports its file above (protocol/index.ts exports this file).
  */
 const all = [
   ping,

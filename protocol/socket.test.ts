@@ -3,19 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { registerUser } from '../test/helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../test/helpers/app.js';
+import { rejectionOf } from '../test/helpers/rejections.js';
 import { CloseCode, type PresenceEvent, REQUEST_ID_MAX } from './frames.js';
-import { AtriumError, AtriumSocket, type WebSocketLike } from './socket.js';
-
-/** Resolves with the rejection of `promise`, failing when it resolves instead. */
-async function rejectionOf(promise: Promise<unknown>): Promise<AtriumError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).toBeInstanceOf(AtriumError);
-    return error as AtriumError;
-  }
-  throw new Error('expected the promise to reject');
-}
+import { type AtriumError, AtriumSocket, type WebSocketLike } from './socket.js';
 
 /** Resolves with the first value `register` hands its callback, or rejects after `ms`. */
 function firstValue<T>(
