@@ -217,7 +217,8 @@ function durationRecorder(metrics: Metrics) {
   };
 }
 
-function hookList<T>(hooks: T | T[] | undefined): T[] {
+/** A route option's hooks (one, a list or none) as a list, so a hook can be added to them. */
+export function hookList<T>(hooks: T | T[] | undefined): T[] {
   if (hooks === undefined) return [];
   return Array.isArray(hooks) ? hooks : [hooks];
 }

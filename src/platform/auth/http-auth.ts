@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
 import { AppError, ErrorCode } from '../errors.js';
+import { hookList } from '../http.js';
 import type { AccessTokens, AuthUser } from './access-tokens.js';
 
 declare module 'fastify' {
@@ -61,6 +62,6 @@ export function secureByDefault(requireUser: onRequestHookHandler) {
       return;
     }
     route.schema.security = bearerSecurity;
-    route.onRequest = [requireUser, ...(route.onRequest === undefined ? [] : [route.onRequest].flat())];
+    route.onRequest = [requireUser, ...hookList(route.onRequest)];
   };
 }
