@@ -14,7 +14,7 @@ export async function findLoadoutDocument(
 ): Promise<Record<string, unknown> | undefined> {
   const [row] = await executeBound<{ document: Record<string, unknown> }>(
     em,
-    'select document from avatar_loadouts where user_id = ?',
+    'select document from avatar_loadouts where user_id = $1',
     [userId],
   );
   return row?.document;
@@ -29,7 +29,7 @@ export async function saveLoadoutDocument(
 ): Promise<Record<string, unknown>> {
   const [row] = await executeBound<{ document: Record<string, unknown> }>(
     em,
-    `insert into avatar_loadouts (user_id, document, updated_at) values (?, ?::jsonb, ?)
+    `insert into avatar_loadouts (user_id, document, updated_at) values ($1, $2::jsonb, $3)
      on conflict (user_id) do update set document = excluded.document, updated_at = excluded.updated_at
      returning document`,
     [userId, JSON.stringify(document), now],

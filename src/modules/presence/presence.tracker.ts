@@ -133,7 +133,7 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
         await executeBound(
           this.deps.systemCtx().em,
           `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
-           from unnest(?::uuid[], ?::timestamptz[]) as v(id, seen) where u.id = v.id`,
+           from unnest($1::uuid[], $2::timestamptz[]) as v(id, seen) where u.id = v.id`,
           [ids, times],
         );
       } catch (error) {

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { executeBound } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
 
 export interface Relation {
@@ -20,21 +21,22 @@ export async function relationsOf(
   const relations = new Map<string, Relation>(otherIds.map((id) => [id, { friends: false, blocked: false }]));
   if (otherIds.length === 0) return relations;
   const ids = toUuidArray(otherIds);
-  const connection = em.getConnection();
   const [friends, blocks] = await Promise.all([
-    connection.execute(
-      `select case when requester_id = ? then addressee_id else requester_id end as other
+    executeBound<{ other: string }>(
+      em,
+      `select case when requester_id = $1 then addressee_id else requester_id end as other
        from friendships
        where status = 'accepted'
-         and ((requester_id = ? and addressee_id = any(?::uuid[])) or (addressee_id = ? and requester_id = any(?::uuid[])))`,
-      [viewerId, viewerId, ids, viewerId, ids],
-    ) as Promise<{ other: string }[]>,
-    connection.execute(
-      `select case when blocker_id = ? then blocked_id else blocker_id end as other
+         and ((requester_id = $1 and addressee_id = any($2::uuid[])) or (addressee_id = $1 and requester_id = any($2::uuid[])))`,
+      [viewerId, ids],
+    ),
+    executeBound<{ other: string }>(
+      em,
+      `select case when blocker_id = $1 then blocked_id else blocker_id end as other
        from blocks
-       where (blocker_id = ? and blocked_id = any(?::uuid[])) or (blocked_id = ? and blocker_id = any(?::uuid[]))`,
-      [viewerId, viewerId, ids, viewerId, ids],
-    ) as Promise<{ other: string }[]>,
+       where (blocker_id = $1 and blocked_id = any($2::uuid[])) or (blocked_id = $1 and blocker_id = any($2::uuid[]))`,
+      [viewerId, ids],
+    ),
   ]);
   for (const row of friends) setFlag(relations, row.other, 'friends');
   for (const row of blocks) setFlag(relations, row.other, 'blocked');

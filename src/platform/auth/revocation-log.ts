@@ -14,9 +14,9 @@ export function revocationLog(em: () => EntityManager): RevocationLog {
     async record(sessionIds, at, forgetBefore) {
       await executeBound(
         em(),
-        `with pruned as (delete from session_revocations where revoked_at < ?)
+        `with pruned as (delete from session_revocations where revoked_at < $1)
          insert into session_revocations (session_id, revoked_at)
-         select id, ? from unnest(?::uuid[]) as ids(id)
+         select id, $2::timestamptz from unnest($3::uuid[]) as ids(id)
          on conflict (session_id) do nothing`,
         [forgetBefore, at, toUuidArray(sessionIds)],
       );
@@ -24,7 +24,7 @@ export function revocationLog(em: () => EntityManager): RevocationLog {
     async since(at) {
       const rows = await executeBound<{ session_id: string }>(
         em(),
-        'select session_id from session_revocations where revoked_at >= ?',
+        'select session_id from session_revocations where revoked_at >= $1',
         [at],
       );
       return rows.map((row) => row.session_id);
