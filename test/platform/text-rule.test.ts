@@ -14,14 +14,17 @@ const UNSTORABLE = [
 describe('the shared text rule', () => {
   const app = useTestApp();
 
-  const statusOf = async (userId: string) =>
-    (
+  // Status messages reach the database coalesced; the stored value is read after a flush.
+  const statusOf = async (userId: string) => {
+    await app().modules.presence.flushStatusMessages();
+    return (
       await queryRows<{ status_message: string | null }>(
         app().db,
         'select status_message from users where id = ?',
         [userId],
       )
     )[0]?.status_message;
+  };
   const sessionCount = async () =>
     (await queryRows<{ n: number }>(app().db, 'select count(*)::int as n from sessions'))[0]?.n;
 

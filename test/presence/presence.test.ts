@@ -185,6 +185,7 @@ describe('presence over REST', () => {
     const tooLong = await setStatus(app(), user.access_token, { status_message: 'b'.repeat(141) });
     expect(tooLong.statusCode).toBe(422);
     expect(tooLong.json()).toMatchObject({ code: 'VALIDATION_FAILED' });
+    await app().modules.presence.flushStatusMessages();
     const stored: { status_message: string }[] = await sql(
       app(),
       'select status_message from users where id = ?',

@@ -7,14 +7,17 @@ const STATUS_MESSAGE_MAX = 140;
 describe('status message rules', () => {
   const services = useServices();
 
-  const storedStatus = async (userId: string) =>
-    (
+  // Status messages reach the database coalesced; the stored value is read after a flush.
+  const storedStatus = async (userId: string) => {
+    await services().apis.presence.flushStatusMessages();
+    return (
       await queryRows<{ status_message: string | null }>(
         services().db,
         'select status_message from users where id = ?',
         [userId],
       )
     )[0]?.status_message;
+  };
 
   it('stores the message without its surrounding whitespace', async () => {
     const { call, ctxFor, createUser } = services();

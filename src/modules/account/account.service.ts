@@ -3,11 +3,11 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
-import { UserSchema } from '../users/index.js';
+import { findAccount, UserSchema } from '../users/index.js';
 
 export interface AccountDeps {
   sessions: Pick<AuthApi, 'revokeAllSessions' | 'verifyPassword'>;
-  sightings: Pick<PresenceApi, 'latestSighting'>;
+  presence: Pick<PresenceApi, 'unflushed'>;
 }
 
 const vanished = () => new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
@@ -18,22 +18,23 @@ export class AccountService {
 
   async me(ctx: Ctx): Promise<Me> {
     const caller = callerOf(ctx);
-    const [user, sighting] = await Promise.all([
-      ctx.em.findOne(UserSchema, { id: caller.id }),
-      this.deps.sightings.latestSighting(caller.id),
+    const [user, unflushed] = await Promise.all([
+      findAccount(ctx.em, caller.id),
+      this.deps.presence.unflushed(caller.id),
     ]);
     // A valid token for a vanished account means the account was deleted moments ago.
     if (!user) throw vanished();
-    // last_seen_at is written in coalesced batches, so a sighting not yet flushed may be newer:
-    // the caller reads its own heartbeat at once.
+    // last_seen_at and status messages are written in coalesced batches, so what is not flushed
+    // yet may be newer: the caller reads its own heartbeat and status at once.
+    const sighting = unflushed.lastSeen;
     const lastSeen =
-      sighting && (!user.lastSeenAt || sighting > user.lastSeenAt) ? sighting : user.lastSeenAt;
+      sighting && (!user.last_seen_at || sighting > user.last_seen_at) ? sighting : user.last_seen_at;
     return {
       id: user.id,
       username: user.username,
-      created_at: user.createdAt.toISOString(),
+      created_at: user.created_at.toISOString(),
       last_seen_at: lastSeen?.toISOString() ?? null,
-      status_message: user.statusMessage,
+      status_message: unflushed.statusMessage ? unflushed.statusMessage.message : user.status_message,
       roles: user.roles,
     };
   }

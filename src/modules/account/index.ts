@@ -11,7 +11,7 @@ export const accountModule = defineModule({
   entities: [],
   needs: ['auth', 'presence'],
   setup(_platform, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
-    const account = new AccountService({ sessions: auth, sightings: presence });
+    const account = new AccountService({ sessions: auth, presence });
     return {
       api: {},
       operations: [

@@ -12,13 +12,19 @@ import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
 import { PresenceService, presenceTopic } from './presence.service.js';
 import { PresenceTracker } from './presence.tracker.js';
+import { type PendingStatus, StatusMessages } from './status-messages.js';
 
 /** What other modules (and operators' tests) may use of presence. */
 export interface PresenceApi {
-  /** The newest sighting of the user on any node, including one not yet written to the database. */
-  latestSighting(userId: string): Promise<Date | null>;
+  /**
+   * What the database may not hold yet of the user: the newest sighting on any node, and a
+   * status message set but not written yet (absent when none is pending).
+   */
+  unflushed(userId: string): Promise<{ lastSeen: Date | null; statusMessage?: PendingStatus }>;
   /** Writes the coalesced last_seen_at sightings now instead of at the next interval. */
   flushLastSeen(): Promise<void>;
+  /** Writes the coalesced status messages now instead of at the next interval. */
+  flushStatusMessages(): Promise<void>;
   /** This node's id in the presence lease registry. */
   readonly nodeId: string;
 }
@@ -41,25 +47,39 @@ export const presenceModule = defineModule({
       leaseSeconds: config.NODE_LEASE_SECONDS,
       systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
     });
+    const statusMessages = new StatusMessages({
+      kv,
+      log,
+      flushMs: config.STATUS_FLUSH_MS,
+      systemEm: () => ctx({ user: null, log, ip: 'internal' }).em,
+    });
     const presence = new PresenceService({
       kv,
       bus,
       ttlSeconds: config.PRESENCE_TTL_SECONDS,
       sightings: tracker,
+      statusMessages,
       privacy: deps.profiles,
       relations: deps.social,
     });
     tracker.attach(presence);
     const api: PresenceApi = {
-      latestSighting: (userId) => presence.latestSighting(userId),
+      unflushed: (userId) => presence.unflushed(userId),
       flushLastSeen: () => tracker.flushLastSeen(),
+      flushStatusMessages: () => statusMessages.flush(),
       nodeId: tracker.lease.nodeId,
     };
     return {
       api,
       sessions: tracker,
-      start: () => tracker.start(),
-      stop: () => tracker.stop(),
+      start: async () => {
+        await tracker.start();
+        statusMessages.start();
+      },
+      stop: async () => {
+        await tracker.stop();
+        await statusMessages.stop();
+      },
       operations: [
         serve(presenceHeartbeat, (ctx) => presence.heartbeat(ctx)),
         serve(presenceQuery, async (ctx, { user_ids }) => ({

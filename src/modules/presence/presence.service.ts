@@ -6,7 +6,13 @@ import { canonicalId, isId } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { Relation, SocialApi } from '../social/index.js';
-import { UserSchema } from '../users/index.js';
+import { existingUserIds, storedStatusMessage } from '../users/index.js';
+import {
+  decodePendingStatus,
+  type PendingStatus,
+  pendingStatusKey,
+  type StatusMessages,
+} from './status-messages.js';
 
 export const STATUS_MESSAGE_MAX = 140;
 
@@ -64,6 +70,7 @@ export interface PresenceServiceDeps {
   bus: EventBus;
   ttlSeconds: number;
   sightings: PresenceSightings;
+  statusMessages: StatusMessages;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
   relations: Pick<SocialApi, 'relationsOf'>;
 }
@@ -108,14 +115,17 @@ export class PresenceService {
   }
 
   /**
-   * The user's latest sighting the database may not hold yet: the one this node has still to
-   * flush, or the one stored in the presence key by whichever node saw the user.
+   * What the database may not hold yet of the user, in one KV round trip: the latest sighting
+   * (the one this node has still to flush, or the one stored in the presence key by whichever node
+   * saw the user) and a status message set but not written yet.
    */
-  async latestSighting(userId: string): Promise<Date | null> {
-    const stored = Number(await this.deps.kv.get(presenceKey(userId)));
+  async unflushed(userId: string): Promise<{ lastSeen: Date | null; statusMessage?: PendingStatus }> {
+    const [seen, status] = await this.deps.kv.mget([presenceKey(userId), pendingStatusKey(userId)]);
+    const stored = Number(seen);
     const pending = this.deps.sightings.pendingSighting(userId)?.getTime() ?? 0;
     const latest = Math.max(Number.isFinite(stored) ? stored : 0, pending);
-    return latest > 0 ? new Date(latest) : null;
+    const statusMessage = decodePendingStatus(status ?? null) ?? this.deps.statusMessages.local(userId);
+    return { lastSeen: latest > 0 ? new Date(latest) : null, ...(statusMessage ? { statusMessage } : {}) };
   }
 
   async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {
@@ -134,9 +144,7 @@ export class PresenceService {
     const views = new Map<string, PresenceView>(unique.map((id) => [id, unknown]));
     const candidates = unique.filter(isId);
     if (candidates.length === 0) return views;
-    const existing = (await ctx.em.find(UserSchema, { id: { $in: candidates } }, { fields: ['id'] })).map(
-      (u) => u.id,
-    );
+    const existing = await existingUserIds(ctx.em, candidates);
     const [privacy, relations] = await Promise.all([
       this.deps.privacy.privacyOf(ctx.em, existing),
       this.deps.relations.relationsOf(ctx.em, viewer.id, existing),
@@ -167,7 +175,10 @@ export class PresenceService {
     );
   }
 
-  /** Sets (or, when empty after trimming, clears) the caller's status message and tells subscribers. */
+  /**
+   * Sets (or, when empty after trimming, clears) the caller's status message and tells
+   * subscribers at once; the database gets it coalesced (StatusMessages).
+   */
   async setStatus(ctx: Ctx, statusMessage: string): Promise<{ status_message: string | null }> {
     const caller = callerOf(ctx);
     const trimmed = statusMessage.trim();
@@ -186,9 +197,14 @@ export class PresenceService {
       );
     }
     const value = trimmed === '' ? null : trimmed;
-    await ctx.em.nativeUpdate(UserSchema, { id: caller.id }, { statusMessage: value, updatedAt: ctx.now() });
-    const online = (await this.deps.kv.get(presenceKey(caller.id))) !== null;
-    await this.publish(ctx, caller.id, online ? 'online' : 'offline');
+    // Both KV commands leave in the same tick: one round trip on Redis.
+    const [presence] = await Promise.all([
+      this.deps.kv.get(presenceKey(caller.id)),
+      this.deps.statusMessages.set(caller.id, value, ctx.now()),
+    ]);
+    await this.publish(ctx, caller.id, presence !== null ? 'online' : 'offline', undefined, {
+      message: value,
+    });
     return { status_message: value };
   }
 
@@ -202,22 +218,31 @@ export class PresenceService {
     userId: string,
     status: 'online' | 'offline',
     lastSeen?: Date,
+    known?: PendingStatus,
   ): Promise<void> {
     if (!(await this.deps.bus.hasSubscribers(presenceTopic(userId)))) return;
-    const [user, privacy] = await Promise.all([
-      ctx.em.findOne(UserSchema, { id: userId }, { fields: ['statusMessage'] }),
+    const [statusMessage, privacy] = await Promise.all([
+      known ? known.message : this.currentStatusMessage(ctx, userId),
       this.deps.privacy.privacyOf(ctx.em, [userId]),
     ]);
-    if (!user) return;
+    if (statusMessage === undefined) return;
     await this.deps.bus.publish(presenceTopic(userId), {
       t: 'presence',
       d: {
         user_id: userId,
         status,
-        status_message: user.statusMessage,
+        status_message: statusMessage,
         ...(lastSeen ? { last_seen_at: lastSeen.toISOString() } : {}),
       },
       audience: { subject: userId, visibility: privacy.get(userId)?.presence_visibility ?? 'everyone' },
     });
+  }
+
+  /** The newest status message: one not written yet, else the stored one; undefined for no account. */
+  private async currentStatusMessage(ctx: Ctx, userId: string): Promise<string | null | undefined> {
+    const pending =
+      decodePendingStatus(await this.deps.kv.get(pendingStatusKey(userId))) ??
+      this.deps.statusMessages.local(userId);
+    return pending ? pending.message : storedStatusMessage(ctx.em, userId);
   }
 }

@@ -6,6 +6,13 @@ import { UsersService } from './users.service.js';
 
 export type { User } from './user.entity.js';
 export { UserSchema } from './user.entity.js';
+export {
+  type AccountRow,
+  existingUserIds,
+  findAccount,
+  storedStatusMessage,
+  writeStatusMessages,
+} from './users.repository.js';
 export { changeRole, findUserByUsername } from './users.service.js';
 
 /** The user directory: the users table other modules build on, and another user's public view. */

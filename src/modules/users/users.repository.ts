@@ -1,0 +1,63 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Role } from '../../platform/auth/access-tokens.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The hot statements on the users table, on the lean path (executeBound): each runs once per
+ * request or frame, where the ORM's query building and hydration cost several times the SQL.
+ * Rich writes (registration, role changes) stay on the entity.
+ */
+
+/** The caller's own account as GET /api/users/me shows it. */
+export interface AccountRow {
+  id: string;
+  username: string;
+  created_at: Date;
+  last_seen_at: Date | null;
+  status_message: string | null;
+  roles: Role[];
+}
+
+export async function findAccount(em: EntityManager, userId: string): Promise<AccountRow | undefined> {
+  const [row] = await executeBound<AccountRow>(
+    em,
+    // roles is a user_role[]: drivers parse only arrays of built-in types, hence the cast.
+    'select id, username, created_at, last_seen_at, status_message, roles::text[] as roles from users where id = $1',
+    [userId],
+  );
+  return row;
+}
+
+/** Which of these ids (canonical UUIDs) name an account. */
+export async function existingUserIds(em: EntityManager, userIds: readonly string[]): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(em, 'select id from users where id = any($1::uuid[])', [
+    userIds,
+  ]);
+  return rows.map((row) => row.id);
+}
+
+/** The stored status message; undefined when the account does not exist. */
+export async function storedStatusMessage(
+  em: EntityManager,
+  userId: string,
+): Promise<string | null | undefined> {
+  const [row] = await executeBound<{ status_message: string | null }>(
+    em,
+    'select status_message from users where id = $1',
+    [userId],
+  );
+  return row?.status_message;
+}
+
+/** Writes several users' status messages in one statement, each with the time it was set. */
+export async function writeStatusMessages(
+  em: EntityManager,
+  batch: readonly { userId: string; message: string | null; at: Date }[],
+): Promise<void> {
+  await executeBound(
+    em,
+    `update users u set status_message = v.message, updated_at = v.at
+     from unnest($1::uuid[], $2::text[], $3::timestamptz[]) as v(id, message, at) where u.id = v.id`,
+    [batch.map((b) => b.userId), batch.map((b) => b.message), batch.map((b) => b.at)],
+  );
+}
