@@ -10,12 +10,16 @@ import { parseArgs } from 'node:util';
  *                         covers: bench/realtime/options.ts); --seconds is the measured time per server
  *   node-flags            REST heartbeats after a quiet spell and idle-socket memory with different V8
  *                         young-generation flags (bench/results/node-flags.md); also takes --connections N
+ *   datapath              GET /api/users/me, presence.status frames and PUT /api/avatar/loadout beside
+ *                         bare Fastify/uWS + pg and pgbench ceilings (bench/results/datapath.md); also
+ *                         takes --backends embedded,postgres and --profile DIR
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
   auth: () => import('./auth.js'),
   realtime: () => import('./realtime.js'),
   'node-flags': () => import('./node-flags.js'),
+  datapath: () => import('./datapath.js'),
 };
 
 const { values, positionals } = parseArgs({

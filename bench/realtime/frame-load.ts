@@ -15,6 +15,9 @@ const DRAIN_TIMEOUT_MS = 10_000;
 export interface FrameWindow extends WindowFigures {
   /** Sockets that were open and loaded in this window. */
   connections: number;
+  /** Milliseconds from sending a frame to its ack, over the acks counted in the window. */
+  p50Ms: number;
+  p99Ms: number;
   /**
    * Error frames by code, sockets closed by the server and frames left unanswered, since the
    * previous window ended.
@@ -26,17 +29,35 @@ export interface FrameClients extends Contender<FrameWindow> {
   close(): Promise<void>;
 }
 
+/** What each socket sends: `frame` builds the frame with its id, `inFlight` are kept outstanding. */
+export interface FrameLoad {
+  frame(id: number, socketIndex: number): Record<string, unknown>;
+  inFlight: number;
+}
+
+export const HEARTBEATS: FrameLoad = {
+  frame: (id) => ({ t: 'presence.heartbeat', id }),
+  inFlight: IN_FLIGHT,
+};
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted.length === 0
+    ? Number.NaN
+    : (sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] as number);
+}
+
 /**
  * One authenticated socket per token, kept open across windows so a window measures frames, not
- * connecting. In a window each socket keeps IN_FLIGHT `presence.heartbeat` frames with ids
- * outstanding, and acks arriving within it are counted; afterwards the outstanding frames drain,
- * so the server is idle before the next server's window.
+ * connecting. In a window each socket keeps `load.inFlight` frames with ids outstanding, and acks
+ * arriving within it are counted; afterwards the outstanding frames drain, so the server is idle
+ * before the next server's window.
  */
 export async function frameClients(
   name: string,
   url: string,
   tokens: string[],
   serverPid: number,
+  load: FrameLoad = HEARTBEATS,
 ): Promise<FrameClients> {
   const sockets = await Promise.all(tokens.map((token) => authedSocket(url, token)));
   let errors: Record<string, number> = {};
@@ -46,21 +67,30 @@ export async function frameClients(
   let sending = false;
   let counting = false;
   let acks = 0;
+  let latencies: number[] = [];
   let outstanding = 0;
   let onDrained = () => {};
   let closing = false;
-  const pumps = sockets.map((ws) => {
+  const pumps = sockets.map((ws, socketIndex) => {
     let nextId = 2; // 1 was the auth frame.
+    const sentAt = new Map<number, number>();
     const send = () => {
       outstanding++;
-      ws.send(encode({ t: 'presence.heartbeat', id: nextId++ }));
+      const id = nextId++;
+      sentAt.set(id, performance.now());
+      ws.send(encode(load.frame(id, socketIndex)));
     };
     ws.on('message', (data: Buffer) => {
       const frame = decode(data) as { t?: string; id?: number; code?: string };
       if (frame.id === undefined) return;
       outstanding--;
+      const sent = sentAt.get(frame.id);
+      sentAt.delete(frame.id);
       if (frame.t === 'ack') {
-        if (counting) acks++;
+        if (counting) {
+          acks++;
+          if (sent !== undefined) latencies.push(performance.now() - sent);
+        }
       } else count(frame.code ?? String(frame.t));
       if (sending) send();
       else if (outstanding <= 0) onDrained();
@@ -78,10 +108,11 @@ export async function frameClients(
       const open = pumps.filter(({ ws }) => ws.readyState === WebSocket.OPEN);
       const cpu = await cpuWindow(serverPid);
       acks = 0;
+      latencies = [];
       counting = true;
       sending = true;
       const started = performance.now();
-      for (const { send } of open) for (let i = 0; i < IN_FLIGHT; i++) send();
+      for (const { send } of open) for (let i = 0; i < load.inFlight; i++) send();
       await sleep(seconds * 1000);
       counting = false;
       const elapsed = (performance.now() - started) / 1000;
@@ -98,7 +129,15 @@ export async function frameClients(
       }
       const windowErrors = errors;
       errors = {};
-      return { perSecond: acks / elapsed, connections: open.length, errors: windowErrors, ...used };
+      const sorted = Float64Array.from(latencies).sort();
+      return {
+        perSecond: acks / elapsed,
+        connections: open.length,
+        errors: windowErrors,
+        p50Ms: percentile(sorted, 0.5),
+        p99Ms: percentile(sorted, 0.99),
+        ...used,
+      };
     },
     async close() {
       closing = true;

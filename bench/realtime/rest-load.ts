@@ -14,12 +14,19 @@ export interface RestWindow extends WindowFigures {
   non2xx: number;
 }
 
-/** REST_CONNECTIONS connections POSTing to `url`, one autocannon run per window. */
+/** The request each connection repeats; a POST without a body unless told otherwise. */
+export interface RestRequest {
+  method?: 'GET' | 'POST' | 'PUT';
+  body?: string;
+}
+
+/** REST_CONNECTIONS connections sending `request` to `url`, one autocannon run per window. */
 export function restContender(
   name: string,
   url: string,
   serverPid: number,
   headers: Record<string, string> = {},
+  { method = 'POST', body }: RestRequest = {},
 ): Contender<RestWindow> {
   return {
     name,
@@ -27,8 +34,9 @@ export function restContender(
       const cpu = await cpuWindow(serverPid);
       const result = await autocannon({
         url,
-        method: 'POST',
-        headers,
+        method,
+        headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+        ...(body === undefined ? {} : { body }),
         connections: REST_CONNECTIONS,
         duration: seconds,
       });

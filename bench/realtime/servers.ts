@@ -39,31 +39,39 @@ export async function stopChild(child: ChildProcess, graceMs = 20_000): Promise<
 export interface BareServer {
   pid: number;
   port: number;
+  /** Everything the server printed on its `{"port": N}` line. */
+  announced: Record<string, unknown>;
   inspectorPort: number;
   stop(): Promise<void>;
 }
 
 /** Starts one of the bare comparison servers and waits for the `{"port": N}` line it prints. */
-export async function startBareServer(script: string): Promise<BareServer> {
+export async function startBareServer(script: string, env: Record<string, string> = {}): Promise<BareServer> {
   const inspector = await inspectorEnv();
   const child = spawn(process.execPath, ['--import', 'tsx', script], {
-    env: { ...process.env, ...inspector.env },
+    env: { ...process.env, ...inspector.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
-    const port = await new Promise<number>((done, fail) => {
+    const announced = await new Promise<Record<string, unknown>>((done, fail) => {
       child.once('exit', (code) => fail(new Error(`${script} exited with ${code}`)));
       createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
         try {
-          const { port } = JSON.parse(line) as { port?: number };
-          if (typeof port === 'number') done(port);
+          const parsed = JSON.parse(line) as { port?: unknown };
+          if (typeof parsed.port === 'number') done(parsed);
         } catch {
           // Not the port line.
         }
       });
     });
     await assertNodeProcess(child.pid as number, script);
-    return { pid: child.pid as number, port, inspectorPort: inspector.port, stop: () => stopChild(child) };
+    return {
+      pid: child.pid as number,
+      port: announced.port as number,
+      announced,
+      inspectorPort: inspector.port,
+      stop: () => stopChild(child),
+    };
   } catch (error) {
     await stopChild(child);
     throw error;

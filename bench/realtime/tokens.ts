@@ -13,6 +13,8 @@ import { progress } from './progress.js';
 
 export interface TokenIssuer {
   issue(count: number, label: string): Promise<string[]>;
+  /** One token for each of these user ids (users that exist, for routes that read the account). */
+  issueFor(userIds: readonly string[]): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -40,6 +42,8 @@ export async function tokenIssuer(dataDir: string): Promise<TokenIssuer> {
       }
       return issued;
     },
+    issueFor: (userIds) =>
+      Promise.all(userIds.map((id) => tokens.issue({ id, sessionId: newId(), roles: ['user'] }))),
     close: () => kv.close(),
   };
 }

@@ -1,0 +1,69 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { cpuWindow } from '../realtime/process-stats.js';
+import type { Contender, WindowFigures } from '../realtime/rounds.js';
+
+const run = promisify(execFile);
+
+export interface PgbenchWindow extends WindowFigures {
+  /** pgbench's average latency per transaction. */
+  meanMs: number;
+}
+
+/** Where pgbench connects: libpq parameters (a unix socket directory is a `host`). */
+export interface PgbenchTarget {
+  host: string;
+  port: number;
+  user: string;
+  database: string;
+}
+
+/**
+ * pgbench running one SQL statement with `clients` connections, prepared (`-M prepared`, so each
+ * `:name` is a bound parameter, as in the service), one run per window. Its server is Postgres'
+ * backends or PGlite's process: the CPU columns are those of `serverPid` (the embedded one) or,
+ * for Postgres, left out.
+ */
+export async function pgbenchContender(
+  name: string,
+  target: PgbenchTarget,
+  statement: string,
+  variables: Record<string, string>,
+  clients: number,
+  serverPid?: number,
+): Promise<Contender<PgbenchWindow> & { close(): Promise<void> }> {
+  const dir = await mkdtemp(join(tmpdir(), 'atrium-pgbench-'));
+  const script = join(dir, 'statement.sql');
+  await writeFile(script, `${statement};\n`);
+  const args = (seconds: number) => [
+    ...['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(clients, 2))],
+    ...['-T', String(seconds), '-f', script],
+    ...Object.entries(variables).flatMap(([key, value]) => ['-D', `${key}=${value}`]),
+    ...['-h', target.host, '-p', String(target.port), '-U', target.user, target.database],
+  ];
+  return {
+    name,
+    async window(seconds) {
+      const cpu = await cpuWindow(serverPid ?? process.pid);
+      const { stdout } = await run('pgbench', args(seconds), {
+        maxBuffer: 16 * 2 ** 20,
+        // libpq's default GSS encryption probe is a message PGlite's socket server does not answer.
+        env: { ...process.env, PGGSSENCMODE: 'disable' },
+      });
+      const used = await cpu();
+      const tps = /^tps = ([\d.]+)/m.exec(stdout);
+      const latency = /^latency average = ([\d.]+) ms/m.exec(stdout);
+      if (!tps) throw new Error(`pgbench printed no tps:\n${stdout}`);
+      return {
+        perSecond: Number(tps[1]),
+        meanMs: Number(latency?.[1]),
+        ...used,
+        ...(serverPid === undefined ? { serverCores: Number.NaN } : {}),
+      };
+    },
+    close: () => rm(dir, { recursive: true, force: true }),
+  };
+}

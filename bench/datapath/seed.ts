@@ -1,0 +1,28 @@
+import { configFrom } from '../../src/config.js';
+import { executeBound, openDatabase } from '../../src/platform/db.js';
+import { newId } from '../../src/platform/ids.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+
+/**
+ * Users for the data-path benchmark, written straight into the service's database before it
+ * starts: the routes under test read and write real rows, and registering through argon2 would
+ * only slow the setup. Their password hash matches no password; tokens are signed for their ids.
+ */
+export async function seedUsers(env: Record<string, string>, count: number): Promise<string[]> {
+  const config = configFrom(env);
+  const db = await openDatabase(config);
+  try {
+    await migrateUp(db, config.DATABASE_URL);
+    const ids = Array.from({ length: count }, () => newId()).sort();
+    const now = new Date();
+    await executeBound(
+      db.orm.em.fork(),
+      `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+       select id, 'bench_' || n, '!', $1, $2 from unnest($3::uuid[]) with ordinality as t(id, n)`,
+      [now, now, `{${ids.join(',')}}`],
+    );
+    return ids;
+  } finally {
+    await db.close();
+  }
+}
