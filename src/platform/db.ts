@@ -239,7 +239,7 @@ function embeddedRunner(pglite: PGlite): Runner {
   const prepared = new Map<string, Promise<{ name: string; paramTypes: number[] }>>();
   let names = 0;
   const exchange = (...messages: Uint8Array[]) =>
-    pglite.runExclusive(() => pglite.execProtocolStream(concat(messages)));
+    pglite.runExclusive(() => pglite.execProtocolStream(Buffer.concat(messages)));
   const prepare = async (text: string) => {
     const name = `atrium_${names++}`;
     const { serialize } = protocol;
@@ -281,14 +281,4 @@ function embeddedRunner(pglite: PGlite): Runner {
     );
     return parse.parseResults(messages, pglite.parsers)[0]?.rows ?? [];
   };
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const joined = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    joined.set(part, offset);
-    offset += part.length;
-  }
-  return joined;
 }
