@@ -7,12 +7,7 @@ import type { Kv } from '../../platform/kv/kv.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { Relation, SocialApi } from '../social/index.js';
 import { existingUserIds, storedStatusMessage } from '../users/index.js';
-import {
-  decodePendingStatus,
-  type PendingStatus,
-  pendingStatusKey,
-  type StatusMessages,
-} from './status-messages.js';
+import { type PendingStatus, pendingStatusKey, type StatusMessages } from './status-messages.js';
 
 export const STATUS_MESSAGE_MAX = 140;
 
@@ -124,7 +119,7 @@ export class PresenceService {
     const stored = Number(seen);
     const pending = this.deps.sightings.pendingSighting(userId)?.getTime() ?? 0;
     const latest = Math.max(Number.isFinite(stored) ? stored : 0, pending);
-    const statusMessage = decodePendingStatus(status ?? null) ?? this.deps.statusMessages.local(userId);
+    const statusMessage = this.deps.statusMessages.pending(userId, status ?? null);
     return { lastSeen: latest > 0 ? new Date(latest) : null, ...(statusMessage ? { statusMessage } : {}) };
   }
 
@@ -240,9 +235,10 @@ export class PresenceService {
 
   /** The newest status message: one not written yet, else the stored one; undefined for no account. */
   private async currentStatusMessage(ctx: Ctx, userId: string): Promise<string | null | undefined> {
-    const pending =
-      decodePendingStatus(await this.deps.kv.get(pendingStatusKey(userId))) ??
-      this.deps.statusMessages.local(userId);
+    const pending = this.deps.statusMessages.pending(
+      userId,
+      await this.deps.kv.get(pendingStatusKey(userId)),
+    );
     return pending ? pending.message : storedStatusMessage(ctx.em, userId);
   }
 }

@@ -70,10 +70,14 @@ export class StatusMessages {
     this.unwritten.set(userId, { message, at });
   }
 
-  /** This node's message not written yet, if any (the KV store's is read by the caller, batched with its own reads). */
-  local(userId: string): PendingStatus | undefined {
+  /**
+   * The user's message not written yet, if any, from `stored` (the value of pendingStatusKey, read
+   * by the caller batched with its own reads): the KV store's, which is the newest across nodes,
+   * else this node's own when the store lost it.
+   */
+  pending(userId: string, stored: string | null): PendingStatus | undefined {
     const unwritten = this.unwritten.get(userId);
-    return unwritten && { message: unwritten.message };
+    return decodePendingStatus(stored) ?? (unwritten && { message: unwritten.message });
   }
 
   start(): void {
