@@ -1,6 +1,7 @@
 import { Migration0001Initial } from './0001_initial.js';
 import { Migration0003SessionRevocations } from './0003_session_revocations.js';
 import { Migration0004AvatarLoadouts } from './0004_avatar_loadouts.js';
+import { Migration0005WorldContent } from './0005_world_content.js';
 import { Migration0006PresenceColumns } from './0006_presence_columns.js';
 import { Migration0007SocialGraph } from './0007_social_graph.js';
 import { Migration0010Profiles } from './0010_profiles.js';
@@ -14,6 +15,7 @@ export const migrationsList = [
   { name: '0001_initial', class: Migration0001Initial },
   { name: '0003_session_revocations', class: Migration0003SessionRevocations },
   { name: '0004_avatar_loadouts', class: Migration0004AvatarLoadouts },
+  { name: '0005_world_content', class: Migration0005WorldContent },
   { name: '0006_presence_columns', class: Migration0006PresenceColumns },
   { name: '0007_social_graph', class: Migration0007SocialGraph },
   { name: '0010_profiles', class: Migration0010Profiles },

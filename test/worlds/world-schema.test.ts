@@ -1,0 +1,165 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationsList } from '../../migrations/index.js';
+import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
+import {
+  createEmptyDatabase,
+  createTestDatabase,
+  queryRows,
+  type TestDatabase,
+} from '../helpers/database.js';
+
+/** The world content tables as the database enforces them, below any service code. */
+
+let t: TestDatabase;
+beforeAll(async () => {
+  t = await createTestDatabase();
+});
+afterAll(() => t.drop());
+
+const sql = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+  queryRows<Row>(t.db, text, params);
+
+async function user(): Promise<string> {
+  const id = randomUUID();
+  await sql(
+    `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+     values (?, ?, 'x', now(), now())`,
+    [id, `u${id.slice(0, 8)}`],
+  );
+  return id;
+}
+
+/** A world with a room and one chunk of two revisions (the second by `author`); returns the ids. */
+async function worldWithRevisions(owner: string, author = owner) {
+  const world = randomUUID();
+  const room = randomUUID();
+  await sql(`insert into worlds (id, owner_id, name) values (?, ?, 'w')`, [world, owner]);
+  await sql(`insert into rooms (id, world_id, name) values (?, ?, 'main')`, [room, world]);
+  const [first, second] = (
+    await sql<{ id: string }>(
+      `select nextval('chunk_revision_ids')::text as id union all select nextval('chunk_revision_ids')::text`,
+    )
+  ).map((r) => r.id);
+  const [chunk] = await sql<{ id: string }>(
+    `insert into chunks (room_id, world_id, x, y, z, revision) values (?, ?, 1, -2, 3, ?) returning id::text as id`,
+    [room, world, second],
+  );
+  for (const [id, by] of [
+    [first, owner],
+    [second, author],
+  ])
+    await sql(
+      `insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id)
+       values (?, ?, ?, ?, 1, -2, 3, '\\x00ff'::bytea, false, ?)`,
+      [id, chunk?.id, world, room, by],
+    );
+  return { world, room, chunk: chunk?.id as string, revisions: [first, second] as string[] };
+}
+
+const revisionCount = async (world: string) =>
+  Number(
+    (
+      await sql<{ n: string }>('select count(*)::text as n from chunk_revisions where world_id = ?', [world])
+    )[0]?.n,
+  );
+
+describe('world content schema', () => {
+  it('refuses to update a chunk revision', async () => {
+    const { revisions } = await worldWithRevisions(await user());
+    await expect(
+      sql(`update chunk_revisions set payload = '\\x01'::bytea where id = ?`, [revisions[0]]),
+    ).rejects.toThrow(/append-only/);
+    const [row] = await sql<{ hex: string }>(
+      `select encode(payload, 'hex') as hex from chunk_revisions where id = ?`,
+      [revisions[0]],
+    );
+    expect(row?.hex).toBe('00ff');
+  });
+
+  it('refuses to delete a chunk revision, even by the author setting null by hand', async () => {
+    const { world, revisions } = await worldWithRevisions(await user());
+    await expect(sql('delete from chunk_revisions where id = ?', [revisions[1]])).rejects.toThrow(
+      /append-only/,
+    );
+    await expect(
+      sql('update chunk_revisions set author_id = null where id = ?', [revisions[1]]),
+    ).rejects.toThrow(/append-only/);
+    expect(await revisionCount(world)).toBe(2);
+  });
+
+  it('deletes rooms, chunks and revisions with their world', async () => {
+    const { world } = await worldWithRevisions(await user());
+    await sql('delete from worlds where id = ?', [world]);
+    expect(await revisionCount(world)).toBe(0);
+    expect(await sql('select 1 from rooms where world_id = ?', [world])).toHaveLength(0);
+    expect(await sql('select 1 from chunks where world_id = ?', [world])).toHaveLength(0);
+  });
+
+  it("deletes a user's worlds with the account and keeps their revisions elsewhere with a null author", async () => {
+    const owner = await user();
+    const editor = await user();
+    const own = await worldWithRevisions(editor);
+    const other = await worldWithRevisions(owner, editor);
+    await sql('delete from users where id = ?', [editor]);
+    expect(await sql('select 1 from worlds where id = ?', [own.world])).toHaveLength(0);
+    const rows = await sql<{ id: string; author_id: string | null; hex: string }>(
+      `select id::text as id, author_id, encode(payload, 'hex') as hex from chunk_revisions where world_id = ? order by chunk_revisions.id`,
+      [other.world],
+    );
+    expect(rows).toEqual([
+      { id: other.revisions[0], author_id: owner, hex: '00ff' },
+      { id: other.revisions[1], author_id: null, hex: '00ff' },
+    ]);
+  });
+
+  it('keeps one chunk per room and position', async () => {
+    const { world, room } = await worldWithRevisions(await user());
+    await expect(
+      sql(`insert into chunks (room_id, world_id, x, y, z, revision) values (?, ?, 1, -2, 3, 1)`, [
+        room,
+        world,
+      ]),
+    ).rejects.toThrow(/chunks_position_key/);
+  });
+
+  it('keeps room names unique per world regardless of case', async () => {
+    const { world } = await worldWithRevisions(await user());
+    await expect(
+      sql(`insert into rooms (id, world_id, name) values (?, ?, 'MAIN')`, [randomUUID(), world]),
+    ).rejects.toThrow(/rooms_world_name_key/);
+  });
+
+  it('refuses a revision whose payload and tombstone flag disagree', async () => {
+    const { world, room, chunk } = await worldWithRevisions(await user());
+    await expect(
+      sql(
+        `insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone)
+         values (nextval('chunk_revision_ids'), ?, ?, ?, 1, -2, 3, null, false)`,
+        [chunk, world, room],
+      ),
+    ).rejects.toThrow(/chunk_revisions_payload_presence/);
+  });
+});
+
+describe('migration 0005 on a database migrated before it existed', () => {
+  it('applies after the later migrations that were already there', async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const names = migrationsList.map((m) => m.name);
+      const { db, url } = empty;
+      // A database from before world content: every migration but 0005 recorded as applied.
+      await migrateUp(db, url);
+      await queryRows(db, `delete from atrium_migrations where name = '0005_world_content'`);
+      await queryRows(
+        db,
+        'drop table profile_favorites, chunk_revisions, chunks, rooms, worlds; drop sequence chunk_revision_ids; drop function chunk_revisions_append_only',
+      );
+      expect((await migrationStatus(db)).pending).toEqual(['0005_world_content']);
+      expect(await migrateUp(db, url)).toEqual(['0005_world_content']);
+      expect((await migrationStatus(db)).executed.sort()).toEqual([...names].sort());
+    } finally {
+      await empty.drop();
+    }
+  });
+});
