@@ -5,11 +5,13 @@ import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from '
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
 import { userOperations } from './users.js';
+import { worldOperations } from './worlds.js';
 
 export * from './auth.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './users.js';
+export * from './worlds.js';
 
 /**
  * Every operation of the API by name: the one table the server registers both transports from,
@@ -22,6 +24,7 @@ const all = [
   ...userOperations,
   ...presenceOperations,
   ...profileOperations,
+  ...worldOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

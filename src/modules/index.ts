@@ -6,6 +6,7 @@ import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
 import { socialModule } from './social/index.js';
 import { usersModule } from './users/index.js';
+import { worldsModule } from './worlds/index.js';
 
 /**
  * Every domain of the service, in build order: a module comes after the modules it needs. Adding
@@ -20,4 +21,5 @@ export const modules = [
   authModule,
   accountModule,
   avatarModule,
+  worldsModule,
 ] as const;

@@ -282,3 +282,14 @@ function embeddedRunner(pglite: PGlite): Runner {
     return parse.parseResults(messages, pglite.parsers)[0]?.rows ?? [];
   };
 }
+
+/** SQLSTATE codes the services act on, as both drivers report them on `error.code`. */
+export const SqlState = {
+  UNIQUE_VIOLATION: '23505',
+  FOREIGN_KEY_VIOLATION: '23503',
+} as const;
+
+/** Whether a statement failed with this SQLSTATE (from executeBound on either database). */
+export function hasSqlState(error: unknown, state: (typeof SqlState)[keyof typeof SqlState]): boolean {
+  return (error as { code?: unknown } | null)?.code === state;
+}

@@ -87,10 +87,102 @@ const rows: { [N in RestName]: Row<N> } = {
       input: { base_body: 'base_human_female_01', slots: { hat: { id: 'cap', tint: [1, 0.5, 0] } } },
     }),
   },
+  'worlds.create': {
+    fresh: true,
+    prepare: ({ me }) => ({ token: me.access_token, input: { name: 'Parity', visibility: 'unlisted' } }),
+  },
+  'worlds.get': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await sharedWorld(me) } }),
+  },
+  'worlds.update': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: await sharedWorld(me), description: 'compared over both transports' },
+    }),
+  },
+  'worlds.delete': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await createWorld(me) } }),
+  },
+  'rooms.list': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: await sharedWorld(me), limit: 10 },
+    }),
+  },
+  'rooms.create': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: await createWorld(me), name: 'lobby' },
+    }),
+  },
+  'rooms.get': {
+    prepare: async ({ me }) => {
+      const world_id = await sharedWorld(me);
+      return { token: me.access_token, input: { world_id, room_id: await mainRoom(me, world_id) } };
+    },
+  },
+  'rooms.update': {
+    fresh: true,
+    prepare: async ({ me }) => {
+      const world_id = await createWorld(me);
+      const room = await app.http.inject({
+        method: 'POST',
+        url: `/api/worlds/${world_id}/rooms`,
+        headers: bearer(me.access_token),
+        payload: { name: 'hall' },
+      });
+      return { token: me.access_token, input: { world_id, room_id: room.json().id, name: 'great hall' } };
+    },
+  },
+  'rooms.delete': {
+    prepare: async ({ me }) => {
+      const world_id = await sharedWorld(me);
+      const room = await app.http.inject({
+        method: 'POST',
+        url: `/api/worlds/${world_id}/rooms`,
+        headers: bearer(me.access_token),
+        payload: { name: uniqueUsername() },
+      });
+      return { token: me.access_token, input: { world_id, room_id: room.json().id } };
+    },
+  },
+  'chunks.list': {
+    prepare: async ({ me }) => {
+      const world_id = await sharedWorld(me);
+      return { token: me.access_token, input: { world_id, room_id: await mainRoom(me, world_id) } };
+    },
+  },
 };
 
+async function createWorld(me: TokenResponse): Promise<string> {
+  const response = await app.http.inject({
+    method: 'POST',
+    url: '/api/worlds',
+    headers: bearer(me.access_token),
+    payload: { name: 'Parity world' },
+  });
+  return response.json().id;
+}
+
+let shared: Promise<string> | undefined;
+/** One world both runs of a row read, so their answers can be equal. */
+function sharedWorld(me: TokenResponse): Promise<string> {
+  shared ??= createWorld(me);
+  return shared;
+}
+
+async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {
+  const response = await app.http.inject({
+    method: 'GET',
+    url: `/api/worlds/${worldId}`,
+    headers: bearer(me.access_token),
+  });
+  return response.json().rooms[0].id;
+}
+
 const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
-const USER_NAMES = new Set(['id', 'username', 'user_id']);
+const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id']);
 
 /** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
 function normalise(value: unknown, fresh: boolean): unknown {

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, hasSqlState, SqlState } from '../../platform/db.js';
 
 /**
  * The loadout is an opaque client document, so it goes to the database as one bound jsonb
@@ -39,5 +39,5 @@ export async function saveLoadoutDocument(
 
 /** Postgres' SQLSTATE for a foreign key violation: the row's user does not exist (any more). */
 export function isMissingUser(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === '23503';
+  return hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION);
 }

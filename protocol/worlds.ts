@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { listQuery, pageOf } from './lists.js';
+import { operation } from './operation.js';
+import { text } from './text.js';
+
+/**
+ * Worlds and their rooms. A world's content is its rooms' chunks (protocol/chunk-codec.md); each
+ * write appends a revision, and `content_revision` is the world's newest revision id (0 before the
+ * first write). Owners write; public and unlisted worlds are readable by every signed-in user,
+ * private ones only by their owner, and a world the caller may not read is answered as 404.
+ */
+
+export const worldVisibilitySchema = z.enum(['public', 'unlisted', 'private']);
+export type WorldVisibility = z.infer<typeof worldVisibilitySchema>;
+
+export const WORLD_NAME_MAX_CHARS = 100;
+export const WORLD_DESCRIPTION_MAX_CHARS = 2000;
+export const ROOM_NAME_MAX_CHARS = 64;
+/** Rooms per world: a world answers with all its rooms, so their number is bounded. */
+export const MAX_ROOMS_PER_WORLD = 256;
+/** The room every world is created with; it can be neither renamed nor deleted. */
+export const MAIN_ROOM_NAME = 'main';
+
+const id = z.string().max(64);
+const INT32 = { min: -2147483648, max: 2147483647 };
+/** A chunk coordinate: a 32-bit signed integer (from a path segment, text). */
+export const chunkCoordinate = z.coerce.number().int().min(INT32.min).max(INT32.max);
+
+export const roomSummarySchema = z.object({ id: z.string(), name: z.string() });
+
+export const worldSchema = z.object({
+  id: z.string(),
+  owner_id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  visibility: worldVisibilitySchema,
+  content_revision: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  rooms: z.array(roomSummarySchema),
+});
+export type World = z.infer<typeof worldSchema>;
+
+export const roomSchema = z.object({
+  id: z.string(),
+  world_id: z.string(),
+  name: z.string(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type Room = z.infer<typeof roomSchema>;
+
+export const chunkKeySchema = z.object({
+  x: z.number().int(),
+  y: z.number().int(),
+  z: z.number().int(),
+  /** The chunk's current revision id (its ETag). */
+  revision: z.number().int(),
+});
+
+const tag = 'worlds';
+
+export const worldsCreate = operation('worlds.create', {
+  tag,
+  summary: `Create a world owned by the caller, with its room "${MAIN_ROOM_NAME}". New worlds are private unless visibility says otherwise.`,
+  rest: { method: 'POST', path: '/api/worlds', status: 201 },
+  request: z
+    .object({
+      name: text(1, WORLD_NAME_MAX_CHARS),
+      description: text(0, WORLD_DESCRIPTION_MAX_CHARS).optional(),
+      visibility: worldVisibilitySchema.optional(),
+    })
+    .strict(),
+  response: worldSchema,
+  errors: [401, 422],
+});
+
+export const worldsGet = operation('worlds.get', {
+  tag,
+  summary: 'A world with its rooms and content revision.',
+  rest: { method: 'GET', path: '/api/worlds/:world_id' },
+  request: z.object({ world_id: id }).strict(),
+  response: worldSchema,
+  errors: [401, 404],
+});
+
+export const worldsUpdate = operation('worlds.update', {
+  tag,
+  summary: 'Change any of name, description and visibility (owner only).',
+  rest: { method: 'PATCH', path: '/api/worlds/:world_id' },
+  request: z
+    .object({
+      world_id: id,
+      name: text(1, WORLD_NAME_MAX_CHARS).optional(),
+      description: text(0, WORLD_DESCRIPTION_MAX_CHARS).optional(),
+      visibility: worldVisibilitySchema.optional(),
+    })
+    .strict(),
+  response: worldSchema,
+  errors: [401, 403, 404, 422],
+});
+
+export const worldsDelete = operation('worlds.delete', {
+  tag,
+  summary: 'Delete a world with its rooms, chunks and revisions (owner only).',
+  rest: { method: 'DELETE', path: '/api/worlds/:world_id', status: 204 },
+  request: z.object({ world_id: id }).strict(),
+  response: z.null(),
+  errors: [401, 403, 404],
+});
+
+export const roomsList = operation('rooms.list', {
+  tag,
+  summary: "A world's rooms, oldest first.",
+  rest: { method: 'GET', path: '/api/worlds/:world_id/rooms' },
+  request: z.object({ world_id: id, ...listQuery }).strict(),
+  response: pageOf(roomSchema),
+  errors: [401, 404, 422],
+});
+
+export const roomsCreate = operation('rooms.create', {
+  tag,
+  summary: `Add a room (owner only). Names are unique per world regardless of case; at most ${MAX_ROOMS_PER_WORLD} rooms.`,
+  rest: { method: 'POST', path: '/api/worlds/:world_id/rooms', status: 201 },
+  request: z.object({ world_id: id, name: text(1, ROOM_NAME_MAX_CHARS) }).strict(),
+  response: roomSchema,
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const roomsGet = operation('rooms.get', {
+  tag,
+  summary: 'One room of a world.',
+  rest: { method: 'GET', path: '/api/worlds/:world_id/rooms/:room_id' },
+  request: z.object({ world_id: id, room_id: id }).strict(),
+  response: roomSchema,
+  errors: [401, 404],
+});
+
+export const roomsUpdate = operation('rooms.update', {
+  tag,
+  summary: `Rename a room (owner only; "${MAIN_ROOM_NAME}" keeps its name).`,
+  rest: { method: 'PATCH', path: '/api/worlds/:world_id/rooms/:room_id' },
+  request: z.object({ world_id: id, room_id: id, name: text(1, ROOM_NAME_MAX_CHARS) }).strict(),
+  response: roomSchema,
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const roomsDelete = operation('rooms.delete', {
+  tag,
+  summary: `Delete a room with its chunks and their revisions (owner only; "${MAIN_ROOM_NAME}" stays). The world's content revision becomes the largest revision id left, which may be smaller than before.`,
+  rest: { method: 'DELETE', path: '/api/worlds/:world_id/rooms/:room_id', status: 204 },
+  request: z.object({ world_id: id, room_id: id }).strict(),
+  response: z.null(),
+  errors: [401, 403, 404, 409],
+});
+
+export const chunksList = operation('chunks.list', {
+  tag,
+  summary: "A room's chunks (tombstones left out) with their current revisions, ordered by x, y, z.",
+  rest: { method: 'GET', path: '/api/worlds/:world_id/rooms/:room_id/chunks' },
+  request: z.object({ world_id: id, room_id: id, ...listQuery }).strict(),
+  response: pageOf(chunkKeySchema),
+  errors: [401, 404, 422],
+});
+
+export const worldOperations = [
+  worldsCreate,
+  worldsGet,
+  worldsUpdate,
+  worldsDelete,
+  roomsList,
+  roomsCreate,
+  roomsGet,
+  roomsUpdate,
+  roomsDelete,
+  chunksList,
+] as const;

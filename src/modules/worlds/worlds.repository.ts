@@ -1,0 +1,199 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { WorldVisibility } from '../../../protocol/worlds.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The SQL of worlds and rooms. Revision ids are bigint: the drivers hand them back as text or
+ * number, so rows are normalised here and services see numbers (ids stay far below 2^53).
+ */
+
+export interface WorldRow {
+  id: string;
+  ownerId: string;
+  name: string;
+  description: string;
+  visibility: WorldVisibility;
+  contentRevision: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface RoomRow {
+  id: string;
+  worldId: string;
+  name: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface RawWorld {
+  id: string;
+  owner_id: string;
+  name: string;
+  description: string;
+  visibility: WorldVisibility;
+  content_revision: string | number;
+  created_at: Date | string;
+  updated_at: Date | string;
+}
+
+interface RawRoom {
+  id: string;
+  world_id: string;
+  name: string;
+  created_at: Date | string;
+  updated_at: Date | string;
+}
+
+const WORLD_COLUMNS =
+  'id, owner_id, name, description, visibility::text as visibility, content_revision, created_at, updated_at';
+const ROOM_COLUMNS = 'id, world_id, name, created_at, updated_at';
+
+const toWorld = (r: RawWorld): WorldRow => ({
+  id: r.id,
+  ownerId: r.owner_id,
+  name: r.name,
+  description: r.description,
+  visibility: r.visibility,
+  contentRevision: Number(r.content_revision),
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+const toRoom = (r: RawRoom): RoomRow => ({
+  id: r.id,
+  worldId: r.world_id,
+  name: r.name,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+export async function insertWorld(
+  em: EntityManager,
+  world: Omit<WorldRow, 'contentRevision'>,
+): Promise<WorldRow> {
+  const [row] = await executeBound<RawWorld>(
+    em,
+    `insert into worlds (id, owner_id, name, description, visibility, created_at, updated_at)
+     values ($1, $2, $3, $4, $5::world_visibility, $6, $6) returning ${WORLD_COLUMNS}`,
+    [world.id, world.ownerId, world.name, world.description, world.visibility, world.createdAt],
+  );
+  return toWorld(row as RawWorld);
+}
+
+export async function findWorld(em: EntityManager, worldId: string): Promise<WorldRow | undefined> {
+  const [row] = await executeBound<RawWorld>(em, `select ${WORLD_COLUMNS} from worlds where id = $1`, [
+    worldId,
+  ]);
+  return row && toWorld(row);
+}
+
+/** Sets the fields given (null leaves one as it is) and returns the world, or undefined when it is gone. */
+export async function updateWorld(
+  em: EntityManager,
+  worldId: string,
+  patch: { name: string | null; description: string | null; visibility: WorldVisibility | null },
+  now: Date,
+): Promise<WorldRow | undefined> {
+  const [row] = await executeBound<RawWorld>(
+    em,
+    `update worlds set name = coalesce($2, name), description = coalesce($3, description),
+       visibility = coalesce($4::world_visibility, visibility), updated_at = $5
+     where id = $1 returning ${WORLD_COLUMNS}`,
+    [worldId, patch.name, patch.description, patch.visibility, now],
+  );
+  return row && toWorld(row);
+}
+
+export async function deleteWorld(em: EntityManager, worldId: string): Promise<void> {
+  await executeBound(em, 'delete from worlds where id = $1', [worldId]);
+}
+
+export async function insertRoom(em: EntityManager, room: RoomRow): Promise<RoomRow> {
+  const [row] = await executeBound<RawRoom>(
+    em,
+    `insert into rooms (id, world_id, name, created_at, updated_at) values ($1, $2, $3, $4, $4) returning ${ROOM_COLUMNS}`,
+    [room.id, room.worldId, room.name, room.createdAt],
+  );
+  return toRoom(row as RawRoom);
+}
+
+/** Rooms of a world after `afterId` (ids are UUID v7, so this is creation order), at most `limit`. */
+export async function roomsOf(
+  em: EntityManager,
+  worldId: string,
+  options: { afterId?: string; limit: number },
+): Promise<RoomRow[]> {
+  const rows = await executeBound<RawRoom>(
+    em,
+    `select ${ROOM_COLUMNS} from rooms where world_id = $1 and ($2::uuid is null or id > $2::uuid) order by id limit $3`,
+    [worldId, options.afterId ?? null, options.limit],
+  );
+  return rows.map(toRoom);
+}
+
+export async function countRooms(em: EntityManager, worldId: string): Promise<number> {
+  const [row] = await executeBound<{ n: string | number }>(
+    em,
+    'select count(*) as n from rooms where world_id = $1',
+    [worldId],
+  );
+  return Number(row?.n ?? 0);
+}
+
+export async function findRoom(
+  em: EntityManager,
+  worldId: string,
+  roomId: string,
+): Promise<RoomRow | undefined> {
+  const [row] = await executeBound<RawRoom>(
+    em,
+    `select ${ROOM_COLUMNS} from rooms where id = $1 and world_id = $2`,
+    [roomId, worldId],
+  );
+  return row && toRoom(row);
+}
+
+export async function renameRoom(
+  em: EntityManager,
+  roomId: string,
+  name: string,
+  now: Date,
+): Promise<RoomRow | undefined> {
+  const [row] = await executeBound<RawRoom>(
+    em,
+    `update rooms set name = $2, updated_at = $3 where id = $1 returning ${ROOM_COLUMNS}`,
+    [roomId, name, now],
+  );
+  return row && toRoom(row);
+}
+
+/**
+ * Deletes a room (its chunks and revisions go with it) and sets the world's content revision to
+ * the largest revision id left, read from the (world_id, id desc) index.
+ */
+export async function deleteRoom(
+  em: EntityManager,
+  worldId: string,
+  roomId: string,
+  now: Date,
+): Promise<void> {
+  await executeBound(em, 'delete from rooms where id = $1', [roomId]);
+  await executeBound(
+    em,
+    `update worlds set updated_at = $2, content_revision = coalesce(
+       (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0)
+     where id = $1`,
+    [worldId, now],
+  );
+}
+
+/** Locks the world's row for the rest of the transaction: writes to one world take turns. */
+export async function lockWorld(em: EntityManager, worldId: string): Promise<WorldRow | undefined> {
+  const [row] = await executeBound<RawWorld>(
+    em,
+    `select ${WORLD_COLUMNS} from worlds where id = $1 for update`,
+    [worldId],
+  );
+  return row && toWorld(row);
+}

@@ -1,0 +1,258 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import {
+  MAIN_ROOM_NAME,
+  MAX_ROOMS_PER_WORLD,
+  type Room,
+  type World,
+  type WorldVisibility,
+} from '../../../protocol/worlds.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { isId, newId } from '../../platform/ids.js';
+import { type ChunkHead, liveChunkHeads } from './chunks.repository.js';
+import {
+  countRooms,
+  deleteRoom,
+  deleteWorld,
+  findRoom,
+  findWorld,
+  insertRoom,
+  insertWorld,
+  lockWorld,
+  type RoomRow,
+  renameRoom,
+  roomsOf,
+  updateWorld,
+  type WorldRow,
+} from './worlds.repository.js';
+
+const worldNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
+const roomNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.');
+const roomNameTaken = () =>
+  new AppError(ErrorCode.CONFLICT, 'This world already has a room of that name.', {
+    errors: [{ path: 'name', message: 'is taken in this world' }],
+  });
+
+/** Public and unlisted worlds are readable by every signed-in user, private ones by their owner. */
+export function canRead(world: Pick<WorldRow, 'ownerId' | 'visibility'>, userId: string): boolean {
+  return world.visibility !== 'private' || world.ownerId === userId;
+}
+
+export function roomView(room: RoomRow): Room {
+  return {
+    id: room.id,
+    world_id: room.worldId,
+    name: room.name,
+    created_at: room.createdAt.toISOString(),
+    updated_at: room.updatedAt.toISOString(),
+  };
+}
+
+const isInt32 = (value: unknown): value is number =>
+  Number.isInteger(value) && value === ((value as number) | 0);
+const isChunkKey = (value: unknown): value is [number, number, number] =>
+  Array.isArray(value) && value.length === 3 && value.every(isInt32);
+
+const isRoomKey = (value: unknown): value is [string] =>
+  Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && isId(value[0]);
+
+/** Worlds and rooms: who may read and write them, and their lifecycle. */
+export class WorldsService {
+  /** The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden. */
+  async readable(ctx: Ctx, worldId: string, em: EntityManager = ctx.em): Promise<WorldRow> {
+    const caller = callerOf(ctx);
+    const world = isId(worldId) ? await findWorld(em, worldId) : undefined;
+    if (!world || !canRead(world, caller.id)) throw worldNotFound();
+    return world;
+  }
+
+  /** The world if the caller owns it: 404 when they may not even read it, 403 when they only read it. */
+  async owned(ctx: Ctx, worldId: string, em: EntityManager = ctx.em, lock = false): Promise<WorldRow> {
+    const caller = callerOf(ctx);
+    const world = isId(worldId) ? await (lock ? lockWorld : findWorld)(em, worldId) : undefined;
+    if (!world || !canRead(world, caller.id)) throw worldNotFound();
+    if (world.ownerId !== caller.id)
+      throw new AppError(ErrorCode.FORBIDDEN, 'Only the owner can change this world.');
+    return world;
+  }
+
+  /** The room of a world the caller may read. */
+  async readableRoom(ctx: Ctx, worldId: string, roomId: string): Promise<{ world: WorldRow; room: RoomRow }> {
+    const world = await this.readable(ctx, worldId);
+    const room = isId(roomId) ? await findRoom(ctx.em, world.id, roomId) : undefined;
+    if (!room) throw roomNotFound();
+    return { world, room };
+  }
+
+  async create(
+    ctx: Ctx,
+    input: { name: string; description?: string | undefined; visibility?: WorldVisibility | undefined },
+  ): Promise<World> {
+    const caller = callerOf(ctx);
+    const now = ctx.now();
+    try {
+      const [world, room] = await ctx.em.transactional(async (em) => {
+        const created = await insertWorld(em, {
+          id: newId(),
+          ownerId: caller.id,
+          name: input.name,
+          description: input.description ?? '',
+          visibility: input.visibility ?? 'private',
+          createdAt: now,
+          updatedAt: now,
+        });
+        const main = await insertRoom(em, {
+          id: newId(),
+          worldId: created.id,
+          name: MAIN_ROOM_NAME,
+          createdAt: now,
+          updatedAt: now,
+        });
+        return [created, main] as const;
+      });
+      return worldView(world, [room]);
+    } catch (error) {
+      // The token outlived its account by a moment: the world has no owner to reference.
+      if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION))
+        throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
+      throw error;
+    }
+  }
+
+  async get(ctx: Ctx, worldId: string): Promise<World> {
+    const world = await this.readable(ctx, worldId);
+    return worldView(world, await roomsOf(ctx.em, world.id, { limit: MAX_ROOMS_PER_WORLD }));
+  }
+
+  async update(
+    ctx: Ctx,
+    worldId: string,
+    patch: {
+      name?: string | undefined;
+      description?: string | undefined;
+      visibility?: WorldVisibility | undefined;
+    },
+  ): Promise<World> {
+    const world = await this.owned(ctx, worldId);
+    const updated = await updateWorld(
+      ctx.em,
+      world.id,
+      {
+        name: patch.name ?? null,
+        description: patch.description ?? null,
+        visibility: patch.visibility ?? null,
+      },
+      ctx.now(),
+    );
+    if (!updated) throw worldNotFound();
+    return worldView(updated, await roomsOf(ctx.em, world.id, { limit: MAX_ROOMS_PER_WORLD }));
+  }
+
+  async delete(ctx: Ctx, worldId: string): Promise<void> {
+    const world = await this.owned(ctx, worldId);
+    await deleteWorld(ctx.em, world.id);
+  }
+
+  async listRooms(
+    ctx: Ctx,
+    worldId: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<{ items: Room[]; next_cursor: string | null }> {
+    const after = decodeCursor(page.cursor, isRoomKey);
+    const world = await this.readable(ctx, worldId);
+    const rows = await roomsOf(ctx.em, world.id, { afterId: after?.[0], limit: page.limit + 1 });
+    return pageFrom(rows, page.limit, roomView, (room) => [room.id]);
+  }
+
+  async createRoom(ctx: Ctx, worldId: string, name: string): Promise<Room> {
+    const now = ctx.now();
+    try {
+      return await ctx.em.transactional(async (em) => {
+        // The lock makes the count and the insert one step, so the cap holds under concurrency.
+        const world = await this.owned(ctx, worldId, em, true);
+        if ((await countRooms(em, world.id)) >= MAX_ROOMS_PER_WORLD)
+          throw new AppError(ErrorCode.CONFLICT, `A world has at most ${MAX_ROOMS_PER_WORLD} rooms.`);
+        return roomView(
+          await insertRoom(em, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
+        );
+      });
+    } catch (error) {
+      if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw roomNameTaken();
+      throw error;
+    }
+  }
+
+  /** A room's live chunks with their revisions, in (x, y, z) order. */
+  async listChunks(
+    ctx: Ctx,
+    worldId: string,
+    roomId: string,
+    page: { limit: number; cursor?: string | undefined },
+  ): Promise<{ items: ChunkHead[]; next_cursor: string | null }> {
+    const after = decodeCursor(page.cursor, isChunkKey);
+    const { room } = await this.readableRoom(ctx, worldId, roomId);
+    const rows = await liveChunkHeads(ctx.em, room.id, {
+      ...(after ? { after: { x: after[0], y: after[1], z: after[2] } } : {}),
+      limit: page.limit + 1,
+    });
+    return pageFrom(
+      rows,
+      page.limit,
+      (head) => head,
+      (head) => [head.x, head.y, head.z],
+    );
+  }
+
+  async getRoom(ctx: Ctx, worldId: string, roomId: string): Promise<Room> {
+    return roomView((await this.readableRoom(ctx, worldId, roomId)).room);
+  }
+
+  async renameRoom(ctx: Ctx, worldId: string, roomId: string, name: string): Promise<Room> {
+    const room = await this.ownedRoom(ctx, worldId, roomId);
+    if (room.name === MAIN_ROOM_NAME && name !== MAIN_ROOM_NAME) throw mainRoomStays();
+    try {
+      const renamed = await renameRoom(ctx.em, room.id, name, ctx.now());
+      if (!renamed) throw roomNotFound();
+      return roomView(renamed);
+    } catch (error) {
+      if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw roomNameTaken();
+      throw error;
+    }
+  }
+
+  async deleteRoom(ctx: Ctx, worldId: string, roomId: string): Promise<void> {
+    await ctx.em.transactional(async (em) => {
+      const world = await this.owned(ctx, worldId, em, true);
+      const room = isId(roomId) ? await findRoom(em, world.id, roomId) : undefined;
+      if (!room) throw roomNotFound();
+      if (room.name === MAIN_ROOM_NAME) throw mainRoomStays();
+      await deleteRoom(em, world.id, room.id, ctx.now());
+    });
+  }
+
+  private async ownedRoom(ctx: Ctx, worldId: string, roomId: string): Promise<RoomRow> {
+    const world = await this.owned(ctx, worldId);
+    const room = isId(roomId) ? await findRoom(ctx.em, world.id, roomId) : undefined;
+    if (!room) throw roomNotFound();
+    return room;
+  }
+}
+
+const mainRoomStays = () =>
+  new AppError(ErrorCode.CONFLICT, `The room "${MAIN_ROOM_NAME}" can be neither renamed nor deleted.`);
+
+function worldView(world: WorldRow, rooms: readonly RoomRow[]): World {
+  return {
+    id: world.id,
+    owner_id: world.ownerId,
+    name: world.name,
+    description: world.description,
+    visibility: world.visibility,
+    content_revision: world.contentRevision,
+    created_at: world.createdAt.toISOString(),
+    updated_at: world.updatedAt.toISOString(),
+    rooms: rooms.map((room) => ({ id: room.id, name: room.name })),
+  };
+}
