@@ -44,6 +44,12 @@ export const ErrorCode = {
    * this way may still have been applied, as with any lost reply.
    */
   SERVICE_UNAVAILABLE: 'SERVICE_UNAVAILABLE',
+  /** A chunk write without `If-Match` or `If-None-Match: *` (editors must say what they overwrite). */
+  PRECONDITION_REQUIRED: 'PRECONDITION_REQUIRED',
+  /** A write's expected revision is not the current one; the body carries the current revision. */
+  REVISION_CONFLICT: 'REVISION_CONFLICT',
+  /** A chunk payload that does not decode with the chunk codec; the body names the byte `offset`. */
+  INVALID_CHUNK: 'INVALID_CHUNK',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -79,6 +85,9 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   FRAME_TOO_LARGE: 413,
   UNAVAILABLE: 503,
   SERVICE_UNAVAILABLE: 503,
+  PRECONDITION_REQUIRED: 428,
+  REVISION_CONFLICT: 409,
+  INVALID_CHUNK: 422,
   INTERNAL: 500,
 };
 

@@ -23,6 +23,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'Body over the size limit.',
   415: 'Unsupported content type.',
   422: 'Validation failed; `errors` lists the fields.',
+  428: 'A precondition header (If-Match or If-None-Match) is required.',
   429: 'Rate limited; see the Retry-After header.',
   503: 'A dependency is unavailable.',
 };

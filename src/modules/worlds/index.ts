@@ -12,6 +12,8 @@ import {
 } from '../../../protocol/worlds.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { registerChunkRoutes } from './chunks.routes.js';
+import { ChunksService } from './chunks.service.js';
 import { WorldsService } from './worlds.service.js';
 
 /** Worlds, their rooms and their chunk content (docs/worlds.md). */
@@ -19,10 +21,12 @@ export const worldsModule = defineModule({
   name: 'worlds',
   entities: [],
   needs: [],
-  setup() {
+  setup(platform) {
     const worlds = new WorldsService();
+    const chunks = new ChunksService(worlds);
     return {
       api: {},
+      routes: (http) => registerChunkRoutes(http, chunks, (request) => platform.ctx(request)),
       operations: [
         serve(worldsCreate, (ctx, input) => worlds.create(ctx, input)),
         serve(worldsGet, (ctx, { world_id }) => worlds.get(ctx, world_id)),

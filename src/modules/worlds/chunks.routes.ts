@@ -1,0 +1,170 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import {
+  ChunkValueError,
+  chunkFromJson,
+  chunkToJson,
+  decodeChunk,
+  encodeChunk,
+  MAX_CHUNK_BYTES,
+} from '../../../protocol/chunk-codec.js';
+import { chunkCoordinate } from '../../../protocol/worlds.js';
+import type { Ctx } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { HttpServer } from '../../platform/http.js';
+import { errorResponses } from '../../platform/http-schemas.js';
+import type { ChunksService, Precondition } from './chunks.service.js';
+
+/**
+ * Single chunks over REST. Their bodies are codec bytes (`application/octet-stream`) or the JSON
+ * view, and their preconditions are HTTP headers (ETag, If-Match, If-None-Match), so these are
+ * plain routes rather than JSON operations; the service behind them is the one the socket uses.
+ */
+
+const params = z.object({
+  world_id: z.string().max(64),
+  room_id: z.string().max(64),
+  x: chunkCoordinate,
+  y: chunkCoordinate,
+  z: chunkCoordinate,
+});
+type Params = z.infer<typeof params>;
+
+const writeResult = z.object({ revision: z.number().int(), content_revision: z.number().int() });
+const PATH = '/api/worlds/:world_id/rooms/:room_id/chunks/:x/:y/:z';
+/** The JSON view of a 1 MiB chunk is a few times larger than its bytes. */
+const JSON_BODY_LIMIT = 8 * MAX_CHUNK_BYTES;
+
+const etag = (revision: number) => `"${revision}"`;
+const ETAG_VALUE = /^(?:W\/)?"(\d{1,15})"$|^(\d{1,15})$/;
+
+/** The write's precondition from If-Match / If-None-Match; undefined when the client sent neither. */
+export function preconditionOf(headers: FastifyRequest['headers']): Precondition | undefined {
+  const ifMatch = headers['if-match']?.trim();
+  const ifNoneMatch = headers['if-none-match']?.trim();
+  const refuse = (path: string, message: string) =>
+    new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
+  if (ifMatch !== undefined && ifNoneMatch !== undefined)
+    throw refuse('if-match', 'send either If-Match or If-None-Match, not both');
+  if (ifNoneMatch !== undefined) {
+    if (ifNoneMatch !== '*') throw refuse('if-none-match', 'only * is meaningful on a write');
+    return { absent: true };
+  }
+  if (ifMatch === undefined) return undefined;
+  if (ifMatch === '*') return { live: true };
+  const match = ETAG_VALUE.exec(ifMatch);
+  if (!match) throw refuse('if-match', 'must be * or one revision as an ETag, e.g. "42"');
+  return { revision: Number(match[1] ?? match[2]) };
+}
+
+const wantsJson = (request: FastifyRequest) =>
+  (request.query as { format?: string }).format === 'json' ||
+  /\bapplication\/json\b/.test(request.headers.accept ?? '');
+
+/** The codec bytes of a PUT body: raw bytes as sent, or the JSON view encoded here. */
+function payloadOf(body: unknown): Uint8Array {
+  if (body instanceof Uint8Array) return body;
+  try {
+    return encodeChunk(chunkFromJson(body));
+  } catch (error) {
+    if (!(error instanceof ChunkValueError)) throw error;
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `The chunk is not valid: ${error.message}`, {
+      errors: [{ path: error.path, message: error.message }],
+    });
+  }
+}
+
+export function registerChunkRoutes(
+  http: HttpServer,
+  chunks: ChunksService,
+  ctxOf: (r: FastifyRequest) => Ctx,
+) {
+  http.register(async (scope) => {
+    scope.addContentTypeParser(
+      'application/octet-stream',
+      { parseAs: 'buffer', bodyLimit: MAX_CHUNK_BYTES },
+      (_request, body, done) => done(null, body),
+    );
+    const key = (p: Params) => ({ x: p.x, y: p.y, z: p.z });
+
+    scope.get(
+      PATH,
+      {
+        schema: {
+          operationId: 'chunks.get',
+          tags: ['worlds'],
+          summary:
+            'A chunk: its codec bytes (application/octet-stream) with ETag "<revision>", or the JSON view with Accept: application/json or ?format=json. If-None-Match with the current ETag answers 304.',
+          params,
+          querystring: z.object({ format: z.enum(['json', 'binary']).optional() }).strict(),
+          response: {
+            200: z.string().describe('The codec bytes (protocol/chunk-codec.md), or the JSON view as text.'),
+            ...errorResponses(401, 404, 422),
+          },
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const p = request.params as Params;
+        const chunk = await chunks.read(ctxOf(request), p.world_id, p.room_id, key(p));
+        reply.header('etag', etag(chunk.revision)).header('cache-control', 'private, no-cache');
+        if (request.headers['if-none-match'] === etag(chunk.revision)) return reply.code(304).send();
+        if (wantsJson(request))
+          return reply.type('application/json').send(chunkToJson(decodeChunk(chunk.payload)));
+        return reply
+          .type('application/octet-stream')
+          .send(Buffer.from(chunk.payload.buffer, chunk.payload.byteOffset, chunk.payload.byteLength));
+      },
+    );
+
+    scope.put(
+      PATH,
+      {
+        bodyLimit: JSON_BODY_LIMIT,
+        schema: {
+          operationId: 'chunks.put',
+          tags: ['worlds'],
+          summary: `Write a chunk: codec bytes (application/octet-stream, at most ${MAX_CHUNK_BYTES} bytes) or the JSON view (application/json). Needs If-Match: "<revision>" (or *) to replace, If-None-Match: * to create; a stale one answers 409 REVISION_CONFLICT with current_revision.`,
+          params,
+          response: { 200: writeResult, ...errorResponses(401, 403, 404, 409, 422, 428) },
+        },
+      },
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const p = request.params as Params;
+        const precondition = preconditionOf(request.headers);
+        const result = await chunks.write(ctxOf(request), {
+          worldId: p.world_id,
+          roomId: p.room_id,
+          key: key(p),
+          payload: payloadOf(request.body),
+          precondition,
+        });
+        reply.header('etag', etag(result.revision));
+        return result;
+      },
+    );
+
+    scope.delete(
+      PATH,
+      {
+        schema: {
+          operationId: 'chunks.delete',
+          tags: ['worlds'],
+          summary:
+            'Delete a chunk by appending a tombstone revision. Needs If-Match: "<revision>" (or *); a stale one answers 409 REVISION_CONFLICT.',
+          params,
+          response: { 200: writeResult, ...errorResponses(401, 403, 404, 409, 422, 428) },
+        },
+      },
+      async (request: FastifyRequest) => {
+        const p = request.params as Params;
+        return chunks.write(ctxOf(request), {
+          worldId: p.world_id,
+          roomId: p.room_id,
+          key: key(p),
+          payload: null,
+          precondition: preconditionOf(request.headers),
+        });
+      },
+    );
+  });
+}
