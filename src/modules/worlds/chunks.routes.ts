@@ -86,6 +86,18 @@ export function registerChunkRoutes(
       (_request, body, done) => done(null, body),
     );
     const key = (p: Params) => ({ x: p.x, y: p.y, z: p.z });
+    /** PUT and DELETE: the headers' precondition is checked before the body is looked at. */
+    const write = (request: FastifyRequest, payloadOfBody: () => Uint8Array | null) => {
+      const p = request.params as Params;
+      const precondition = preconditionOf(request.headers);
+      return chunks.write(ctxOf(request), {
+        worldId: p.world_id,
+        roomId: p.room_id,
+        key: key(p),
+        payload: payloadOfBody(),
+        precondition,
+      });
+    };
 
     scope.get(
       PATH,
@@ -129,15 +141,7 @@ export function registerChunkRoutes(
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const p = request.params as Params;
-        const precondition = preconditionOf(request.headers);
-        const result = await chunks.write(ctxOf(request), {
-          worldId: p.world_id,
-          roomId: p.room_id,
-          key: key(p),
-          payload: payloadOf(request.body),
-          precondition,
-        });
+        const result = await write(request, () => payloadOf(request.body));
         reply.header('etag', etag(result.revision));
         return result;
       },
@@ -155,16 +159,7 @@ export function registerChunkRoutes(
           response: { 200: writeResult, ...errorResponses(401, 403, 404, 409, 422, 428) },
         },
       },
-      async (request: FastifyRequest) => {
-        const p = request.params as Params;
-        return chunks.write(ctxOf(request), {
-          worldId: p.world_id,
-          roomId: p.room_id,
-          key: key(p),
-          payload: null,
-          precondition: preconditionOf(request.headers),
-        });
-      },
+      (request: FastifyRequest) => write(request, () => null),
     );
   });
 }

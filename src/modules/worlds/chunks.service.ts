@@ -1,7 +1,6 @@
 import { ChunkCodecError, decodeChunk, MAX_CHUNK_BYTES } from '../../../protocol/chunk-codec.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId } from '../../platform/ids.js';
 import {
   appendRevision,
   type ChunkKey,
@@ -10,7 +9,6 @@ import {
   livePayload,
   setContentRevision,
 } from './chunks.repository.js';
-import { findRoom } from './worlds.repository.js';
 import type { WorldsService } from './worlds.service.js';
 
 /**
@@ -30,7 +28,6 @@ export interface ChunkWrite {
 }
 
 const chunkNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such chunk.');
-const roomNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.');
 
 /** Checks a payload against the codec and the size limit; the error names the byte offset. */
 export function checkPayload(payload: Uint8Array, path = 'payload'): void {
@@ -104,8 +101,7 @@ export class ChunksService {
     const now = ctx.now();
     return ctx.em.transactional(async (em) => {
       const world = await this.worlds.owned(ctx, write.worldId, em, true);
-      const room = isId(write.roomId) ? await findRoom(em, world.id, write.roomId) : undefined;
-      if (!room) throw roomNotFound();
+      const room = await this.worlds.roomIn(em, world, write.roomId);
       const head = await headAt(em, room.id, write.key);
       if (write.payload === null && (!head || head.deleted)) throw chunkNotFound();
       if (!holds(precondition, head)) throw conflict(head, world.contentRevision);

@@ -81,9 +81,14 @@ export class WorldsService {
   /** The room of a world the caller may read. */
   async readableRoom(ctx: Ctx, worldId: string, roomId: string): Promise<{ world: WorldRow; room: RoomRow }> {
     const world = await this.readable(ctx, worldId);
-    const room = isId(roomId) ? await findRoom(ctx.em, world.id, roomId) : undefined;
+    return { world, room: await this.roomIn(ctx.em, world, roomId) };
+  }
+
+  /** The room of a world already checked for access; 404 when the id names no room of it. */
+  async roomIn(em: EntityManager, world: WorldRow, roomId: string): Promise<RoomRow> {
+    const room = isId(roomId) ? await findRoom(em, world.id, roomId) : undefined;
     if (!room) throw roomNotFound();
-    return { world, room };
+    return room;
   }
 
   async create(
@@ -225,18 +230,14 @@ export class WorldsService {
   async deleteRoom(ctx: Ctx, worldId: string, roomId: string): Promise<void> {
     await ctx.em.transactional(async (em) => {
       const world = await this.owned(ctx, worldId, em, true);
-      const room = isId(roomId) ? await findRoom(em, world.id, roomId) : undefined;
-      if (!room) throw roomNotFound();
+      const room = await this.roomIn(em, world, roomId);
       if (room.name === MAIN_ROOM_NAME) throw mainRoomStays();
       await deleteRoom(em, world.id, room.id, ctx.now());
     });
   }
 
   private async ownedRoom(ctx: Ctx, worldId: string, roomId: string): Promise<RoomRow> {
-    const world = await this.owned(ctx, worldId);
-    const room = isId(roomId) ? await findRoom(ctx.em, world.id, roomId) : undefined;
-    if (!room) throw roomNotFound();
-    return room;
+    return this.roomIn(ctx.em, await this.owned(ctx, worldId), roomId);
   }
 }
 
