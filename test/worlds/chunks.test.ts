@@ -190,6 +190,36 @@ describe('single chunks', () => {
     expect(await revisionsOf(worldId)).toBe(0);
   });
 
+  it('keeps __proto__ and constructor keys in JSON view props as plain data', async () => {
+    const { token, url } = await setup();
+    const view =
+      '{"objects":[{"id":"p","asset_id":"a","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1],"props":{"__proto__":{"admin":true},"constructor":1}}]}';
+    const created = await app().http.inject({
+      method: 'PUT',
+      url: url(),
+      headers: { ...bearer(token), 'content-type': 'application/json', 'if-none-match': '*' },
+      payload: view,
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    const read = await get(token, `${url()}?format=json`);
+    expect(read.body).toContain('"props":{"__proto__":{"admin":true},"constructor":1}');
+  });
+
+  it('refuses JSON view props nested deeper than 16 levels (422) and writes nothing', async () => {
+    const { token, worldId, url } = await setup();
+    const props = `${'{"a":'.repeat(40)}1${'}'.repeat(40)}`;
+    const view = `{"objects":[{"id":"p","asset_id":"a","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1],"props":${props}}]}`;
+    const response = await app().http.inject({
+      method: 'PUT',
+      url: url(),
+      headers: { ...bearer(token), 'content-type': 'application/json', 'if-none-match': '*' },
+      payload: view,
+    });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().errors[0].path).toMatch(/^objects\[0\]\.props/);
+    expect(await revisionsOf(worldId)).toBe(0);
+  });
+
   it('deletes a chunk as a tombstone revision; it reads as 404 and can be created again', async () => {
     const { token, worldId, room, url } = await setup();
     const created = (await put(token, url(), bytes('a'), { 'if-none-match': '*' })).json();
