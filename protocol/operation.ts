@@ -17,6 +17,17 @@ export interface RestBinding {
   status?: 200 | 201 | 204;
 }
 
+/**
+ * A REST twin the module registers as a plain route because HTTP carries part of it outside a
+ * JSON body (codec bytes, an ETag precondition, a streamed msgpack answer). Both twins call the
+ * same service function; `operationId` names the route in OpenAPI.
+ */
+export interface PlainRestTwin {
+  method: HttpMethod;
+  path: string;
+  operationId: string;
+}
+
 /** A frame payload or REST body that must be absent (or an empty map on the socket). */
 export const noPayload = z.undefined().or(z.object({}).strict());
 
@@ -41,6 +52,8 @@ export interface Operation<
   /** Reachable over the gateway as a frame of type `name`. */
   readonly frame: Frame;
   readonly rest: Rest;
+  /** Set instead of `rest` when the frame's REST twin is a plain route (see PlainRestTwin). */
+  readonly restRoute: PlainRestTwin | undefined;
   /** Why a frame has no REST twin (events and connection state exist only on the socket). */
   readonly socketOnly: string | undefined;
   /** Served to anonymous callers; every other operation needs a signed-in user. */
@@ -61,6 +74,7 @@ export interface OperationSpec<
   response: Response;
   frame?: Frame;
   rest?: Rest;
+  restRoute?: PlainRestTwin;
   socketOnly?: string;
   public?: boolean;
   errors?: readonly number[];
@@ -81,8 +95,12 @@ export function operation<
   spec: OperationSpec<Request, Response, Frame, Rest>,
 ): Operation<Name, Request, Response, Frame, Rest> {
   const frame = (spec.frame ?? false) as Frame;
-  if (frame && !spec.rest && !spec.socketOnly) {
-    throw new Error(`Operation ${name} is a frame without a REST twin: declare rest or socketOnly.`);
+  const twins = [spec.rest, spec.restRoute, spec.socketOnly].filter((twin) => twin !== undefined);
+  if (frame && twins.length !== 1) {
+    throw new Error(`Operation ${name} is a frame: declare exactly one of rest, restRoute or socketOnly.`);
+  }
+  if (spec.restRoute && !frame) {
+    throw new Error(`Operation ${name} has a plain REST route but is not a frame: declare it with rest.`);
   }
   if (spec.socketOnly && (!frame || spec.rest)) {
     throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
@@ -95,6 +113,7 @@ export function operation<
     response: spec.response,
     frame,
     rest: spec.rest as Rest,
+    restRoute: spec.restRoute,
     socketOnly: spec.socketOnly,
     public: spec.public ?? false,
     errors: spec.errors ?? [],

@@ -16,6 +16,8 @@ export interface BusEvent {
   t: string;
   d: unknown;
   audience?: EventAudience;
+  /** The event's place in its topic's order, for receivers that deliver in order (chunk streams). */
+  seq?: number;
 }
 
 const encoder = new Encoder({ ignoreUndefined: true });

@@ -57,12 +57,19 @@ describe('the operation catalogue against the running service', () => {
   });
 
   it.each(frameOperations.map((op) => [op.name, op] as const))(
-    'serves the frame %s over REST as well, or names why it is socket-only',
+    'serves the frame %s over REST as well (an operation or a plain route), or names why it is socket-only',
     (_name, op) => {
       if (op.socketOnly !== undefined) {
         expect(op.socketOnly.trim()).not.toBe('');
         expect(op.rest).toBeUndefined();
         expect(byOperationId(op.name)).toEqual([]);
+        return;
+      }
+      if (op.restRoute !== undefined) {
+        const { method, path, operationId } = op.restRoute;
+        expect(
+          byOperationId(operationId).map((route) => ({ method: route.method, path: route.path })),
+        ).toEqual([{ method, path: openApiPath(path) }]);
         return;
       }
       const rest = op.rest as NonNullable<Operation['rest']>;

@@ -26,6 +26,15 @@ export class Connection implements Expiring {
   authDeadline: NodeJS.Timeout | undefined;
   /** Kept by the gateway's token expiry queue while the connection is authenticated. */
   expirySecond: number | undefined;
+  /** Run once when the connection closes (streams that keep per-connection state). */
+  closeListeners: (() => void)[] | undefined;
+  /**
+   * The largest paced frame still possibly buffered: the slow-consumer limit stretches by it, so
+   * one large chunk frame being read does not get a client closed for a small frame queued behind.
+   */
+  private pacedBytes = 0;
+  /** Woken when uWS reports the socket drained (see `drained`). */
+  private drainWaiters: (() => void)[] | undefined;
   /** The frame rate limit's fixed one-second window: when it started and the frames counted in it. */
   private windowStartedAt = 0;
   private framesInWindow = 0;
@@ -69,12 +78,46 @@ export class Connection implements Expiring {
     if (this.closed) return false;
     const result = this.socket.send(bytes, true);
     // uWS answers 2 when it dropped the message at its own backpressure ceiling.
-    if (result === 2 || this.socket.getBufferedAmount() > this.maxBufferedBytes) {
+    if (result === 2 || this.socket.getBufferedAmount() > this.maxBufferedBytes + this.pacedBytes) {
       this.onSlowConsumer(this);
       this.close(CloseCode.SLOW_CONSUMER, 'slow consumer');
       return false;
     }
     return true;
+  }
+
+  /** Bytes written to the socket that the client has not read yet. */
+  get bufferedBytes(): number {
+    return this.closed ? 0 : this.socket.getBufferedAmount();
+  }
+
+  /**
+   * Sends a frame whose sender paces itself (bulk loads, chunk streams) by watching
+   * `bufferedBytes` and `drained()`: such a frame may be large, so it does not count against the
+   * slow-consumer limit. Returns 'dropped' when uWS refused it at its backpressure ceiling.
+   */
+  sendPaced(bytes: Uint8Array): 'sent' | 'dropped' | 'closed' {
+    if (this.closed) return 'closed';
+    this.pacedBytes = Math.max(this.pacedBytes, bytes.byteLength);
+    return this.socket.send(bytes, true) === 2 ? 'dropped' : 'sent';
+  }
+
+  /** Resolves once the client has read what was buffered down to `belowBytes`, or the socket closed. */
+  async drained(belowBytes: number): Promise<void> {
+    while (!this.closed && this.socket.getBufferedAmount() > belowBytes) {
+      await new Promise<void>((wake) => {
+        this.drainWaiters ??= [];
+        this.drainWaiters.push(wake);
+      });
+    }
+  }
+
+  /** Called by the gateway on uWS's drain event and on close. */
+  wakeDrainWaiters(): void {
+    if (this.bufferedBytes <= this.maxBufferedBytes) this.pacedBytes = 0;
+    const waiters = this.drainWaiters;
+    this.drainWaiters = undefined;
+    for (const wake of waiters ?? []) wake();
   }
 
   /** Closes with a WebSocket close code and a short reason (at most 123 bytes by the protocol). */

@@ -43,6 +43,11 @@ export interface SessionListener {
 
 /** Frames above WS_MAX_FRAME_BYTES get an error frame; only above this multiple does uWS drop the socket. */
 const HARD_CEILING_FACTOR = 4;
+/**
+ * Room above the buffered-bytes limit for paced frames (Connection.sendPaced): one bulk page or
+ * one chunk commit may be a few MiB, and uWS drops whatever would exceed its ceiling.
+ */
+const PACED_FRAME_ALLOWANCE = 16 * 1024 * 1024;
 /** A client sending this many times its frame allowance within one second is disconnected. */
 const FLOOD_CLOSE_FACTOR = 3;
 
@@ -78,12 +83,13 @@ export class Gateway {
       idleTimeout: config.WS_IDLE_TIMEOUT_SECONDS,
       sendPingsAutomatically: true,
       // Above our own limit, so the gateway notices a slow reader before uWS silently drops frames.
-      maxBackpressure: config.WS_MAX_BUFFERED_BYTES * 2,
+      maxBackpressure: config.WS_MAX_BUFFERED_BYTES * 2 + PACED_FRAME_ALLOWANCE,
       open: (ws) => this.onOpen(ws),
       message: (ws, message, isBinary) => {
         const connection = connectionOf(ws);
         if (connection) this.onMessage(connection, message, isBinary);
       },
+      drain: (ws) => connectionOf(ws)?.wakeDrainWaiters(),
       close: (ws) => {
         const connection = connectionOf(ws);
         if (connection) this.onClose(connection);
@@ -249,6 +255,8 @@ export class Gateway {
     this.connections.delete(connection);
     this.deps.metrics.wsConnections.dec();
     this.topics.removeAll(connection);
+    connection.wakeDrainWaiters();
+    for (const listener of connection.closeListeners ?? []) listener();
     if (connection.user) this.forgetUser(connection, connection.user.id);
   }
 
