@@ -1,5 +1,12 @@
 import { z } from 'zod';
+import type {
+  ChunksCommitEvent,
+  ChunksResyncEvent,
+  ChunksRoomDeletedEvent,
+  ChunksStreamEndedEvent,
+} from './chunks.js';
 import { operation } from './operation.js';
+import type { ChunksPage } from './room-content.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -47,6 +54,11 @@ export interface PresenceEvent {
 /** Event payloads, by server frame type. */
 export interface EventPayloads {
   presence: PresenceEvent;
+  'chunks.page': ChunksPage;
+  'chunks.commit': ChunksCommitEvent;
+  'chunks.resync': ChunksResyncEvent;
+  'chunks.room_deleted': ChunksRoomDeletedEvent;
+  'chunks.stream_ended': ChunksStreamEndedEvent;
 }
 
 export interface PongFrame {

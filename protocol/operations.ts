@@ -1,15 +1,21 @@
 import type { z } from 'zod';
 import { authOperations } from './auth.js';
+import { chunkOperations } from './chunks.js';
+import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
+import { roomContentOperations } from './room-content.js';
 import { userOperations } from './users.js';
 import { worldOperations } from './worlds.js';
 
 export * from './auth.js';
+export * from './chunks.js';
+export * from './favorites.js';
 export * from './presence.js';
 export * from './profiles.js';
+export * from './room-content.js';
 export * from './users.js';
 export * from './worlds.js';
 
@@ -25,6 +31,9 @@ const all = [
   ...presenceOperations,
   ...profileOperations,
   ...worldOperations,
+  ...roomContentOperations,
+  ...chunkOperations,
+  ...favoriteOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

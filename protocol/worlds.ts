@@ -22,7 +22,7 @@ export const MAX_ROOMS_PER_WORLD = 256;
 export const MAIN_ROOM_NAME = 'main';
 
 const id = z.string().max(64);
-const INT32 = { min: -2147483648, max: 2147483647 };
+export const INT32 = { min: -2147483648, max: 2147483647 };
 /** A chunk coordinate: a 32-bit signed integer (from a path segment, text). */
 export const chunkCoordinate = z.coerce.number().int().min(INT32.min).max(INT32.max);
 
@@ -57,6 +57,26 @@ export const chunkKeySchema = z.object({
   /** The chunk's current revision id (its ETag). */
   revision: z.number().int(),
 });
+
+/** A revision id from a query string (text). */
+const revisionId = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** One revision of a world's content: a chunk write, or a delete (a tombstone). */
+export const revisionSchema = z.object({
+  revision: z.number().int(),
+  room_id: z.string(),
+  x: z.number().int(),
+  y: z.number().int(),
+  z: z.number().int(),
+  /** A tombstone: the chunk was deleted by this revision. */
+  deleted: z.boolean(),
+  /** The payload's length in bytes (0 for a tombstone). */
+  size: z.number().int(),
+  /** Null once the author's account is deleted. */
+  author_id: z.string().nullable(),
+  created_at: z.string(),
+});
+export type Revision = z.infer<typeof revisionSchema>;
 
 const tag = 'worlds';
 
@@ -163,6 +183,26 @@ export const chunksList = operation('chunks.list', {
   errors: [401, 404, 422],
 });
 
+export const revisionsList = operation('revisions.list', {
+  tag,
+  summary:
+    "A world's revisions, newest first, with its content revision. `room_id` keeps one room's, `room_id` with `x`, `y` and `z` one chunk's; `since` keeps those newer than that revision.",
+  rest: { method: 'GET', path: '/api/worlds/:world_id/revisions' },
+  request: z
+    .object({
+      world_id: id,
+      ...listQuery,
+      room_id: id.optional(),
+      x: chunkCoordinate.optional(),
+      y: chunkCoordinate.optional(),
+      z: chunkCoordinate.optional(),
+      since: revisionId.optional(),
+    })
+    .strict(),
+  response: pageOf(revisionSchema).extend({ content_revision: z.number().int() }),
+  errors: [401, 404, 422],
+});
+
 export const worldOperations = [
   worldsCreate,
   worldsGet,
@@ -174,4 +214,5 @@ export const worldOperations = [
   roomsUpdate,
   roomsDelete,
   chunksList,
+  revisionsList,
 ] as const;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { AtriumClient, type FetchLike } from '../../protocol/client.js';
 import { type Operation, pathParams, type RestBinding, type SentInputOf } from '../../protocol/operation.js';
 import { type OperationName, type Operations, operations } from '../../protocol/operations.js';
@@ -147,11 +148,24 @@ const rows: { [N in RestName]: Row<N> } = {
       return { token: me.access_token, input: { world_id, room_id: room.json().id } };
     },
   },
+  'revisions.list': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await worldWithRevision(me) } }),
+  },
+  'worlds.rollback': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: await createWorld(me), revision: 0 },
+    }),
+  },
   'chunks.list': {
     prepare: async ({ me }) => {
       const world_id = await sharedWorld(me);
       return { token: me.access_token, input: { world_id, room_id: await mainRoom(me, world_id) } };
     },
+  },
+  'favorites.get': { prepare: ({ me }) => ({ token: me.access_token }) },
+  'favorites.put': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_ids: [await sharedWorld(me)] } }),
   },
 };
 
@@ -170,6 +184,27 @@ let shared: Promise<string> | undefined;
 function sharedWorld(me: TokenResponse): Promise<string> {
   shared ??= createWorld(me);
   return shared;
+}
+
+let withRevision: Promise<string> | undefined;
+/** A world with one chunk revision, written once, so both runs list the same item. */
+function worldWithRevision(me: TokenResponse): Promise<string> {
+  withRevision ??= (async () => {
+    const worldId = await createWorld(me);
+    const put = await app.http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/rooms/${await mainRoom(me, worldId)}/chunks/0/0/0`,
+      headers: {
+        ...bearer(me.access_token),
+        'content-type': 'application/octet-stream',
+        'if-none-match': '*',
+      },
+      payload: Buffer.from(encodeChunk({ objects: [] })),
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    return worldId;
+  })();
+  return withRevision;
 }
 
 async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {

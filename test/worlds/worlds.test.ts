@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { MAX_ROOMS_PER_WORLD } from '../../protocol/worlds.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -216,5 +217,38 @@ describe('worlds and rooms', () => {
   it('needs a signed-in user for every world route (401)', async () => {
     const response = await app().http.inject({ method: 'POST', url: '/api/worlds', payload: { name: 'x' } });
     expect(response.statusCode).toBe(401);
+  });
+
+  it("sets the world's content revision to the largest revision left when a room is deleted", async () => {
+    const owner = await registerUser(app());
+    const created = await world(owner.access_token);
+    const main = created.rooms[0]?.id as string;
+    const hall = (
+      await call('POST', `/api/worlds/${created.id}/rooms`, owner.access_token, { name: 'hall' })
+    ).json().id as string;
+    const put = (room: string) =>
+      app().http.inject({
+        method: 'PUT',
+        url: `/api/worlds/${created.id}/rooms/${room}/chunks/0/0/0`,
+        headers: {
+          ...bearer(owner.access_token),
+          'content-type': 'application/octet-stream',
+          'if-none-match': '*',
+        },
+        payload: Buffer.from(encodeChunk({ objects: [] })),
+      });
+    const kept = (await put(main)).json().revision as number;
+    const dropped = (await put(hall)).json().revision as number;
+    expect((await call('GET', `/api/worlds/${created.id}`, owner.access_token)).json().content_revision).toBe(
+      dropped,
+    );
+
+    expect(
+      (await call('DELETE', `/api/worlds/${created.id}/rooms/${hall}`, owner.access_token)).statusCode,
+    ).toBe(204);
+    expect((await call('GET', `/api/worlds/${created.id}`, owner.access_token)).json().content_revision).toBe(
+      kept,
+    );
+    expect(await count('chunk_revisions where room_id = ?', [hall])).toBe(0);
   });
 });

@@ -30,24 +30,52 @@ export async function liveChunkHeads(
   return rows.map((r) => ({ x: r.x, y: r.y, z: r.z, revision: Number(r.revision) }));
 }
 
-/** Where a chunk's head stands: its row id, current revision and whether that is a tombstone. */
+/** Where a chunk's head stands: its current revision and whether that is a tombstone. */
 export interface HeadState {
-  chunkId: number;
   revision: number;
   deleted: boolean;
 }
 
-export async function headAt(
+/** A chunk of a world, addressed by room and coordinates. */
+export interface ChunkAddress {
+  roomId: string;
+  key: ChunkKey;
+}
+
+const addressKey = (roomId: string, key: ChunkKey) => `${roomId}/${key.x}/${key.y}/${key.z}`;
+
+/** The heads of these chunks in one statement, by `roomId/x/y/z`; a chunk never written is absent. */
+export async function headsAt(
   em: EntityManager,
-  roomId: string,
-  key: ChunkKey,
-): Promise<HeadState | undefined> {
-  const [row] = await executeBound<{ id: string | number; revision: string | number; deleted: boolean }>(
+  addresses: readonly ChunkAddress[],
+): Promise<(HeadState | undefined)[]> {
+  const rows = await executeBound<{
+    room_id: string;
+    x: number;
+    y: number;
+    z: number;
+    revision: string | number;
+    deleted: boolean;
+  }>(
     em,
-    'select id, revision, deleted from chunks where room_id = $1 and x = $2 and y = $3 and z = $4',
-    [roomId, key.x, key.y, key.z],
+    `select c.room_id, c.x, c.y, c.z, c.revision, c.deleted
+     from unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) as k (room_id, x, y, z)
+     join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z`,
+    columns(addresses),
   );
-  return row && { chunkId: Number(row.id), revision: Number(row.revision), deleted: row.deleted };
+  const heads = new Map(
+    rows.map((r) => [addressKey(r.room_id, r), { revision: Number(r.revision), deleted: r.deleted }]),
+  );
+  return addresses.map((a) => heads.get(addressKey(a.roomId, a.key)));
+}
+
+function columns(addresses: readonly ChunkAddress[]): [string[], number[], number[], number[]] {
+  return [
+    addresses.map((a) => a.roomId),
+    addresses.map((a) => a.key.x),
+    addresses.map((a) => a.key.y),
+    addresses.map((a) => a.key.z),
+  ];
 }
 
 /** A live chunk's current payload and revision; undefined for a missing or deleted chunk. */
@@ -65,65 +93,91 @@ export async function livePayload(
   return row && { revision: Number(row.revision), payload: row.payload };
 }
 
-/**
- * Appends a revision (a payload, or null for a tombstone) and moves the chunk's head to it,
- * creating the chunk on its first write; returns the revision id. The caller holds the world's
- * lock (lockWorld), so ids drawn here increase in commit order within the world.
- */
-export async function appendRevision(
-  em: EntityManager,
-  write: {
-    worldId: string;
-    roomId: string;
-    key: ChunkKey;
-    head: HeadState | undefined;
-    payload: Uint8Array | null;
-    authorId: string;
-    now: Date;
-  },
-): Promise<number> {
-  const { worldId, roomId, key, head, payload, authorId, now } = write;
-  const [drawn] = await executeBound<{ id: string | number }>(
-    em,
-    "select nextval('chunk_revision_ids') as id",
-    [],
-  );
-  const revision = Number(drawn?.id);
-  const deleted = payload === null;
-  let chunkId = head?.chunkId;
-  if (chunkId === undefined) {
-    const [created] = await executeBound<{ id: string | number }>(
-      em,
-      'insert into chunks (room_id, world_id, x, y, z, revision, deleted) values ($1, $2, $3, $4, $5, $6, $7) returning id',
-      [roomId, worldId, key.x, key.y, key.z, revision, deleted],
-    );
-    chunkId = Number(created?.id);
-  } else {
-    await executeBound(em, 'update chunks set revision = $2, deleted = $3 where id = $1', [
-      chunkId,
-      revision,
-      deleted,
-    ]);
-  }
-  await executeBound(
-    em,
-    `insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-    [revision, chunkId, worldId, roomId, key.x, key.y, key.z, payload, deleted, authorId, now],
-  );
-  return revision;
+/** One revision to append: codec bytes, or null for a tombstone. */
+export interface RevisionWrite extends ChunkAddress {
+  payload: Uint8Array | null;
 }
 
-/** Records the world's newest revision (the largest, since the writer holds the world's lock). */
-export async function setContentRevision(
+/**
+ * Appends one revision per write and moves each chunk's head to it (creating chunks on their
+ * first write), in three statements whatever the number of writes; returns the revision ids in
+ * the writes' order. The caller holds the world's lock (lockWorld), so the ids drawn here
+ * increase in commit order within the world. No chunk may appear twice in `writes`.
+ */
+export async function appendRevisions(
+  em: EntityManager,
+  commit: { worldId: string; authorId: string | null; now: Date; writes: readonly RevisionWrite[] },
+): Promise<number[]> {
+  const { worldId, authorId, now, writes } = commit;
+  const drawn = await executeBound<{ id: string | number }>(
+    em,
+    "select nextval('chunk_revision_ids') as id from generate_series(1, $1)",
+    [writes.length],
+  );
+  const revisions = drawn.map((row) => Number(row.id)).sort((a, b) => a - b);
+  await executeBound(
+    em,
+    `with w (room_id, x, y, z, id, payload) as (
+       select * from unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::bigint[], $6::bytea[])
+     ), heads as (
+       insert into chunks (room_id, world_id, x, y, z, revision, deleted)
+       select room_id, $7, x, y, z, id, payload is null from w
+       on conflict (room_id, x, y, z) do update set revision = excluded.revision, deleted = excluded.deleted
+       returning id as chunk_id, room_id, x, y, z
+     )
+     insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
+     select w.id, h.chunk_id, $7, w.room_id, w.x, w.y, w.z, w.payload, w.payload is null, $8, $9
+     from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z`,
+    [...columns(writes), revisions, writes.map((w) => w.payload), worldId, authorId, now],
+  );
+  return revisions;
+}
+
+/**
+ * Records a content commit in the world's row: its newest revision (the largest, since the
+ * writer holds the world's lock) and the next stream sequence number, which it returns.
+ */
+export async function recordCommit(
   em: EntityManager,
   worldId: string,
-  revision: number,
+  contentRevision: number,
   now: Date,
-): Promise<void> {
-  await executeBound(em, 'update worlds set content_revision = $2, updated_at = $3 where id = $1', [
-    worldId,
-    revision,
-    now,
-  ]);
+): Promise<number> {
+  const [row] = await executeBound<{ stream_seq: string | number }>(
+    em,
+    `update worlds set content_revision = $2, updated_at = $3, stream_seq = stream_seq + 1
+     where id = $1 returning stream_seq`,
+    [worldId, contentRevision, now],
+  );
+  return Number(row?.stream_seq);
+}
+
+/**
+ * What rolling the world back to `target` has to write: each chunk changed since, with its
+ * payload as of `target` (null when it did not exist then or was deleted). Chunks already deleted
+ * and absent at `target` need nothing and are left out.
+ */
+export async function changesSince(
+  em: EntityManager,
+  worldId: string,
+  target: number,
+): Promise<RevisionWrite[]> {
+  const rows = await executeBound<{
+    room_id: string;
+    x: number;
+    y: number;
+    z: number;
+    payload: Uint8Array | null;
+  }>(
+    em,
+    `select c.room_id, c.x, c.y, c.z, t.payload
+     from chunks c
+     left join lateral (
+       select r.payload from chunk_revisions r where r.chunk_id = c.id and r.id <= $2 order by r.id desc limit 1
+     ) t on true
+     where c.world_id = $1 and c.revision > $2 and not (c.deleted and t.payload is null)
+     order by c.room_id, c.x, c.y, c.z`,
+    [worldId, target],
+  );
+  return rows.map((r) => ({ roomId: r.room_id, key: { x: r.x, y: r.y, z: r.z }, payload: r.payload }));
 }

@@ -90,8 +90,7 @@ export function registerChunkRoutes(
     const write = (request: FastifyRequest, payloadOfBody: () => Uint8Array | null) => {
       const p = request.params as Params;
       const precondition = preconditionOf(request.headers);
-      return chunks.write(ctxOf(request), {
-        worldId: p.world_id,
+      return chunks.write(ctxOf(request), p.world_id, {
         roomId: p.room_id,
         key: key(p),
         payload: payloadOfBody(),

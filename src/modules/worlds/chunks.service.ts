@@ -1,14 +1,20 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { ChunkCodecError, decodeChunk, MAX_CHUNK_BYTES } from '../../../protocol/chunk-codec.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId } from '../../platform/ids.js';
+import type { ChunkStreams } from './chunk-streams.js';
 import {
-  appendRevision,
+  appendRevisions,
   type ChunkKey,
+  changesSince,
   type HeadState,
-  headAt,
+  headsAt,
   livePayload,
-  setContentRevision,
+  type RevisionWrite,
+  recordCommit,
 } from './chunks.repository.js';
+import { roomIdsIn } from './worlds.repository.js';
 import type { WorldsService } from './worlds.service.js';
 
 /**
@@ -18,21 +24,58 @@ import type { WorldsService } from './worlds.service.js';
  */
 export type Precondition = { revision: number } | { absent: true } | { live: true };
 
-export interface ChunkWrite {
-  worldId: string;
+/** One write of a commit: codec bytes, or null to delete (a tombstone revision). */
+export interface PlannedWrite {
   roomId: string;
   key: ChunkKey;
-  /** Codec bytes, or null to delete (a tombstone revision). */
   payload: Uint8Array | null;
+  /** May be left out only when the commit names the content revision it expects. */
   precondition: Precondition | undefined;
 }
 
+export interface CommitRequest {
+  worldId: string;
+  writes: readonly PlannedWrite[];
+  /** The whole commit applies only if the world is still at this content revision. */
+  expectedContentRevision?: number | undefined;
+  /** Where a write's fields sit in the request, for error paths (`body.writes.3`); absent for a single write. */
+  pathOf?: (index: number) => string;
+}
+
+export interface CommitResult {
+  content_revision: number;
+  revisions: number[];
+}
+
 const chunkNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such chunk.');
+const staleWorld = (current: number, expected: number) =>
+  new AppError(
+    ErrorCode.REVISION_CONFLICT,
+    `The world is at content revision ${current}; reload and write again.`,
+    {
+      details: { content_revision: current, expected_content_revision: expected },
+    },
+  );
+
+interface Committed {
+  worldId: string;
+  revisions: number[];
+  contentRevision: number;
+  seq: number;
+}
+
+/** Names the failing write of a batch in an error's details. */
+const about = (error: AppError, index: number | undefined) => {
+  if (index !== undefined) error.extra.details = { ...error.extra.details, index };
+  return error;
+};
 
 /** Checks a payload against the codec and the size limit; the error names the byte offset. */
 export function checkPayload(payload: Uint8Array, path = 'payload'): void {
   if (payload.byteLength > MAX_CHUNK_BYTES)
-    throw new AppError(ErrorCode.PAYLOAD_TOO_LARGE, `A chunk payload is at most ${MAX_CHUNK_BYTES} bytes.`);
+    throw new AppError(ErrorCode.PAYLOAD_TOO_LARGE, `A chunk payload is at most ${MAX_CHUNK_BYTES} bytes.`, {
+      errors: [{ path, message: `is ${payload.byteLength} bytes` }],
+    });
   try {
     decodeChunk(payload);
   } catch (error) {
@@ -69,7 +112,10 @@ function holds(precondition: Precondition, head: HeadState | undefined): boolean
 
 /** Reading and writing single chunks, with optimistic concurrency on every write. */
 export class ChunksService {
-  constructor(private readonly worlds: WorldsService) {}
+  constructor(
+    private readonly worlds: WorldsService,
+    private readonly streams: ChunkStreams,
+  ) {}
 
   /** A live chunk's payload and revision, in a world the caller may read. */
   async read(
@@ -85,37 +131,163 @@ export class ChunksService {
   }
 
   /**
-   * Writes or deletes one chunk if its head is what the precondition says, appending a revision.
-   * Writes to one world take turns on the world's row lock, so the check and the append are one
-   * step and a stale writer gets 409 with the current revision, never a lost update.
+   * Commits writes to one world all or nothing, appending a revision per write, if every chunk's
+   * head is what its precondition says (and the world is at the expected content revision).
+   * Writes to one world take turns on the world's row lock, so the checks and the appends are one
+   * step: a stale writer gets 409 with the current revision, never a lost update. The commit is
+   * streamed to subscribers once it is durable.
    */
-  async write(ctx: Ctx, write: ChunkWrite): Promise<{ revision: number; content_revision: number }> {
+  async commit(ctx: Ctx, request: CommitRequest): Promise<CommitResult> {
     const caller = callerOf(ctx);
-    if (!write.precondition)
-      throw new AppError(
-        ErrorCode.PRECONDITION_REQUIRED,
-        'A chunk write needs If-Match with the revision it replaces, or If-None-Match: * to create it.',
-      );
-    if (write.payload) checkPayload(write.payload);
-    const precondition = write.precondition;
+    const { expectedContentRevision, pathOf } = request;
+    // Rooms are matched as the database spells their ids.
+    const writes = request.writes.map((write) => ({ ...write, roomId: canonicalId(write.roomId) }));
+    const single = pathOf === undefined;
+    const at = (i: number) => (single ? undefined : i);
+    writes.forEach((write, i) => {
+      if (!write.precondition && expectedContentRevision === undefined)
+        throw about(
+          new AppError(
+            ErrorCode.PRECONDITION_REQUIRED,
+            single
+              ? 'A chunk write needs If-Match with the revision it replaces, or If-None-Match: * to create it.'
+              : 'Each write needs expected_revision (null to create), unless the batch sets expected_content_revision.',
+          ),
+          at(i),
+        );
+      if (write.payload) {
+        try {
+          checkPayload(write.payload, single ? 'payload' : `${pathOf(i)}.payload`);
+        } catch (error) {
+          throw error instanceof AppError ? about(error, at(i)) : error;
+        }
+      }
+    });
+    refuseRepeats(writes, pathOf);
     const now = ctx.now();
-    return ctx.em.transactional(async (em) => {
-      const world = await this.worlds.owned(ctx, write.worldId, em, true);
-      const room = await this.worlds.roomIn(em, world, write.roomId);
-      const head = await headAt(em, room.id, write.key);
-      if (write.payload === null && (!head || head.deleted)) throw chunkNotFound();
-      if (!holds(precondition, head)) throw conflict(head, world.contentRevision);
-      const revision = await appendRevision(em, {
-        worldId: world.id,
-        roomId: room.id,
-        key: write.key,
-        head,
-        payload: write.payload,
-        authorId: caller.id,
-        now,
+    const committed = await ctx.em.transactional(async (em) => {
+      const world = await this.worlds.owned(ctx, request.worldId, em, true);
+      await this.checkRooms(em, world.id, writes, at);
+      if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
+        throw staleWorld(world.contentRevision, expectedContentRevision);
+      const heads = await headsAt(em, writes);
+      writes.forEach((write, i) => {
+        const head = heads[i];
+        if (write.payload === null && (!head || head.deleted)) throw about(chunkNotFound(), at(i));
+        if (write.precondition && !holds(write.precondition, head))
+          throw about(conflict(head, world.contentRevision), at(i));
       });
-      await setContentRevision(em, world.id, revision, now);
-      return { revision, content_revision: revision };
+      return this.append(em, world.id, caller.id, writes, now);
+    });
+    await this.publish(committed, caller.id, writes);
+    return { content_revision: committed.contentRevision, revisions: committed.revisions };
+  }
+
+  /**
+   * Restores every chunk of the world as it was at `target` by appending revisions (chunks deleted
+   * since come back, chunks created since become tombstones); history is never rewritten.
+   */
+  async rollback(
+    ctx: Ctx,
+    worldId: string,
+    target: number,
+    expectedContentRevision?: number,
+  ): Promise<{ content_revision: number; restored: number }> {
+    const caller = callerOf(ctx);
+    const now = ctx.now();
+    const outcome = await ctx.em.transactional(async (em) => {
+      const world = await this.worlds.owned(ctx, worldId, em, true);
+      if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
+        throw staleWorld(world.contentRevision, expectedContentRevision);
+      if (target > world.contentRevision)
+        throw new AppError(
+          ErrorCode.VALIDATION_FAILED,
+          `body.revision: the world is at ${world.contentRevision}`,
+          {
+            errors: [
+              { path: 'body.revision', message: `is after the content revision ${world.contentRevision}` },
+            ],
+          },
+        );
+      const writes = await changesSince(em, world.id, target);
+      if (writes.length === 0)
+        return { writes, committed: undefined, contentRevision: world.contentRevision };
+      const committed = await this.append(em, world.id, caller.id, writes, now);
+      return { writes, committed, contentRevision: committed.contentRevision };
+    });
+    if (outcome.committed) await this.publish(outcome.committed, caller.id, outcome.writes);
+    return { content_revision: outcome.contentRevision, restored: outcome.writes.length };
+  }
+
+  /** Appends the revisions and records the commit in the world's row; the caller holds the world's lock. */
+  private async append(
+    em: EntityManager,
+    worldId: string,
+    authorId: string,
+    writes: readonly RevisionWrite[],
+    now: Date,
+  ): Promise<Committed> {
+    const revisions = await appendRevisions(em, { worldId, authorId, now, writes });
+    const contentRevision = Math.max(...revisions);
+    const seq = await recordCommit(em, worldId, contentRevision, now);
+    return { worldId, revisions, contentRevision, seq };
+  }
+
+  /** Streams a commit once it is durable. */
+  private publish(committed: Committed, authorId: string, writes: readonly RevisionWrite[]): Promise<void> {
+    return this.streams.publishCommit(committed.seq, {
+      world_id: committed.worldId,
+      content_revision: committed.contentRevision,
+      author_id: authorId,
+      revisions: writes.map((write, i) => ({
+        room_id: write.roomId,
+        ...write.key,
+        revision: committed.revisions[i] as number,
+        deleted: write.payload === null,
+        payload: write.payload,
+      })),
     });
   }
+
+  /** One chunk: a commit of one write, answered with its revision. */
+  async write(
+    ctx: Ctx,
+    worldId: string,
+    write: PlannedWrite,
+  ): Promise<{ revision: number; content_revision: number }> {
+    const result = await this.commit(ctx, { worldId, writes: [write] });
+    return { revision: result.revisions[0] as number, content_revision: result.content_revision };
+  }
+
+  /** Every room the writes name belongs to the world (404 naming the first that does not). */
+  private async checkRooms(
+    em: EntityManager,
+    worldId: string,
+    writes: readonly PlannedWrite[],
+    at: (index: number) => number | undefined,
+  ): Promise<void> {
+    const found = await roomIdsIn(em, worldId, [...new Set(writes.map((w) => w.roomId))].filter(isId));
+    const missing = writes.findIndex((w) => !found.has(w.roomId));
+    if (missing >= 0)
+      throw about(new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.'), at(missing));
+  }
+}
+
+/** A batch writes each chunk at most once: two writes to one chunk would race inside the batch. */
+function refuseRepeats(
+  writes: readonly PlannedWrite[],
+  pathOf: ((index: number) => string) | undefined,
+): void {
+  const seen = new Set<string>();
+  writes.forEach((write, i) => {
+    const key = `${write.roomId}/${write.key.x}/${write.key.y}/${write.key.z}`;
+    if (!seen.has(key)) {
+      seen.add(key);
+      return;
+    }
+    const path = pathOf?.(i) ?? 'writes';
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `${path}: writes the same chunk as an earlier write`, {
+      errors: [{ path, message: 'writes the same chunk as an earlier write' }],
+    });
+  });
 }

@@ -1,5 +1,16 @@
 import {
+  chunksBatch,
+  chunksDelete,
+  chunksPut,
+  chunksSubscribe,
+  chunksUnsubscribe,
+  worldsRollback,
+} from '../../../protocol/chunks.js';
+import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
+import { chunksLoad } from '../../../protocol/room-content.js';
+import {
   chunksList,
+  revisionsList,
   roomsCreate,
   roomsDelete,
   roomsGet,
@@ -10,10 +21,18 @@ import {
   worldsGet,
   worldsUpdate,
 } from '../../../protocol/worlds.js';
+import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
+import { ChunkStreams } from './chunk-streams.js';
 import { registerChunkRoutes } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
+import { FavoritesService } from './favorites.service.js';
+import { HistoryService } from './history.service.js';
+import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
+import { RoomContentService } from './room-content.service.js';
+import { streamPosition } from './worlds.repository.js';
 import { WorldsService } from './worlds.service.js';
 
 /** Worlds, their rooms and their chunk content (docs/worlds.md). */
@@ -22,11 +41,25 @@ export const worldsModule = defineModule({
   entities: [],
   needs: [],
   setup(platform) {
-    const worlds = new WorldsService();
-    const chunks = new ChunksService(worlds);
+    const streams = new ChunkStreams({
+      bus: platform.bus,
+      log: platform.log,
+      behindAboveBytes: platform.config.WS_MAX_BUFFERED_BYTES / 2,
+    });
+    const worlds = new WorldsService(streams);
+    const chunks = new ChunksService(worlds, streams);
+    const favorites = new FavoritesService();
+    const roomContent = new RoomContentService(worlds);
+    const history = new HistoryService(worlds);
+    // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
+    const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
     return {
       api: {},
-      routes: (http) => registerChunkRoutes(http, chunks, (request) => platform.ctx(request)),
+      routes: (http) => {
+        registerChunkRoutes(http, chunks, (request) => platform.ctx(request));
+        registerBatchRoute(http, chunks, (request) => platform.ctx(request));
+        registerRoomContentRoute(http, roomContent, (request) => platform.ctx(request));
+      },
       operations: [
         serve(worldsCreate, (ctx, input) => worlds.create(ctx, input)),
         serve(worldsGet, (ctx, { world_id }) => worlds.get(ctx, world_id)),
@@ -42,6 +75,54 @@ export const worldsModule = defineModule({
         serve(chunksList, (ctx, { world_id, room_id, ...page }) =>
           worlds.listChunks(ctx, world_id, room_id, page),
         ),
+        serve(revisionsList, (ctx, { world_id, ...query }) => history.list(ctx, world_id, query)),
+        serve(chunksLoad, async (ctx, { world_id, room_id, request_id }, connection) =>
+          sendRoomContent(connection, request_id, await roomContent.load(ctx, world_id, room_id), drainBelow),
+        ),
+        serve(worldsRollback, (ctx, { world_id, revision, expected_content_revision }) =>
+          chunks.rollback(ctx, world_id, revision, expected_content_revision),
+        ),
+        serve(chunksPut, (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
+          chunks.write(ctx, world_id, {
+            roomId: room_id,
+            key: { x, y, z },
+            payload,
+            precondition: preconditionFrom(expected_revision),
+          }),
+        ),
+        serve(chunksDelete, (ctx, { world_id, room_id, x, y, z, expected_revision }) =>
+          chunks.write(ctx, world_id, {
+            roomId: room_id,
+            key: { x, y, z },
+            payload: null,
+            precondition: preconditionFrom(expected_revision),
+          }),
+        ),
+        serve(chunksBatch, (ctx, { world_id, ...body }) => {
+          const batch = binaryBatch(body);
+          return chunks.commit(ctx, {
+            worldId: world_id,
+            writes: batch.writes,
+            expectedContentRevision: batch.expected,
+            pathOf: (i) => `d.writes.${i}`,
+          });
+        }),
+        serve(chunksSubscribe, async (ctx, { world_id, room_id }, connection) => {
+          const { world, room } = room_id
+            ? await worlds.readableRoom(ctx, world_id, room_id)
+            : { world: await worlds.readable(ctx, world_id), room: undefined };
+          const contentRevision = await streams.subscribe(connection, world, room?.id ?? null, () =>
+            streamPosition(ctx.em, world.id),
+          );
+          return { world_id: world.id, room_id: room?.id ?? null, content_revision: contentRevision };
+        }),
+        // Streams are kept under canonical ids (as the database spells them), so match them that way.
+        serve(chunksUnsubscribe, (_ctx, { world_id, room_id }, connection) => {
+          streams.unsubscribe(connection, canonicalId(world_id), room_id ? canonicalId(room_id) : null);
+          return {};
+        }),
+        serve(favoritesGet, (ctx) => favorites.get(ctx)),
+        serve(favoritesPut, (ctx, { world_ids }) => favorites.replace(ctx, world_ids)),
       ],
     };
   },

@@ -169,23 +169,51 @@ export async function renameRoom(
 }
 
 /**
- * Deletes a room (its chunks and revisions go with it) and sets the world's content revision to
- * the largest revision id left, read from the (world_id, id desc) index.
+ * Deletes a room (its chunks and revisions go with it) and records that as a content commit: the
+ * content revision becomes the largest revision id left, read from the (world_id, id desc) index.
  */
 export async function deleteRoom(
   em: EntityManager,
   worldId: string,
   roomId: string,
   now: Date,
-): Promise<void> {
+): Promise<{ seq: number; contentRevision: number }> {
   await executeBound(em, 'delete from rooms where id = $1', [roomId]);
-  await executeBound(
+  const [row] = await executeBound<{ stream_seq: string | number; content_revision: string | number }>(
     em,
-    `update worlds set updated_at = $2, content_revision = coalesce(
+    `update worlds set updated_at = $2, stream_seq = stream_seq + 1, content_revision = coalesce(
        (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0)
-     where id = $1`,
+     where id = $1 returning stream_seq, content_revision`,
     [worldId, now],
   );
+  return { seq: Number(row?.stream_seq), contentRevision: Number(row?.content_revision) };
+}
+
+/** Where a world's live stream starts: its stream sequence number and content revision. */
+export async function streamPosition(
+  em: EntityManager,
+  worldId: string,
+): Promise<{ seq: number; contentRevision: number }> {
+  const [row] = await executeBound<{ stream_seq: string | number; content_revision: string | number }>(
+    em,
+    'select stream_seq, content_revision from worlds where id = $1',
+    [worldId],
+  );
+  return { seq: Number(row?.stream_seq ?? 0), contentRevision: Number(row?.content_revision ?? 0) };
+}
+
+/** Which of these room ids (well-formed uuids) name rooms of the world. */
+export async function roomIdsIn(
+  em: EntityManager,
+  worldId: string,
+  roomIds: readonly string[],
+): Promise<Set<string>> {
+  const rows = await executeBound<{ id: string }>(
+    em,
+    'select id from rooms where world_id = $1 and id = any($2::uuid[])',
+    [worldId, roomIds],
+  );
+  return new Set(rows.map((r) => r.id));
 }
 
 /** Locks the world's row for the rest of the transaction: writes to one world take turns. */

@@ -11,6 +11,7 @@ import { decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId, newId } from '../../platform/ids.js';
+import type { ChunkStreams } from './chunk-streams.js';
 import { type ChunkHead, liveChunkHeads } from './chunks.repository.js';
 import {
   countRooms,
@@ -60,6 +61,8 @@ const isRoomKey = (value: unknown): value is [string] =>
 
 /** Worlds and rooms: who may read and write them, and their lifecycle. */
 export class WorldsService {
+  constructor(private readonly streams: ChunkStreams) {}
+
   /** The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden. */
   async readable(ctx: Ctx, worldId: string, em: EntityManager = ctx.em): Promise<WorldRow> {
     const caller = callerOf(ctx);
@@ -152,12 +155,15 @@ export class WorldsService {
       ctx.now(),
     );
     if (!updated) throw worldNotFound();
+    if (world.visibility !== 'private' && updated.visibility === 'private')
+      await this.streams.publishHidden(world.id);
     return worldView(updated, await roomsOf(ctx.em, world.id, { limit: MAX_ROOMS_PER_WORLD }));
   }
 
   async delete(ctx: Ctx, worldId: string): Promise<void> {
     const world = await this.owned(ctx, worldId);
     await deleteWorld(ctx.em, world.id);
+    await this.streams.publishWorldDeleted(world.id);
   }
 
   async listRooms(
@@ -228,11 +234,16 @@ export class WorldsService {
   }
 
   async deleteRoom(ctx: Ctx, worldId: string, roomId: string): Promise<void> {
-    await ctx.em.transactional(async (em) => {
+    const { world, room, commit } = await ctx.em.transactional(async (em) => {
       const world = await this.owned(ctx, worldId, em, true);
       const room = await this.roomIn(em, world, roomId);
       if (room.name === MAIN_ROOM_NAME) throw mainRoomStays();
-      await deleteRoom(em, world.id, room.id, ctx.now());
+      return { world, room, commit: await deleteRoom(em, world.id, room.id, ctx.now()) };
+    });
+    await this.streams.publishRoomDeleted(commit.seq, {
+      world_id: world.id,
+      room_id: room.id,
+      content_revision: commit.contentRevision,
     });
   }
 

@@ -1,0 +1,169 @@
+import { Decoder } from '@msgpack/msgpack';
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import {
+  ChunkValueError,
+  chunkFromJson,
+  encodeChunk,
+  MAX_CHUNK_BYTES,
+} from '../../../protocol/chunk-codec.js';
+import {
+  batchResultSchema,
+  binaryBatchSchema,
+  jsonBatchSchema,
+  MAX_BATCH_WRITES,
+} from '../../../protocol/chunks.js';
+import type { Ctx } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { MsgpackBounds } from '../../platform/gateway/msgpack-bounds.js';
+import type { HttpServer } from '../../platform/http.js';
+import { errorResponses } from '../../platform/http-schemas.js';
+import type { ChunksService, PlannedWrite, Precondition } from './chunks.service.js';
+
+/**
+ * POST /api/worlds/{world_id}/chunks/batch: JSON with base64 payloads (or JSON-view chunks), or
+ * `application/msgpack` with raw bin payloads. Both are validated here against the protocol's
+ * schemas and become the same commit the socket's chunks.batch frame makes.
+ */
+
+/** A full batch of 1 MiB chunks is too much for one request; this bounds the bytes read. */
+const MSGPACK_BODY_LIMIT = 32 * MAX_CHUNK_BYTES;
+/** Base64 and the JSON view take more room than the bytes they carry. */
+const JSON_BODY_LIMIT = 48 * MAX_CHUNK_BYTES;
+/** A batch map, its writes array, a write, then a JSON-view chunk's own nesting. */
+const MSGPACK_MAX_DEPTH = 24;
+
+const bounds = new MsgpackBounds(MSGPACK_MAX_DEPTH);
+// Bins are bounded by the body limit here; an oversized chunk is refused by the service (413 naming it).
+const decoder = new Decoder({ maxArrayLength: MAX_BATCH_WRITES * 8 });
+
+function decodeMsgpack(body: Buffer): unknown {
+  const problem = bounds.check(body);
+  if (problem)
+    throw new AppError(
+      ErrorCode.MALFORMED_REQUEST,
+      `The body is not valid msgpack at byte ${problem.offset}: ${problem.reason}.`,
+    );
+  try {
+    return decoder.decode(body);
+  } catch {
+    throw new AppError(ErrorCode.MALFORMED_REQUEST, 'The body is not valid msgpack.');
+  }
+}
+
+function validationFailed(error: z.ZodError): AppError {
+  const errors = error.issues.map((issue) => ({
+    path: ['body', ...issue.path].join('.'),
+    message: issue.message,
+  }));
+  return new AppError(ErrorCode.VALIDATION_FAILED, 'The batch is invalid.', { errors });
+}
+
+/** What a write's expected_revision means as a precondition. */
+export function preconditionFrom(expected: number | null | undefined): Precondition | undefined {
+  if (expected === undefined) return undefined;
+  return expected === null ? { absent: true } : { revision: expected };
+}
+
+/** The codec bytes of a JSON write: its base64 payload, or its JSON-view chunk encoded here. */
+function jsonPayload(write: JsonBatch['writes'][number], index: number): Uint8Array | null {
+  if (write.delete) return null;
+  if (write.payload !== undefined) return Buffer.from(write.payload, 'base64');
+  try {
+    return encodeChunk(chunkFromJson(write.chunk));
+  } catch (error) {
+    if (!(error instanceof ChunkValueError)) throw error;
+    const path = `body.writes.${index}.chunk.${error.path}`;
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `The chunk is not valid: ${error.message}`, {
+      errors: [{ path, message: error.message }],
+    });
+  }
+}
+
+type JsonBatch = z.infer<typeof jsonBatchSchema>;
+type BinaryBatch = z.infer<typeof binaryBatchSchema>;
+type Batch = { expected: number | undefined; writes: PlannedWrite[] };
+
+const addressOf = (write: { room_id: string; x: number; y: number; z: number }) => ({
+  roomId: write.room_id,
+  key: { x: write.x, y: write.y, z: write.z },
+});
+
+/** A msgpack batch (REST or the socket's chunks.batch frame) as the writes of one commit. */
+export function binaryBatch(batch: BinaryBatch): Batch {
+  return {
+    expected: batch.expected_content_revision,
+    writes: batch.writes.map((write) => ({
+      ...addressOf(write),
+      payload: write.delete ? null : (write.payload ?? null),
+      precondition: preconditionFrom(write.expected_revision),
+    })),
+  };
+}
+
+function jsonBatch(batch: JsonBatch): Batch {
+  return {
+    expected: batch.expected_content_revision,
+    writes: batch.writes.map((write, i) => ({
+      ...addressOf(write),
+      payload: jsonPayload(write, i),
+      precondition: preconditionFrom(write.expected_revision),
+    })),
+  };
+}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw validationFailed(parsed.error);
+  return parsed.data;
+}
+
+export function registerBatchRoute(
+  http: HttpServer,
+  chunks: ChunksService,
+  ctxOf: (r: FastifyRequest) => Ctx,
+) {
+  http.register(async (scope) => {
+    // A batch is JSON or msgpack; other bodies answer 415.
+    scope.removeContentTypeParser('text/plain');
+    scope.addContentTypeParser(
+      'application/msgpack',
+      { parseAs: 'buffer', bodyLimit: MSGPACK_BODY_LIMIT },
+      (_request, body, done) => {
+        try {
+          done(null, decodeMsgpack(body as Buffer));
+        } catch (error) {
+          done(error as Error, undefined);
+        }
+      },
+    );
+    scope.post(
+      '/api/worlds/:world_id/chunks/batch',
+      {
+        bodyLimit: JSON_BODY_LIMIT,
+        // The body is validated in the handler: one schema for JSON (base64), one for msgpack (bin).
+        validatorCompiler: () => (value) => ({ value }),
+        schema: {
+          operationId: 'chunks.batch',
+          tags: ['worlds'],
+          summary: `Write up to ${MAX_BATCH_WRITES} chunks of one world all or nothing, in one transaction and one commit. JSON (payload as base64, or chunk as the JSON view) or application/msgpack (payload as raw bin). Each write names its expected_revision (null: the chunk must not exist), unless expected_content_revision guards the whole batch. A stale one answers 409 REVISION_CONFLICT with details.index and current_revision; nothing is written on any error.`,
+          params: z.object({ world_id: z.string().max(64) }),
+          body: jsonBatchSchema,
+          response: { 200: batchResultSchema, ...errorResponses(401, 403, 404, 409, 422, 428) },
+        },
+      },
+      (request: FastifyRequest) => {
+        const isJson = /^application\/json\b/i.test(request.headers['content-type'] ?? '');
+        const batch = isJson
+          ? jsonBatch(parse(jsonBatchSchema, request.body))
+          : binaryBatch(parse(binaryBatchSchema, request.body));
+        return chunks.commit(ctxOf(request), {
+          worldId: (request.params as { world_id: string }).world_id,
+          writes: batch.writes,
+          expectedContentRevision: batch.expected,
+          pathOf: (i) => `body.writes.${i}`,
+        });
+      },
+    );
+  });
+}

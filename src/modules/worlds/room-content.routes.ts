@@ -1,0 +1,110 @@
+import { Readable } from 'node:stream';
+import { Encoder } from '@msgpack/msgpack';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
+import type { PlainRestTwin } from '../../../protocol/operation.js';
+import { chunksLoad } from '../../../protocol/room-content.js';
+import type { Ctx } from '../../platform/context.js';
+import type { Connection } from '../../platform/gateway/connection.js';
+import type { HttpServer } from '../../platform/http.js';
+import { errorResponses } from '../../platform/http-schemas.js';
+import type { RoomContent, RoomContentService } from './room-content.service.js';
+
+/**
+ * The two transports of a room load. Both write pages as the service reads them, so memory holds
+ * a page or two whatever the room's size: REST through a stream that reads at most a page ahead of
+ * what the response took, the gateway by waiting for the client to read its buffer down.
+ */
+
+const encoder = new Encoder();
+
+/** Declared on the frame, so the route and the catalogue cannot disagree. */
+const { path, operationId } = chunksLoad.restRoute as PlainRestTwin;
+const params = z.object({ world_id: z.string().max(64), room_id: z.string().max(64) });
+type Params = z.infer<typeof params>;
+
+/** A msgpack array header for `length` elements (the elements follow it, encoded one by one). */
+function arrayHeader(length: number): Buffer {
+  if (length < 16) return Buffer.of(0x90 | length);
+  if (length < 0x10000) return Buffer.of(0xdc, length >> 8, length & 0xff);
+  const header = Buffer.alloc(5);
+  header[0] = 0xdd;
+  header.writeUInt32BE(length, 1);
+  return header;
+}
+
+/**
+ * The answer as one msgpack map, `{content_revision, count, chunks: [...]}`: the head with the
+ * array's length first, then each page's elements. An error after the head (the room was deleted)
+ * ends the stream with it, and Fastify destroys the response rather than finishing a document that
+ * would lie.
+ */
+async function* documentOf(content: RoomContent): AsyncGenerator<Buffer> {
+  yield Buffer.concat([
+    Buffer.of(0x83), // a map of three entries
+    encoder.encode('content_revision'),
+    encoder.encode(content.contentRevision),
+    encoder.encode('count'),
+    encoder.encode(content.count),
+    encoder.encode('chunks'),
+    arrayHeader(content.count),
+  ]);
+  for await (const page of content.pages()) yield Buffer.concat(page.map((chunk) => encoder.encode(chunk)));
+}
+
+export function registerRoomContentRoute(
+  http: HttpServer,
+  content: RoomContentService,
+  ctxOf: (r: FastifyRequest) => Ctx,
+) {
+  http.get(
+    path,
+    {
+      schema: {
+        operationId,
+        tags: ['worlds'],
+        summary:
+          'Every chunk of a room as of the current content revision, as application/msgpack: one map {content_revision, count, chunks: [{x, y, z, revision, payload}]} with payload the codec bytes (bin), in (x, y, z) order, streamed page by page. If the room is deleted meanwhile the response is cut off (an error, never a short document).',
+        params,
+        response: {
+          200: z.string().describe('One msgpack map (application/msgpack), see the summary.'),
+          ...errorResponses(401, 404),
+        },
+      },
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      const p = request.params as Params;
+      const loaded = await content.load(ctxOf(request), p.world_id, p.room_id);
+      return reply
+        .type('application/msgpack')
+        .header('cache-control', 'private, no-cache')
+        .send(Readable.from(documentOf(loaded), { objectMode: false }));
+    },
+  );
+}
+
+/**
+ * The socket twin: one `chunks.page` frame per page, encoded once and sent paced. After each page
+ * it waits until the client has read its buffer down to `drainBelow` before reading the next, so a
+ * slow reader holds the load instead of growing the server's memory; a closed connection ends it.
+ * The caller's ack (`{content_revision, count}`) follows the last page on the same socket.
+ */
+export async function sendRoomContent(
+  connection: Connection,
+  requestId: number,
+  content: RoomContent,
+  drainBelow: number,
+): Promise<{ content_revision: number; count: number }> {
+  for await (const chunks of content.pages()) {
+    const frame: EventFrame<'chunks.page'> = { t: 'chunks.page', d: { request_id: requestId, chunks } };
+    const sent = connection.sendPaced(encoder.encode(frame));
+    // uWS drops a frame only past its ceiling, far above paced pages; a client that still missed
+    // one must not get an ack saying the load is complete.
+    if (sent === 'dropped') connection.close(CloseCode.SLOW_CONSUMER, 'slow consumer');
+    if (sent !== 'sent') break;
+    await connection.drained(drainBelow);
+    if (connection.closed) break;
+  }
+  return { content_revision: content.contentRevision, count: content.count };
+}

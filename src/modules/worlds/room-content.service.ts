@@ -1,0 +1,61 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { RoomChunk } from '../../../protocol/room-content.js';
+import type { Ctx } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { ChunkKey } from './chunks.repository.js';
+import { countAsOf, pageAsOf } from './room-content.repository.js';
+import type { WorldsService } from './worlds.service.js';
+
+/** A page holds at most this many chunks, or about this many payload bytes, whichever comes first. */
+export const PAGE_CHUNKS = 256;
+export const PAGE_BYTES = 512 * 1024;
+
+/** A room's content as of one revision; the chunks come a page at a time (see `pages`). */
+export interface RoomContent {
+  contentRevision: number;
+  count: number;
+  /**
+   * The chunks in (x, y, z) order, exactly `count` of them. Each page is its own short statement,
+   * so no transaction (and, embedded, not the one connection) is held while a client reads.
+   * Throws NOT_FOUND when the room was deleted before the last page was read.
+   */
+  pages(): AsyncGenerator<RoomChunk[]>;
+}
+
+const roomGone = () => new AppError(ErrorCode.NOT_FOUND, 'The room was deleted while it was being loaded.');
+
+/** Bulk loads of a room (docs/worlds.md#loading-a-room); both transports stream `load`'s pages. */
+export class RoomContentService {
+  constructor(private readonly worlds: WorldsService) {}
+
+  /** Checks access and reads the revision and count, so a refusal comes before any page. */
+  async load(ctx: Ctx, worldId: string, roomId: string): Promise<RoomContent> {
+    const { world, room } = await this.worlds.readableRoom(ctx, worldId, roomId);
+    const asOf = world.contentRevision;
+    const count = await countAsOf(ctx.em, room.id, asOf);
+    return { contentRevision: asOf, count, pages: () => pagesOf(ctx.em, room.id, asOf, count) };
+  }
+}
+
+async function* pagesOf(
+  em: EntityManager,
+  roomId: string,
+  asOf: number,
+  count: number,
+): AsyncGenerator<RoomChunk[]> {
+  let after: ChunkKey | undefined;
+  // Revisions <= asOf only go away with their room, so the count holds unless the room does; the
+  // limit never reads past it, so the document's array length stays true.
+  for (let sent = 0; sent < count; ) {
+    const page = await pageAsOf(em, roomId, asOf, {
+      after,
+      limit: Math.min(PAGE_CHUNKS, count - sent),
+      maxBytes: PAGE_BYTES,
+    });
+    const last = page.at(-1);
+    if (!last) throw roomGone();
+    sent += page.length;
+    after = last;
+    yield page;
+  }
+}
