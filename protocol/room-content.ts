@@ -7,9 +7,8 @@ import { operation } from './operation.js';
  *
  * - REST `GET /api/worlds/{world_id}/rooms/{room_id}/content` answers `application/msgpack`: one
  *   map `{content_revision, count, chunks: [RoomChunk, ...]}` written page by page.
- * - The frame `chunks.load` sends `chunks.page` frames (ChunksPage), then its ack
- *   `{content_revision, count}`. Module handlers do not see the frame id, so the client names the
- *   load with `request_id` and each page echoes it.
+ * - The frame `chunks.load` (which needs a request id) sends `chunks.page` frames (ChunksPage)
+ *   carrying that id as `request_id`, then its ack `{content_revision, count}`.
  */
 
 const id = z.string().max(64);
@@ -27,6 +26,7 @@ export interface RoomChunk {
 
 /** The `d` of a `chunks.page` server frame: one page of a `chunks.load`. */
 export interface ChunksPage {
+  /** The id of the chunks.load frame this page answers. */
   request_id: number;
   chunks: RoomChunk[];
 }
@@ -48,18 +48,7 @@ export const chunksLoad = operation('chunks.load', {
     path: '/api/worlds/:world_id/rooms/:room_id/content',
     operationId: 'rooms.content',
   },
-  request: z
-    .object({
-      world_id: id,
-      room_id: id,
-      // The range of a frame id (frames.ts REQUEST_ID_MAX, not imported: frames.ts imports this file).
-      request_id: z
-        .number()
-        .int()
-        .min(0)
-        .max(2 ** 32 - 1),
-    })
-    .strict(),
+  request: z.object({ world_id: id, room_id: id }).strict(),
   response: roomContentSummarySchema,
   errors: [401, 404],
 });

@@ -22,16 +22,17 @@ type Returned<T> = [T] extends [null] ? unknown : T;
 
 /**
  * The service function behind an operation. Twins get the context and the validated input, the
- * same on both transports; a socket-only operation also gets its connection (subscriptions,
- * authentication), which is why it has no REST twin.
+ * same on both transports; a socket-only operation (or one whose REST twin is a plain route) also
+ * gets its connection (subscriptions, authentication, paced pages) and the frame's request id,
+ * which frames it sends before its ack can carry.
  */
 export type OperationHandler<O extends Operation> = O['rest'] extends RestBinding
   ? (ctx: Ctx, input: InputOf<O>) => Answer<O>
-  : (ctx: Ctx, input: InputOf<O>, connection: Connection) => Answer<O>;
+  : (ctx: Ctx, input: InputOf<O>, connection: Connection, requestId: number | undefined) => Answer<O>;
 
 export interface OperationBinding {
   readonly op: Operation;
-  readonly handler: (ctx: Ctx, input: unknown, connection?: Connection) => unknown;
+  readonly handler: (ctx: Ctx, input: unknown, connection?: Connection, requestId?: number) => unknown;
 }
 
 /** Binds an operation declared in `protocol/` to the service function that serves it. */
@@ -55,11 +56,12 @@ export function registerFrames(
     gateway.handle(
       op.name,
       payloadSchema(op),
-      (connection, payload) =>
+      (connection, payload, frame) =>
         handler(
           ctxOf({ user: connection.user ?? null, log, ip: connection.remoteAddress }),
           payload,
           connection,
+          frame.id,
         ),
       { requiresAuth: !op.public },
     );

@@ -102,11 +102,8 @@ describe('loading a room', () => {
   /** Sends chunks.load and returns its answer with the pages that came before it. */
   async function loadOverSocket(socket: TestSocket, worldId: string, roomId: string) {
     const requestId = nextRequestId++;
-    const reply = await request(socket, 'chunks.load', {
-      world_id: worldId,
-      room_id: roomId,
-      request_id: requestId,
-    });
+    socket.sendFrame({ t: 'chunks.load', id: requestId, d: { world_id: worldId, room_id: roomId } });
+    const reply = await socket.next((f) => f.id === requestId && (f.t === 'ack' || f.t === 'error'));
     // Frames are kept in arrival order: what is here when the answer is read arrived before it.
     const pages = socket.frames
       .filter((f) => f.t === 'chunks.page')
@@ -144,7 +141,7 @@ describe('loading a room', () => {
     const user = await app().tokens.verify(token);
     const ctx = app().ctx({ user, log: app().log, ip: '127.0.0.1' });
     const handler = app().operations.get('chunks.load')?.handler;
-    const result = handler?.(ctx, { world_id: worldId, room_id: roomId, request_id: 9 }, connection);
+    const result = handler?.(ctx, { world_id: worldId, room_id: roomId }, connection, 9);
     return { result: Promise.resolve(result), pages };
   }
 
@@ -288,5 +285,14 @@ describe('loading a room', () => {
     const { reply, pages } = await loadOverSocket(socket, unknown, roomId);
     expect(reply).toMatchObject({ t: 'error', code: 'NOT_FOUND' });
     expect(pages).toEqual([]);
+  });
+
+  it('refuses chunks.load without a request id, which its pages would have to carry, and sends no page', async () => {
+    const { token, worldId, roomId } = await newWorld();
+    const socket = await open(token);
+    socket.sendFrame({ t: 'chunks.load', d: { world_id: worldId, room_id: roomId } });
+    const error = await socket.next((f) => f.t === 'error');
+    expect(error).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'id' }] });
+    expect(socket.frames.filter((f) => f.t === 'chunks.page')).toEqual([]);
   });
 });

@@ -21,6 +21,7 @@ import {
   worldsGet,
   worldsUpdate,
 } from '../../../protocol/worlds.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
@@ -76,9 +77,22 @@ export const worldsModule = defineModule({
           worlds.listChunks(ctx, world_id, room_id, page),
         ),
         serve(revisionsList, (ctx, { world_id, ...query }) => history.list(ctx, world_id, query)),
-        serve(chunksLoad, async (ctx, { world_id, room_id, request_id }, connection) =>
-          sendRoomContent(connection, request_id, await roomContent.load(ctx, world_id, room_id), drainBelow),
-        ),
+        serve(chunksLoad, async (ctx, { world_id, room_id }, connection, requestId) => {
+          if (requestId === undefined)
+            throw new AppError(
+              ErrorCode.VALIDATION_FAILED,
+              'chunks.load needs a request id: its pages carry it.',
+              {
+                errors: [{ path: 'id', message: 'is required' }],
+              },
+            );
+          return sendRoomContent(
+            connection,
+            requestId,
+            await roomContent.load(ctx, world_id, room_id),
+            drainBelow,
+          );
+        }),
         serve(worldsRollback, (ctx, { world_id, revision, expected_content_revision }) =>
           chunks.rollback(ctx, world_id, revision, expected_content_revision),
         ),
