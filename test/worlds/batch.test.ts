@@ -1,30 +1,19 @@
 import { encode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
-import { type Chunk, encodeChunk, MAX_CHUNK_BYTES } from '../../protocol/chunk-codec.js';
+import { encodeChunk, MAX_CHUNK_BYTES } from '../../protocol/chunk-codec.js';
 import { MAX_BATCH_WRITES } from '../../protocol/chunks.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createRoom, createWorld, sampleChunk } from '../helpers/worlds.js';
 
-const chunk = (id: string, x = 1, props?: Record<string, unknown>): Chunk => ({
-  objects: [
-    {
-      id,
-      asset_id: 'asset.tree.oak',
-      position: Float32Array.of(x, 0.1, -0),
-      rotation: Float32Array.of(0, 0, 0, 1),
-      scale: Float32Array.of(1, 1, 1),
-      ...(props ? { props } : {}),
-    },
-  ],
-});
-const bytes = (id: string, x?: number) => Buffer.from(encodeChunk(chunk(id, x)));
+const bytes = (id: string, x?: number) => chunkBytes(id, x);
 const b64 = (id: string, x?: number) => bytes(id, x).toString('base64');
 
 /** A chunk whose codec bytes are exactly `size` long (its props carry a filler string). */
 function chunkOfSize(id: string, size: number): Buffer {
-  const base = encodeChunk(chunk(id, 1, { fill: '' })).byteLength;
-  const sized = Buffer.from(encodeChunk(chunk(id, 1, { fill: 'x'.repeat(size - base) })));
+  const base = encodeChunk(sampleChunk(id, 1, { fill: '' })).byteLength;
+  const sized = Buffer.from(encodeChunk(sampleChunk(id, 1, { fill: 'x'.repeat(size - base) })));
   if (sized.byteLength !== size) throw new Error(`chunkOfSize: got ${sized.byteLength} bytes`);
   return sized;
 }
@@ -61,25 +50,11 @@ describe('batch chunk writes (POST /api/worlds/{world_id}/chunks/batch)', () => 
 
   async function setup(visibility = 'private') {
     const owner = await registerUser(app());
-    const created = await app().http.inject({
-      method: 'POST',
-      url: '/api/worlds',
-      headers: bearer(owner.access_token),
-      payload: { name: 'Forest', visibility },
-    });
-    const world = created.json() as { id: string; rooms: { id: string }[] };
-    const second = await app().http.inject({
-      method: 'POST',
-      url: `/api/worlds/${world.id}/rooms`,
-      headers: bearer(owner.access_token),
-      payload: { name: 'cave' },
-    });
-    expect(second.statusCode, second.body).toBe(201);
-    const main = world.rooms[0]?.id as string;
-    const cave = (second.json() as { id: string }).id;
+    const { worldId, mainRoomId: main } = await createWorld(app(), owner.access_token, { visibility });
+    const cave = await createRoom(app(), owner.access_token, worldId, 'cave');
     const chunkUrl = (room: string, x: number, y: number, z: number) =>
-      `/api/worlds/${world.id}/rooms/${room}/chunks/${x}/${y}/${z}`;
-    return { owner, token: owner.access_token, worldId: world.id, main, cave, chunkUrl };
+      `/api/worlds/${worldId}/rooms/${room}/chunks/${x}/${y}/${z}`;
+    return { owner, token: owner.access_token, worldId, main, cave, chunkUrl };
   }
 
   const batchUrl = (worldId: string) => `/api/worlds/${worldId}/chunks/batch`;

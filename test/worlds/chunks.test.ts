@@ -1,22 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type Chunk, encodeChunk, MAX_CHUNK_BYTES } from '../../protocol/chunk-codec.js';
+import { MAX_CHUNK_BYTES } from '../../protocol/chunk-codec.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createWorld } from '../helpers/worlds.js';
 
-const chunk = (id: string, x = 1): Chunk => ({
-  objects: [
-    {
-      id,
-      asset_id: 'asset.tree.oak',
-      position: Float32Array.of(x, 0.1, -0),
-      rotation: Float32Array.of(0, 0, 0, 1),
-      scale: Float32Array.of(1, 1, 1),
-      props: { growth: 3 },
-    },
-  ],
-});
-const bytes = (id: string, x?: number) => Buffer.from(encodeChunk(chunk(id, x)));
+const bytes = (id: string, x?: number) => chunkBytes(id, x, { growth: 3 });
 
 describe('single chunks', () => {
   const app = useTestApp();
@@ -33,16 +22,9 @@ describe('single chunks', () => {
 
   async function setup(visibility = 'private') {
     const owner = await registerUser(app());
-    const created = await app().http.inject({
-      method: 'POST',
-      url: '/api/worlds',
-      headers: bearer(owner.access_token),
-      payload: { name: 'Forest', visibility },
-    });
-    const world = created.json() as { id: string; rooms: { id: string }[] };
-    const room = world.rooms[0]?.id as string;
-    const url = (x = 1, y = 2, z = -3) => `/api/worlds/${world.id}/rooms/${room}/chunks/${x}/${y}/${z}`;
-    return { owner, token: owner.access_token, worldId: world.id, room, url };
+    const { worldId, mainRoomId: room } = await createWorld(app(), owner.access_token, { visibility });
+    const url = (x = 1, y = 2, z = -3) => `/api/worlds/${worldId}/rooms/${room}/chunks/${x}/${y}/${z}`;
+    return { owner, token: owner.access_token, worldId, room, url };
   }
 
   const put = (token: string, url: string, body: Buffer | unknown, headers: Record<string, string> = {}) =>

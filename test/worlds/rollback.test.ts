@@ -1,24 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createWorld } from '../helpers/worlds.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
-const bytesOf = (id: string) =>
-  Buffer.from(
-    encodeChunk({
-      objects: [
-        {
-          id,
-          asset_id: 'asset.lamp',
-          position: Float32Array.of(1, 2, 3),
-          rotation: Float32Array.of(0, 0, 0, 1),
-          scale: Float32Array.of(1, 1, 1),
-        },
-      ],
-    }),
-  );
+const bytesOf = (id: string) => chunkBytes(id);
 
 describe('rollback', () => {
   const app = useTestApp();
@@ -27,16 +14,8 @@ describe('rollback', () => {
 
   async function setup(visibility = 'private') {
     const owner = await registerUser(app());
-    const world = (
-      await app().http.inject({
-        method: 'POST',
-        url: '/api/worlds',
-        headers: bearer(owner.access_token),
-        payload: { name: 'Town', visibility },
-      })
-    ).json() as { id: string; rooms: { id: string }[] };
-    const room = world.rooms[0]?.id as string;
-    const url = (x: number) => `/api/worlds/${world.id}/rooms/${room}/chunks/${x}/0/0`;
+    const { worldId, mainRoomId: room } = await createWorld(app(), owner.access_token, { visibility });
+    const url = (x: number) => `/api/worlds/${worldId}/rooms/${room}/chunks/${x}/0/0`;
     const token = owner.access_token;
     const write = async (x: number, body: Buffer | null, precondition: Record<string, string>) => {
       const response = await app().http.inject({
@@ -56,13 +35,13 @@ describe('rollback', () => {
     const rollback = (payload: object, as = token) =>
       app().http.inject({
         method: 'POST',
-        url: `/api/worlds/${world.id}/rollback`,
+        url: `/api/worlds/${worldId}/rollback`,
         headers: bearer(as),
         payload,
       });
     const revisionCount = async () =>
-      (await queryRows(app().db, 'select id from chunk_revisions where world_id = ?', [world.id])).length;
-    return { owner, token, worldId: world.id, write, read, rollback, revisionCount };
+      (await queryRows(app().db, 'select id from chunk_revisions where world_id = ?', [worldId])).length;
+    return { owner, token, worldId, write, read, rollback, revisionCount };
   }
 
   it('restores every chunk as of the target: changes undone, deletions back, creations tombstoned, history kept', async () => {

@@ -6,7 +6,7 @@ import type { ChunksPage, RoomChunk } from '../../protocol/room-content.js';
 import type { Connection } from '../../src/platform/gateway/connection.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
-import { openedSockets, request, type TestSocket } from '../helpers/ws-client.js';
+import { openedSockets, type TestSocket } from '../helpers/ws-client.js';
 
 type Key = [x: number, y: number, z: number];
 interface Document {

@@ -3,6 +3,7 @@ import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestCluster, type TestApp, type TestCluster, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createRoom, createWorld } from '../helpers/worlds.js';
 import {
   authedSocket,
   openedSockets,
@@ -13,28 +14,11 @@ import {
 
 type Node = Pick<TestApp, 'http'>;
 
-const bytesOf = (id: string, x = 1) =>
-  encodeChunk({
-    objects: [
-      {
-        id,
-        asset_id: 'asset.rock',
-        position: Float32Array.of(x, 2, 3),
-        rotation: Float32Array.of(0, 0, 0, 1),
-        scale: Float32Array.of(1, 1, 1),
-      },
-    ],
-  });
+const bytesOf = (id: string, x = 1) => chunkBytes(id, x);
 
 async function worldOf(node: Node, token: string, visibility = 'private') {
-  const created = await node.http.inject({
-    method: 'POST',
-    url: '/api/worlds',
-    headers: bearer(token),
-    payload: { name: 'Studio', visibility },
-  });
-  const world = created.json() as { id: string; rooms: { id: string }[] };
-  return { worldId: world.id, roomId: world.rooms[0]?.id as string };
+  const { worldId, mainRoomId } = await createWorld(node, token, { visibility });
+  return { worldId, roomId: mainRoomId };
 }
 
 const putOverRest = (
@@ -201,14 +185,7 @@ describe('chunk streams and co-editing on one instance', () => {
   it('streams only the subscribed room and tells it when the room is deleted', async () => {
     const owner = await registerUser(app());
     const at = await worldOf(app(), owner.access_token);
-    const hall = (
-      await app().http.inject({
-        method: 'POST',
-        url: `/api/worlds/${at.worldId}/rooms`,
-        headers: bearer(owner.access_token),
-        payload: { name: 'hall' },
-      })
-    ).json().id as string;
+    const hall = await createRoom(app(), owner.access_token, at.worldId, 'hall');
     const socket = await open(owner.access_token);
     await request(socket, 'chunks.subscribe', { world_id: at.worldId, room_id: hall });
     await putOverRest(app(), owner.access_token, at, 1, { 'if-none-match': '*' });
