@@ -13,6 +13,9 @@ import { parseArgs } from 'node:util';
  *   datapath              GET /api/users/me, presence.status frames and PUT /api/avatar/loadout beside
  *                         bare Fastify/uWS + pg and pgbench ceilings (bench/results/datapath.md); also
  *                         takes --backends embedded,postgres and --profile DIR
+ *   worlds                room content loads (REST, socket) beside plain SQL, batch writes, chunk PUTs,
+ *                         co-editing across two instances, history pages over 1,000,000 revisions
+ *                         (bench/results/worlds.md); also takes --backends embedded,postgres
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -20,6 +23,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   realtime: () => import('./realtime.js'),
   'node-flags': () => import('./node-flags.js'),
   datapath: () => import('./datapath.js'),
+  worlds: () => import('./worlds.js'),
 };
 
 const { values, positionals } = parseArgs({
