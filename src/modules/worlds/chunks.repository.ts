@@ -42,31 +42,50 @@ export interface ChunkAddress {
   key: ChunkKey;
 }
 
-const addressKey = (roomId: string, key: ChunkKey) => `${roomId}/${key.x}/${key.y}/${key.z}`;
+/** What a commit learns in one statement once it holds the world's lock. */
+export interface CommitPlan {
+  /** Which of the rooms asked about belong to the world. */
+  rooms: Set<string>;
+  /** Each write's chunk head, in the writes' order; undefined for a chunk never written. */
+  heads: (HeadState | undefined)[];
+  /** One fresh revision id per write, increasing. */
+  revisions: number[];
+}
 
-/** The heads of these chunks in one statement, by `roomId/x/y/z`; a chunk never written is absent. */
-export async function headsAt(
+/**
+ * Reads, in one round trip, what a commit to a locked world checks and needs: which rooms exist,
+ * the heads of the chunks written, and a revision id per write. It must run after the lock is
+ * taken (not in the locking statement): a statement reads as of its start, and a writer that
+ * waited for the lock must see the commit it waited for.
+ */
+export async function prepareCommit(
   em: EntityManager,
-  addresses: readonly ChunkAddress[],
-): Promise<(HeadState | undefined)[]> {
-  const rows = await executeBound<{
-    room_id: string;
-    x: number;
-    y: number;
-    z: number;
-    revision: string | number;
-    deleted: boolean;
+  worldId: string,
+  roomIds: readonly string[],
+  writes: readonly ChunkAddress[],
+): Promise<CommitPlan> {
+  const [row] = await executeBound<{
+    rooms: string[] | null;
+    heads: [number, number | string, boolean][] | null;
+    ids: (string | number)[];
   }>(
     em,
-    `select c.room_id, c.x, c.y, c.z, c.revision, c.deleted
-     from unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) as k (room_id, x, y, z)
-     join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z`,
-    columns(addresses),
+    `select
+       (select array_agg(id::text) from rooms where world_id = $1 and id = any($2::uuid[])) as rooms,
+       (select json_agg(json_build_array(k.i, c.revision, c.deleted))
+          from unnest($3::uuid[], $4::int[], $5::int[], $6::int[]) with ordinality as k (room_id, x, y, z, i)
+          join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z) as heads,
+       (select array_agg(nextval('chunk_revision_ids')) from generate_series(1, $7)) as ids`,
+    [worldId, roomIds, ...columns(writes), writes.length],
   );
-  const heads = new Map(
-    rows.map((r) => [addressKey(r.room_id, r), { revision: Number(r.revision), deleted: r.deleted }]),
-  );
-  return addresses.map((a) => heads.get(addressKey(a.roomId, a.key)));
+  const heads: (HeadState | undefined)[] = writes.map(() => undefined);
+  for (const [i, revision, deleted] of row?.heads ?? [])
+    heads[i - 1] = { revision: Number(revision), deleted };
+  return {
+    rooms: new Set(row?.rooms ?? []),
+    heads,
+    revisions: (row?.ids ?? []).map(Number).sort((a, b) => a - b),
+  };
 }
 
 function columns(addresses: readonly ChunkAddress[]): [string[], number[], number[], number[]] {
@@ -99,23 +118,24 @@ export interface RevisionWrite extends ChunkAddress {
 }
 
 /**
- * Appends one revision per write and moves each chunk's head to it (creating chunks on their
- * first write), in three statements whatever the number of writes; returns the revision ids in
- * the writes' order. The caller holds the world's lock (lockWorld), so the ids drawn here
- * increase in commit order within the world. No chunk may appear twice in `writes`.
+ * Appends one revision per write (ids from prepareCommit, in the writes' order), moves each
+ * chunk's head to it (creating chunks on their first write) and records the commit in the world's
+ * row, all in one statement; returns the world's new stream sequence number. The caller holds the
+ * world's lock, so the ids increase in commit order within the world and the largest is its
+ * content revision. No chunk may appear twice in `writes`.
  */
-export async function appendRevisions(
+export async function writeCommit(
   em: EntityManager,
-  commit: { worldId: string; authorId: string | null; now: Date; writes: readonly RevisionWrite[] },
-): Promise<number[]> {
-  const { worldId, authorId, now, writes } = commit;
-  const drawn = await executeBound<{ id: string | number }>(
-    em,
-    "select nextval('chunk_revision_ids') as id from generate_series(1, $1)",
-    [writes.length],
-  );
-  const revisions = drawn.map((row) => Number(row.id)).sort((a, b) => a - b);
-  await executeBound(
+  commit: {
+    worldId: string;
+    authorId: string | null;
+    now: Date;
+    writes: readonly RevisionWrite[];
+    revisions: readonly number[];
+  },
+): Promise<number> {
+  const { worldId, authorId, now, writes, revisions } = commit;
+  const [row] = await executeBound<{ stream_seq: string | number }>(
     em,
     `with w (room_id, x, y, z, id, payload) as (
        select * from unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::bigint[], $6::bytea[])
@@ -124,30 +144,22 @@ export async function appendRevisions(
        select room_id, $7, x, y, z, id, payload is null from w
        on conflict (room_id, x, y, z) do update set revision = excluded.revision, deleted = excluded.deleted
        returning id as chunk_id, room_id, x, y, z
+     ), appended as (
+       insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
+       select w.id, h.chunk_id, $7, w.room_id, w.x, w.y, w.z, w.payload, w.payload is null, $8, $9
+       from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z
      )
-     insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
-     select w.id, h.chunk_id, $7, w.room_id, w.x, w.y, w.z, w.payload, w.payload is null, $8, $9
-     from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z`,
-    [...columns(writes), revisions, writes.map((w) => w.payload), worldId, authorId, now],
-  );
-  return revisions;
-}
-
-/**
- * Records a content commit in the world's row: its newest revision (the largest, since the
- * writer holds the world's lock) and the next stream sequence number, which it returns.
- */
-export async function recordCommit(
-  em: EntityManager,
-  worldId: string,
-  contentRevision: number,
-  now: Date,
-): Promise<number> {
-  const [row] = await executeBound<{ stream_seq: string | number }>(
-    em,
-    `update worlds set content_revision = $2, updated_at = $3, stream_seq = stream_seq + 1
-     where id = $1 returning stream_seq`,
-    [worldId, contentRevision, now],
+     update worlds set content_revision = $10, updated_at = $9, stream_seq = stream_seq + 1
+     where id = $7 returning stream_seq`,
+    [
+      ...columns(writes),
+      revisions,
+      writes.map((w) => w.payload),
+      worldId,
+      authorId,
+      now,
+      Math.max(...revisions),
+    ],
   );
   return Number(row?.stream_seq);
 }

@@ -5,16 +5,14 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { ChunkStreams } from './chunk-streams.js';
 import {
-  appendRevisions,
   type ChunkKey,
   changesSince,
   type HeadState,
-  headsAt,
   livePayload,
+  prepareCommit,
   type RevisionWrite,
-  recordCommit,
+  writeCommit,
 } from './chunks.repository.js';
-import { roomIdsIn } from './worlds.repository.js';
 import type { WorldsService } from './worlds.service.js';
 
 /**
@@ -48,6 +46,7 @@ export interface CommitResult {
 }
 
 const chunkNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such chunk.');
+const roomNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.');
 const staleWorld = (current: number, expected: number) =>
   new AppError(
     ErrorCode.REVISION_CONFLICT,
@@ -164,20 +163,28 @@ export class ChunksService {
       }
     });
     refuseRepeats(writes, pathOf);
+    const malformedRoom = writes.findIndex((w) => !isId(w.roomId));
+    if (malformedRoom >= 0) throw about(roomNotFound(), at(malformedRoom));
     const now = ctx.now();
     const committed = await ctx.em.transactional(async (em) => {
       const world = await this.worlds.owned(ctx, request.worldId, em, true);
-      await this.checkRooms(em, world.id, writes, at);
+      const plan = await prepareCommit(
+        em,
+        world.id,
+        [...new Set(writes.map((w) => w.roomId))].filter(isId),
+        writes,
+      );
+      const missingRoom = writes.findIndex((w) => !plan.rooms.has(w.roomId));
+      if (missingRoom >= 0) throw about(roomNotFound(), at(missingRoom));
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
         throw staleWorld(world.contentRevision, expectedContentRevision);
-      const heads = await headsAt(em, writes);
       writes.forEach((write, i) => {
-        const head = heads[i];
+        const head = plan.heads[i];
         if (write.payload === null && (!head || head.deleted)) throw about(chunkNotFound(), at(i));
         if (write.precondition && !holds(write.precondition, head))
           throw about(conflict(head, world.contentRevision), at(i));
       });
-      return this.append(em, world.id, caller.id, writes, now);
+      return this.append(em, world.id, caller.id, writes, plan.revisions, now);
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };
@@ -212,7 +219,8 @@ export class ChunksService {
       const writes = await changesSince(em, world.id, target);
       if (writes.length === 0)
         return { writes, committed: undefined, contentRevision: world.contentRevision };
-      const committed = await this.append(em, world.id, caller.id, writes, now);
+      const { revisions } = await prepareCommit(em, world.id, [], writes);
+      const committed = await this.append(em, world.id, caller.id, writes, revisions, now);
       return { writes, committed, contentRevision: committed.contentRevision };
     });
     if (outcome.committed) await this.publish(outcome.committed, caller.id, outcome.writes);
@@ -225,12 +233,11 @@ export class ChunksService {
     worldId: string,
     authorId: string,
     writes: readonly RevisionWrite[],
+    revisions: number[],
     now: Date,
   ): Promise<Committed> {
-    const revisions = await appendRevisions(em, { worldId, authorId, now, writes });
-    const contentRevision = Math.max(...revisions);
-    const seq = await recordCommit(em, worldId, contentRevision, now);
-    return { worldId, revisions, contentRevision, seq };
+    const seq = await writeCommit(em, { worldId, authorId, now, writes, revisions });
+    return { worldId, revisions, contentRevision: Math.max(...revisions), seq };
   }
 
   /** Streams a commit once it is durable. */
@@ -257,19 +264,6 @@ export class ChunksService {
   ): Promise<{ revision: number; content_revision: number }> {
     const result = await this.commit(ctx, { worldId, writes: [write] });
     return { revision: result.revisions[0] as number, content_revision: result.content_revision };
-  }
-
-  /** Every room the writes name belongs to the world (404 naming the first that does not). */
-  private async checkRooms(
-    em: EntityManager,
-    worldId: string,
-    writes: readonly PlannedWrite[],
-    at: (index: number) => number | undefined,
-  ): Promise<void> {
-    const found = await roomIdsIn(em, worldId, [...new Set(writes.map((w) => w.roomId))].filter(isId));
-    const missing = writes.findIndex((w) => !found.has(w.roomId));
-    if (missing >= 0)
-      throw about(new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.'), at(missing));
   }
 }
 

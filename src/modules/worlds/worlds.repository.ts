@@ -202,20 +202,6 @@ export async function streamPosition(
   return { seq: Number(row?.stream_seq ?? 0), contentRevision: Number(row?.content_revision ?? 0) };
 }
 
-/** Which of these room ids (well-formed uuids) name rooms of the world. */
-export async function roomIdsIn(
-  em: EntityManager,
-  worldId: string,
-  roomIds: readonly string[],
-): Promise<Set<string>> {
-  const rows = await executeBound<{ id: string }>(
-    em,
-    'select id from rooms where world_id = $1 and id = any($2::uuid[])',
-    [worldId, roomIds],
-  );
-  return new Set(rows.map((r) => r.id));
-}
-
 /** Locks the world's row for the rest of the transaction: writes to one world take turns. */
 export async function lockWorld(em: EntityManager, worldId: string): Promise<WorldRow | undefined> {
   const [row] = await executeBound<RawWorld>(
