@@ -7,6 +7,7 @@ import type {
 } from './chunks.js';
 import { operation } from './operation.js';
 import type { ChunksPage } from './room-content.js';
+import type { FriendChangeEvent, FriendRequestEvent } from './social.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -59,6 +60,10 @@ export interface EventPayloads {
   'chunks.resync': ChunksResyncEvent;
   'chunks.room_deleted': ChunksRoomDeletedEvent;
   'chunks.stream_ended': ChunksStreamEndedEvent;
+  /** Sent to each of a user's sockets, without subscribing (protocol/social.ts). */
+  'social.friend_request': FriendRequestEvent;
+  'social.friend_accepted': FriendChangeEvent;
+  'social.friend_removed': FriendChangeEvent;
 }
 
 export interface PongFrame {

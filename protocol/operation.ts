@@ -15,6 +15,11 @@ export interface RestBinding {
   path: string;
   /** The success status; 204 answers with no body. Default 200. */
   status?: 200 | 201 | 204;
+  /**
+   * For a POST that creates something only sometimes: the answers this says are a creation go out
+   * as 201, the others with `status` (200). Both are documented, with the one response schema.
+   */
+  createdWhen?: (answer: never) => boolean;
 }
 
 /**

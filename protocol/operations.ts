@@ -7,6 +7,7 @@ import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from '
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
 import { roomContentOperations } from './room-content.js';
+import { socialOperations } from './social.js';
 import { userOperations } from './users.js';
 import { worldOperations } from './worlds.js';
 
@@ -16,6 +17,7 @@ export * from './favorites.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './room-content.js';
+export * from './social.js';
 export * from './users.js';
 export * from './worlds.js';
 
@@ -34,6 +36,7 @@ const all = [
   ...roomContentOperations,
   ...chunkOperations,
   ...favoriteOperations,
+  ...socialOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -45,6 +45,14 @@ export class EventBus {
   }
 }
 
+/**
+ * A user's own topic: the gateway subscribes each of the user's authenticated connections to it,
+ * so a service reaches all of a user's sockets on every node by publishing here.
+ */
+export function userTopic(userId: string): string {
+  return `user:${userId}`;
+}
+
 function channel(topic: string): string {
   return `evt:${topic}`;
 }

@@ -82,11 +82,16 @@ export function registerRoutes(
     const rest = op.rest;
     if (!rest) continue;
     const status = rest.status ?? 200;
+    const createdWhen = rest.createdWhen as ((answer: unknown) => boolean) | undefined;
     const { schema, input } = requestShape(op, rest);
     schema.operationId = op.name;
     schema.tags = [op.tag];
     schema.summary = op.summary;
-    schema.response = { [status]: op.response, ...errorResponses(...op.errors) };
+    schema.response = {
+      [status]: op.response,
+      ...(createdWhen ? { 201: op.response } : {}),
+      ...errorResponses(...op.errors),
+    };
     const call = (request: FastifyRequest) => handler(ctxOf(request), input(request));
     http.route({
       method: rest.method,
@@ -94,11 +99,11 @@ export function registerRoutes(
       config: { public: op.public },
       schema,
       handler:
-        status === 200
+        status === 200 && !createdWhen
           ? async (request: FastifyRequest) => call(request)
           : async (request: FastifyRequest, reply: FastifyReply) => {
               const result = await call(request);
-              reply.code(status);
+              reply.code(createdWhen?.(result) ? 201 : status);
               return status === 204 ? reply.send(null) : result;
             },
     });

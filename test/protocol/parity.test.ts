@@ -167,7 +167,102 @@ const rows: { [N in RestName]: Row<N> } = {
   'favorites.put': {
     prepare: async ({ me }) => ({ token: me.access_token, input: { world_ids: [await sharedWorld(me)] } }),
   },
+  // A request when the other user asked first accepts theirs: 200, where a new request is 201.
+  'friendRequests.create': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { user_id: (await askerOf(me)).user.id } }),
+  },
+  'friendRequests.accept': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { user_id: (await askerOf(me)).user.id } }),
+  },
+  'friendRequests.decline': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { user_id: (await askerOf(me)).user.id } }),
+  },
+  'friendRequests.cancel': {
+    prepare: async ({ me }) => {
+      const asked = await registerUser(app);
+      await social(me, 'POST', '/api/friends/requests', { user_id: asked.user.id });
+      return { token: me.access_token, input: { user_id: asked.user.id } };
+    },
+  },
+  'friendRequests.list': {
+    prepare: async () => ({ token: (await socialCircle()).access_token, input: { direction: 'incoming' } }),
+  },
+  'friends.list': {
+    prepare: async () => ({ token: (await socialCircle()).access_token, input: { limit: 5 } }),
+  },
+  'friends.delete': {
+    prepare: async ({ me }) => {
+      const friend = await askerOf(me);
+      await social(me, 'POST', `/api/friends/requests/${friend.user.id}/accept`);
+      return { token: me.access_token, input: { user_id: friend.user.id } };
+    },
+  },
+  'follows.put': {
+    prepare: ({ me, other }) => ({ token: me.access_token, input: { user_id: other.user.id } }),
+  },
+  'follows.delete': {
+    prepare: ({ me, other }) => ({ token: me.access_token, input: { user_id: other.user.id } }),
+  },
+  'follows.followers': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { user_id: (await socialCircle()).user.id },
+    }),
+  },
+  'follows.following': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { user_id: (await socialCircle()).user.id },
+    }),
+  },
+  'blocks.put': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { user_id: (await registerUser(app)).user.id },
+    }),
+  },
+  'blocks.delete': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { user_id: (await registerUser(app)).user.id },
+    }),
+  },
+  'blocks.list': { prepare: async () => ({ token: (await socialCircle()).access_token }) },
 };
+
+/** A social graph write made by `user` while preparing a row; it must succeed. */
+async function social(user: TokenResponse, method: 'POST' | 'PUT', url: string, payload?: object) {
+  const response = await app.http.inject({
+    method,
+    url,
+    headers: bearer(user.access_token),
+    ...(payload ? { payload } : {}),
+  });
+  expect(response.statusCode, response.body).toBeLessThan(300);
+}
+
+/** A new user who asked `me` to be friends: each run answers a request of its own. */
+async function askerOf(me: TokenResponse): Promise<TokenResponse> {
+  const asker = await registerUser(app);
+  await social(asker, 'POST', '/api/friends/requests', { user_id: me.user.id });
+  return asker;
+}
+
+let circle: Promise<TokenResponse> | undefined;
+/** A user with a friend, an incoming request, a follow each way and a block, built once for both runs of the list rows. */
+function socialCircle(): Promise<TokenResponse> {
+  circle ??= (async () => {
+    const owner = await registerUser(app);
+    const friend = await askerOf(owner);
+    await social(owner, 'POST', `/api/friends/requests/${friend.user.id}/accept`);
+    const asker = await askerOf(owner);
+    await social(owner, 'PUT', `/api/follows/${friend.user.id}`);
+    await social(asker, 'PUT', `/api/follows/${owner.user.id}`);
+    await social(owner, 'PUT', `/api/blocks/${(await registerUser(app)).user.id}`);
+    return owner;
+  })();
+  return circle;
+}
 
 async function createWorld(me: TokenResponse): Promise<string> {
   const response = await app.http.inject({

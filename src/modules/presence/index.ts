@@ -9,7 +9,7 @@ import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
-import type { SocialApi } from '../social/index.js';
+import { type SocialApi, USER_BLOCKED, type UserBlockedEvent } from '../social/index.js';
 import { PresenceService, presenceTopic } from './presence.service.js';
 import { PresenceTracker } from './presence.tracker.js';
 import { type PendingStatus, StatusMessages } from './status-messages.js';
@@ -63,6 +63,11 @@ export const presenceModule = defineModule({
       relations: deps.social,
     });
     tracker.attach(presence);
+    // Subscription filters keep the relation they were decided with, so a new block ends the two
+    // users' subscriptions to each other on every node at once instead of at the next subscribe.
+    gateway.onUserEvent(USER_BLOCKED, (connection, event) =>
+      gateway.unsubscribe(connection, [presenceTopic((event.d as UserBlockedEvent).other_id)]),
+    );
     const api: PresenceApi = {
       unflushed: (userId) => presence.unflushed(userId),
       flushLastSeen: () => tracker.flushLastSeen(),

@@ -1,20 +1,63 @@
+import {
+  blocksDelete,
+  blocksList,
+  blocksPut,
+  followsDelete,
+  followsFollowers,
+  followsFollowing,
+  followsPut,
+  friendRequestsAccept,
+  friendRequestsCancel,
+  friendRequestsCreate,
+  friendRequestsDecline,
+  friendRequestsList,
+  friendsDelete,
+  friendsList,
+} from '../../../protocol/social.js';
 import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import type { ProfilesApi } from '../profiles/index.js';
 import { relationsOf } from './relations.js';
+import { SocialService } from './social.service.js';
 
 export type { Relation } from './relations.js';
+export { USER_BLOCKED, type UserBlockedEvent } from './social.service.js';
 
 /** What other modules may use of the social graph: how two users relate, for privacy rules. */
 export interface SocialApi {
   relationsOf: typeof relationsOf;
 }
 
-/** The social graph (friendships and blocks); its operations arrive with the social domain. */
+/** Friend requests and friendships, follows and blocks (docs/social.md). */
 export const socialModule = defineModule({
   name: 'social',
   entities: [],
-  needs: [],
-  setup() {
+  needs: ['profiles'],
+  setup({ bus }, { profiles }: { profiles: ProfilesApi }) {
+    const social = new SocialService({ bus, privacy: profiles });
     const api: SocialApi = { relationsOf };
-    return { api };
+    return {
+      api,
+      operations: [
+        serve(friendRequestsCreate, (ctx, { user_id }) => social.request(ctx, user_id)),
+        serve(friendRequestsAccept, (ctx, { user_id }) => social.accept(ctx, user_id)),
+        serve(friendRequestsDecline, (ctx, { user_id }) => social.decline(ctx, user_id)),
+        serve(friendRequestsCancel, (ctx, { user_id }) => social.cancel(ctx, user_id)),
+        serve(friendRequestsList, (ctx, { direction, ...page }) => social.requests(ctx, direction, page)),
+        serve(friendsList, (ctx, page) => social.friends(ctx, page)),
+        serve(friendsDelete, (ctx, { user_id }) => social.unfriend(ctx, user_id)),
+        serve(followsPut, (ctx, { user_id }) => social.follow(ctx, user_id)),
+        serve(followsDelete, (ctx, { user_id }) => social.unfollow(ctx, user_id)),
+        serve(followsFollowers, (ctx, { user_id, ...page }) =>
+          social.follows(ctx, 'followers', user_id, page),
+        ),
+        serve(followsFollowing, (ctx, { user_id, ...page }) =>
+          social.follows(ctx, 'following', user_id, page),
+        ),
+        serve(blocksPut, (ctx, { user_id }) => social.block(ctx, user_id)),
+        serve(blocksDelete, (ctx, { user_id }) => social.unblock(ctx, user_id)),
+        serve(blocksList, (ctx, page) => social.blocks(ctx, page)),
+      ],
+    };
   },
 });

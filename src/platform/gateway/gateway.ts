@@ -3,7 +3,7 @@ import { type ClientFrame, CloseCode, ping } from '../../../protocol/frames.js';
 import { payloadSchema } from '../../../protocol/operation.js';
 import type { Config } from '../../config.js';
 import type { AuthUser } from '../auth/access-tokens.js';
-import type { EventBus } from '../bus.js';
+import { type BusEvent, type EventBus, userTopic } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -34,6 +34,9 @@ interface Registration {
   handler: FrameHandler<unknown>;
   requiresAuth: boolean;
 }
+
+/** Runs on this node for an event on a user's own topic, for each of that user's connections here. */
+export type UserEventHandler = (connection: Connection, event: BusEvent) => void;
 
 /** Hooks for features that care when a user's first connection on this node opens or the last closes. */
 export interface SessionListener {
@@ -67,6 +70,7 @@ export class Gateway {
   );
   private readonly onSlowConsumer = () => this.deps.metrics.wsClosedByServer.inc({ reason: 'slow_consumer' });
   private readonly sessionListeners: SessionListener[] = [];
+  private readonly userEventHandlers = new Map<string, UserEventHandler>();
   private readonly decoder: FrameDecoder;
   private readonly topics: TopicRouter;
   private listenSocket: UwsListenSocket | undefined;
@@ -77,7 +81,9 @@ export class Gateway {
   constructor(private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus }) {
     const { config } = deps;
     this.decoder = new FrameDecoder(config.WS_MAX_FRAME_BYTES);
-    this.topics = new TopicRouter(deps.bus, deps.log);
+    this.topics = new TopicRouter(deps.bus, deps.log, (topic, event, members) =>
+      this.consumeUserEvent(topic, event, members),
+    );
     this.app.ws<SocketData>('/ws', {
       maxPayloadLength: config.WS_MAX_FRAME_BYTES * HARD_CEILING_FACTOR,
       idleTimeout: config.WS_IDLE_TIMEOUT_SECONDS,
@@ -135,10 +141,22 @@ export class Gateway {
   }
 
   /**
+   * Handles events of `type` published on a user's topic (`userTopic`) here, on every node, instead
+   * of sending them to the user's clients: one module reacting to another's change on the sockets
+   * it concerns (presence drops the subscriptions a new block forbids). Such types are never
+   * client events.
+   */
+  onUserEvent(type: string, handler: UserEventHandler): void {
+    if (this.userEventHandlers.has(type)) throw new Error(`User event ${type} already has a handler.`);
+    this.userEventHandlers.set(type, handler);
+  }
+
+  /**
    * Marks the connection as speaking for `user` (called by the auth frame handler). The socket
    * lives as long as the token: at its expiry the connection closes with 4403 unless a fresh auth
    * frame came first. Switching to another user drops the previous user's subscriptions, whose
-   * delivery filters were decided for them.
+   * delivery filters were decided for them. The connection receives its user's own topic
+   * (`userTopic`) from the moment it is authenticated until it closes or switches user.
    */
   async authenticate(connection: Connection, user: AuthUser): Promise<void> {
     const previous = connection.user;
@@ -147,13 +165,19 @@ export class Gateway {
       this.forgetUser(connection, previous.id);
     }
     connection.user = user;
+    // Joined before anything is awaited, so a close meanwhile drops it with the rest; awaited with
+    // the session listeners, so the user's events reach the socket once its auth is acknowledged.
+    const ownTopic = previous?.id === user.id ? undefined : this.topics.add(connection, userTopic(user.id));
     clearTimeout(connection.authDeadline);
     connection.authDeadline = undefined;
     if (user.expiresAt === undefined) this.tokenExpiry.cancel(connection);
     else this.tokenExpiry.schedule(connection, user.expiresAt);
     const first = this.usersHere.add(user.id, connection);
-    if (first === undefined) return;
-    for (const listener of this.sessionListeners) await listener.connected?.(user, first);
+    await Promise.all([ownTopic, first === undefined ? undefined : this.announceConnected(user, first)]);
+  }
+
+  private async announceConnected(user: AuthUser, firstOnThisNode: boolean): Promise<void> {
+    for (const listener of this.sessionListeners) await listener.connected?.(user, firstOnThisNode);
   }
 
   /**
@@ -165,7 +189,9 @@ export class Gateway {
     entries: readonly { topic: string; filter?: DeliveryFilter }[],
   ): Promise<void> {
     const added = new Set(entries.map((e) => e.topic).filter((topic) => !connection.topics?.has(topic)));
-    if ((connection.topics?.size ?? 0) + added.size > this.deps.config.WS_MAX_SUBSCRIPTIONS) {
+    // The user's own topic is the gateway's, not a subscription the client asked for.
+    const held = (connection.topics?.size ?? 0) - (connection.user ? 1 : 0);
+    if (held + added.size > this.deps.config.WS_MAX_SUBSCRIPTIONS) {
       throw new AppError(
         ErrorCode.SUBSCRIPTION_LIMIT,
         `A connection may hold at most ${this.deps.config.WS_MAX_SUBSCRIPTIONS} subscriptions.`,
@@ -258,6 +284,21 @@ export class Gateway {
     connection.wakeDrainWaiters();
     for (const listener of connection.closeListeners ?? []) listener();
     if (connection.user) this.forgetUser(connection, connection.user.id);
+  }
+
+  /** The TopicRouter's interceptor: consumes the event types registered with `onUserEvent`. */
+  private consumeUserEvent(topic: string, event: BusEvent, members: Iterable<Connection>): boolean {
+    const handler = this.userEventHandlers.get(event.t);
+    if (!handler) return false;
+    for (const connection of members) {
+      if (!connection.user || topic !== userTopic(connection.user.id)) continue;
+      try {
+        handler(connection, event);
+      } catch (err) {
+        this.deps.log.error({ err, type: event.t }, 'user event handler failed');
+      }
+    }
+    return true;
   }
 
   private forgetUser(connection: Connection, userId: string): void {

@@ -6,6 +6,12 @@ import type { Connection } from './connection.js';
 /** Decides per subscriber whether an event's audience includes it. */
 export type DeliveryFilter = (audience: EventAudience | undefined) => boolean;
 
+/**
+ * Sees each event before it is sent to a topic's members, and returns true when it handled the
+ * event on this node instead (Gateway.onUserEvent); the event is then sent to nobody.
+ */
+export type EventInterceptor = (topic: string, event: BusEvent, members: Iterable<Connection>) => boolean;
+
 interface Topic {
   members: Map<Connection, DeliveryFilter | undefined>;
   /** The bus subscription; resolves once it is active. */
@@ -25,6 +31,7 @@ export class TopicRouter {
   constructor(
     private readonly bus: EventBus,
     private readonly log: Logger,
+    private readonly intercept?: EventInterceptor,
   ) {}
 
   /** Resolves when events on the topic will reach the connection. */
@@ -65,7 +72,7 @@ export class TopicRouter {
 
   private deliver(topic: string, event: BusEvent): void {
     const entry = this.topics.get(topic);
-    if (!entry) return;
+    if (!entry || this.intercept?.(topic, event, entry.members.keys())) return;
     const bytes = encoder.encode({ t: event.t, d: event.d });
     for (const [connection, filter] of entry.members) {
       if (!filter || filter(event.audience)) connection.sendEncoded(bytes);

@@ -1,0 +1,227 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The SQL of the social graph (friendships, follows, blocks; migration 0007). Writes about a pair
+ * of users run in a transaction that first takes the pair's lock (`lockPair`), so the checks
+ * before them (a block, a request the other way) still hold when they write.
+ */
+
+export interface UserRow {
+  id: string;
+  username: string;
+}
+
+export interface FriendshipRow {
+  requester_id: string;
+  addressee_id: string;
+  status: 'pending' | 'accepted';
+}
+
+/** Advisory lock class of social pairs (the two-key form, apart from the migrations' one-key lock). */
+const PAIR_LOCK_CLASS = 7;
+
+/**
+ * Serialises writes about the pair {a, b}, in either order, until the transaction ends: two
+ * users asking each other at once end with one accepted friendship, and a block cannot miss a
+ * request or follow written beside it. Unrelated pairs share a lock only on a hash collision.
+ */
+export async function lockPair(em: EntityManager, a: string, b: string): Promise<void> {
+  await executeBound(em, 'select 1 as locked from pg_advisory_xact_lock($1::int, hashtext($2))', [
+    PAIR_LOCK_CLASS,
+    [a, b].sort().join(':'),
+  ]);
+}
+
+/** Those of the ids that name an account, with their usernames. */
+export function usersByIds(em: EntityManager, ids: readonly string[]): Promise<UserRow[]> {
+  return executeBound<UserRow>(em, 'select id, username from users where id = any($1::uuid[])', [ids]);
+}
+
+/** The friendship row between the two users, in whichever direction it was asked. */
+export async function friendshipBetween(
+  em: EntityManager,
+  a: string,
+  b: string,
+): Promise<FriendshipRow | undefined> {
+  const [row] = await executeBound<FriendshipRow>(
+    em,
+    `select requester_id, addressee_id, status::text as status from friendships
+     where (requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1)`,
+    [a, b],
+  );
+  return row;
+}
+
+export async function insertFriendRequest(
+  em: EntityManager,
+  requesterId: string,
+  addresseeId: string,
+  at: Date,
+): Promise<void> {
+  await executeBound(
+    em,
+    `insert into friendships (requester_id, addressee_id, status, created_at) values ($1, $2, 'pending', $3)`,
+    [requesterId, addresseeId, at],
+  );
+}
+
+/** Accepts the pending request requester -> addressee; false when there is none. */
+export async function acceptFriendRequest(
+  em: EntityManager,
+  requesterId: string,
+  addresseeId: string,
+  at: Date,
+): Promise<boolean> {
+  const rows = await executeBound(
+    em,
+    `update friendships set status = 'accepted', responded_at = $3
+     where requester_id = $1 and addressee_id = $2 and status = 'pending' returning 1 as accepted`,
+    [requesterId, addresseeId, at],
+  );
+  return rows.length > 0;
+}
+
+/** Deletes the pending request requester -> addressee (declined or withdrawn); false when there is none. */
+export async function deleteFriendRequest(
+  em: EntityManager,
+  requesterId: string,
+  addresseeId: string,
+): Promise<boolean> {
+  const rows = await executeBound(
+    em,
+    `delete from friendships where requester_id = $1 and addressee_id = $2 and status = 'pending'
+     returning 1 as deleted`,
+    [requesterId, addresseeId],
+  );
+  return rows.length > 0;
+}
+
+/** Ends the accepted friendship between the two, either direction; false when they were not friends. */
+export async function deleteFriendship(em: EntityManager, a: string, b: string): Promise<boolean> {
+  const rows = await executeBound(
+    em,
+    `delete from friendships
+     where ((requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1))
+       and status = 'accepted'
+     returning 1 as deleted`,
+    [a, b],
+  );
+  return rows.length > 0;
+}
+
+export async function insertFollow(em: EntityManager, followerId: string, followedId: string, at: Date) {
+  await executeBound(
+    em,
+    'insert into follows (follower_id, followed_id, created_at) values ($1, $2, $3) on conflict do nothing',
+    [followerId, followedId, at],
+  );
+}
+
+export async function deleteFollow(em: EntityManager, followerId: string, followedId: string) {
+  await executeBound(em, 'delete from follows where follower_id = $1 and followed_id = $2', [
+    followerId,
+    followedId,
+  ]);
+}
+
+export async function insertBlock(em: EntityManager, blockerId: string, blockedId: string, at: Date) {
+  await executeBound(
+    em,
+    'insert into blocks (blocker_id, blocked_id, created_at) values ($1, $2, $3) on conflict do nothing',
+    [blockerId, blockedId, at],
+  );
+}
+
+export async function deleteBlock(em: EntityManager, blockerId: string, blockedId: string) {
+  await executeBound(em, 'delete from blocks where blocker_id = $1 and blocked_id = $2', [
+    blockerId,
+    blockedId,
+  ]);
+}
+
+/**
+ * What a block ends, in one statement: the friendship or pending request and the follows between
+ * the two, both ways. Returns whether they were friends (the other is then told).
+ */
+export async function severPair(em: EntityManager, a: string, b: string): Promise<{ wereFriends: boolean }> {
+  const [row] = await executeBound<{ were_friends: boolean }>(
+    em,
+    `with ended as (
+       delete from friendships
+       where (requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1)
+       returning status
+     ), unfollowed as (
+       delete from follows
+       where (follower_id = $1 and followed_id = $2) or (follower_id = $2 and followed_id = $1)
+     )
+     select exists (select 1 from ended where status = 'accepted') as were_friends`,
+    [a, b],
+  );
+  return { wereFriends: row?.were_friends === true };
+}
+
+/**
+ * The lists, each a query of (other, since) for user $1: the other user of each row and when the
+ * relation began (a friendship when it was accepted). All are read newest first.
+ */
+const LIST_SOURCES = {
+  friends: `select addressee_id as other, coalesce(responded_at, created_at) as since
+            from friendships where requester_id = $1 and status = 'accepted'
+            union all
+            select requester_id, coalesce(responded_at, created_at)
+            from friendships where addressee_id = $1 and status = 'accepted'`,
+  incoming: `select requester_id as other, created_at as since
+             from friendships where addressee_id = $1 and status = 'pending'`,
+  outgoing: `select addressee_id as other, created_at as since
+             from friendships where requester_id = $1 and status = 'pending'`,
+  followers: 'select follower_id as other, created_at as since from follows where followed_id = $1',
+  following: 'select followed_id as other, created_at as since from follows where follower_id = $1',
+  blocks: 'select blocked_id as other, created_at as since from blocks where blocker_id = $1',
+} as const;
+
+export type ListName = keyof typeof LIST_SOURCES;
+
+/**
+ * Keyset order: (since, other id), newest first. Neither changes while the row exists, so rows
+ * written or removed between pages never shift one. The key's time goes out as text with
+ * microseconds: a Date keeps only milliseconds, and two rows a fraction apart would be skipped.
+ */
+const listSql = (source: string) => `
+  select r.other as id, u.username, r.since,
+         to_char(r.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as since_key
+  from (${source}) r join users u on u.id = r.other
+  where $2::timestamptz is null or (r.since, r.other) < ($2::timestamptz, $3::uuid)
+  order by r.since desc, r.other desc
+  limit $4`;
+
+const LIST_SQL = Object.fromEntries(
+  Object.entries(LIST_SOURCES).map(([name, source]) => [name, listSql(source)]),
+) as Record<ListName, string>;
+
+export interface ListRow {
+  id: string;
+  username: string;
+  since: Date;
+  /** The row's keyset position: `since` to the microsecond. */
+  sinceKey: string;
+}
+
+export async function listOf(
+  em: EntityManager,
+  list: ListName,
+  userId: string,
+  page: { after: readonly [sinceKey: string, id: string] | undefined; limit: number },
+): Promise<ListRow[]> {
+  const rows = await executeBound<{ id: string; username: string; since: Date | string; since_key: string }>(
+    em,
+    LIST_SQL[list],
+    [userId, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+  );
+  return rows.map((r) => ({
+    id: r.id,
+    username: r.username,
+    since: new Date(r.since),
+    sinceKey: r.since_key,
+  }));
+}

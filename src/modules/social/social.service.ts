@@ -1,0 +1,278 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EventPayloads } from '../../../protocol/frames.js';
+import type { FriendRequest, RelatedUser, SocialUser } from '../../../protocol/social.js';
+import { type EventBus, userTopic } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId } from '../../platform/ids.js';
+import type { ProfilesApi } from '../profiles/index.js';
+import { relationsOf } from './relations.js';
+import {
+  acceptFriendRequest,
+  deleteBlock,
+  deleteFollow,
+  deleteFriendRequest,
+  deleteFriendship,
+  friendshipBetween,
+  insertBlock,
+  insertFollow,
+  insertFriendRequest,
+  type ListName,
+  type ListRow,
+  listOf,
+  lockPair,
+  severPair,
+  usersByIds,
+} from './social.repository.js';
+
+/**
+ * Published on both users' own topics when one blocks the other, and handled on the nodes rather
+ * than sent to clients (Gateway.onUserEvent): `other_id` is the user the topic's owner must stop
+ * seeing, and be seen by, at once.
+ */
+export const USER_BLOCKED = 'social.blocked';
+export interface UserBlockedEvent {
+  other_id: string;
+}
+
+/** What the service publishes on users' own topics. */
+type SocialEvent =
+  | { t: 'social.friend_request'; d: EventPayloads['social.friend_request'] }
+  | { t: 'social.friend_accepted' | 'social.friend_removed'; d: EventPayloads['social.friend_removed'] }
+  | { t: typeof USER_BLOCKED; d: UserBlockedEvent };
+
+type Page = { limit: number; cursor?: string | undefined };
+type PageOf<Item> = { items: Item[]; next_cursor: string | null };
+
+export interface SocialDeps {
+  bus: EventBus;
+  privacy: Pick<ProfilesApi, 'privacyOf'>;
+}
+
+const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
+const blocked = () =>
+  new AppError(ErrorCode.FORBIDDEN, 'A block between you and this user stands in the way.');
+
+const SINCE_KEY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+const isListKey = (value: unknown): value is [string, string] =>
+  Array.isArray(value) &&
+  value.length === 2 &&
+  typeof value[0] === 'string' &&
+  SINCE_KEY.test(value[0]) &&
+  typeof value[1] === 'string' &&
+  isId(value[1]);
+
+const related = (row: ListRow): RelatedUser => ({
+  user: { id: row.id, username: row.username },
+  since: row.since.toISOString(),
+});
+
+/**
+ * The rules of friendships, follows and blocks. Writes about a pair run in one transaction under
+ * the pair's lock; events go to the affected users' own topics after it committed.
+ */
+export class SocialService {
+  constructor(private readonly deps: SocialDeps) {}
+
+  /** Asks `userId` to be friends, or accepts their request when they asked first. */
+  async request(ctx: Ctx, userId: string): Promise<{ status: 'pending' | 'accepted' }> {
+    const outcome = await this.inPair(ctx, userId, async (em, me, them) => {
+      if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
+      const existing = await friendshipBetween(em, me.id, them.id);
+      if (existing?.status === 'accepted') throw new AppError(ErrorCode.CONFLICT, 'You are friends already.');
+      if (existing?.requester_id === me.id)
+        throw new AppError(ErrorCode.CONFLICT, 'Your request to this user is pending already.');
+      const now = ctx.now();
+      if (existing) await acceptFriendRequest(em, them.id, me.id, now);
+      else await insertFriendRequest(em, me.id, them.id, now);
+      return { me, them, accepted: existing !== undefined, at: now };
+    });
+    if (outcome.accepted) {
+      await this.notify(ctx, outcome.them.id, { t: 'social.friend_accepted', d: { user: outcome.me } });
+      return { status: 'accepted' };
+    }
+    await this.notify(ctx, outcome.them.id, {
+      t: 'social.friend_request',
+      d: { from: outcome.me, created_at: outcome.at.toISOString() },
+    });
+    return { status: 'pending' };
+  }
+
+  async accept(ctx: Ctx, userId: string): Promise<{ status: 'accepted' }> {
+    const { me, them } = await this.inPair(ctx, userId, async (em, me, them) => {
+      if (await acceptFriendRequest(em, them.id, me.id, ctx.now())) return { me, them };
+      if ((await friendshipBetween(em, me.id, them.id))?.status === 'accepted')
+        throw new AppError(ErrorCode.CONFLICT, 'You are friends already.');
+      throw new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to you.');
+    });
+    await this.notify(ctx, them.id, { t: 'social.friend_accepted', d: { user: me } });
+    return { status: 'accepted' };
+  }
+
+  /** Declining is silent: the requester gets no event, their request only leaves their outgoing list. */
+  async decline(ctx: Ctx, userId: string): Promise<void> {
+    await this.inPair(ctx, userId, async (em, me, them) => {
+      if (!(await deleteFriendRequest(em, them.id, me.id)))
+        throw new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to you.');
+    });
+  }
+
+  async cancel(ctx: Ctx, userId: string): Promise<void> {
+    await this.inPair(ctx, userId, async (em, me, them) => {
+      if (!(await deleteFriendRequest(em, me.id, them.id)))
+        throw new AppError(ErrorCode.NOT_FOUND, 'You have no pending request to this user.');
+    });
+  }
+
+  async unfriend(ctx: Ctx, userId: string): Promise<void> {
+    const { me, them } = await this.inPair(ctx, userId, async (em, me, them) => {
+      if (!(await deleteFriendship(em, me.id, them.id)))
+        throw new AppError(ErrorCode.NOT_FOUND, 'This user is not your friend.');
+      return { me, them };
+    });
+    await this.notify(ctx, them.id, { t: 'social.friend_removed', d: { user: me } });
+  }
+
+  async follow(ctx: Ctx, userId: string): Promise<void> {
+    await this.inPair(ctx, userId, async (em, me, them) => {
+      if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
+      await insertFollow(em, me.id, them.id, ctx.now());
+    });
+  }
+
+  async unfollow(ctx: Ctx, userId: string): Promise<void> {
+    await this.inPair(ctx, userId, (em, me, them) => deleteFollow(em, me.id, them.id));
+  }
+
+  /**
+   * Blocks the user and ends what stood between the two. Both users' nodes drop their presence
+   * subscriptions to each other at once; a friend is told the friendship ended, not why.
+   */
+  async block(ctx: Ctx, userId: string): Promise<void> {
+    const { me, them, wereFriends } = await this.inPair(ctx, userId, async (em, me, them) => {
+      await insertBlock(em, me.id, them.id, ctx.now());
+      return { me, them, ...(await severPair(em, me.id, them.id)) };
+    });
+    await Promise.all([
+      this.notify(ctx, me.id, { t: USER_BLOCKED, d: { other_id: them.id } }),
+      this.notify(ctx, them.id, { t: USER_BLOCKED, d: { other_id: me.id } }),
+      wereFriends ? this.notify(ctx, them.id, { t: 'social.friend_removed', d: { user: me } }) : undefined,
+    ]);
+  }
+
+  /** Nothing the block ended comes back: friendships and follows have to be made again. */
+  async unblock(ctx: Ctx, userId: string): Promise<void> {
+    await this.inPair(ctx, userId, (em, me, them) => deleteBlock(em, me.id, them.id));
+  }
+
+  async friends(ctx: Ctx, page: Page): Promise<PageOf<RelatedUser>> {
+    return this.page(ctx, 'friends', callerOf(ctx).id, page, related);
+  }
+
+  async requests(
+    ctx: Ctx,
+    direction: FriendRequest['direction'],
+    page: Page,
+  ): Promise<PageOf<FriendRequest>> {
+    return this.page(ctx, direction, callerOf(ctx).id, page, (row) => ({
+      user: { id: row.id, username: row.username },
+      direction,
+      created_at: row.since.toISOString(),
+    }));
+  }
+
+  async blocks(ctx: Ctx, page: Page): Promise<PageOf<RelatedUser>> {
+    return this.page(ctx, 'blocks', callerOf(ctx).id, page, related);
+  }
+
+  async follows(
+    ctx: Ctx,
+    list: 'followers' | 'following',
+    userId: string,
+    page: Page,
+  ): Promise<PageOf<RelatedUser>> {
+    return this.page(ctx, list, await this.listOwner(ctx, userId), page, related);
+  }
+
+  /**
+   * Whose follow lists the caller may read: their own, else a user whose profile_visibility
+   * allows it (friends: an accepted friendship) and 403 otherwise. A block either way answers
+   * 404, as for a user who does not exist.
+   */
+  private async listOwner(ctx: Ctx, userId: string): Promise<string> {
+    const viewer = callerOf(ctx);
+    if (!isId(userId)) throw noSuchUser();
+    const ownerId = canonicalId(userId);
+    if (ownerId === viewer.id) return ownerId;
+    const [exists, privacy, relations] = await Promise.all([
+      usersByIds(ctx.em, [ownerId]),
+      this.deps.privacy.privacyOf(ctx.em, [ownerId]),
+      relationsOf(ctx.em, viewer.id, [ownerId]),
+    ]);
+    const relation = relations.get(ownerId);
+    if (exists.length === 0 || relation?.blocked) throw noSuchUser();
+    const visibility = privacy.get(ownerId)?.profile_visibility;
+    if (visibility === 'private' || (visibility === 'friends' && !relation?.friends))
+      throw new AppError(ErrorCode.FORBIDDEN, "This user's profile settings hide the list from you.");
+    return ownerId;
+  }
+
+  private async page<Item>(
+    ctx: Ctx,
+    list: ListName,
+    userId: string,
+    page: Page,
+    toItem: (row: ListRow) => Item,
+  ): Promise<PageOf<Item>> {
+    const after = decodeCursor(page.cursor, isListKey);
+    const rows = await listOf(ctx.em, list, userId, { after, limit: page.limit + 1 });
+    return pageFrom(rows, page.limit, toItem, (row) => [row.sinceKey, row.id]);
+  }
+
+  /**
+   * Runs `work` about the caller and the user `userId` in one transaction holding the pair's lock,
+   * with both accounts read inside it. An id that cannot name a user answers 404 like an unknown
+   * one; the caller's own id answers 422.
+   */
+  private async inPair<T>(
+    ctx: Ctx,
+    userId: string,
+    work: (em: EntityManager, me: SocialUser, them: SocialUser) => Promise<T>,
+  ): Promise<T> {
+    const caller = callerOf(ctx);
+    if (!isId(userId)) throw noSuchUser();
+    const otherId = canonicalId(userId);
+    if (otherId === caller.id) {
+      throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot do this to yourself.', {
+        errors: [{ path: 'user_id', message: 'must be another user' }],
+      });
+    }
+    try {
+      return await ctx.em.transactional(async (em) => {
+        await lockPair(em, caller.id, otherId);
+        const users = await usersByIds(em, [caller.id, otherId]);
+        const me = users.find((user) => user.id === caller.id);
+        const them = users.find((user) => user.id === otherId);
+        // The token outlived its account by a moment.
+        if (!me) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
+        if (!them) throw noSuchUser();
+        return await work(em, me, them);
+      });
+    } catch (error) {
+      // One of the two accounts was deleted after it was read: its rows are gone with it.
+      if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchUser();
+      throw error;
+    }
+  }
+
+  /** Tells a user's sockets, on every node. The change is committed: a lost event is logged, not an error. */
+  private async notify(ctx: Ctx, userId: string, event: SocialEvent): Promise<void> {
+    try {
+      await this.deps.bus.publish(userTopic(userId), event);
+    } catch (err) {
+      ctx.log.warn({ err, userId, event: event.t }, 'a social event could not be published');
+    }
+  }
+}
