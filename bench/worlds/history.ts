@@ -145,7 +145,7 @@ export async function explainPages(sql: Sql, worldId: string): Promise<{ newest:
     'select max(id) as max from chunk_revisions where world_id = $1',
     [worldId],
   );
-  const explain = async (before: number | null) => {
+  const explain = async (before: number) => {
     type Explained = { 'QUERY PLAN': [{ Plan: PlanNode; 'Execution Time': number }] };
     const [row] = (await sql.query<Explained>(`explain (analyze, buffers, format json) ${BY_WORLD}`, [
       worldId,
@@ -158,5 +158,9 @@ export async function explainPages(sql: Sql, worldId: string): Promise<{ newest:
     const blocks = (scan['Shared Hit Blocks'] ?? 0) + (scan['Shared Read Blocks'] ?? 0);
     return `${scan['Node Type']} (${scan['Scan Direction'] ?? 'n/a'}) using ${scan['Index Name']}, ${scan['Rows Removed by Filter'] ?? 0} rows removed by the world filter, ${blocks} buffers, ${ms.toFixed(2)} ms`;
   };
-  return { newest: await explain(null), deep: await explain(Number(top?.max) - HISTORY_REVISIONS / 2) };
+  // The service bounds the newest page at the world's content revision (history.service.ts).
+  return {
+    newest: await explain(Number(top?.max) + 1),
+    deep: await explain(Number(top?.max) - HISTORY_REVISIONS / 2),
+  };
 }
