@@ -44,17 +44,23 @@ async function* pagesOf(
   count: number,
 ): AsyncGenerator<RoomChunk[]> {
   let after: ChunkKey | undefined;
+  // How many chunks the byte budget is likely to take, from the sizes seen so far: the page
+  // statement looks up this many candidates, so large chunks do not cost 256 lookups a page.
+  let expected = PAGE_CHUNKS;
+  let sentBytes = 0;
   // Revisions <= asOf only go away with their room, so the count holds unless the room does; the
   // limit never reads past it, so the document's array length stays true.
   for (let sent = 0; sent < count; ) {
     const page = await pageAsOf(em, roomId, asOf, {
       after,
-      limit: Math.min(PAGE_CHUNKS, count - sent),
+      limit: Math.min(expected, count - sent),
       maxBytes: PAGE_BYTES,
     });
     const last = page.at(-1);
     if (!last) throw roomGone();
     sent += page.length;
+    for (const chunk of page) sentBytes += chunk.payload.byteLength;
+    expected = Math.min(PAGE_CHUNKS, Math.ceil(PAGE_BYTES / Math.max(1, sentBytes / sent)) + 1);
     after = last;
     yield page;
   }
