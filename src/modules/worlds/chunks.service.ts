@@ -168,12 +168,7 @@ export class ChunksService {
     const now = ctx.now();
     const committed = await ctx.em.transactional(async (em) => {
       const world = await this.worlds.owned(ctx, request.worldId, em, true);
-      const plan = await prepareCommit(
-        em,
-        world.id,
-        [...new Set(writes.map((w) => w.roomId))].filter(isId),
-        writes,
-      );
+      const plan = await prepareCommit(em, world.id, [...new Set(writes.map((w) => w.roomId))], writes);
       const missingRoom = writes.findIndex((w) => !plan.rooms.has(w.roomId));
       if (missingRoom >= 0) throw about(roomNotFound(), at(missingRoom));
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
