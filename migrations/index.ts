@@ -1,4 +1,5 @@
 import { Migration0001Initial } from './0001_initial.js';
+import { Migration0002Chat } from './0002_chat.js';
 import { Migration0003SessionRevocations } from './0003_session_revocations.js';
 import { Migration0004AvatarLoadouts } from './0004_avatar_loadouts.js';
 import { Migration0005WorldContent } from './0005_world_content.js';
@@ -6,6 +7,7 @@ import { Migration0006PresenceColumns } from './0006_presence_columns.js';
 import { Migration0007SocialGraph } from './0007_social_graph.js';
 import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_history.js';
 import { Migration0010Profiles } from './0010_profiles.js';
+import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -14,6 +16,7 @@ import { Migration0010Profiles } from './0010_profiles.js';
  */
 export const migrationsList = [
   { name: '0001_initial', class: Migration0001Initial },
+  { name: '0002_chat', class: Migration0002Chat },
   { name: '0003_session_revocations', class: Migration0003SessionRevocations },
   { name: '0004_avatar_loadouts', class: Migration0004AvatarLoadouts },
   { name: '0005_world_content', class: Migration0005WorldContent },
@@ -21,4 +24,5 @@ export const migrationsList = [
   { name: '0007_social_graph', class: Migration0007SocialGraph },
   { name: '0009_world_streams_and_history', class: Migration0009WorldStreamsAndHistory },
   { name: '0010_profiles', class: Migration0010Profiles },
+  { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
 ];

@@ -50,6 +50,8 @@ export const ErrorCode = {
   REVISION_CONFLICT: 'REVISION_CONFLICT',
   /** A chunk payload that does not decode with the chunk codec; the body names the byte `offset`. */
   INVALID_CHUNK: 'INVALID_CHUNK',
+  /** The text filter refused a message (DM_FILTER_MODE=reject); nothing was stored. */
+  MESSAGE_REJECTED: 'MESSAGE_REJECTED',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -88,6 +90,7 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   PRECONDITION_REQUIRED: 428,
   REVISION_CONFLICT: 409,
   INVALID_CHUNK: 422,
+  MESSAGE_REJECTED: 422,
   INTERNAL: 500,
 };
 

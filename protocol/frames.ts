@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { DmReadEvent, Message } from './chat.js';
 import type {
   ChunksCommitEvent,
   ChunksResyncEvent,
@@ -64,6 +65,9 @@ export interface EventPayloads {
   'social.friend_request': FriendRequestEvent;
   'social.friend_accepted': FriendChangeEvent;
   'social.friend_removed': FriendChangeEvent;
+  /** A direct message, to the peer's sockets and the sender's (protocol/chat.ts). */
+  'dm.message': Message;
+  'dm.read': DmReadEvent;
 }
 
 export interface PongFrame {

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { authOperations } from './auth.js';
+import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
@@ -12,6 +13,7 @@ import { userOperations } from './users.js';
 import { worldOperations } from './worlds.js';
 
 export * from './auth.js';
+export * from './chat.js';
 export * from './chunks.js';
 export * from './favorites.js';
 export * from './presence.js';
@@ -37,6 +39,7 @@ const all = [
   ...chunkOperations,
   ...favoriteOperations,
   ...socialOperations,
+  ...chatOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

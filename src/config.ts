@@ -122,6 +122,8 @@ export const configSchema = z.object({
   NODE_LEASE_SECONDS: positiveInt(10, 3600),
   DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
+  /** What the text filter does with disallowed words in a message: mask them, or refuse the message (422). */
+  DM_FILTER_MODE: z.enum(['mask', 'reject'], { error: 'must be one of mask, reject' }).default('mask'),
   GAMESERVER_COMMAND: z.string().min(1).optional(),
   GAMESERVER_READY_TIMEOUT_MS: positiveInt(30_000, 3_600_000),
 });

@@ -12,6 +12,7 @@ describe('configuration', () => {
       PRESENCE_TTL_SECONDS: 60,
       DM_RATE_LIMIT_COUNT: 10,
       DM_RATE_LIMIT_WINDOW_SECONDS: 10,
+      DM_FILTER_MODE: 'mask',
       GAMESERVER_READY_TIMEOUT_MS: 30_000,
       MIGRATE_ON_START: true,
     });
@@ -64,6 +65,7 @@ describe('configuration', () => {
       'loud',
       'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent (got "loud")',
     ],
+    ['DM_FILTER_MODE', 'censor', 'DM_FILTER_MODE must be one of mask, reject (got "censor")'],
     [
       'GAMESERVER_READY_TIMEOUT_MS',
       '1.5',

@@ -1,6 +1,7 @@
 import { accountModule } from './account/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
+import { chatModule } from './chat/index.js';
 import { healthModule } from './health/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
@@ -17,6 +18,7 @@ export const modules = [
   usersModule,
   profilesModule,
   socialModule,
+  chatModule,
   presenceModule,
   authModule,
   accountModule,

@@ -1,4 +1,5 @@
 import { AppError, ErrorCode } from './errors.js';
+import { isId } from './ids.js';
 
 /**
  * Cursors of keyset pages: the key of the last item of a page, as base64url JSON. Clients treat
@@ -10,10 +11,14 @@ export function encodeCursor(key: readonly (string | number)[]): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
 }
 
-/** The key in `cursor`, checked by `isKey`; undefined when there is no cursor (the first page). */
+/**
+ * The key in `cursor`, checked by `isKey`; undefined when there is no cursor (the first page).
+ * `field` names the request field that carried it, for the 422.
+ */
 export function decodeCursor<Key>(
   cursor: string | undefined,
   isKey: (value: unknown) => value is Key,
+  field = 'cursor',
 ): Key | undefined {
   if (cursor === undefined) return undefined;
   let value: unknown;
@@ -24,7 +29,7 @@ export function decodeCursor<Key>(
   }
   if (isKey(value)) return value;
   throw new AppError(ErrorCode.VALIDATION_FAILED, 'The cursor is not one this list gave out.', {
-    errors: [{ path: 'cursor', message: 'is not a cursor of this list' }],
+    errors: [{ path: field, message: 'is not a cursor of this list' }],
   });
 }
 
@@ -42,3 +47,21 @@ export function pageFrom<Row, Item>(
     next_cursor: rows.length > limit && last !== undefined ? encodeCursor(keyOf(last)) : null,
   };
 }
+
+/**
+ * Keys of lists ordered by (timestamp, id): the time goes out as text with microseconds, since a
+ * Date keeps only milliseconds and two rows a fraction apart would be skipped. `timeKeySql`
+ * renders a timestamptz column that way in a query; `isTimeIdKey` checks a decoded key.
+ */
+export const timeKeySql = (column: string) =>
+  `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+const TIME_KEY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+export const isTimeIdKey = (value: unknown): value is [string, string] =>
+  Array.isArray(value) &&
+  value.length === 2 &&
+  typeof value[0] === 'string' &&
+  TIME_KEY.test(value[0]) &&
+  typeof value[1] === 'string' &&
+  isId(value[1]);

@@ -228,7 +228,43 @@ const rows: { [N in RestName]: Row<N> } = {
     }),
   },
   'blocks.list': { prepare: async () => ({ token: (await socialCircle()).access_token }) },
+  // Each run sends a message of its own: only its id differs.
+  'dm.send': {
+    fresh: true,
+    prepare: ({ me, other }) => ({
+      token: me.access_token,
+      input: { user_id: other.user.id, body: ' parity ' },
+    }),
+  },
+  'dm.history': {
+    prepare: async () => {
+      const { sender, recipient } = await dmPair();
+      return { token: sender.access_token, input: { user_id: recipient.user.id } };
+    },
+  },
+  'dm.conversations': {
+    prepare: async () => ({ token: (await dmPair()).recipient.access_token }),
+  },
 };
+
+let pair: Promise<{ sender: TokenResponse; recipient: TokenResponse }> | undefined;
+/** Two users with a conversation of two messages, written once for both runs of the DM list rows. */
+function dmPair() {
+  pair ??= (async () => {
+    const [sender, recipient] = [await registerUser(app), await registerUser(app)];
+    for (const body of ['first', 'second']) {
+      const response = await app.http.inject({
+        method: 'POST',
+        url: `/api/chat/dm/${recipient.user.id}/messages`,
+        headers: bearer(sender.access_token),
+        payload: { body },
+      });
+      expect(response.statusCode, response.body).toBe(201);
+    }
+    return { sender, recipient };
+  })();
+  return pair;
+}
 
 /** A social graph write made by `user` while preparing a row; it must succeed. */
 async function social(user: TokenResponse, method: 'POST' | 'PUT', url: string, payload?: object) {

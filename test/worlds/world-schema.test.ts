@@ -153,7 +153,9 @@ describe('migration 0005 on a database migrated before it existed', () => {
       await queryRows(db, `delete from atrium_migrations where name = '0005_world_content'`);
       await queryRows(
         db,
-        'drop table profile_favorites, chunk_revisions, chunks, rooms, worlds; drop sequence chunk_revision_ids; drop function chunk_revisions_append_only',
+        // cascade: the chat messages' keys to worlds and rooms (0011) go too; this database stands
+        // for one from before world content, which had none.
+        'drop table profile_favorites, chunk_revisions, chunks, rooms, worlds cascade; drop sequence chunk_revision_ids; drop function chunk_revisions_append_only',
       );
       expect((await migrationStatus(db)).pending).toEqual(['0005_world_content']);
       expect(await migrateUp(db, url)).toEqual(['0005_world_content']);

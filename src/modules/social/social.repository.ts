@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -189,7 +190,7 @@ export type ListName = keyof typeof LIST_SOURCES;
  */
 const listSql = (source: string) => `
   select r.other as id, u.username, r.since,
-         to_char(r.since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as since_key
+         ${timeKeySql('r.since')} as since_key
   from (${source}) r join users u on u.id = r.other
   where $2::timestamptz is null or (r.since, r.other) < ($2::timestamptz, $3::uuid)
   order by r.since desc, r.other desc

@@ -3,7 +3,7 @@ import type { EventPayloads } from '../../../protocol/frames.js';
 import type { FriendRequest, RelatedUser, SocialUser } from '../../../protocol/social.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
@@ -54,15 +54,6 @@ export interface SocialDeps {
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const blocked = () =>
   new AppError(ErrorCode.FORBIDDEN, 'A block between you and this user stands in the way.');
-
-const SINCE_KEY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
-const isListKey = (value: unknown): value is [string, string] =>
-  Array.isArray(value) &&
-  value.length === 2 &&
-  typeof value[0] === 'string' &&
-  SINCE_KEY.test(value[0]) &&
-  typeof value[1] === 'string' &&
-  isId(value[1]);
 
 const related = (row: ListRow): RelatedUser => ({
   user: { id: row.id, username: row.username },
@@ -226,7 +217,7 @@ export class SocialService {
     page: Page,
     toItem: (row: ListRow) => Item,
   ): Promise<PageOf<Item>> {
-    const after = decodeCursor(page.cursor, isListKey);
+    const after = decodeCursor(page.cursor, isTimeIdKey);
     const rows = await listOf(ctx.em, list, userId, { after, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toItem, (row) => [row.sinceKey, row.id]);
   }

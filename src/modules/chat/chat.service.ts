@@ -1,0 +1,185 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { type Conversation, MESSAGE_BODY_MAX, type Message } from '../../../protocol/chat.js';
+import type { EventPayloads } from '../../../protocol/frames.js';
+import { type EventBus, userTopic } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId, newId } from '../../platform/ids.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { ProfilesApi } from '../profiles/index.js';
+import type { SocialApi } from '../social/index.js';
+import { existingUserIds } from '../users/index.js';
+import {
+  type ConversationRow,
+  conversationOf,
+  conversationsOf,
+  ensureConversation,
+  insertMessage,
+  type MessageRow,
+  markRead,
+  messagesOf,
+} from './dm.repository.js';
+import type { Filtered } from './text-filter.js';
+
+export interface ChatDeps {
+  bus: EventBus;
+  privacy: Pick<ProfilesApi, 'privacyOf'>;
+  social: Pick<SocialApi, 'relationsOf'>;
+  /** Messages per sender and window, shared by the nodes through Redis when there is one. */
+  sendLimiter: RateLimiterAbstract;
+  filter: (body: string) => Filtered;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+type PageOf<Item> = { items: Item[]; next_cursor: string | null };
+type ChatEvent =
+  | { t: 'dm.message'; d: EventPayloads['dm.message'] }
+  | { t: 'dm.read'; d: EventPayloads['dm.read'] };
+
+const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
+const forbidden = (message: string) => new AppError(ErrorCode.FORBIDDEN, message);
+const invalidBody = (message: string) =>
+  new AppError(ErrorCode.VALIDATION_FAILED, 'The message body is not valid.', {
+    errors: [{ path: 'body', message }],
+  });
+
+const toMessage = (row: MessageRow): Message => ({
+  id: row.id,
+  conversation_id: row.conversation_id,
+  sender_id: row.sender_id,
+  body: row.body,
+  created_at: new Date(row.created_at).toISOString(),
+  filtered: row.filtered,
+});
+
+const toConversation = (row: ConversationRow): Conversation => ({
+  conversation_id: row.conversation_id,
+  peer: { id: row.peer_id, username: row.peer_username },
+  last_message:
+    row.m_id === null
+      ? null
+      : {
+          id: row.m_id,
+          conversation_id: row.conversation_id,
+          sender_id: row.m_sender_id,
+          body: row.m_body ?? '',
+          created_at: new Date(row.m_created_at ?? 0).toISOString(),
+          filtered: row.m_filtered === true,
+        },
+  unread_count: row.unread_count,
+});
+
+/**
+ * Direct messages between two users: the rules of sending (docs/chat.md), the history and the
+ * conversation list. Events go to both users' own topics after the write committed.
+ */
+export class ChatService {
+  constructor(private readonly deps: ChatDeps) {}
+
+  /**
+   * Checks run cheapest first: the input, then the sender's rate limit (so a flood of refused
+   * sends cannot load the database either), then the peer, blocks and the peer's dm_policy.
+   */
+  async send(ctx: Ctx, userId: string, rawBody: string): Promise<Message> {
+    const me = callerOf(ctx).id;
+    const peer = peerOf(me, userId);
+    const body = rawBody.trim();
+    const length = [...body].length;
+    if (length === 0) throw invalidBody('must not be empty after trimming');
+    if (length > MESSAGE_BODY_MAX)
+      throw invalidBody(`must be at most ${MESSAGE_BODY_MAX} characters after trimming`);
+    const filtered = this.deps.filter(body);
+    await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
+    const [exists, relations, privacy] = await Promise.all([
+      existingUserIds(ctx.em, [peer]),
+      this.deps.social.relationsOf(ctx.em, me, [peer]),
+      this.deps.privacy.privacyOf(ctx.em, [peer]),
+    ]);
+    if (exists.length === 0) throw noSuchUser();
+    const relation = relations.get(peer);
+    if (relation?.blocked) throw forbidden('A block between you and this user stands in the way.');
+    const policy = privacy.get(peer)?.dm_policy;
+    if (policy === 'nobody' || (policy === 'friends' && !relation?.friends))
+      throw forbidden("This user's privacy settings do not let you message them.");
+    const message = await this.store(ctx, me, peer, filtered);
+    await Promise.all([
+      this.notify(ctx, peer, { t: 'dm.message', d: message }),
+      // The sender's other sockets show the message too; the sending one gets it as well and
+      // recognises it by id.
+      this.notify(ctx, me, { t: 'dm.message', d: message }),
+    ]);
+    return message;
+  }
+
+  /**
+   * A page of the conversation with `userId`, newest first, and the caller's read mark moved to
+   * now (the peer is told). Before the first message there is no conversation: an empty page.
+   */
+  async history(ctx: Ctx, userId: string, page: { limit: number; before?: string | undefined }) {
+    const me = callerOf(ctx).id;
+    const peer = peerOf(me, userId);
+    const before = decodeCursor(page.before, isTimeIdKey, 'before');
+    const [exists, conversationId] = await Promise.all([
+      existingUserIds(ctx.em, [peer]),
+      conversationOf(ctx.em, me, peer),
+    ]);
+    if (exists.length === 0) throw noSuchUser();
+    if (!conversationId) return { items: [], next_cursor: null };
+    const rows = await messagesOf(ctx.em, conversationId, { before, limit: page.limit + 1 });
+    const readAt = await markRead(ctx.em, conversationId, me, ctx.now());
+    if (readAt) {
+      await this.notify(ctx, peer, {
+        t: 'dm.read',
+        d: { conversation_id: conversationId, user_id: me, last_read_at: readAt.toISOString() },
+      });
+    }
+    return pageFrom(rows, page.limit, toMessage, (row) => [row.created_key, row.id]);
+  }
+
+  async conversations(ctx: Ctx, page: Page): Promise<PageOf<Conversation>> {
+    const me = callerOf(ctx).id;
+    const after = decodeCursor(page.cursor, isTimeIdKey);
+    const rows = await conversationsOf(ctx.em, me, { after, limit: page.limit + 1 });
+    return pageFrom(rows, page.limit, toConversation, (row) => [row.activity_key, row.conversation_id]);
+  }
+
+  /** Creates the conversation on the first message, and stores the message, in one transaction. */
+  private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
+    const at = ctx.now();
+    try {
+      const row = await ctx.em.transactional(async (em) => {
+        const conversationId = await ensureConversation(em, newId(), me, peer, at);
+        if (!conversationId) throw noSuchUser();
+        return insertMessage(em, { id: newId(), conversationId, senderId: me, body, filtered, at });
+      });
+      return toMessage(row);
+    } catch (error) {
+      // The peer's account was deleted after it was read (with the conversation, if there was one).
+      if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchUser();
+      throw error;
+    }
+  }
+
+  /** Tells a user's sockets, on every node. The change is committed: a lost event is logged, not an error. */
+  private async notify(ctx: Ctx, userId: string, event: ChatEvent): Promise<void> {
+    try {
+      await this.deps.bus.publish(userTopic(userId), event);
+    } catch (err) {
+      ctx.log.warn({ err, userId, event: event.t }, 'a chat event could not be published');
+    }
+  }
+}
+
+/** The peer's canonical id: an id that cannot name a user answers 404, the caller's own 422. */
+function peerOf(me: string, userId: string): string {
+  if (!isId(userId)) throw noSuchUser();
+  const peer = canonicalId(userId);
+  if (peer === me) {
+    throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot message yourself.', {
+      errors: [{ path: 'user_id', message: 'must be another user' }],
+    });
+  }
+  return peer;
+}

@@ -1,0 +1,183 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The SQL of direct messages (tables of migrations 0002 and 0011). A conversation is stored with
+ * its pair ordered (`user_a_id < user_b_id`, as the uuids compare), so callers pass `orderedPair`.
+ */
+
+export interface MessageRow {
+  id: string;
+  conversation_id: string;
+  sender_id: string | null;
+  body: string;
+  filtered: boolean;
+  created_at: Date;
+  /** The row's keyset position: created_at to the microsecond. */
+  created_key: string;
+}
+
+export interface ConversationRow {
+  conversation_id: string;
+  peer_id: string;
+  peer_username: string;
+  activity_key: string;
+  unread_count: number;
+  /** The last message; nulls once no message is left (moderation may delete messages). */
+  m_id: string | null;
+  m_sender_id: string | null;
+  m_body: string | null;
+  m_filtered: boolean | null;
+  m_created_at: Date | null;
+}
+
+type Key = readonly [timeKey: string, id: string] | undefined;
+
+/** Lowercase canonical uuids compare as text the way Postgres compares the uuids. */
+export const orderedPair = (a: string, b: string): [string, string] => (a < b ? [a, b] : [b, a]);
+
+/** The conversation of the pair, or undefined before its first message. */
+export async function conversationOf(em: EntityManager, a: string, b: string): Promise<string | undefined> {
+  const [row] = await executeBound<{ id: string }>(
+    em,
+    'select id from conversations where user_a_id = $1 and user_b_id = $2',
+    orderedPair(a, b),
+  );
+  return row?.id;
+}
+
+/**
+ * The pair's conversation, created with both participants when missing. A concurrent first send
+ * waits on the unique key and inserts nothing; the select after it, a new statement, then sees
+ * the other transaction's committed row.
+ */
+export async function ensureConversation(
+  em: EntityManager,
+  newId: string,
+  a: string,
+  b: string,
+  at: Date,
+): Promise<string | undefined> {
+  const [userA, userB] = orderedPair(a, b);
+  const [created] = await executeBound<{ id: string }>(
+    em,
+    `with created as (
+       insert into conversations (id, user_a_id, user_b_id, created_at, last_message_at)
+       values ($1, $2, $3, $4, $4) on conflict (user_a_id, user_b_id) do nothing returning id
+     ), joined as (
+       insert into conversation_participants (conversation_id, user_id)
+       select id, unnest(array[$2, $3]::uuid[]) from created
+     )
+     select id from created`,
+    [newId, userA, userB, at],
+  );
+  if (created) return created.id;
+  // Undefined only when one of the users was deleted since the insert met their conversation.
+  return conversationOf(em, userA, userB);
+}
+
+/** Stores a message and moves the conversation's activity time, in one statement. */
+export async function insertMessage(
+  em: EntityManager,
+  message: {
+    id: string;
+    conversationId: string;
+    senderId: string;
+    body: string;
+    filtered: boolean;
+    at: Date;
+  },
+): Promise<MessageRow> {
+  const [row] = await executeBound<MessageRow>(
+    em,
+    `with activity as (
+       update conversations set last_message_at = greatest(last_message_at, $6) where id = $2
+     )
+     insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
+     values ($1, $2, $3, $4, $5, $6)
+     returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`,
+    [message.id, message.conversationId, message.senderId, message.body, message.filtered, message.at],
+  );
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+/** A page of the conversation's messages, newest first, after `before` in that order. */
+export function messagesOf(
+  em: EntityManager,
+  conversationId: string,
+  page: { before: Key; limit: number },
+): Promise<MessageRow[]> {
+  return executeBound<MessageRow>(
+    em,
+    `select id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
+     from messages
+     where conversation_id = $1 and ($2::timestamptz is null or (created_at, id) < ($2::timestamptz, $3::uuid))
+     order by created_at desc, id desc
+     limit $4`,
+    [conversationId, page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit],
+  );
+}
+
+/** Moves the user's read mark forward to `at` (never back); returns the mark now stored. */
+export async function markRead(
+  em: EntityManager,
+  conversationId: string,
+  userId: string,
+  at: Date,
+): Promise<Date | undefined> {
+  const [row] = await executeBound<{ last_read_at: Date }>(
+    em,
+    `update conversation_participants
+     set last_read_at = greatest(coalesce(last_read_at, '-infinity'), $3)
+     where conversation_id = $1 and user_id = $2
+     returning last_read_at`,
+    [conversationId, userId, at],
+  );
+  return row?.last_read_at;
+}
+
+const activityKeyset = `($2::timestamptz is null or (last_message_at, id) < ($2::timestamptz, $3::uuid))`;
+
+/**
+ * A page of the user's conversations, most recent activity first, each with its peer, last
+ * message and unread count, in one statement. The page comes from the two activity indexes (the
+ * user as user_a, as user_b), each read only as far as the page needs; the last message is one
+ * index probe and the unread count one range scan of the conversation's history index.
+ */
+export function conversationsOf(
+  em: EntityManager,
+  userId: string,
+  page: { after: Key; limit: number },
+): Promise<ConversationRow[]> {
+  return executeBound<ConversationRow>(
+    em,
+    `with mine as (
+       (select id, user_b_id as peer_id, last_message_at from conversations
+        where user_a_id = $1 and ${activityKeyset}
+        order by last_message_at desc, id desc limit $4)
+       union all
+       (select id, user_a_id, last_message_at from conversations
+        where user_b_id = $1 and ${activityKeyset}
+        order by last_message_at desc, id desc limit $4)
+       order by last_message_at desc, id desc limit $4
+     )
+     select c.id as conversation_id, c.peer_id, u.username as peer_username,
+            ${timeKeySql('c.last_message_at')} as activity_key,
+            (select count(*)::int from messages x
+             where x.conversation_id = c.id and x.sender_id = c.peer_id
+               and x.created_at > coalesce(p.last_read_at, '-infinity')) as unread_count,
+            m.id as m_id, m.sender_id as m_sender_id, m.body as m_body, m.filtered as m_filtered,
+            m.created_at as m_created_at
+     from mine c
+     join users u on u.id = c.peer_id
+     left join conversation_participants p on p.conversation_id = c.id and p.user_id = $1
+     left join lateral (
+       select id, sender_id, body, filtered, created_at from messages
+       where conversation_id = c.id order by created_at desc, id desc limit 1
+     ) m on true
+     order by c.last_message_at desc, c.id desc`,
+    [userId, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+  );
+}

@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest';
+import { registerUser } from '../helpers/accounts.js';
+import { useTestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
+import { dmCalls } from './dm.js';
+
+describe('direct messages', () => {
+  const app = useTestApp();
+  const { call, expectStatus, send, sent, rowsOf } = dmCalls(app);
+  const user = () => registerUser(app());
+
+  it('sends a trimmed message (201) and creates the conversation with both participants on the first send', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const message = await sent(alice, bob, '  hello bob  ');
+    expect(message).toEqual({
+      id: expect.any(String),
+      conversation_id: expect.any(String),
+      sender_id: alice.user.id,
+      body: 'hello bob',
+      created_at: expect.any(String),
+      filtered: false,
+    });
+    const participants = await queryRows(
+      app().db,
+      'select user_id from conversation_participants where conversation_id = ? order by user_id',
+      [message.conversation_id],
+    );
+    expect(participants).toEqual([alice.user.id, bob.user.id].sort().map((user_id) => ({ user_id })));
+    expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'hello bob', filtered: false }]);
+  });
+
+  it('uses one conversation for the pair, whoever writes first and even when both write at once', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const [first, second] = await Promise.all([sent(alice, bob, 'hi'), sent(bob, alice, 'hey')]);
+    const third = await sent(bob, alice, 'again');
+    expect(new Set([first.conversation_id, second.conversation_id, third.conversation_id]).size).toBe(1);
+    expect((await rowsOf(alice.user.id)).conversations).toEqual([{ id: first.conversation_id }]);
+  });
+
+  it('keeps 2000 characters after trimming (an emoji counts once), however much whitespace surrounds them', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const body = `${'😀'.repeat(1000)}${'x'.repeat(1000)}`;
+    expect((await sent(alice, bob, `\n  ${body}  \t`)).body).toBe(body);
+  });
+
+  it('masks disallowed words, sets filtered and stores the masked body', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const message = await sent(alice, bob, 'what the fuck');
+    expect(message).toMatchObject({ body: 'what the ****', filtered: true });
+    expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'what the ****', filtered: true }]);
+  });
+
+  it.each([
+    ['empty after trimming', ' \n\t ', 'body'],
+    ['over 2000 characters after trimming', ` ${'x'.repeat(2001)} `, 'body'],
+    // The text rule of the request schema, which names the field by where it came from.
+    ['holding U+0000', 'a\u0000b', 'body.body'],
+    ['holding a lone surrogate', 'a\uD800b', 'body.body'],
+  ])('refuses a body %s with 422 VALIDATION_FAILED and writes nothing', async (_case, body, path) => {
+    const [alice, bob] = [await user(), await user()];
+    const response = await send(alice, bob.user.id, body);
+    expect(response.statusCode).toBe(422);
+    expect(response.json()).toMatchObject({
+      code: 'VALIDATION_FAILED',
+      errors: [expect.objectContaining({ path })],
+    });
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+
+  it('refuses a message to oneself with 422 and writes nothing', async () => {
+    const alice = await user();
+    const response = await send(alice, alice.user.id.toUpperCase(), 'me');
+    expect(response.statusCode).toBe(422);
+    expect(response.json()).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'user_id' }] });
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+
+  it.each([
+    ['an unknown user', '0190a000-0000-7000-8000-00000000dead'],
+    ['an id that cannot name a user', 'not-a-user'],
+  ])('answers 404 NOT_FOUND for a message to %s and writes nothing', async (_case, peer) => {
+    const alice = await user();
+    const response = await send(alice, peer, 'anyone?');
+    expect(response.statusCode).toBe(404);
+    expect(response.json().code).toBe('NOT_FOUND');
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+
+  it.each([
+    ['the sender blocked the peer', true],
+    ['the peer blocked the sender', false],
+  ])('refuses a message with 403 FORBIDDEN when %s, and writes nothing', async (_case, bySender) => {
+    const [alice, bob] = [await user(), await user()];
+    await sent(alice, bob, 'before the block');
+    if (bySender) await expectStatus(204, 'PUT', `/api/blocks/${bob.user.id}`, alice);
+    else await expectStatus(204, 'PUT', `/api/blocks/${alice.user.id}`, bob);
+    const response = await send(alice, bob.user.id, 'after the block');
+    expect(response.statusCode).toBe(403);
+    expect(response.json().code).toBe('FORBIDDEN');
+    expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'before the block', filtered: false }]);
+  });
+
+  it("refuses with 403 what the peer's dm_policy forbids: nobody, or friends from a non-friend", async () => {
+    const [alice, bob, friend] = [await user(), await user(), await user()];
+    await expectStatus(200, 'PUT', '/api/profile/me', bob, { privacy: { dm_policy: 'nobody' } });
+    const toNobody = await send(alice, bob.user.id, 'hi');
+    expect([toNobody.statusCode, toNobody.json().code]).toEqual([403, 'FORBIDDEN']);
+
+    await expectStatus(200, 'PUT', '/api/profile/me', bob, { privacy: { dm_policy: 'friends' } });
+    const fromStranger = await send(alice, bob.user.id, 'hi');
+    expect([fromStranger.statusCode, fromStranger.json().code]).toEqual([403, 'FORBIDDEN']);
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+
+    await expectStatus(201, 'POST', '/api/friends/requests', friend, { user_id: bob.user.id });
+    await expectStatus(200, 'POST', `/api/friends/requests/${friend.user.id}/accept`, bob);
+    await sent(friend, bob, 'hi friend');
+  });
+
+  it('pages the history newest first without gaps or duplicates, keyed by before', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const bodies: string[] = [];
+    for (let i = 0; i < 7; i++) {
+      bodies.push(`m${i}`);
+      await sent(i % 2 === 0 ? alice : bob, i % 2 === 0 ? bob : alice, `m${i}`);
+    }
+    const seen: string[] = [];
+    let before: string | null = null;
+    for (let pages = 0; pages < 10; pages++) {
+      const query: string = `limit=3${before ? `&before=${before}` : ''}`;
+      const page = (
+        await expectStatus(200, 'GET', `/api/chat/dm/${bob.user.id}/messages?${query}`, alice)
+      ).json();
+      seen.push(...page.items.map((m: { body: string }) => m.body));
+      before = page.next_cursor;
+      if (!before) break;
+    }
+    expect(seen).toEqual([...bodies].reverse());
+  });
+
+  it('answers an empty history before the first message, 404 for an unknown peer and 422 for a foreign cursor', async () => {
+    const [alice, bob] = [await user(), await user()];
+    expect((await expectStatus(200, 'GET', `/api/chat/dm/${bob.user.id}/messages`, alice)).json()).toEqual({
+      items: [],
+      next_cursor: null,
+    });
+    const unknown = await call('GET', '/api/chat/dm/0190a000-0000-7000-8000-00000000dead/messages', alice);
+    expect([unknown.statusCode, unknown.json().code]).toEqual([404, 'NOT_FOUND']);
+    const bad = await call('GET', `/api/chat/dm/${bob.user.id}/messages?before=bm9wZQ`, alice);
+    expect(bad.statusCode).toBe(422);
+    expect(bad.json()).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path: 'before' }] });
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+
+  it('lists conversations by latest activity with unread peer messages, and reading the history resets the count', async () => {
+    const [me, talkative, quiet, answered] = [await user(), await user(), await user(), await user()];
+    await sent(me, answered, 'hello there');
+    await sent(talkative, me, 'one');
+    await sent(me, talkative, 'mine do not count');
+    await sent(talkative, me, 'two');
+    await sent(talkative, me, 'three');
+    await sent(quiet, me, 'only one');
+    const list = async () => (await expectStatus(200, 'GET', '/api/chat/dm/conversations', me)).json();
+    const summary = (page: {
+      items: { peer: { id: string }; unread_count: number; last_message: { body: string } }[];
+    }) => page.items.map((c) => [c.peer.id, c.unread_count, c.last_message.body]);
+
+    const first = await list();
+    expect(first.next_cursor).toBeNull();
+    expect(first.items[0].peer).toEqual({ id: quiet.user.id, username: quiet.user.username });
+    expect(summary(first)).toEqual([
+      [quiet.user.id, 1, 'only one'],
+      [talkative.user.id, 3, 'three'],
+      [answered.user.id, 0, 'hello there'],
+    ]);
+
+    await expectStatus(200, 'GET', `/api/chat/dm/${talkative.user.id}/messages?limit=1`, me);
+    const [read] = await queryRows<{ last_read_at: Date | null }>(
+      app().db,
+      `select p.last_read_at from conversation_participants p where p.conversation_id = ? and p.user_id = ?`,
+      [first.items[1].conversation_id, me.user.id],
+    );
+    expect(read?.last_read_at).not.toBeNull();
+    expect(summary(await list())).toEqual([
+      [quiet.user.id, 1, 'only one'],
+      [talkative.user.id, 0, 'three'],
+      [answered.user.id, 0, 'hello there'],
+    ]);
+    // The peer's own count is theirs: reading did not touch it.
+    const theirs = (await expectStatus(200, 'GET', '/api/chat/dm/conversations', talkative)).json();
+    expect(theirs.items.map((c: { unread_count: number }) => c.unread_count)).toEqual([1]);
+  });
+
+  it('pages the conversation list without gaps or duplicates', async () => {
+    const me = await user();
+    const peers = [await user(), await user(), await user()];
+    for (const peer of peers) await sent(peer, me, 'hi');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 5; pages++) {
+      const query: string = `limit=1${cursor ? `&cursor=${cursor}` : ''}`;
+      const page = (await expectStatus(200, 'GET', `/api/chat/dm/conversations?${query}`, me)).json();
+      seen.push(...page.items.map((c: { peer: { id: string } }) => c.peer.id));
+      cursor = page.next_cursor;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(peers.map((p) => p.user.id).reverse());
+  });
+
+  it("deletes the account's conversations with it; the peer's list no longer shows them", async () => {
+    const [leaving, staying] = [await user(), await user()];
+    const { conversation_id } = await sent(leaving, staying, 'bye');
+    await sent(staying, leaving, 'see you');
+    await expectStatus(204, 'DELETE', '/api/users/me', leaving, { password: 'correct horse battery' });
+    expect(await queryRows(app().db, 'select 1 from conversations where id = ?', [conversation_id])).toEqual(
+      [],
+    );
+    expect(
+      await queryRows(app().db, 'select 1 from messages where conversation_id = ?', [conversation_id]),
+    ).toEqual([]);
+    expect((await expectStatus(200, 'GET', '/api/chat/dm/conversations', staying)).json().items).toEqual([]);
+  });
+});
