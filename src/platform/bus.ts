@@ -1,5 +1,6 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
 import type { Kv } from './kv/kv.js';
+import type { Logger } from './log.js';
 
 /**
  * Who may receive an event, carried beside it on the bus and never sent to clients. The gateway
@@ -33,6 +34,18 @@ export class EventBus {
 
   publish(topic: string, event: BusEvent): Promise<void> {
     return this.kv.publish(channel(topic), encoder.encode(event));
+  }
+
+  /**
+   * Publishes an event about a change already committed: the change stands and the request that
+   * made it succeeded, so a failed publish is logged rather than thrown.
+   */
+  async publishCommitted(topic: string, event: BusEvent, log: Pick<Logger, 'warn'>): Promise<void> {
+    try {
+      await this.publish(topic, event);
+    } catch (err) {
+      log.warn({ err, topic, event: event.t }, 'an event could not be published');
+    }
   }
 
   /** Whether any node listens on the topic: publishers skip building events nobody would receive. */

@@ -259,11 +259,7 @@ export class SocialService {
   }
 
   /** Tells a user's sockets, on every node. The change is committed: a lost event is logged, not an error. */
-  private async notify(ctx: Ctx, userId: string, event: SocialEvent): Promise<void> {
-    try {
-      await this.deps.bus.publish(userTopic(userId), event);
-    } catch (err) {
-      ctx.log.warn({ err, userId, event: event.t }, 'a social event could not be published');
-    }
+  private notify(ctx: Ctx, userId: string, event: SocialEvent): Promise<void> {
+    return this.deps.bus.publishCommitted(userTopic(userId), event, ctx.log);
   }
 }

@@ -102,12 +102,8 @@ export class ChunkStreams {
   }
 
   /** Streams are best effort after the commit: a lost event shows as a gap, and gaps resync. */
-  private async publish(worldId: string, event: BusEvent): Promise<void> {
-    try {
-      await this.deps.bus.publish(worldTopic(worldId), event);
-    } catch (err) {
-      this.deps.log.warn({ err, worldId, t: event.t }, 'publishing a chunk stream event failed');
-    }
+  private publish(worldId: string, event: BusEvent): Promise<void> {
+    return this.deps.bus.publishCommitted(worldTopic(worldId), event, this.deps.log);
   }
 
   /**
