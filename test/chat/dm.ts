@@ -1,31 +1,11 @@
-import type { LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { bearer } from '../helpers/accounts.js';
+import { callsAs } from '../helpers/accounts.js';
 import type { TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 /** The DM tests' REST calls and table reads, for the app of a test file. */
 export function dmCalls(app: () => TestApp) {
-  const call = (
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
-    url: string,
-    user: TokenResponse,
-    payload?: object,
-  ): Promise<LightMyRequestResponse> =>
-    app().http.inject({
-      method,
-      url,
-      headers: bearer(user.access_token),
-      ...(payload === undefined ? {} : { payload }),
-    });
-
-  /** A call that must answer `status`. */
-  const expectStatus = async (status: number, ...args: Parameters<typeof call>) => {
-    const response = await call(...args);
-    expect(response.statusCode, `${args[0]} ${args[1]}: ${response.body}`).toBe(status);
-    return response;
-  };
+  const { call, expectStatus } = callsAs(app);
 
   const send = (from: TokenResponse, to: string, body: string) =>
     call('POST', `/api/chat/dm/${to}/messages`, from, { body });

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
+import { expect } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
 
@@ -27,4 +29,32 @@ export async function registerUser(
 
 export function bearer(token: string) {
   return { authorization: `Bearer ${token}` };
+}
+
+/** REST calls made as a signed-in user, for the app of a test file. */
+export function callsAs(app: () => Pick<App, 'http'>) {
+  const call = (
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    user: TokenResponse,
+    payload?: object,
+  ): Promise<LightMyRequestResponse> =>
+    app().http.inject({
+      method,
+      url,
+      headers: bearer(user.access_token),
+      ...(payload === undefined ? {} : { payload }),
+    });
+
+  /** A call that must answer `status`. */
+  const expectStatus = async (
+    status: number,
+    ...args: Parameters<typeof call>
+  ): Promise<LightMyRequestResponse> => {
+    const response = await call(...args);
+    expect(response.statusCode, `${args[0]} ${args[1]}: ${response.body}`).toBe(status);
+    return response;
+  };
+
+  return { call, expectStatus };
 }

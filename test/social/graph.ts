@@ -1,7 +1,5 @@
-import type { LightMyRequestResponse } from 'fastify';
-import { expect } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { bearer, registerUser } from '../helpers/accounts.js';
+import { callsAs, registerUser } from '../helpers/accounts.js';
 import type { TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
@@ -12,28 +10,7 @@ type Users<N extends number, T extends TokenResponse[] = []> = T['length'] exten
 
 /** The social graph tests' REST calls and table reads, for the app of a test file. */
 export function socialGraph(app: () => TestApp) {
-  const call = (
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
-    url: string,
-    user: TokenResponse,
-    payload?: object,
-  ): Promise<LightMyRequestResponse> =>
-    app().http.inject({
-      method,
-      url,
-      headers: bearer(user.access_token),
-      ...(payload === undefined ? {} : { payload }),
-    });
-
-  /** A call that must answer `status`. */
-  const expectStatus = async (
-    status: number,
-    ...args: Parameters<typeof call>
-  ): Promise<LightMyRequestResponse> => {
-    const response = await call(...args);
-    expect(response.statusCode, `${args[0]} ${args[1]}: ${response.body}`).toBe(status);
-    return response;
-  };
+  const { call, expectStatus } = callsAs(app);
 
   /** Every friendship, follow and block row that involves one of `ids`, in a stable order. */
   const rowsOf = async (...ids: string[]) => {

@@ -27,6 +27,7 @@ describe('single chunks', () => {
     return { owner, token: owner.access_token, worldId, room, url };
   }
 
+  /** Codec bytes, or the JSON view: a value, or text as it is (JSON.stringify would write -0 as 0). */
   const put = (token: string, url: string, body: Buffer | unknown, headers: Record<string, string> = {}) =>
     app().http.inject({
       method: 'PUT',
@@ -36,7 +37,7 @@ describe('single chunks', () => {
         'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json',
         ...headers,
       },
-      payload: Buffer.isBuffer(body) ? body : JSON.stringify(body),
+      payload: Buffer.isBuffer(body) || typeof body === 'string' ? body : JSON.stringify(body),
     });
   const get = (token: string, url: string, headers: Record<string, string> = {}) =>
     app().http.inject({ method: 'GET', url, headers: { ...bearer(token), ...headers } });
@@ -145,12 +146,7 @@ describe('single chunks', () => {
     // Written by hand: JSON.stringify would write -0 as 0.
     const view =
       '{"objects":[{"id":"lamp","asset_id":"asset.lamp","position":[0.1,-0,1e-45],"rotation":[0,0,0,1],"scale":[1,1,1]}]}';
-    const created = await app().http.inject({
-      method: 'PUT',
-      url: url(),
-      headers: { ...bearer(token), 'content-type': 'application/json', 'if-none-match': '*' },
-      payload: view,
-    });
+    const created = await put(token, url(), view, { 'if-none-match': '*' });
     expect(created.statusCode, created.body).toBe(200);
     const read = await get(token, `${url()}?format=json`);
     expect(read.headers['content-type']).toMatch(/^application\/json/);
@@ -176,12 +172,7 @@ describe('single chunks', () => {
     const { token, url } = await setup();
     const view =
       '{"objects":[{"id":"p","asset_id":"a","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1],"props":{"__proto__":{"admin":true},"constructor":1}}]}';
-    const created = await app().http.inject({
-      method: 'PUT',
-      url: url(),
-      headers: { ...bearer(token), 'content-type': 'application/json', 'if-none-match': '*' },
-      payload: view,
-    });
+    const created = await put(token, url(), view, { 'if-none-match': '*' });
     expect(created.statusCode, created.body).toBe(200);
     const read = await get(token, `${url()}?format=json`);
     expect(read.body).toContain('"props":{"__proto__":{"admin":true},"constructor":1}');
@@ -191,12 +182,7 @@ describe('single chunks', () => {
     const { token, worldId, url } = await setup();
     const props = `${'{"a":'.repeat(40)}1${'}'.repeat(40)}`;
     const view = `{"objects":[{"id":"p","asset_id":"a","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1],"props":${props}}]}`;
-    const response = await app().http.inject({
-      method: 'PUT',
-      url: url(),
-      headers: { ...bearer(token), 'content-type': 'application/json', 'if-none-match': '*' },
-      payload: view,
-    });
+    const response = await put(token, url(), view, { 'if-none-match': '*' });
     expect(response.statusCode).toBe(422);
     expect(response.json().errors[0].path).toMatch(/^objects\[0\]\.props/);
     expect(await revisionsOf(worldId)).toBe(0);
