@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { streamPositionSchema } from './frames.js';
 import { operation } from './operation.js';
 import { text } from './text.js';
 import { roleSchema } from './users.js';
@@ -48,8 +49,14 @@ export const tokenResponseSchema = z.object({
 });
 export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 
-/** Gateway: `{t: 'auth', id, d: {token}}`, answered by an ack carrying `{user_id, roles}`. */
-export const authFrameSchema = z.object({ token: z.string().min(1).max(8192) }).strict();
+/**
+ * Gateway: `{t: 'auth', id, d: {token, recover?}}`, answered by an ack carrying
+ * `{user_id, roles, position?, recovered?}`. `recover` is the `pos` of the last event the client
+ * received on an earlier connection: what it missed since is sent before the ack.
+ */
+export const authFrameSchema = z
+  .object({ token: z.string().min(1).max(8192), recover: streamPositionSchema.optional() })
+  .strict();
 
 const tag = 'accounts';
 
@@ -93,12 +100,24 @@ export const authLogout = operation('auth.logout', {
   errors: [422],
 });
 
-/** The auth frame's ack: who the connection now speaks for. */
-export const authAckSchema = z.object({ user_id: z.string(), roles: z.array(roleSchema) });
+/** The auth frame's ack: who the connection now speaks for, and where its event stream stands. */
+export const authAckSchema = z.object({
+  user_id: z.string(),
+  roles: z.array(roleSchema),
+  /**
+   * The position of the last event sent to this connection, or the stream's current one: what a
+   * later reconnect passes as `recover`. Absent on a re-auth of the same user, and while the
+   * history cannot be read.
+   */
+  position: streamPositionSchema.optional(),
+  /** Answers `recover`: true when every missed event was sent; false means refetch through the history routes. */
+  recovered: z.boolean().optional(),
+});
 
 export const authenticate = operation('auth', {
   tag,
-  summary: 'Bind the connection to the user of an access token; send again before it expires.',
+  summary:
+    'Bind the connection to the user of an access token; send again before it expires. With `recover`, the events missed since that position come first.',
   frame: true,
   socketOnly: 'authenticates the connection itself; a REST call carries its token on every request',
   public: true,

@@ -64,7 +64,8 @@ describe('AtriumClient against a real server', () => {
   };
 
   beforeAll(async () => {
-    app = await buildTestApp();
+    // A short history and a loose DM limit, so a test can send more events than it keeps.
+    app = await buildTestApp({ EVENT_HISTORY_SIZE: 20, DM_RATE_LIMIT_COUNT: 1000 });
     proxy = await TcpProxy.start({ host: '127.0.0.1', port: Number(new URL(app.wsUrl).port) });
     proxiedWsUrl = `ws://127.0.0.1:${proxy.port}/ws`;
   });
@@ -130,7 +131,7 @@ describe('AtriumClient against a real server', () => {
       'UNAUTHENTICATED',
     );
 
-    await expect(refused.call('auth', { token: a.access_token })).resolves.toEqual({
+    await expect(refused.call('auth', { token: a.access_token })).resolves.toMatchObject({
       user_id: a.user.id,
       roles: ['user'],
     });
@@ -158,7 +159,7 @@ describe('AtriumClient against a real server', () => {
     expect(counted.requests).toEqual([`PUT ${app.httpUrl}/api/presence/status`]);
 
     await proxy.setMode('forward');
-    await expect(watcher.ready()).resolves.toEqual({ user_id: a.user.id, roles: ['user'] });
+    await expect(watcher.ready()).resolves.toMatchObject({ user_id: a.user.id, roles: ['user'] });
     expect(states.slice(0, 2)).toEqual(['reconnecting', 'connecting']);
     expect(states.slice(-3)).toEqual(['connecting', 'authenticating', 'ready']);
     await expect(watcher.call('presence.status', { status_message: 'back' })).resolves.toEqual({
@@ -192,6 +193,46 @@ describe('AtriumClient against a real server', () => {
     await subject.call('presence.status', { status_message: 'hello' });
     expect(await heard).toEqual({ user_id: b.user.id, status: 'offline', status_message: 'hello' });
     expect(events).toContainEqual(await heard);
+  });
+
+  it('after a reconnect, hands the events missed meanwhile to the on handlers in order, before ready', async () => {
+    const [a, b] = await Promise.all([registerUser(app), registerUser(app)]);
+    const watcher = client({ wsUrl: proxiedWsUrl, accessToken: a.access_token });
+    const sender = client({ accessToken: b.access_token, wsUrl: undefined });
+    const heard: string[] = [];
+    let missedReported = 0;
+    watcher.on('dm.message', (message) => heard.push(`${watcher.state}: ${message.body}`));
+    watcher.onMissedEvents(() => missedReported++);
+    await watcher.ready();
+    await sender.call('dm.send', { user_id: a.user.id, body: 'live' });
+    await expect.poll(() => heard).toEqual(['ready: live']);
+
+    await proxy.setMode('refuse');
+    await untilState(watcher, 'reconnecting');
+    for (const body of ['m1', 'm2', 'm3']) await sender.call('dm.send', { user_id: a.user.id, body });
+    await proxy.setMode('forward');
+    await expect(watcher.ready()).resolves.toMatchObject({ recovered: true });
+    expect(heard).toEqual(['ready: live', 'authenticating: m1', 'authenticating: m2', 'authenticating: m3']);
+    expect(missedReported).toBe(0);
+  });
+
+  it('reports through onMissedEvents when the server no longer holds every missed event', async () => {
+    const [a, b] = await Promise.all([registerUser(app), registerUser(app)]);
+    const watcher = client({ wsUrl: proxiedWsUrl, accessToken: a.access_token });
+    const sender = client({ accessToken: b.access_token, wsUrl: undefined });
+    const heard: string[] = [];
+    let missedReported = 0;
+    watcher.on('dm.message', (message) => heard.push(message.body));
+    watcher.onMissedEvents(() => missedReported++);
+    await watcher.ready();
+
+    await proxy.setMode('refuse');
+    await untilState(watcher, 'reconnecting');
+    for (let i = 0; i < 21; i++) await sender.call('dm.send', { user_id: a.user.id, body: `m${i}` });
+    await proxy.setMode('forward');
+    await expect(watcher.ready()).resolves.toMatchObject({ recovered: false });
+    expect(missedReported).toBe(1);
+    expect(heard).toEqual([]);
   });
 
   it('makes socket-only calls wait for the reconnect, and fails them with CLOSED when it does not come in time', async () => {

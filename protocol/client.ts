@@ -1,4 +1,4 @@
-import type { EventPayloads } from './frames.js';
+import type { EventPayloads, StreamPosition } from './frames.js';
 import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
 import { pathParams } from './operation.js';
 import { type OperationName, type Operations, operations } from './operations.js';
@@ -81,6 +81,9 @@ export class AtriumClient {
   private readonly restCalls = new Set<AbortController>();
   private readonly eventHandlers = new Map<string, Set<(payload: never) => void>>();
   private readonly stateListeners = new Set<(state: ConnectionState, cause?: AtriumError) => void>();
+  private readonly missedEventsListeners = new Set<() => void>();
+  /** Where the last socket stood in the user's event stream: the next one recovers from here. */
+  private position: StreamPosition | undefined;
   private readonly httpUrl: string;
   private readonly wsUrl: string | undefined;
   private readonly fetch: FetchLike;
@@ -186,6 +189,19 @@ export class AtriumClient {
     };
   }
 
+  /**
+   * Calls `listener` when a reconnect could not replay every event missed while disconnected (the
+   * server no longer had them all): refetch what you show through the history routes (DM
+   * conversations and histories, friend lists). When it could, the missed events went to the
+   * `on` handlers, in order, before the client became `ready` again.
+   */
+  onMissedEvents(listener: () => void): () => void {
+    this.missedEventsListeners.add(listener);
+    return () => {
+      this.missedEventsListeners.delete(listener);
+    };
+  }
+
   /** Closes the socket, stops reconnecting and fails calls still waiting with CLOSED. */
   close(): void {
     if (this.currentState === 'closed') return;
@@ -250,6 +266,7 @@ export class AtriumClient {
         this.socket = socket;
         for (const type of this.eventHandlers.keys()) this.forwardEvents(socket, type);
         void socket.closed.then(({ code, reason }) => {
+          this.keepPosition(socket);
           if (generation !== this.generation) return;
           this.retry(new AtriumError('CLOSED', `The socket closed (${code}${reason ? `: ${reason}` : ''}).`));
         });
@@ -264,11 +281,19 @@ export class AtriumClient {
   private authenticate(socket: AtriumSocket, generation: number): void {
     const token = this.token as string;
     this.setState('authenticating');
-    socket.auth(token).then(
+    // Only a new connection recovers: a token change on this one keeps its stream.
+    const recover = socket.position === undefined ? this.position : undefined;
+    const previousUser = this.session?.user_id;
+    socket.auth(token, undefined, recover).then(
       (ack) => {
         if (generation !== this.generation || token !== this.token) return;
         this.session = ack;
         this.failedAttempts = 0;
+        this.keepPosition(socket);
+        // A position of another user's stream (a new login) recovers nothing the app had shown.
+        if (ack.recovered === false && ack.user_id === previousUser)
+          for (const listener of [...this.missedEventsListeners])
+            guarded('a missed-events listener', listener);
         this.setState('ready');
       },
       (error: AtriumError) => {
@@ -278,6 +303,10 @@ export class AtriumClient {
         else this.retry(error);
       },
     );
+  }
+
+  private keepPosition(socket: AtriumSocket): void {
+    if (socket.position) this.position = socket.position;
   }
 
   private retry(cause: AtriumError): void {

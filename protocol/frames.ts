@@ -26,6 +26,19 @@ export const clientFrameSchema = z.object({
 });
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
 
+/**
+ * A place in the user's event stream (docs/recovery.md): every event pushed to the user's sockets
+ * carries one as `pos`. `offset` counts the user's events; `epoch` names the history the offsets
+ * belong to and changes when that history was lost.
+ */
+export const streamPositionSchema = z
+  .object({
+    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+    epoch: z.string().min(1).max(64),
+  })
+  .strict();
+export type StreamPosition = z.infer<typeof streamPositionSchema>;
+
 /** Server frame types: replies, then events pushed to subscribers. */
 export const ServerFrameType = {
   PONG: 'pong',
@@ -96,6 +109,8 @@ export interface ErrorFrame {
 export interface EventFrame<T extends keyof EventPayloads = keyof EventPayloads> {
   t: T;
   d: EventPayloads[T];
+  /** On events pushed to the user's own sockets (DMs, friend events): their place in the user's stream. */
+  pos?: StreamPosition;
 }
 
 export type ServerFrame = PongFrame | AckFrame | ErrorFrame | EventFrame;

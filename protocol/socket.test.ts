@@ -41,13 +41,16 @@ describe('AtriumSocket against the gateway', () => {
     await app?.close();
   });
 
-  it('connects and authenticates, resolving with the ack payload', async () => {
+  it('connects and authenticates, resolving with the ack payload and keeping its stream position', async () => {
     const account = await registerUser(app);
     const client = await connect();
-    await expect(client.auth(account.access_token)).resolves.toEqual({
+    const ack = await client.auth(account.access_token);
+    expect(ack).toEqual({
       user_id: account.user.id,
       roles: ['user'],
+      position: { offset: 0, epoch: expect.any(String) },
     });
+    expect(client.position).toEqual(ack.position);
   });
 
   it('rejects a frame that needs auth, sent before auth, with UNAUTHENTICATED', async () => {

@@ -1,6 +1,6 @@
 import { decode, Encoder } from '@msgpack/msgpack';
 import type { ErrorCode, FieldError } from './errors.js';
-import { type EventPayloads, REQUEST_ID_MAX } from './frames.js';
+import { type EventPayloads, REQUEST_ID_MAX, type StreamPosition } from './frames.js';
 import type { AckPayloads, ClientFrameTypeName, ClientPayload } from './operations.js';
 
 /**
@@ -102,6 +102,11 @@ export class AtriumSocket {
   private readonly requestTimeoutMs: number;
   private nextId = 1;
   private isClosed = false;
+  /**
+   * Where this connection stands in the user's event stream: the `pos` of the last event received,
+   * or the auth ack's `position`. Pass it as `recover` when authenticating a later connection.
+   */
+  position: StreamPosition | undefined;
 
   private constructor(
     private readonly socket: WebSocketLike,
@@ -178,9 +183,15 @@ export class AtriumSocket {
     return this.call(type, payload, timeoutMs).then((frame) => frame.d as AckPayloads[T]);
   }
 
-  /** Authenticates the connection with an access token. */
-  auth(token: string, timeoutMs?: number): Promise<AckPayloads['auth']> {
-    return this.request('auth', { token }, timeoutMs);
+  /**
+   * Authenticates the connection with an access token. With `recover` (an earlier connection's
+   * `position`), the events missed since arrive before the ack, and its `recovered` says whether
+   * they all could.
+   */
+  async auth(token: string, timeoutMs?: number, recover?: StreamPosition): Promise<AckPayloads['auth']> {
+    const ack = await this.request('auth', recover ? { token, recover } : { token }, timeoutMs);
+    if (ack.position) this.position = ack.position;
+    return ack;
   }
 
   /** An application-level round trip: the measured round-trip time and the server's clock. */
@@ -300,6 +311,7 @@ export class AtriumSocket {
         return;
       }
       default: {
+        if (isPosition(f.pos)) this.position = f.pos;
         const handlers = this.eventHandlers.get(f.t);
         if (!handlers) return;
         for (const handler of [...handlers]) this.invoke(handler, f.d as never);
@@ -322,4 +334,10 @@ export class AtriumSocket {
       console.error('AtriumSocket: a frame handler threw', error);
     }
   }
+}
+
+function isPosition(value: unknown): value is StreamPosition {
+  if (typeof value !== 'object' || value === null) return false;
+  const { offset, epoch } = value as Record<string, unknown>;
+  return typeof offset === 'number' && typeof epoch === 'string';
 }

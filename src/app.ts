@@ -119,7 +119,10 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }));
     if (!overrides.kv) owned.unshift(['close the KV store', () => kv.close()]);
 
-    const bus = new EventBus(kv);
+    const bus = new EventBus(kv, {
+      maxLen: config.EVENT_HISTORY_SIZE,
+      ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000,
+    });
     const gateway = new Gateway({ config, log, metrics, bus });
     if (!gateway.native) {
       log.warn(

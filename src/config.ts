@@ -124,6 +124,12 @@ export const configSchema = z.object({
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
   /** What the text filter does with disallowed words in a message: mask them, or refuse the message (422). */
   DM_FILTER_MODE: z.enum(['mask', 'reject'], { error: 'must be one of mask, reject' }).default('mask'),
+  /**
+   * Missed-event recovery: how many of a user's recent socket events are kept for replay to a
+   * reconnecting client, and for how long after the latest (docs/recovery.md).
+   */
+  EVENT_HISTORY_SIZE: positiveInt(1000, 100_000),
+  EVENT_HISTORY_TTL_SECONDS: positiveInt(600, 86_400),
   GAMESERVER_COMMAND: z.string().min(1).optional(),
   GAMESERVER_READY_TIMEOUT_MS: positiveInt(30_000, 3_600_000),
 });

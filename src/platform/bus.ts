@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
-import type { Kv } from './kv/kv.js';
+import { type HistoryLimits, type Kv, type StreamPosition, unframePositioned } from './kv/kv.js';
 import type { Logger } from './log.js';
 
 /**
@@ -19,7 +19,15 @@ export interface BusEvent {
   audience?: EventAudience;
   /** The event's place in its topic's order, for receivers that deliver in order (chunk streams). */
   seq?: number;
+  /** Set on events of recorded topics as they are received: their place in the topic's history. */
+  position?: StreamPosition;
 }
+
+/** What a reconnecting reader of a recorded topic gets: every event after its position, or none. */
+export type Recovery =
+  | { recovered: true; events: BusEvent[]; position: StreamPosition }
+  /** The events after its position are no longer all kept (or the history was lost): refetch. */
+  | { recovered: false; position: StreamPosition };
 
 const encoder = new Encoder({ ignoreUndefined: true });
 const decoder = new Decoder();
@@ -30,10 +38,20 @@ const decoder = new Decoder();
  * otherwise. Services publish after their transaction committed.
  */
 export class EventBus {
-  constructor(private readonly kv: Kv) {}
+  /**
+   * The users' own topics are recorded: each event published there is kept (the last
+   * `history.maxLen`, for `history.ttlMs`) and numbered, so a reconnecting client can be given
+   * what it missed.
+   */
+  constructor(
+    private readonly kv: Kv,
+    private readonly history: HistoryLimits,
+  ) {}
 
-  publish(topic: string, event: BusEvent): Promise<void> {
-    return this.kv.publish(channel(topic), encoder.encode(event));
+  async publish(topic: string, event: BusEvent): Promise<void> {
+    const bytes = encoder.encode(event);
+    if (isRecorded(topic)) await this.kv.publishRecorded(channel(topic), bytes, this.history);
+    else await this.kv.publish(channel(topic), bytes);
   }
 
   /**
@@ -54,16 +72,56 @@ export class EventBus {
   }
 
   subscribe(topic: string, handler: (event: BusEvent) => void): Promise<() => Promise<void>> {
-    return this.kv.subscribe(channel(topic), (message) => handler(decoder.decode(message) as BusEvent));
+    return this.kv.subscribe(channel(topic), (bytes) => {
+      const { position, message } = unframePositioned(bytes);
+      const event = decoder.decode(message) as BusEvent;
+      if (position) event.position = position;
+      handler(event);
+    });
+  }
+
+  /**
+   * The events of a recorded topic after `since`, when every one of them is still kept: same
+   * epoch, no gap, none older than the history's TTL. A position ahead of the topic's (forged or
+   * from a lost history) is not recovered either.
+   */
+  async recover(topic: string, since: StreamPosition): Promise<Recovery> {
+    const { position, entries } = await this.kv.readHistory(channel(topic), since.offset, this.history);
+    const missed = position.offset - since.offset;
+    const oldestAllowed = Date.now() - this.history.ttlMs;
+    const complete =
+      since.epoch === position.epoch &&
+      missed >= 0 &&
+      entries.length === missed &&
+      (missed === 0 || (entries[0]?.offset === since.offset + 1 && (entries[0]?.at ?? 0) >= oldestAllowed));
+    if (!complete) return { recovered: false, position };
+    const events = entries.map(({ offset, message }) => {
+      const event = decoder.decode(message) as BusEvent;
+      event.position = { offset, epoch: position.epoch };
+      return event;
+    });
+    return { recovered: true, events, position };
+  }
+
+  /** The position of a recorded topic now: a reader starting here misses nothing published later. */
+  async positionOf(topic: string): Promise<StreamPosition> {
+    return (await this.kv.readHistory(channel(topic), Number.MAX_SAFE_INTEGER, this.history)).position;
   }
 }
+
+/** The topics whose events are kept for recovery: the users' own (everything pushed to a user's sockets). */
+function isRecorded(topic: string): boolean {
+  return topic.startsWith(USER_TOPIC_PREFIX);
+}
+
+const USER_TOPIC_PREFIX = 'user:';
 
 /**
  * A user's own topic: the gateway subscribes each of the user's authenticated connections to it,
  * so a service reaches all of a user's sockets on every node by publishing here.
  */
 export function userTopic(userId: string): string {
-  return `user:${userId}`;
+  return USER_TOPIC_PREFIX + userId;
 }
 
 function channel(topic: string): string {

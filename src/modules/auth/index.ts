@@ -49,10 +49,10 @@ export const authModule = defineModule({
         serve(authRefresh, (ctx, { refresh_token }) => auth.refresh(ctx, refresh_token)),
         serve(authLogout, (ctx, { refresh_token }) => auth.logout(ctx, refresh_token)),
         // The same verifier as the REST hook, so a token the API refuses is refused here too.
-        serve(authenticate, async (_ctx, { token }, connection) => {
+        serve(authenticate, async (_ctx, { token, recover }, connection) => {
           const user = await tokens.verify(token, { remember: false });
-          await gateway.authenticate(connection, user);
-          return { user_id: user.id, roles: user.roles };
+          const caughtUp = await gateway.authenticate(connection, user, recover);
+          return { user_id: user.id, roles: user.roles, ...caughtUp };
         }),
       ],
       routes: (http) => registerJwksRoute(http, keys),

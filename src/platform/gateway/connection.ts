@@ -1,6 +1,7 @@
 import { Encoder } from '@msgpack/msgpack';
 import { CloseCode } from '../../../protocol/frames.js';
 import type { AuthUser } from '../auth/access-tokens.js';
+import type { StreamPosition } from '../kv/kv.js';
 import type { Expiring } from './expiry-queue.js';
 import type { UwsWebSocket } from './uws.js';
 
@@ -26,6 +27,11 @@ export class Connection implements Expiring {
   authDeadline: NodeJS.Timeout | undefined;
   /** Kept by the gateway's token expiry queue while the connection is authenticated. */
   expirySecond: number | undefined;
+  /**
+   * Set while the connection replays the events it missed: live events of its user's topic wait
+   * here, to be sent after the replay in order (Gateway.authenticate).
+   */
+  held: { position: StreamPosition; bytes: Uint8Array }[] | undefined;
   /** Run once when the connection closes (streams that keep per-connection state). */
   closeListeners: (() => void)[] | undefined;
   /**

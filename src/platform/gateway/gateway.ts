@@ -3,15 +3,16 @@ import { type ClientFrame, CloseCode, ping } from '../../../protocol/frames.js';
 import { payloadSchema } from '../../../protocol/operation.js';
 import type { Config } from '../../config.js';
 import type { AuthUser } from '../auth/access-tokens.js';
-import { type BusEvent, type EventBus, userTopic } from '../bus.js';
+import { type BusEvent, type EventBus, type Recovery, userTopic } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
+import type { StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rateLimited } from '../rate-limit.js';
 import { Connection, type SocketData } from './connection.js';
 import { ExpiryQueue } from './expiry-queue.js';
 import { FrameDecoder, FrameError } from './frame-decoder.js';
-import { type DeliveryFilter, TopicRouter } from './topics.js';
+import { type DeliveryFilter, encodeEvent, TopicRouter } from './topics.js';
 import { UserIndex } from './user-index.js';
 import {
   attachConnection,
@@ -37,6 +38,14 @@ interface Registration {
 
 /** Runs on this node for an event on a user's own topic, for each of that user's connections here. */
 export type UserEventHandler = (connection: Connection, event: BusEvent) => void;
+
+/** Where a newly authenticated connection stands in its user's event history (docs/recovery.md). */
+export interface CaughtUp {
+  /** The position of the last event sent to it; absent when the history could not be read. */
+  position?: StreamPosition;
+  /** Set when the auth frame asked to recover: whether every missed event was replayed. */
+  recovered?: boolean;
+}
 
 /** Hooks for features that care when a user's first connection on this node opens or the last closes. */
 export interface SessionListener {
@@ -156,24 +165,73 @@ export class Gateway {
    * lives as long as the token: at its expiry the connection closes with 4403 unless a fresh auth
    * frame came first. Switching to another user drops the previous user's subscriptions, whose
    * delivery filters were decided for them. The connection receives its user's own topic
-   * (`userTopic`) from the moment it is authenticated until it closes or switches user.
+   * (`userTopic`) from the moment it is authenticated until it closes or switches user; joining
+   * it, the connection is first sent what it missed since `since` (catchUp), and the answer says
+   * where in the topic's history it now is.
    */
-  async authenticate(connection: Connection, user: AuthUser): Promise<void> {
+  async authenticate(connection: Connection, user: AuthUser, since?: StreamPosition): Promise<CaughtUp> {
     const previous = connection.user;
     if (previous && previous.id !== user.id) {
       this.topics.removeAll(connection);
       this.forgetUser(connection, previous.id);
     }
     connection.user = user;
+    const joining = previous?.id !== user.id;
+    // Live events wait from the start, so none can pass the replay of older ones.
+    if (joining) connection.held = [];
     // Joined before anything is awaited, so a close meanwhile drops it with the rest; awaited with
     // the session listeners, so the user's events reach the socket once its auth is acknowledged.
-    const ownTopic = previous?.id === user.id ? undefined : this.topics.add(connection, userTopic(user.id));
+    const ownTopic = joining ? this.topics.add(connection, userTopic(user.id)) : undefined;
     clearTimeout(connection.authDeadline);
     connection.authDeadline = undefined;
     if (user.expiresAt === undefined) this.tokenExpiry.cancel(connection);
     else this.tokenExpiry.schedule(connection, user.expiresAt);
     const first = this.usersHere.add(user.id, connection);
     await Promise.all([ownTopic, first === undefined ? undefined : this.announceConnected(user, first)]);
+    return joining ? this.catchUp(connection, userTopic(user.id), since) : {};
+  }
+
+  /**
+   * Sends the connection the events of its user's topic after `since` when they are all still
+   * kept, then the live events held meanwhile (those the replay did not already carry), in order.
+   * Without `since`, or when the history cannot be read (Redis down), only the held ones: the
+   * socket works, and the client learns from `recovered: false` to refetch through the history
+   * routes.
+   */
+  private async catchUp(connection: Connection, topic: string, since?: StreamPosition): Promise<CaughtUp> {
+    let recovery: Recovery | undefined;
+    try {
+      recovery = since
+        ? await this.deps.bus.recover(topic, since)
+        : { recovered: false, position: await this.deps.bus.positionOf(topic) };
+    } catch (err) {
+      this.deps.log.warn({ err }, 'the event history could not be read; the client refetches');
+    }
+    let position = recovery?.position;
+    let replayedThrough = 0;
+    if (recovery?.recovered) {
+      replayedThrough = recovery.position.offset;
+      for (const event of recovery.events) {
+        // Events a node consumed itself (onUserEvent) were never the client's.
+        if (this.userEventHandlers.has(event.t)) continue;
+        if (!(await this.sendReplayed(connection, encodeEvent(event)))) break;
+      }
+    }
+    const held = connection.held ?? [];
+    connection.held = undefined;
+    for (const event of held) {
+      if (event.position.offset <= replayedThrough) continue;
+      connection.sendEncoded(event.bytes);
+      position = event.position;
+    }
+    return { position, ...(since ? { recovered: recovery?.recovered === true } : {}) };
+  }
+
+  /** A replay may be a thousand frames: it goes out paced, never tripping the slow-consumer limit. */
+  private async sendReplayed(connection: Connection, bytes: Uint8Array): Promise<boolean> {
+    const below = this.deps.config.WS_MAX_BUFFERED_BYTES / 2;
+    if (connection.bufferedBytes > below) await connection.drained(below);
+    return connection.sendPaced(bytes) === 'sent';
   }
 
   private async announceConnected(user: AuthUser, firstOnThisNode: boolean): Promise<void> {

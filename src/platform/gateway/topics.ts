@@ -73,9 +73,18 @@ export class TopicRouter {
   private deliver(topic: string, event: BusEvent): void {
     const entry = this.topics.get(topic);
     if (!entry || this.intercept?.(topic, event, entry.members.keys())) return;
-    const bytes = encoder.encode({ t: event.t, d: event.d });
+    const bytes = encodeEvent(event);
+    const { position } = event;
     for (const [connection, filter] of entry.members) {
-      if (!filter || filter(event.audience)) connection.sendEncoded(bytes);
+      if (filter && !filter(event.audience)) continue;
+      // A connection replaying missed events gets the live ones after the replay (Gateway.catchUp).
+      if (position && connection.held) connection.held.push({ position, bytes });
+      else connection.sendEncoded(bytes);
     }
   }
+}
+
+/** The client frame of an event: `{t, d}`, and `pos` for events of a recorded topic (docs/recovery.md). */
+export function encodeEvent(event: BusEvent): Uint8Array {
+  return encoder.encode({ t: event.t, d: event.d, pos: event.position });
 }

@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import type { StreamPosition } from '../../../protocol/frames.js';
+
 /**
  * The one key-value / counter / pub-sub interface of the service. With REDIS_URL it is Redis
  * (shared by every process of the service); without, an in-process implementation with the same
@@ -57,7 +60,79 @@ export interface Kv {
    */
   subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>>;
 
+  /**
+   * Publishes like `publish` and records the message in the channel's history, in one atomic
+   * step, so the offsets of a channel's messages are the order its subscribers receive them in.
+   * Subscribers receive it framed with its position (`framePositioned`).
+   */
+  publishRecorded(channel: string, message: Uint8Array, history: HistoryLimits): Promise<StreamPosition>;
+  /**
+   * The channel's current position and the recorded messages after `afterOffset`, oldest first
+   * (at most `limits.maxLen`). A history never written, or lost, reads as offset 0 of a new epoch.
+   */
+  readHistory(channel: string, afterOffset: number, limits: HistoryLimits): Promise<HistoryRead>;
+
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A place in a recorded channel's history: the `pos` of event frames (protocol/frames.ts). */
+export type { StreamPosition };
+
+export interface HistoryLimits {
+  /** Messages kept per channel. */
+  maxLen: number;
+  /** The history is dropped this long after its last message; also how old a kept message may be. */
+  ttlMs: number;
+}
+
+export interface HistoryRead {
+  position: StreamPosition;
+  /** Contiguous from the oldest kept message after the asked offset; `at` is its publish time in ms. */
+  entries: { offset: number; at: number; message: Uint8Array }[];
+}
+
+/**
+ * How long a history's epoch and offset are kept after its last use: longer than its messages, so
+ * a reader who missed nothing while the messages expired is still told so.
+ */
+export const HISTORY_META_TTL_MS = 24 * 3600 * 1000;
+
+/** A short random name for a new history. */
+export function newEpoch(): string {
+  return randomBytes(6).toString('base64url');
+}
+
+const COLON = 0x3a;
+const textEncoder = new TextEncoder();
+const textDecoder = new TextDecoder();
+
+/**
+ * How a recorded message travels on pub/sub: `<offset>:<epoch>:` in ASCII, then the message. A
+ * msgpack map never starts with an ASCII digit, so receivers tell both kinds apart by the first
+ * byte. Redis builds it inside the publishing script, where the offset is known.
+ */
+export function framePositioned(position: StreamPosition, message: Uint8Array): Uint8Array {
+  const prefix = textEncoder.encode(`${position.offset}:${position.epoch}:`);
+  const framed = new Uint8Array(prefix.byteLength + message.byteLength);
+  framed.set(prefix);
+  framed.set(message, prefix.byteLength);
+  return framed;
+}
+
+/** Splits a pub/sub message into its position and payload; a message published unrecorded has no position. */
+export function unframePositioned(bytes: Uint8Array): { position?: StreamPosition; message: Uint8Array } {
+  const first = bytes[0] ?? 0;
+  if (first < 0x30 || first > 0x39) return { message: bytes };
+  const afterOffset = bytes.indexOf(COLON);
+  const afterEpoch = bytes.indexOf(COLON, afterOffset + 1);
+  if (afterOffset < 0 || afterEpoch < 0) return { message: bytes };
+  return {
+    position: {
+      offset: Number(textDecoder.decode(bytes.subarray(0, afterOffset))),
+      epoch: textDecoder.decode(bytes.subarray(afterOffset + 1, afterEpoch)),
+    },
+    message: bytes.subarray(afterEpoch + 1),
+  };
 }

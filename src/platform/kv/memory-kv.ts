@@ -1,4 +1,12 @@
-import type { Kv } from './kv.js';
+import {
+  framePositioned,
+  HISTORY_META_TTL_MS,
+  type HistoryLimits,
+  type HistoryRead,
+  type Kv,
+  newEpoch,
+  type StreamPosition,
+} from './kv.js';
 
 export interface MemoryKvOptions {
   /** Clock for TTLs; tests may inject a fake one. */
@@ -16,6 +24,17 @@ interface Entry {
   expiresAt: number | null;
 }
 
+/** A recorded channel's history: a ring of its last messages (oldest first) and its position. */
+interface History {
+  epoch: string;
+  offset: number;
+  entries: HistoryRead['entries'];
+  /** When it was last published to or read; the sweep drops it HISTORY_META_TTL_MS later. */
+  usedAt: number;
+  /** When its messages expire unless another is published (HistoryLimits.ttlMs). */
+  entriesExpireAt: number;
+}
+
 interface Subscription {
   handler: (message: Uint8Array) => void;
 }
@@ -26,6 +45,7 @@ export class MemoryKv implements Kv {
   private readonly entries = new Map<string, Entry>();
   // A subscription record per subscribe() call, so one function subscribed twice is two subscribers.
   private readonly channels = new Map<string, Set<Subscription>>();
+  private readonly histories = new Map<string, History>();
   private readonly now: () => number;
   private readonly onError: (error: unknown, context: string) => void;
   private readonly sweeper: NodeJS.Timeout;
@@ -186,6 +206,46 @@ export class MemoryKv implements Kv {
     });
   }
 
+  async publishRecorded(
+    channel: string,
+    message: Uint8Array,
+    limits: HistoryLimits,
+  ): Promise<StreamPosition> {
+    this.assertOpen();
+    const now = this.now();
+    const history = this.history(channel, now);
+    const position = { offset: ++history.offset, epoch: history.epoch };
+    // A copy, as Redis keeps its own: the caller may reuse its buffer.
+    history.entries.push({ offset: position.offset, at: now, message: new Uint8Array(message) });
+    if (history.entries.length > limits.maxLen)
+      history.entries.splice(0, history.entries.length - limits.maxLen);
+    history.entriesExpireAt = now + limits.ttlMs;
+    await this.publish(channel, framePositioned(position, message));
+    return position;
+  }
+
+  async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
+    this.assertOpen();
+    const history = this.history(channel, this.now());
+    const first = history.entries.findIndex((entry) => entry.offset > afterOffset);
+    return {
+      position: { offset: history.offset, epoch: history.epoch },
+      entries: first < 0 ? [] : history.entries.slice(first, first + maxLen),
+    };
+  }
+
+  /** The channel's history, started (offset 0 of a new epoch) when missing, with expired messages gone. */
+  private history(channel: string, now: number): History {
+    let history = this.histories.get(channel);
+    if (!history || history.usedAt + HISTORY_META_TTL_MS <= now) {
+      history = { epoch: newEpoch(), offset: 0, entries: [], usedAt: now, entriesExpireAt: now };
+      this.histories.set(channel, history);
+    }
+    if (history.entriesExpireAt <= now) history.entries = [];
+    history.usedAt = now;
+    return history;
+  }
+
   async hasSubscribers(channel: string): Promise<boolean> {
     this.assertOpen();
     return this.channels.has(channel);
@@ -247,6 +307,10 @@ export class MemoryKv implements Kv {
     const now = this.now();
     for (const [key, entry] of this.entries) {
       if (entry.expiresAt !== null && entry.expiresAt <= now) this.entries.delete(key);
+    }
+    for (const [channel, history] of this.histories) {
+      if (history.usedAt + HISTORY_META_TTL_MS <= now) this.histories.delete(channel);
+      else if (history.entriesExpireAt <= now) history.entries = [];
     }
   }
 

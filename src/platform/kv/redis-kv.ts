@@ -1,5 +1,12 @@
 import { Redis } from 'ioredis';
-import type { Kv } from './kv.js';
+import {
+  HISTORY_META_TTL_MS,
+  type HistoryLimits,
+  type HistoryRead,
+  type Kv,
+  newEpoch,
+  type StreamPosition,
+} from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 
 export interface RedisKvOptions {
@@ -43,6 +50,45 @@ const EXPIRE_MANY_SCRIPT = `
 local existed = {}
 for i, key in ipairs(KEYS) do existed[i] = redis.call('PEXPIRE', key, ARGV[1]) end
 return existed`;
+
+/**
+ * A recorded publish: KEYS[1] the history's meta hash (epoch `e`, last offset `o`), KEYS[2] its
+ * stream (entry id `<offset>-0`, fields `d` the message and `t` the time in ms); ARGV channel,
+ * message, max length, the stream's TTL ms, the epoch to start with when there is none, now. A
+ * lost meta hash starts a new epoch and drops the stream of the old one, whose ids the new offsets
+ * would repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed
+ * nothing while the stream expired is still told so. The message is published with its position
+ * in front (kv.ts framePositioned).
+ */
+const PUBLISH_RECORDED_SCRIPT = `
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if not epoch then
+  epoch = ARGV[5]
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', epoch)
+end
+local offset = redis.call('HINCRBY', KEYS[1], 'o', 1)
+redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ARGV[6])
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
+return {offset, epoch}`;
+
+/**
+ * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
+ * A missing history starts here (epoch ARGV[3], offset 0), so the position a reader is given is
+ * the one the next publish continues.
+ */
+const READ_HISTORY_SCRIPT = `
+local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
+if not meta[1] then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', ARGV[3], 'o', 0)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {ARGV[3], 0, {}}
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {meta[1], tonumber(meta[2]), redis.call('XRANGE', KEYS[2], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}`;
 
 /**
  * Keys per EXPIRE_MANY_SCRIPT call: one command for a whole batch instead of a pipelined command
@@ -114,6 +160,9 @@ export class RedisKv implements Kv {
       enableAutoPipelining: true,
     });
     reportErrorsOncePerOutage(this.redis, (error) => this.onError(error, 'command connection error'));
+    // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
+    this.redis.defineCommand('publishRecorded', { numberOfKeys: 2, lua: PUBLISH_RECORDED_SCRIPT });
+    this.redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   }
 
   /** The command connection, for libraries that need a raw ioredis client. */
@@ -201,6 +250,51 @@ export class RedisKv implements Kv {
       this.namespace + channel,
       Buffer.from(message.buffer, message.byteOffset, message.byteLength),
     );
+  }
+
+  async publishRecorded(
+    channel: string,
+    message: Uint8Array,
+    { maxLen, ttlMs }: HistoryLimits,
+  ): Promise<StreamPosition> {
+    const scripts = this.redis as unknown as HistoryScripts;
+    const [offset, epoch] = await scripts.publishRecorded(
+      historyMetaKey(channel),
+      historyStreamKey(channel),
+      this.namespace + channel,
+      Buffer.from(message.buffer, message.byteOffset, message.byteLength),
+      maxLen,
+      ttlMs,
+      newEpoch(),
+      Date.now(),
+      HISTORY_META_TTL_MS,
+    );
+    return { offset, epoch };
+  }
+
+  async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
+    // Buffers throughout: the messages are binary.
+    const scripts = this.redis as unknown as HistoryScripts;
+    const [epoch, offset, entries] = await scripts.readHistoryBuffer(
+      historyMetaKey(channel),
+      historyStreamKey(channel),
+      afterOffset,
+      maxLen,
+      newEpoch(),
+      HISTORY_META_TTL_MS,
+    );
+    return {
+      position: { offset, epoch: epoch.toString() },
+      entries: entries.map(([id, fields]) => {
+        const field = (name: string) =>
+          fields[fields.findIndex((f, i) => i % 2 === 0 && f.toString() === name) + 1];
+        return {
+          offset: Number.parseInt(id.toString(), 10),
+          at: Number((field('t') as Buffer).toString()),
+          message: new Uint8Array(field('d') as Buffer),
+        };
+      }),
+    };
   }
 
   async hasSubscribers(channel: string): Promise<boolean> {
@@ -383,4 +477,19 @@ function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => 
   connection.on('ready', () => {
     reported = false;
   });
+}
+
+/** The history scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
+interface HistoryScripts {
+  publishRecorded(...args: (string | number | Buffer)[]): Promise<[number, string]>;
+  readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
+}
+
+/** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
+function historyMetaKey(channel: string): string {
+  return `hist:{${channel}}:meta`;
+}
+
+function historyStreamKey(channel: string): string {
+  return `hist:{${channel}}:stream`;
 }
