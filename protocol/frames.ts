@@ -9,6 +9,7 @@ import type {
 import { operation } from './operation.js';
 import type { ChunksPage } from './room-content.js';
 import type { FriendChangeEvent, FriendRequestEvent } from './social.js';
+import type { WorldMessage } from './world-chat.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -81,6 +82,8 @@ export interface EventPayloads {
   /** A direct message, to the peer's sockets and the sender's (protocol/chat.ts). */
   'dm.message': Message;
   'dm.read': DmReadEvent;
+  /** A world or room chat message, to the sockets that joined that chat (protocol/world-chat.ts). */
+  'chat.message': WorldMessage;
 }
 
 export interface PongFrame {

@@ -24,8 +24,10 @@ export interface RestBinding {
 
 /**
  * A REST twin the module registers as a plain route because HTTP carries part of it outside a
- * JSON body (codec bytes, an ETag precondition, a streamed msgpack answer). Both twins call the
- * same service function; `operationId` names the route in OpenAPI.
+ * JSON body (codec bytes, an ETag precondition, a streamed msgpack answer), or, for a frame whose
+ * twin is split over several paths (`chat.send`: the world's chat and a room's), the catalogue
+ * operations serving each path. Both twins call the same service function; `operationId` names
+ * the route in OpenAPI.
  */
 export interface PlainRestTwin {
   method: HttpMethod;
@@ -57,8 +59,8 @@ export interface Operation<
   /** Reachable over the gateway as a frame of type `name`. */
   readonly frame: Frame;
   readonly rest: Rest;
-  /** Set instead of `rest` when the frame's REST twin is a plain route (see PlainRestTwin). */
-  readonly restRoute: PlainRestTwin | undefined;
+  /** Set instead of `rest` when the frame's REST twin is a plain route or several (see PlainRestTwin). */
+  readonly restRoute: PlainRestTwin | readonly PlainRestTwin[] | undefined;
   /** Why a frame has no REST twin (events and connection state exist only on the socket). */
   readonly socketOnly: string | undefined;
   /** Served to anonymous callers; every other operation needs a signed-in user. */
@@ -79,7 +81,7 @@ export interface OperationSpec<
   response: Response;
   frame?: Frame;
   rest?: Rest;
-  restRoute?: PlainRestTwin;
+  restRoute?: PlainRestTwin | readonly PlainRestTwin[];
   socketOnly?: string;
   public?: boolean;
   errors?: readonly number[];

@@ -10,6 +10,7 @@ import { profileOperations } from './profiles.js';
 import { roomContentOperations } from './room-content.js';
 import { socialOperations } from './social.js';
 import { userOperations } from './users.js';
+import { worldChatOperations } from './world-chat.js';
 import { worldOperations } from './worlds.js';
 
 export * from './auth.js';
@@ -21,6 +22,7 @@ export * from './profiles.js';
 export * from './room-content.js';
 export * from './social.js';
 export * from './users.js';
+export * from './world-chat.js';
 export * from './worlds.js';
 
 /**
@@ -40,6 +42,7 @@ const all = [
   ...favoriteOperations,
   ...socialOperations,
   ...chatOperations,
+  ...worldChatOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -18,10 +18,10 @@ export const modules = [
   usersModule,
   profilesModule,
   socialModule,
+  worldsModule,
   chatModule,
   presenceModule,
   authModule,
   accountModule,
   avatarModule,
-  worldsModule,
 ] as const;

@@ -3,6 +3,7 @@ import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { dmCalls } from './dm.js';
+import { readAllPages } from './pages.js';
 
 describe('direct messages', () => {
   const app = useTestApp();
@@ -135,6 +136,29 @@ describe('direct messages', () => {
       if (!before) break;
     }
     expect(seen).toEqual([...bodies].reverse());
+  });
+
+  it('pages the history without gaps or duplicates while both users keep sending meanwhile', async () => {
+    const [alice, bob] = [await user(), await user()];
+    const before = Array.from({ length: 8 }, (_, i) => `before ${i}`);
+    for (const [i, body] of before.entries()) {
+      await sent(i % 2 === 0 ? alice : bob, i % 2 === 0 ? bob : alice, body);
+    }
+    const meanwhile: Promise<unknown>[] = [];
+    const pages = await readAllPages(expectStatus, alice, `/api/chat/dm/${bob.user.id}/messages`, 3, () => {
+      meanwhile.push(sent(alice, bob, `meanwhile ${meanwhile.length}`));
+      meanwhile.push(sent(bob, alice, `meanwhile ${meanwhile.length}`));
+    });
+    await Promise.all(meanwhile);
+    // Everything sent meanwhile is newer than the first page, so no later page shifts.
+    expect(pages).toEqual([...before].reverse());
+    expect(meanwhile.length).toBeGreaterThan(0);
+    const stored = await queryRows(
+      app().db,
+      'select 1 from messages where sender_id = any(array[?, ?]::uuid[])',
+      [alice.user.id, bob.user.id],
+    );
+    expect(stored).toHaveLength(before.length + meanwhile.length);
   });
 
   it('answers an empty history before the first message, 404 for an unknown peer and 422 for a foreign cursor', async () => {

@@ -245,6 +245,33 @@ const rows: { [N in RestName]: Row<N> } = {
   'dm.conversations': {
     prepare: async () => ({ token: (await dmPair()).recipient.access_token }),
   },
+  // Each run writes a message of its own: only its id differs.
+  'chat.sendToWorld': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: await sharedWorld(me), body: ' parity ' },
+    }),
+  },
+  'chat.sendToRoom': {
+    fresh: true,
+    prepare: async ({ me }) => {
+      const world_id = await sharedWorld(me);
+      return {
+        token: me.access_token,
+        input: { world_id, room_id: await mainRoom(me, world_id), body: ' parity ' },
+      };
+    },
+  },
+  'chat.worldHistory': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: (await chatWorld(me)).world_id },
+    }),
+  },
+  'chat.roomHistory': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: await chatWorld(me) }),
+  },
 };
 
 let pair: Promise<{ sender: TokenResponse; recipient: TokenResponse }> | undefined;
@@ -264,6 +291,31 @@ function dmPair() {
     return { sender, recipient };
   })();
   return pair;
+}
+
+let chatted: Promise<{ world_id: string; room_id: string }> | undefined;
+/** A world with two messages in its own chat and two in its main room's, written once for both runs of the history rows. */
+function chatWorld(me: TokenResponse) {
+  chatted ??= (async () => {
+    const world_id = await createWorld(me);
+    const room_id = await mainRoom(me, world_id);
+    for (const url of [
+      `/api/worlds/${world_id}/messages`,
+      `/api/worlds/${world_id}/rooms/${room_id}/messages`,
+    ]) {
+      for (const body of ['first', 'second']) {
+        const response = await app.http.inject({
+          method: 'POST',
+          url,
+          headers: bearer(me.access_token),
+          payload: { body },
+        });
+        expect(response.statusCode, response.body).toBe(201);
+      }
+    }
+    return { world_id, room_id };
+  })();
+  return chatted;
 }
 
 /** A social graph write made by `user` while preparing a row; it must succeed. */
@@ -373,11 +425,21 @@ async function overRest(rest: RestBinding, { token, input }: Run<RestName>): Pro
     url = url.replace(`:${name}`, encodeURIComponent(String(fields[name])));
     delete fields[name];
   }
-  const body = params.length === 0 ? input : Object.keys(fields).length > 0 ? fields : undefined;
+  // A GET carries its fields in the query string; other methods in the JSON body.
+  const query = rest.method === 'GET' ? (fields as Record<string, string>) : undefined;
+  const body =
+    query !== undefined
+      ? undefined
+      : params.length === 0
+        ? input
+        : Object.keys(fields).length > 0
+          ? fields
+          : undefined;
   const response = await app.http.inject({
     method: rest.method,
     url,
     headers: token ? bearer(token) : {},
+    ...(query === undefined ? {} : { query }),
     ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
   });
   expect(response.statusCode, response.body).toBe(rest.status ?? 200);

@@ -1,5 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import { type Conversation, MESSAGE_BODY_MAX, type Message } from '../../../protocol/chat.js';
+import type { Conversation, Message } from '../../../protocol/chat.js';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
@@ -21,6 +21,7 @@ import {
   markRead,
   messagesOf,
 } from './dm.repository.js';
+import { trimmedBody } from './message-body.js';
 import type { Filtered } from './text-filter.js';
 
 export interface ChatDeps {
@@ -40,10 +41,6 @@ type ChatEvent =
 
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const forbidden = (message: string) => new AppError(ErrorCode.FORBIDDEN, message);
-const invalidBody = (message: string) =>
-  new AppError(ErrorCode.VALIDATION_FAILED, 'The message body is not valid.', {
-    errors: [{ path: 'body', message }],
-  });
 
 const toMessage = (row: MessageRow): Message => ({
   id: row.id,
@@ -85,12 +82,7 @@ export class ChatService {
   async send(ctx: Ctx, userId: string, rawBody: string): Promise<Message> {
     const me = callerOf(ctx).id;
     const peer = peerOf(me, userId);
-    const body = rawBody.trim();
-    const length = [...body].length;
-    if (length === 0) throw invalidBody('must not be empty after trimming');
-    if (length > MESSAGE_BODY_MAX)
-      throw invalidBody(`must be at most ${MESSAGE_BODY_MAX} characters after trimming`);
-    const filtered = this.deps.filter(body);
+    const filtered = this.deps.filter(trimmedBody(rawBody));
     await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
     const [exists, relations, privacy] = await Promise.all([
       existingUserIds(ctx.em, [peer]),

@@ -1,28 +1,59 @@
 import { dmConversations, dmHistory, dmSend } from '../../../protocol/chat.js';
+import {
+  chatJoin,
+  chatLeave,
+  chatRoomHistory,
+  chatSend,
+  chatSendToRoom,
+  chatSendToWorld,
+  chatWorldHistory,
+} from '../../../protocol/world-chat.js';
+import { callerOf } from '../../platform/context.js';
+import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
+import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
 import { createTextFilter } from './text-filter.js';
+import { chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
 
-/** Direct messages: sending through the text filter and rate limit, history, conversation list (docs/chat.md). */
+export { chatTopic };
+
+/**
+ * Direct messages (sending through the text filter and rate limit, history, conversation list) and
+ * world and room chat (docs/chat.md).
+ */
 export const chatModule = defineModule({
   name: 'chat',
   entities: [],
-  needs: ['profiles', 'social'],
-  setup({ bus, kv, config }, { profiles, social }: { profiles: ProfilesApi; social: SocialApi }) {
+  needs: ['profiles', 'social', 'worlds'],
+  setup(
+    { bus, kv, config, gateway },
+    { profiles, social, worlds }: { profiles: ProfilesApi; social: SocialApi; worlds: WorldsApi },
+  ) {
+    const filter = createTextFilter(config.DM_FILTER_MODE);
+    const sendLimiter = (keyPrefix: string) =>
+      createLimiter(kv, {
+        keyPrefix,
+        points: config.DM_RATE_LIMIT_COUNT,
+        durationSeconds: config.DM_RATE_LIMIT_WINDOW_SECONDS,
+      });
     const chat = new ChatService({
       bus,
       privacy: profiles,
       social,
-      sendLimiter: createLimiter(kv, {
-        keyPrefix: 'dm-send',
-        points: config.DM_RATE_LIMIT_COUNT,
-        durationSeconds: config.DM_RATE_LIMIT_WINDOW_SECONDS,
-      }),
-      filter: createTextFilter(config.DM_FILTER_MODE),
+      sendLimiter: sendLimiter('dm-send'),
+      filter,
+    });
+    // A limit of its own: a busy world chat does not use up a user's direct messages, nor the reverse.
+    const worldChat = new WorldChatService({
+      bus,
+      worlds,
+      sendLimiter: sendLimiter('world-chat-send'),
+      filter,
     });
     return {
       api: {},
@@ -30,6 +61,29 @@ export const chatModule = defineModule({
         serve(dmSend, (ctx, { user_id, body }) => chat.send(ctx, user_id, body)),
         serve(dmHistory, (ctx, { user_id, ...page }) => chat.history(ctx, user_id, page)),
         serve(dmConversations, (ctx, page) => chat.conversations(ctx, page)),
+        serve(chatSendToWorld, (ctx, { world_id, body }) => worldChat.send(ctx, world_id, undefined, body)),
+        serve(chatSendToRoom, (ctx, { world_id, room_id, body }) =>
+          worldChat.send(ctx, world_id, room_id, body),
+        ),
+        serve(chatSend, (ctx, { world_id, room_id, body }) => worldChat.send(ctx, world_id, room_id, body)),
+        serve(chatWorldHistory, (ctx, { world_id, ...page }) =>
+          worldChat.history(ctx, world_id, undefined, page),
+        ),
+        serve(chatRoomHistory, (ctx, { world_id, room_id, ...page }) =>
+          worldChat.history(ctx, world_id, room_id, page),
+        ),
+        // Over WS_MAX_SUBSCRIPTIONS the gateway refuses with SUBSCRIPTION_LIMIT and subscribes nothing.
+        serve(chatJoin, async (ctx, { world_id, room_id }, connection) => {
+          const { topic, ...joined } = await worldChat.joinable(ctx, world_id, room_id);
+          await gateway.subscribe(connection, [{ topic, filter: chatDeliveryFilter(callerOf(ctx).id) }]);
+          return joined;
+        }),
+        // Joins are kept under canonical ids (as the database spells them), so match them that way.
+        serve(chatLeave, (_ctx, { world_id, room_id }, connection) => {
+          const room = room_id === undefined ? null : canonicalId(room_id);
+          gateway.unsubscribe(connection, [chatTopic(canonicalId(world_id), room)]);
+          return {};
+        }),
       ],
     };
   },

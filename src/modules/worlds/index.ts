@@ -21,6 +21,7 @@ import {
   worldsGet,
   worldsUpdate,
 } from '../../../protocol/worlds.js';
+import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
@@ -33,8 +34,23 @@ import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { streamPosition } from './worlds.repository.js';
+import { streamPosition, type WorldRow } from './worlds.repository.js';
 import { WorldsService } from './worlds.service.js';
+
+/** What other modules may use of worlds: the read rule, for features that live inside a world. */
+/** What other modules see of a world: enough to decide who may read what belongs to it. */
+export type WorldAccess = Pick<WorldRow, 'id' | 'ownerId' | 'visibility'>;
+
+export interface WorldsApi {
+  /** The world if the caller may read it; 404 NOT_FOUND otherwise (unknown, malformed id or private). */
+  readable(ctx: Ctx, worldId: string): Promise<WorldAccess>;
+  /** A room of a world the caller may read; 404 also when the room belongs to another world. */
+  readableRoom(
+    ctx: Ctx,
+    worldId: string,
+    roomId: string,
+  ): Promise<{ world: WorldAccess; room: { id: string } }>;
+}
 
 /** Worlds, their rooms and their chunk content (docs/worlds.md). */
 export const worldsModule = defineModule({
@@ -54,8 +70,12 @@ export const worldsModule = defineModule({
     const history = new HistoryService(worlds);
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
+    const api: WorldsApi = {
+      readable: (ctx, worldId) => worlds.readable(ctx, worldId),
+      readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
+    };
     return {
-      api: {},
+      api,
       routes: (http) => {
         registerChunkRoutes(http, chunks, (request) => platform.ctx(request));
         registerBatchRoute(http, chunks, (request) => platform.ctx(request));

@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import { MESSAGE_BODY_RAW_MAX } from './chat.js';
+import { listQuery, pageOf } from './lists.js';
+import { operation } from './operation.js';
+import { text } from './text.js';
+
+/**
+ * World and room chat (docs/chat.md): a world's own channel, and one channel per room. The world's
+ * visibility decides who may read and write (private worlds: their owner only); a world the caller
+ * may not read, an unknown one and a room of another world all answer 404. Bodies, the text
+ * filter, the per-sender rate limit and history pages follow the rules of direct messages.
+ */
+
+const id = z.string().max(64);
+
+export const worldMessageSchema = z.object({
+  id: z.string(),
+  world_id: z.string(),
+  /** Null for the world's own channel. */
+  room_id: z.string().nullable(),
+  /** Null once the sender's account was deleted. */
+  sender_id: z.string().nullable(),
+  body: z.string(),
+  created_at: z.string(),
+  /** The text filter masked words of the body. */
+  filtered: z.boolean(),
+});
+export type WorldMessage = z.infer<typeof worldMessageSchema>;
+
+const tag = 'chat';
+const WORLD_MESSAGES = '/api/worlds/:world_id/messages';
+const ROOM_MESSAGES = '/api/worlds/:world_id/rooms/:room_id/messages';
+const body = text(1, MESSAGE_BODY_RAW_MAX);
+const sendErrors = [401, 404, 422, 429];
+
+export const chatSendToWorld = operation('chat.sendToWorld', {
+  tag,
+  summary:
+    "Write to the world's chat (1-2000 characters after trimming); its chat.message event reaches the sockets that joined the world's chat.",
+  rest: { method: 'POST', path: WORLD_MESSAGES, status: 201 },
+  request: z.object({ world_id: id, body }).strict(),
+  response: worldMessageSchema,
+  errors: sendErrors,
+});
+
+export const chatSendToRoom = operation('chat.sendToRoom', {
+  tag,
+  summary:
+    "Write to the chat of one of the world's rooms (1-2000 characters after trimming); its chat.message event reaches the sockets that joined the room's chat.",
+  rest: { method: 'POST', path: ROOM_MESSAGES, status: 201 },
+  request: z.object({ world_id: id, room_id: id, body }).strict(),
+  response: worldMessageSchema,
+  errors: sendErrors,
+});
+
+export const chatWorldHistory = operation('chat.worldHistory', {
+  tag,
+  summary:
+    "The world's chat (without its rooms' messages), newest first; `before` is the previous page's next_cursor.",
+  rest: { method: 'GET', path: WORLD_MESSAGES },
+  request: z.object({ world_id: id, limit: listQuery.limit, before: listQuery.cursor }).strict(),
+  response: pageOf(worldMessageSchema),
+  errors: [401, 404, 422],
+});
+
+export const chatRoomHistory = operation('chat.roomHistory', {
+  tag,
+  summary: "The room's chat, newest first; `before` is the previous page's next_cursor.",
+  rest: { method: 'GET', path: ROOM_MESSAGES },
+  request: z.object({ world_id: id, room_id: id, limit: listQuery.limit, before: listQuery.cursor }).strict(),
+  response: pageOf(worldMessageSchema),
+  errors: [401, 404, 422],
+});
+
+/** The channel of a frame: the world's own without room_id, else the room's. */
+const channel = { world_id: id, room_id: id.optional() };
+
+export const chatSend = operation('chat.send', {
+  tag,
+  summary:
+    "Write to the world's chat, or to one room's with room_id; the twin of POST /api/worlds/{world_id}/messages and of POST /api/worlds/{world_id}/rooms/{room_id}/messages.",
+  frame: true,
+  restRoute: [
+    { method: 'POST', path: WORLD_MESSAGES, operationId: chatSendToWorld.name },
+    { method: 'POST', path: ROOM_MESSAGES, operationId: chatSendToRoom.name },
+  ],
+  request: z.object({ ...channel, body }).strict(),
+  response: worldMessageSchema,
+});
+
+const eventsOnlyOnTheSocket =
+  'joining a chat delivers its chat.message events, which only the socket can; REST readers page the history';
+
+export const chatJoin = operation('chat.join', {
+  tag,
+  summary:
+    "Receive the chat.message events of the world's chat, or of one room's with room_id, until chat.leave or the end of the connection.",
+  frame: true,
+  socketOnly: eventsOnlyOnTheSocket,
+  request: z.object(channel).strict(),
+  response: z.object({ world_id: z.string(), room_id: z.string().nullable() }),
+});
+
+export const chatLeave = operation('chat.leave', {
+  tag,
+  summary: "Stop receiving the world's chat (without room_id) or one room's.",
+  frame: true,
+  socketOnly: eventsOnlyOnTheSocket,
+  request: z.object(channel).strict(),
+  response: z.object({}),
+});
+
+export const worldChatOperations = [
+  chatSendToWorld,
+  chatSendToRoom,
+  chatWorldHistory,
+  chatRoomHistory,
+  chatSend,
+  chatJoin,
+  chatLeave,
+] as const;
