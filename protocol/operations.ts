@@ -4,6 +4,7 @@ import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
+import { moderationOperations } from './moderation.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
@@ -17,6 +18,7 @@ export * from './auth.js';
 export * from './chat.js';
 export * from './chunks.js';
 export * from './favorites.js';
+export * from './moderation.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './room-content.js';
@@ -43,6 +45,7 @@ const all = [
   ...socialOperations,
   ...chatOperations,
   ...worldChatOperations,
+  ...moderationOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

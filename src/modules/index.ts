@@ -3,6 +3,7 @@ import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
 import { healthModule } from './health/index.js';
+import { moderationModule } from './moderation/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
 import { socialModule } from './social/index.js';
@@ -24,4 +25,5 @@ export const modules = [
   authModule,
   accountModule,
   avatarModule,
+  moderationModule,
 ] as const;

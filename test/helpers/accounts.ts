@@ -3,6 +3,8 @@ import type { LightMyRequestResponse } from 'fastify';
 import { expect } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
+import { changeRole } from '../../src/modules/users/index.js';
+import type { Role } from '../../src/platform/auth/access-tokens.js';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -34,7 +36,7 @@ export function bearer(token: string) {
 /** REST calls made as a signed-in user, for the app of a test file. */
 export function callsAs(app: () => Pick<App, 'http'>) {
   const call = (
-    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
     url: string,
     user: TokenResponse,
     payload?: object,
@@ -57,4 +59,20 @@ export function callsAs(app: () => Pick<App, 'http'>) {
   };
 
   return { call, expectStatus };
+}
+
+/**
+ * Registers a user holding `role` besides `user`, granted as operators do (`atrium admin grant`),
+ * and signs in again: a token carries the roles its account had when it was issued.
+ */
+export async function registerWithRole(app: App, role: Role): Promise<TokenResponse> {
+  const { user } = await registerUser(app);
+  await changeRole(app.db.orm.em.fork(), user.username, role, 'grant');
+  const response = await app.http.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    payload: { username: user.username, password: PASSWORD },
+  });
+  if (response.statusCode !== 200) throw new Error(`login failed: ${response.statusCode} ${response.body}`);
+  return response.json() as TokenResponse;
 }

@@ -5,8 +5,10 @@ import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { AtriumClient, type FetchLike } from '../../protocol/client.js';
 import { type Operation, pathParams, type RestBinding, type SentInputOf } from '../../protocol/operation.js';
 import { type OperationName, type Operations, operations } from '../../protocol/operations.js';
-import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { newId } from '../../src/platform/ids.js';
+import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 /**
  * Every operation with a REST twin, run once over plain REST and once through AtriumClient: over
@@ -245,6 +247,25 @@ const rows: { [N in RestName]: Row<N> } = {
   'dm.conversations': {
     prepare: async () => ({ token: (await dmPair()).recipient.access_token }),
   },
+  // Each run is a new user's report of the same message: only who reports and the report's id differ.
+  'reports.create': {
+    fresh: true,
+    prepare: async () => ({
+      token: (await registerUser(app)).access_token,
+      input: { message_id: (await reported()).messageId, reason: ' parity ', details: 'compared' },
+    }),
+  },
+  'reports.list': { prepare: async () => ({ token: (await reported()).moderator.access_token }) },
+  'reports.update': {
+    fresh: true,
+    prepare: async () => {
+      const { moderator, messageId } = await reported();
+      return {
+        token: moderator.access_token,
+        input: { report_id: await newReport(messageId), state: 'dismissed', note: 'parity' },
+      };
+    },
+  },
   // Each run writes a message of its own: only its id differs.
   'chat.sendToWorld': {
     fresh: true,
@@ -273,6 +294,43 @@ const rows: { [N in RestName]: Row<N> } = {
     prepare: async ({ me }) => ({ token: me.access_token, input: await chatWorld(me) }),
   },
 };
+
+let reportedOnce: Promise<{ moderator: TokenResponse; messageId: string }> | undefined;
+/** A moderator, and a message of a public world with an open report, made once for the report rows. */
+function reported() {
+  reportedOnce ??= (async () => {
+    const [owner, moderator] = [await registerUser(app), await registerWithRole(app, 'moderator')];
+    const world = await app.http.inject({
+      method: 'POST',
+      url: '/api/worlds',
+      headers: bearer(owner.access_token),
+      payload: { name: 'Reported', visibility: 'public' },
+    });
+    const messageId = newId();
+    // Written as a row: how world chat stores messages is not what the report rows compare.
+    await queryRows(app.db, 'insert into messages (id, world_id, sender_id, body) values (?, ?, ?, ?)', [
+      messageId,
+      world.json().id,
+      owner.user.id,
+      'reported',
+    ]);
+    await newReport(messageId);
+    return { moderator, messageId };
+  })();
+  return reportedOnce;
+}
+
+/** A new user's open report of the message; answers its id. */
+async function newReport(messageId: string): Promise<string> {
+  const response = await app.http.inject({
+    method: 'POST',
+    url: `/api/chat/messages/${messageId}/reports`,
+    headers: bearer((await registerUser(app)).access_token),
+    payload: { reason: 'parity' },
+  });
+  expect(response.statusCode, response.body).toBe(201);
+  return response.json().id;
+}
 
 let pair: Promise<{ sender: TokenResponse; recipient: TokenResponse }> | undefined;
 /** Two users with a conversation of two messages, written once for both runs of the DM list rows. */
@@ -400,7 +458,7 @@ async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {
 }
 
 const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
-const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id']);
+const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id', 'reporter_id']);
 
 /** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
 function normalise(value: unknown, fresh: boolean): unknown {

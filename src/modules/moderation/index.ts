@@ -1,0 +1,25 @@
+import { reportsCreate, reportsList, reportsUpdate } from '../../../protocol/moderation.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import type { WorldsApi } from '../worlds/index.js';
+import { ModerationService } from './moderation.service.js';
+
+/** Message reports and the moderators' queue (docs/moderation.md). */
+export const moderationModule = defineModule({
+  name: 'moderation',
+  entities: [],
+  needs: ['worlds'],
+  setup(_platform, { worlds }: { worlds: WorldsApi }) {
+    const moderation = new ModerationService({ worlds });
+    return {
+      api: {},
+      operations: [
+        serve(reportsCreate, (ctx, { message_id, ...input }) => moderation.report(ctx, message_id, input)),
+        serve(reportsList, (ctx, { state, ...page }) => moderation.list(ctx, state, page)),
+        serve(reportsUpdate, (ctx, { report_id, ...decision }) =>
+          moderation.decide(ctx, report_id, decision),
+        ),
+      ],
+    };
+  },
+});

@@ -1,0 +1,189 @@
+import {
+  type ModerationReport,
+  REPORT_REASON_MAX,
+  REPORT_TEXT_MAX,
+  type Report,
+  type ReportState,
+} from '../../../protocol/moderation.js';
+import type { AuthUser } from '../../platform/auth/access-tokens.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId, newId } from '../../platform/ids.js';
+import type { WorldsApi } from '../worlds/index.js';
+import {
+  closeReport,
+  deleteMessage,
+  insertReport,
+  type MessageTargetRow,
+  messageTarget,
+  type NewReportRow,
+  type ReportRow,
+  reportById,
+  reportsIn,
+} from './reports.repository.js';
+
+export interface ModerationDeps {
+  worlds: Pick<WorldsApi, 'readable'>;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+type Decision = {
+  state: Exclude<ReportState, 'open'>;
+  note?: string | undefined;
+  delete_message?: boolean | undefined;
+};
+
+const noSuchMessage = () => new AppError(ErrorCode.NOT_FOUND, 'No such message.');
+const noSuchReport = () => new AppError(ErrorCode.NOT_FOUND, 'No such report.');
+const invalid = (path: string, message: string) =>
+  new AppError(ErrorCode.VALIDATION_FAILED, `The ${path} is not valid.`, { errors: [{ path, message }] });
+
+/**
+ * Text trimmed and held to `max` characters (code points, as Postgres char_length counts); an
+ * optional field left empty by the trimming is absent (null).
+ */
+function trimmedText(value: string, path: string, max: number): string;
+function trimmedText(value: string | undefined, path: string, max: number, optional: true): string | null;
+function trimmedText(value: string | undefined, path: string, max: number, optional = false): string | null {
+  const trimmed = (value ?? '').trim();
+  const length = [...trimmed].length;
+  if (length === 0) {
+    if (optional) return null;
+    throw invalid(path, 'must not be empty after trimming');
+  }
+  if (length > max) throw invalid(path, `must be at most ${max} characters after trimming`);
+  return trimmed;
+}
+
+const iso = (date: Date | null) => (date === null ? null : new Date(date).toISOString());
+
+const toReport = (row: NewReportRow): Report => ({
+  id: row.id,
+  message_id: row.message_id,
+  state: row.state,
+  reason: row.reason,
+  details: row.details,
+  created_at: new Date(row.created_at).toISOString(),
+});
+
+const toModerationReport = (row: ReportRow): ModerationReport => ({
+  ...toReport(row),
+  reporter_id: row.reporter_id,
+  moderator_id: row.moderator_id,
+  note: row.note,
+  resolved_at: iso(row.resolved_at),
+  message:
+    row.message_id === null || row.m_created_at === null
+      ? null
+      : {
+          id: row.message_id,
+          sender_id: row.m_sender_id,
+          body: row.m_body ?? '',
+          created_at: new Date(row.m_created_at).toISOString(),
+          conversation_id: row.m_conversation_id,
+          world_id: row.m_world_id,
+          room_id: row.m_room_id,
+        },
+});
+
+/**
+ * Reports of messages and their moderation (docs/moderation.md). A message is reported only by
+ * someone who can see it, and a message they cannot see answers 404 like one that does not exist,
+ * so reports reveal nothing of private worlds or other people's conversations.
+ */
+export class ModerationService {
+  constructor(private readonly deps: ModerationDeps) {}
+
+  async report(
+    ctx: Ctx,
+    messageId: string,
+    input: { reason: string; details?: string | undefined },
+  ): Promise<Report> {
+    const me = callerOf(ctx).id;
+    const reason = trimmedText(input.reason, 'reason', REPORT_REASON_MAX);
+    const details = trimmedText(input.details, 'details', REPORT_TEXT_MAX, true);
+    if (!isId(messageId)) throw noSuchMessage();
+    const id = canonicalId(messageId);
+    const message = await messageTarget(ctx.em, id);
+    if (!message || !(await this.canSee(ctx, me, message))) throw noSuchMessage();
+    if (message.sender_id === me) {
+      throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot report your own message.', {
+        errors: [{ path: 'message_id', message: "must be another user's message" }],
+      });
+    }
+    try {
+      return toReport(
+        await insertReport(ctx.em, {
+          id: newId(),
+          messageId: id,
+          reporterId: me,
+          reason,
+          details,
+          at: ctx.now(),
+        }),
+      );
+    } catch (error) {
+      // Checked by the constraint rather than a read first, so two reports sent at once still make one.
+      if (hasSqlState(error, SqlState.UNIQUE_VIOLATION))
+        throw new AppError(ErrorCode.CONFLICT, 'You already reported this message.');
+      // The message was deleted (or the reporter's account) since it was read.
+      if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchMessage();
+      throw error;
+    }
+  }
+
+  async list(ctx: Ctx, state: ReportState, page: Page) {
+    moderatorOf(ctx);
+    const after = decodeCursor(page.cursor, isTimeIdKey);
+    const rows = await reportsIn(ctx.em, state, { after, limit: page.limit + 1 });
+    return pageFrom(rows, page.limit, toModerationReport, (row) => [row.created_key, row.id]);
+  }
+
+  /** Resolves or dismisses an open report, deleting its message in the same transaction when asked. */
+  async decide(ctx: Ctx, reportId: string, decision: Decision): Promise<ModerationReport> {
+    const moderator = moderatorOf(ctx);
+    const note = trimmedText(decision.note, 'note', REPORT_TEXT_MAX, true);
+    if (!isId(reportId)) throw noSuchReport();
+    const id = canonicalId(reportId);
+    const row = await ctx.em.transactional(async (em) => {
+      const closed = await closeReport(em, {
+        id,
+        state: decision.state,
+        moderatorId: moderator.id,
+        note,
+        at: ctx.now(),
+      });
+      if (!closed) {
+        if (await reportById(em, id))
+          throw new AppError(ErrorCode.CONFLICT, 'This report was already resolved or dismissed.');
+        throw noSuchReport();
+      }
+      if (decision.delete_message && closed.message_id !== null) await deleteMessage(em, closed.message_id);
+      return reportById(em, id);
+    });
+    if (!row) throw noSuchReport();
+    return toModerationReport(row);
+  }
+
+  /** A conversation's message is seen by its two users, a world's by whoever may read the world. */
+  private async canSee(ctx: Ctx, me: string, message: MessageTargetRow): Promise<boolean> {
+    if (message.world_id === null) return message.user_a_id === me || message.user_b_id === me;
+    try {
+      await this.deps.worlds.readable(ctx, message.world_id);
+      return true;
+    } catch (error) {
+      if (error instanceof AppError && error.code === ErrorCode.NOT_FOUND) return false;
+      throw error;
+    }
+  }
+}
+
+/** The caller if they hold a moderating role; roles come from the access token, as login granted them. */
+function moderatorOf(ctx: Ctx): AuthUser {
+  const caller = callerOf(ctx);
+  if (!caller.roles.some((role) => role === 'moderator' || role === 'admin'))
+    throw new AppError(ErrorCode.FORBIDDEN, 'Only moderators can work on reports.');
+  return caller;
+}

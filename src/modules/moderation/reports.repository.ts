@@ -1,0 +1,143 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ReportState } from '../../../protocol/moderation.js';
+import { timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The SQL of message reports (table `message_reports` of migration 0002). Reports read the
+ * `messages` table of the chat module directly: a report's message is part of what it shows.
+ */
+
+/** A message with what decides who may see it: its conversation's pair, or its world. */
+export interface MessageTargetRow {
+  sender_id: string | null;
+  world_id: string | null;
+  user_a_id: string | null;
+  user_b_id: string | null;
+}
+
+export interface ReportRow {
+  id: string;
+  message_id: string | null;
+  reporter_id: string | null;
+  moderator_id: string | null;
+  state: ReportState;
+  reason: string;
+  details: string | null;
+  note: string | null;
+  created_at: Date;
+  resolved_at: Date | null;
+  /** The row's keyset position: created_at to the microsecond. */
+  created_key: string;
+  /** The message as it stands now; nulls once it was deleted. */
+  m_sender_id: string | null;
+  m_body: string | null;
+  m_created_at: Date | null;
+  m_conversation_id: string | null;
+  m_world_id: string | null;
+  m_room_id: string | null;
+}
+
+type Key = readonly [timeKey: string, id: string] | undefined;
+
+export async function messageTarget(
+  em: EntityManager,
+  messageId: string,
+): Promise<MessageTargetRow | undefined> {
+  const [row] = await executeBound<MessageTargetRow>(
+    em,
+    `select m.sender_id, m.world_id, c.user_a_id, c.user_b_id
+     from messages m left join conversations c on c.id = m.conversation_id
+     where m.id = $1`,
+    [messageId],
+  );
+  return row;
+}
+
+/** What a reporter sees of their report. */
+export type NewReportRow = Pick<
+  ReportRow,
+  'id' | 'message_id' | 'state' | 'reason' | 'details' | 'created_at'
+>;
+
+/** Stores an open report; fails with a unique violation when the reporter already reported the message. */
+export async function insertReport(
+  em: EntityManager,
+  report: {
+    id: string;
+    messageId: string;
+    reporterId: string;
+    reason: string;
+    details: string | null;
+    at: Date;
+  },
+): Promise<NewReportRow> {
+  const [row] = await executeBound<NewReportRow>(
+    em,
+    `insert into message_reports (id, message_id, reporter_id, reason, details, created_at)
+     values ($1, $2, $3, $4, $5, $6)
+     returning id, message_id, state::text as state, reason, details, created_at`,
+    [report.id, report.messageId, report.reporterId, report.reason, report.details, report.at],
+  );
+  if (!row) throw new Error('insert returned no row');
+  return row;
+}
+
+const reportColumns = `r.id, r.message_id, r.reporter_id, r.moderator_id, r.state::text as state, r.reason,
+  r.details, r.note, r.created_at, r.resolved_at, ${timeKeySql('r.created_at')} as created_key,
+  m.sender_id as m_sender_id, m.body as m_body, m.created_at as m_created_at,
+  m.conversation_id as m_conversation_id, m.world_id as m_world_id, m.room_id as m_room_id`;
+
+export async function reportById(em: EntityManager, reportId: string): Promise<ReportRow | undefined> {
+  const [row] = await executeBound<ReportRow>(
+    em,
+    `select ${reportColumns}
+     from message_reports r left join messages m on m.id = r.message_id
+     where r.id = $1`,
+    [reportId],
+  );
+  return row;
+}
+
+/** A page of the reports in `state`, newest first: a range scan of message_reports_queue_idx. */
+export function reportsIn(
+  em: EntityManager,
+  state: ReportState,
+  page: { after: Key; limit: number },
+): Promise<ReportRow[]> {
+  return executeBound<ReportRow>(
+    em,
+    `select ${reportColumns}
+     from message_reports r left join messages m on m.id = r.message_id
+     where r.state = $1::report_state
+       and ($2::timestamptz is null or (r.created_at, r.id) < ($2::timestamptz, $3::uuid))
+     order by r.created_at desc, r.id desc
+     limit $4`,
+    [state, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+  );
+}
+
+/**
+ * Closes the report if it is still open, in one statement so that two moderators deciding at
+ * once cannot both succeed; answers the reported message's id, or undefined when no open report
+ * has this id.
+ */
+export async function closeReport(
+  em: EntityManager,
+  decision: { id: string; state: ReportState; moderatorId: string; note: string | null; at: Date },
+): Promise<{ message_id: string | null } | undefined> {
+  const [row] = await executeBound<{ message_id: string | null }>(
+    em,
+    `update message_reports
+     set state = $2::report_state, moderator_id = $3, note = $4, resolved_at = $5
+     where id = $1 and state = 'open'
+     returning message_id`,
+    [decision.id, decision.state, decision.moderatorId, decision.note, decision.at],
+  );
+  return row;
+}
+
+/** Deletes a message; its reports keep their rows with message_id set to null by the foreign key. */
+export async function deleteMessage(em: EntityManager, messageId: string): Promise<void> {
+  await executeBound(em, 'delete from messages where id = $1', [messageId]);
+}
