@@ -66,6 +66,13 @@ const setStatus = (app: App, token: string, statusMessage: string) =>
     headers: bearer(token),
     payload: { status_message: statusMessage },
   });
+const sendDm = (app: App, token: string, peerId: string, body: string) =>
+  app.http.inject({
+    method: 'POST',
+    url: `/api/chat/dm/${peerId}/messages`,
+    headers: bearer(token),
+    payload: { body },
+  });
 const login = (app: App, username: string, password: string) =>
   app.http.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } });
 
@@ -97,6 +104,7 @@ describe.skipIf(!hasRedisServer()).each([
   let proxy: TcpProxy | undefined;
   let app: TestApp;
   let user: TokenResponse;
+  let peer: TokenResponse;
   let socket: TestSocket;
   const lockedOutName = uniqueUsername('locked');
 
@@ -106,6 +114,7 @@ describe.skipIf(!hasRedisServer()).each([
     const url = proxy ? `redis://127.0.0.1:${proxy.port}` : redis.url;
     app = await buildTestApp({ REDIS_URL: url, LOGIN_MAX_FAILURES: 2 });
     user = await registerUser(app);
+    peer = await registerUser(app);
     await registerUser(app, lockedOutName);
     socket = await authedSocket(app.wsUrl, user.access_token);
     if (proxy) await proxy.setMode('blackhole');
@@ -134,6 +143,17 @@ describe.skipIf(!hasRedisServer()).each([
       expectServiceUnavailable(result);
       expect(ms).toBeLessThan(PROMPT_MS);
       expect(await storedStatus(app, app.testDb, user.user.id)).toBeNull();
+    });
+
+    it('a direct message answers 503 promptly and stores nothing: the send limiter never fails open', async () => {
+      const { result, ms } = await timed(() =>
+        sendDm(app, user.access_token, peer.user.id, 'during the outage'),
+      );
+      expectServiceUnavailable(result);
+      expect(ms).toBeLessThan(PROMPT_MS);
+      expect(await queryRows(app.db, 'select id from messages where sender_id = ?', [user.user.id])).toEqual(
+        [],
+      );
     });
 
     it('a gateway frame gets a SERVICE_UNAVAILABLE error frame with retry_after promptly', async () => {
@@ -173,6 +193,7 @@ describe.skipIf(!hasRedisServer()).each([
       expect((await heartbeat(app, user.access_token)).statusCode).toBe(200);
       const written = await setStatus(app, user.access_token, 'back again');
       expect(written.statusCode).toBe(200);
+      expect((await sendDm(app, user.access_token, peer.user.id, 'back again')).statusCode).toBe(201);
       expect(await storedStatus(app, app.testDb, user.user.id)).toBe('back again');
       expect(await request(socket, 'presence.heartbeat')).toMatchObject({ t: 'ack' });
     });
