@@ -244,3 +244,32 @@ describe('direct messages', () => {
     expect((await expectStatus(200, 'GET', '/api/chat/dm/conversations', staying)).json().items).toEqual([]);
   });
 });
+
+describe('direct messages racing a block', () => {
+  const app = useTestApp();
+  const { send, rowsOf } = dmCalls(app);
+
+  it('a DM sent while a block of the pair is being written waits for it, then answers 403 and stores nothing', async () => {
+    const [alice, bob] = [await registerUser(app()), await registerUser(app())];
+    let dm: ReturnType<typeof send> | undefined;
+    // The block as the social service writes it: under the pair's lock, in a transaction held open
+    // while the DM is sent, so the DM's checks before its own transaction still see no block.
+    await app()
+      .db.orm.em.fork()
+      .transactional(async (em) => {
+        await em.execute('select 1 as locked from pg_advisory_xact_lock(7, hashtext(?))', [
+          [alice.user.id, bob.user.id].sort().join(':'),
+        ]);
+        await em.execute('insert into blocks (blocker_id, blocked_id, created_at) values (?, ?, now())', [
+          bob.user.id,
+          alice.user.id,
+        ]);
+        dm = send(alice, bob.user.id, 'slipping through?');
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      });
+    const answer = await dm;
+    expect(answer?.statusCode, answer?.body).toBe(403);
+    expect(answer?.json()).toMatchObject({ code: 'FORBIDDEN' });
+    expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+});

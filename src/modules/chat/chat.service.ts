@@ -27,7 +27,7 @@ import type { Filtered } from './text-filter.js';
 export interface ChatDeps {
   bus: EventBus;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
-  social: Pick<SocialApi, 'relationsOf'>;
+  social: Pick<SocialApi, 'relationsOf' | 'holdPair'>;
   /** Messages per sender and window, shared by the nodes through Redis when there is one. */
   sendLimiter: RateLimiterAbstract;
   filter: (body: string) => Filtered;
@@ -41,6 +41,7 @@ type ChatEvent =
 
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const forbidden = (message: string) => new AppError(ErrorCode.FORBIDDEN, message);
+const blockedBetween = () => forbidden('A block between you and this user stands in the way.');
 
 const toMessage = (row: MessageRow): Message => ({
   id: row.id,
@@ -91,7 +92,7 @@ export class ChatService {
     ]);
     if (exists.length === 0) throw noSuchUser();
     const relation = relations.get(peer);
-    if (relation?.blocked) throw forbidden('A block between you and this user stands in the way.');
+    if (relation?.blocked) throw blockedBetween();
     const policy = privacy.get(peer)?.dm_policy;
     if (policy === 'nobody' || (policy === 'friends' && !relation?.friends))
       throw forbidden("This user's privacy settings do not let you message them.");
@@ -137,14 +138,29 @@ export class ChatService {
     return pageFrom(rows, page.limit, toConversation, (row) => [row.activity_key, row.conversation_id]);
   }
 
-  /** Creates the conversation on the first message, and stores the message, in one transaction. */
+  /**
+   * Creates the conversation on the first message, and stores the message, in one transaction.
+   * It holds the pair's social lock, so a block being written meanwhile is waited for, and the
+   * insert (a statement after the lock) refuses if a block was committed since the checks.
+   */
   private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
     const at = ctx.now();
     try {
       const row = await ctx.em.transactional(async (em) => {
+        await this.deps.social.holdPair(em, me, peer);
         const conversationId = await ensureConversation(em, newId(), me, peer, at);
         if (!conversationId) throw noSuchUser();
-        return insertMessage(em, { id: newId(), conversationId, senderId: me, body, filtered, at });
+        const stored = await insertMessage(em, {
+          id: newId(),
+          conversationId,
+          senderId: me,
+          peerId: peer,
+          body,
+          filtered,
+          at,
+        });
+        if (!stored) throw blockedBetween();
+        return stored;
       });
       return toMessage(row);
     } catch (error) {

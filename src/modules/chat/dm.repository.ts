@@ -77,29 +77,46 @@ export async function ensureConversation(
   return conversationOf(em, userA, userB);
 }
 
-/** Stores a message and moves the conversation's activity time, in one statement. */
+/**
+ * Stores a message and moves the conversation's activity time, in one statement, unless a block
+ * stands between sender and peer (then nothing is written and it answers undefined). Run after
+ * the pair's lock (SocialApi.holdPair), this sees every block committed before the lock was held.
+ */
 export async function insertMessage(
   em: EntityManager,
   message: {
     id: string;
     conversationId: string;
     senderId: string;
+    peerId: string;
     body: string;
     filtered: boolean;
     at: Date;
   },
-): Promise<MessageRow> {
+): Promise<MessageRow | undefined> {
   const [row] = await executeBound<MessageRow>(
     em,
-    `with activity as (
-       update conversations set last_message_at = greatest(last_message_at, $6) where id = $2
+    `with unblocked as (
+       select 1 where not exists (
+         select 1 from blocks
+         where (blocker_id = $3 and blocked_id = $7) or (blocker_id = $7 and blocked_id = $3))
+     ), activity as (
+       update conversations set last_message_at = greatest(last_message_at, $6)
+       where id = $2 and exists (select 1 from unblocked)
      )
      insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-     values ($1, $2, $3, $4, $5, $6)
+     select $1::uuid, $2::uuid, $3::uuid, $4::text, $5::boolean, $6::timestamptz from unblocked
      returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`,
-    [message.id, message.conversationId, message.senderId, message.body, message.filtered, message.at],
+    [
+      message.id,
+      message.conversationId,
+      message.senderId,
+      message.body,
+      message.filtered,
+      message.at,
+      message.peerId,
+    ],
   );
-  if (!row) throw new Error('insert returned no row');
   return row;
 }
 

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   blocksDelete,
   blocksList,
@@ -18,6 +19,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { relationsOf } from './relations.js';
+import { lockPair } from './social.repository.js';
 import { SocialService } from './social.service.js';
 
 export type { Relation } from './relations.js';
@@ -26,6 +28,11 @@ export { USER_BLOCKED, type UserBlockedEvent } from './social.service.js';
 /** What other modules may use of the social graph: how two users relate, for privacy rules. */
 export interface SocialApi {
   relationsOf: typeof relationsOf;
+  /**
+   * Holds the pair's lock, shared, until the transaction of `em` ends: a block of the pair being
+   * written is waited for, and waits in turn. A statement after it sees any block committed first.
+   */
+  holdPair(em: EntityManager, a: string, b: string): Promise<void>;
 }
 
 /** Friend requests and friendships, follows and blocks (docs/social.md). */
@@ -35,7 +42,7 @@ export const socialModule = defineModule({
   needs: ['profiles'],
   setup({ bus }, { profiles }: { profiles: ProfilesApi }) {
     const social = new SocialService({ bus, privacy: profiles });
-    const api: SocialApi = { relationsOf };
+    const api: SocialApi = { relationsOf, holdPair: (em, a, b) => lockPair(em, a, b, true) };
     return {
       api,
       operations: [

@@ -26,9 +26,12 @@ const PAIR_LOCK_CLASS = 7;
  * Serialises writes about the pair {a, b}, in either order, until the transaction ends: two
  * users asking each other at once end with one accepted friendship, and a block cannot miss a
  * request or follow written beside it. Unrelated pairs share a lock only on a hash collision.
+ * `shared` is for writers elsewhere that must not pass a block (direct messages): they wait for
+ * social writes of the pair and those wait for them, but they do not wait for each other.
  */
-export async function lockPair(em: EntityManager, a: string, b: string): Promise<void> {
-  await executeBound(em, 'select 1 as locked from pg_advisory_xact_lock($1::int, hashtext($2))', [
+export async function lockPair(em: EntityManager, a: string, b: string, shared = false): Promise<void> {
+  const lock = shared ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
+  await executeBound(em, `select 1 as locked from ${lock}($1::int, hashtext($2))`, [
     PAIR_LOCK_CLASS,
     [a, b].sort().join(':'),
   ]);
