@@ -8,6 +8,7 @@ import { Migration0007SocialGraph } from './0007_social_graph.js';
 import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_history.js';
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
+import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -25,4 +26,5 @@ export const migrationsList = [
   { name: '0009_world_streams_and_history', class: Migration0009WorldStreamsAndHistory },
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
+  { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
 ];

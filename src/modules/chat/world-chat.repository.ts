@@ -56,8 +56,8 @@ export async function insertWorldMessage(
 }
 
 /**
- * A page of the world's own messages, newest first, after `before` in that order. It reads the
- * world's history index (messages_world_history_idx), skipping the rooms' messages it also holds.
+ * A page of the world's own messages, newest first, after `before` in that order, from the index
+ * of the world's own messages (messages_world_chat_history_idx, migration 0016).
  */
 export function worldMessagesOf(
   em: EntityManager,
