@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { streamPositionSchema } from './frames.js';
 import { operation } from './operation.js';
+import { streamPositionSchema } from './stream-position.js';
 import { text } from './text.js';
 import { roleSchema } from './users.js';
 

@@ -216,14 +216,65 @@ describe('AtriumClient against a real server', () => {
     expect(missedReported).toBe(0);
   });
 
+  it('recovers the messages of a chat missed meanwhile when the app joins it again on ready', async () => {
+    const [a, b] = await Promise.all([registerUser(app), registerUser(app)]);
+    const sender = client({ accessToken: b.access_token, wsUrl: undefined });
+    const world = await sender.call('worlds.create', { name: 'Rejoined', visibility: 'public' });
+    const watcher = client({ wsUrl: proxiedWsUrl, accessToken: a.access_token });
+    const heard: string[] = [];
+    const missed: unknown[] = [];
+    let joined: Promise<unknown> = Promise.resolve();
+    watcher.onStateChange((state) => {
+      if (state === 'ready') joined = watcher.call('chat.join', { world_id: world.id });
+    });
+    watcher.on('chat.message', (message) => heard.push(message.body));
+    watcher.onMissedEvents((what) => missed.push(what));
+    await watcher.ready();
+    await joined;
+    await sender.call('chat.sendToWorld', { world_id: world.id, body: 'live' });
+    await expect.poll(() => heard).toEqual(['live']);
+
+    await proxy.setMode('refuse');
+    await untilState(watcher, 'reconnecting');
+    for (const body of ['m1', 'm2']) await sender.call('chat.sendToWorld', { world_id: world.id, body });
+    await proxy.setMode('forward');
+    await watcher.ready();
+    await expect(joined).resolves.toMatchObject({ world_id: world.id, recovered: true });
+    expect(heard).toEqual(['live', 'm1', 'm2']);
+    expect(missed).toEqual([]);
+  });
+
+  it('reports a chat whose missed messages are no longer all kept through onMissedEvents, naming it', async () => {
+    const [a, b] = await Promise.all([registerUser(app), registerUser(app)]);
+    const sender = client({ accessToken: b.access_token, wsUrl: undefined });
+    const world = await sender.call('worlds.create', { name: 'Too far behind', visibility: 'public' });
+    const watcher = client({ wsUrl: proxiedWsUrl, accessToken: a.access_token });
+    const missed: unknown[] = [];
+    watcher.onMissedEvents((what) => missed.push(what));
+    await watcher.ready();
+    await watcher.call('chat.join', { world_id: world.id });
+    await sender.call('chat.sendToWorld', { world_id: world.id, body: 'seen' });
+    await expect.poll(() => watcher.call('ping').then(() => missed.length)).toBe(0);
+
+    await proxy.setMode('refuse');
+    await untilState(watcher, 'reconnecting');
+    for (let i = 0; i < 21; i++) await sender.call('chat.sendToWorld', { world_id: world.id, body: `m${i}` });
+    await proxy.setMode('forward');
+    await watcher.ready();
+    await expect(watcher.call('chat.join', { world_id: world.id })).resolves.toMatchObject({
+      recovered: false,
+    });
+    expect(missed).toEqual([{ stream: 'chat', world_id: world.id, room_id: null }]);
+  });
+
   it('reports through onMissedEvents when the server no longer holds every missed event', async () => {
     const [a, b] = await Promise.all([registerUser(app), registerUser(app)]);
     const watcher = client({ wsUrl: proxiedWsUrl, accessToken: a.access_token });
     const sender = client({ accessToken: b.access_token, wsUrl: undefined });
     const heard: string[] = [];
-    let missedReported = 0;
+    const missedReported: unknown[] = [];
     watcher.on('dm.message', (message) => heard.push(message.body));
-    watcher.onMissedEvents(() => missedReported++);
+    watcher.onMissedEvents((what) => missedReported.push(what));
     await watcher.ready();
 
     await proxy.setMode('refuse');
@@ -231,7 +282,7 @@ describe('AtriumClient against a real server', () => {
     for (let i = 0; i < 21; i++) await sender.call('dm.send', { user_id: a.user.id, body: `m${i}` });
     await proxy.setMode('forward');
     await expect(watcher.ready()).resolves.toMatchObject({ recovered: false });
-    expect(missedReported).toBe(1);
+    expect(missedReported).toEqual([{ stream: 'user' }]);
     expect(heard).toEqual([]);
   });
 

@@ -1,9 +1,10 @@
-import type { EventPayloads, StreamPosition } from './frames.js';
+import type { EventPayloads } from './frames.js';
 import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
 import { pathParams } from './operation.js';
 import { type OperationName, type Operations, operations } from './operations.js';
 import type { RequestArgs, RequestType, WebSocketConstructorLike, WebSocketLike } from './socket.js';
 import { AtriumError, AtriumSocket } from './socket.js';
+import type { StreamPosition } from './stream-position.js';
 
 /**
  * One typed client for both transports: every operation is one `call`, answered over the socket or
@@ -65,6 +66,24 @@ export type CallArgs<N extends OperationName> =
 export type CallResult<N extends OperationName> = OutputOf<Operations[N]>;
 export type AuthAck = OutputOf<Operations['auth']>;
 
+/** What `onMissedEvents` listeners are told to refetch. */
+export type MissedEvents = { stream: 'user' } | { stream: 'chat'; world_id: string; room_id: string | null };
+
+type ChatJoinInput = SentInputOf<Operations['chat.join']>;
+
+/** The `stream` of a chat's event positions: its topic, with the ids as the server spells them (lowercase). */
+function chatStream({
+  world_id,
+  room_id,
+}: {
+  world_id?: string;
+  room_id?: string | null;
+}): string | undefined {
+  if (typeof world_id !== 'string') return undefined;
+  const world = world_id.toLowerCase();
+  return room_id ? `chat:${world}:${room_id.toLowerCase()}` : `chat:${world}`;
+}
+
 export class AtriumClient {
   private currentState: ConnectionState = 'offline';
   /** Why the client went offline or is reconnecting, when there is a reason. */
@@ -81,9 +100,11 @@ export class AtriumClient {
   private readonly restCalls = new Set<AbortController>();
   private readonly eventHandlers = new Map<string, Set<(payload: never) => void>>();
   private readonly stateListeners = new Set<(state: ConnectionState, cause?: AtriumError) => void>();
-  private readonly missedEventsListeners = new Set<() => void>();
+  private readonly missedEventsListeners = new Set<(missed: MissedEvents) => void>();
   /** Where the last socket stood in the user's event stream: the next one recovers from here. */
   private position: StreamPosition | undefined;
+  /** The same for joined chats, by stream name (`chat:<world_id>[:<room_id>]`). */
+  private readonly streamPositions = new Map<string, StreamPosition>();
   private readonly httpUrl: string;
   private readonly wsUrl: string | undefined;
   private readonly fetch: FetchLike;
@@ -134,6 +155,7 @@ export class AtriumClient {
       this.setAccessToken((input as { token?: string } | undefined)?.token ?? null);
       return (await this.ready()) as CallResult<N>;
     }
+    if (op.name === 'chat.join') return (await this.joinChat(input as ChatJoinInput)) as CallResult<N>;
     if (op.frame && this.currentState === 'ready' && this.socket) {
       return (await this.overSocket(this.socket, op.name, input, this.requestTimeoutMs)) as CallResult<N>;
     }
@@ -191,11 +213,13 @@ export class AtriumClient {
 
   /**
    * Calls `listener` when a reconnect could not replay every event missed while disconnected (the
-   * server no longer had them all): refetch what you show through the history routes (DM
-   * conversations and histories, friend lists). When it could, the missed events went to the
-   * `on` handlers, in order, before the client became `ready` again.
+   * server no longer had them all): refetch what you show through the history routes. For the
+   * user's stream (`{stream: 'user'}`): DM conversations and histories, friend lists; for a chat
+   * joined again (`{stream: 'chat', world_id, room_id}`): that chat's history. When it could, the
+   * missed events went to the `on` handlers, in order, before the client became `ready` again
+   * (before the `chat.join` call resolved, for a chat).
    */
-  onMissedEvents(listener: () => void): () => void {
+  onMissedEvents(listener: (missed: MissedEvents) => void): () => void {
     this.missedEventsListeners.add(listener);
     return () => {
       this.missedEventsListeners.delete(listener);
@@ -291,9 +315,7 @@ export class AtriumClient {
         this.failedAttempts = 0;
         this.keepPosition(socket);
         // A position of another user's stream (a new login) recovers nothing the app had shown.
-        if (ack.recovered === false && ack.user_id === previousUser)
-          for (const listener of [...this.missedEventsListeners])
-            guarded('a missed-events listener', listener);
+        if (ack.recovered === false && ack.user_id === previousUser) this.reportMissed({ stream: 'user' });
         this.setState('ready');
       },
       (error: AtriumError) => {
@@ -307,6 +329,34 @@ export class AtriumClient {
 
   private keepPosition(socket: AtriumSocket): void {
     if (socket.position) this.position = socket.position;
+    for (const [stream, position] of socket.streamPositions) this.streamPositions.set(stream, position);
+  }
+
+  /**
+   * `chat.join` over the ready socket, recovering from the position an earlier socket reached in
+   * that chat unless the caller passes its own `recover`.
+   */
+  private async joinChat(input: ChatJoinInput): Promise<CallResult<'chat.join'>> {
+    const started = Date.now();
+    const socket = await this.whenReady(this.requestTimeoutMs);
+    const stream = chatStream(input);
+    const recover = input.recover ?? (stream ? this.streamPositions.get(stream) : undefined);
+    const left = Math.max(1, this.requestTimeoutMs - (Date.now() - started));
+    const ack = (await this.overSocket(
+      socket,
+      'chat.join',
+      { ...input, recover },
+      left,
+    )) as CallResult<'chat.join'>;
+    if (ack.position) socket.streamPositions.set(chatStream(ack) as string, ack.position);
+    if (ack.recovered === false && input.recover === undefined)
+      this.reportMissed({ stream: 'chat', world_id: ack.world_id, room_id: ack.room_id });
+    return ack;
+  }
+
+  private reportMissed(missed: MissedEvents): void {
+    for (const listener of [...this.missedEventsListeners])
+      guarded('a missed-events listener', () => listener(missed));
   }
 
   private retry(cause: AtriumError): void {

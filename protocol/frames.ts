@@ -9,6 +9,7 @@ import type {
 import { operation } from './operation.js';
 import type { ChunksPage } from './room-content.js';
 import type { FriendChangeEvent, FriendRequestEvent } from './social.js';
+import type { StreamPosition } from './stream-position.js';
 import type { WorldMessage } from './world-chat.js';
 
 /**
@@ -26,19 +27,6 @@ export const clientFrameSchema = z.object({
   d: z.unknown().optional(),
 });
 export type ClientFrame = z.infer<typeof clientFrameSchema>;
-
-/**
- * A place in the user's event stream (docs/recovery.md): every event pushed to the user's sockets
- * carries one as `pos`. `offset` counts the user's events; `epoch` names the history the offsets
- * belong to and changes when that history was lost.
- */
-export const streamPositionSchema = z
-  .object({
-    offset: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-    epoch: z.string().min(1).max(64),
-  })
-  .strict();
-export type StreamPosition = z.infer<typeof streamPositionSchema>;
 
 /** Server frame types: replies, then events pushed to subscribers. */
 export const ServerFrameType = {
@@ -112,8 +100,12 @@ export interface ErrorFrame {
 export interface EventFrame<T extends keyof EventPayloads = keyof EventPayloads> {
   t: T;
   d: EventPayloads[T];
-  /** On events pushed to the user's own sockets (DMs, friend events): their place in the user's stream. */
-  pos?: StreamPosition;
+  /**
+   * On events pushed to the user's own sockets (DMs, read marks, friend events) and on messages of
+   * joined chats: their place in their stream, which `stream` names for a chat
+   * (`chat:<world_id>[:<room_id>]`) and leaves out for the user's own (docs/recovery.md).
+   */
+  pos?: StreamPosition & { stream?: string };
 }
 
 export type ServerFrame = PongFrame | AckFrame | ErrorFrame | EventFrame;

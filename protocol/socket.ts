@@ -1,7 +1,8 @@
 import { decode, Encoder } from '@msgpack/msgpack';
 import type { ErrorCode, FieldError } from './errors.js';
-import { type EventPayloads, REQUEST_ID_MAX, type StreamPosition } from './frames.js';
+import { type EventPayloads, REQUEST_ID_MAX } from './frames.js';
 import type { AckPayloads, ClientFrameTypeName, ClientPayload } from './operations.js';
+import type { StreamPosition } from './stream-position.js';
 
 /**
  * A typed client of the gateway for tests, benchmarks and game clients. It speaks the wire format
@@ -107,6 +108,11 @@ export class AtriumSocket {
    * or the auth ack's `position`. Pass it as `recover` when authenticating a later connection.
    */
   position: StreamPosition | undefined;
+  /**
+   * The same for the other streams this connection received events of (joined chats), by the
+   * `stream` their positions name: pass one as `recover` when joining that chat again.
+   */
+  readonly streamPositions = new Map<string, StreamPosition>();
 
   private constructor(
     private readonly socket: WebSocketLike,
@@ -311,7 +317,11 @@ export class AtriumSocket {
         return;
       }
       default: {
-        if (isPosition(f.pos)) this.position = f.pos;
+        if (isPosition(f.pos)) {
+          const { stream, offset, epoch } = f.pos;
+          if (typeof stream === 'string') this.streamPositions.set(stream, { offset, epoch });
+          else this.position = { offset, epoch };
+        }
         const handlers = this.eventHandlers.get(f.t);
         if (!handlers) return;
         for (const handler of [...handlers]) this.invoke(handler, f.d as never);
@@ -336,7 +346,7 @@ export class AtriumSocket {
   }
 }
 
-function isPosition(value: unknown): value is StreamPosition {
+function isPosition(value: unknown): value is StreamPosition & { stream?: unknown } {
   if (typeof value !== 'object' || value === null) return false;
   const { offset, epoch } = value as Record<string, unknown>;
   return typeof offset === 'number' && typeof epoch === 'string';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { MESSAGE_BODY_RAW_MAX } from './chat.js';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
+import { streamPositionSchema } from './stream-position.js';
 import { text } from './text.js';
 
 /**
@@ -94,11 +95,18 @@ const eventsOnlyOnTheSocket =
 export const chatJoin = operation('chat.join', {
   tag,
   summary:
-    "Receive the chat.message events of the world's chat, or of one room's with room_id, until chat.leave or the end of the connection.",
+    "Receive the chat.message events of the world's chat, or of one room's with room_id, until chat.leave or the end of the connection. With `recover` (the `pos` of the last chat.message of this chat an earlier connection received), the messages missed since come first (docs/recovery.md).",
   frame: true,
   socketOnly: eventsOnlyOnTheSocket,
-  request: z.object(channel).strict(),
-  response: z.object({ world_id: z.string(), room_id: z.string().nullable() }),
+  request: z.object({ ...channel, recover: streamPositionSchema.optional() }).strict(),
+  response: z.object({
+    world_id: z.string(),
+    room_id: z.string().nullable(),
+    /** Where the chat's stream stands for this socket (as the auth ack's `position`); absent when already joined. */
+    position: streamPositionSchema.optional(),
+    /** Answers `recover`: whether every missed message was sent before this ack. */
+    recovered: z.boolean().optional(),
+  }),
 });
 
 export const chatLeave = operation('chat.leave', {

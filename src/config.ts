@@ -125,8 +125,8 @@ export const configSchema = z.object({
   /** What the text filter does with disallowed words in a message: mask them, or refuse the message (422). */
   DM_FILTER_MODE: z.enum(['mask', 'reject'], { error: 'must be one of mask, reject' }).default('mask'),
   /**
-   * Missed-event recovery: how many of a user's recent socket events are kept for replay to a
-   * reconnecting client, and for how long after the latest (docs/recovery.md).
+   * Missed-event recovery: how many recent events of each user's stream and each chat are kept for
+   * replay to a reconnecting client, and for how long after the latest (docs/recovery.md).
    */
   EVENT_HISTORY_SIZE: positiveInt(1000, 100_000),
   EVENT_HISTORY_TTL_SECONDS: positiveInt(600, 86_400),

@@ -39,18 +39,29 @@ const decoder = new Decoder();
  */
 export class EventBus {
   /**
-   * The users' own topics are recorded: each event published there is kept (the last
-   * `history.maxLen`, for `history.ttlMs`) and numbered, so a reconnecting client can be given
-   * what it missed.
+   * The users' own topics are recorded, and those a module asks for (`recordTopics`): each event
+   * published there is kept (the last `history.maxLen`, for `history.ttlMs`) and numbered, so a
+   * reconnecting client can be given what it missed.
    */
   constructor(
     private readonly kv: Kv,
     private readonly history: HistoryLimits,
   ) {}
 
+  private readonly recordedPrefixes = [USER_TOPIC_PREFIX];
+
+  /** Records the topics starting with `prefix` from now on (a module's, at setup: chat rooms). */
+  recordTopics(prefix: string): void {
+    this.recordedPrefixes.push(prefix);
+  }
+
+  private isRecorded(topic: string): boolean {
+    return this.recordedPrefixes.some((prefix) => topic.startsWith(prefix));
+  }
+
   async publish(topic: string, event: BusEvent): Promise<void> {
     const bytes = encoder.encode(event);
-    if (isRecorded(topic)) await this.kv.publishRecorded(channel(topic), bytes, this.history);
+    if (this.isRecorded(topic)) await this.kv.publishRecorded(channel(topic), bytes, this.history);
     else await this.kv.publish(channel(topic), bytes);
   }
 
@@ -109,12 +120,11 @@ export class EventBus {
   }
 }
 
-/** The topics whose events are kept for recovery: the users' own (everything pushed to a user's sockets). */
-function isRecorded(topic: string): boolean {
+const USER_TOPIC_PREFIX = 'user:';
+
+export function isUserTopic(topic: string): boolean {
   return topic.startsWith(USER_TOPIC_PREFIX);
 }
-
-const USER_TOPIC_PREFIX = 'user:';
 
 /**
  * A user's own topic: the gateway subscribes each of the user's authenticated connections to it,

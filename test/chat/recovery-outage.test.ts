@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { StreamPosition } from '../../protocol/frames.js';
+import type { StreamPosition } from '../../protocol/stream-position.js';
 import { callsAs, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { hasRedisServer, RedisServer } from '../helpers/redis-server.js';

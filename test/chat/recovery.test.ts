@@ -2,8 +2,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { registerUser } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
+import { createWorld } from '../helpers/worlds.js';
 import { type ReceivedFrame, request, TestSocket } from '../helpers/ws-client.js';
 import { dmCalls } from './dm.js';
+import { worldChatCalls } from './world-chat.js';
 
 interface Position {
   offset: number;
@@ -179,6 +181,106 @@ describe('missed-event recovery', () => {
       offset: last.offset + 1,
       epoch: last.epoch,
     });
+  });
+});
+
+describe('missed-event recovery in joined chats', () => {
+  const app = useTestApp({ DM_RATE_LIMIT_COUNT: 1000, EVENT_HISTORY_SIZE: 20 });
+  const chat = worldChatCalls(app);
+  const sockets: TestSocket[] = [];
+  afterEach(() => {
+    for (const socket of sockets.splice(0)) socket.close();
+  });
+
+  const join = async (user: TokenResponse, d: Record<string, unknown>) => {
+    const { socket } = await reconnect(app().wsUrl, user);
+    sockets.push(socket);
+    return { socket, answer: await request(socket, 'chat.join', d) };
+  };
+
+  /** A public world with a room; a listener joined its room chat, heard one message, and left. */
+  const listenerLeft = async () => {
+    const owner = await registerUser(app());
+    const { worldId, mainRoomId: roomId } = await createWorld(app(), owner.access_token, {
+      visibility: 'public',
+    });
+    const listener = await registerUser(app());
+    const { socket, answer } = await join(listener, { world_id: worldId, room_id: roomId });
+    expect(answer.d).toMatchObject({ position: { offset: 0 } });
+    expect(answer.d).not.toHaveProperty('recovered');
+    await chat.sent(owner, { worldId, roomId }, 'before');
+    const heard = await socket.next((f) => f.t === 'chat.message');
+    expect(heard.pos).toEqual({
+      ...(answer.d as { position: Position }).position,
+      offset: 1,
+      stream: `chat:${worldId}:${roomId}`,
+    });
+    socket.close();
+    const { stream: _, ...last } = heard.pos as Position & { stream: string };
+    return { owner, listener, worldId, roomId, last };
+  };
+
+  it('a rejoin with recover gets the messages missed since, in order, before the ack says recovered', async () => {
+    const { owner, listener, worldId, roomId, last } = await listenerLeft();
+    const missed = ['one', 'two', 'three', 'four', 'five'];
+    for (const body of missed) await chat.sent(owner, { worldId, roomId }, body);
+    const { socket, answer } = await join(listener, { world_id: worldId, room_id: roomId, recover: last });
+    expect(answer.d).toMatchObject({
+      world_id: worldId,
+      room_id: roomId,
+      recovered: true,
+      position: { offset: 6 },
+    });
+    const replayed = eventsBefore(socket, answer);
+    expect(bodies(replayed)).toEqual(missed);
+    expect(replayed.map((f) => (f.pos as Position).offset)).toEqual([2, 3, 4, 5, 6]);
+  });
+
+  it("keeps each chat's positions apart from the user's own stream and from other chats", async () => {
+    const { owner, listener, worldId, roomId, last } = await listenerLeft();
+    await chat.sent(owner, { worldId }, 'world chat, not the room');
+    const { socket, answer } = await join(listener, { world_id: worldId, room_id: roomId, recover: last });
+    expect(answer.d).toMatchObject({ recovered: true, position: last });
+    expect(eventsBefore(socket, answer)).toEqual([]);
+  });
+
+  it('a gap older than the kept history answers recovered false and replays nothing', async () => {
+    const { owner, listener, worldId, roomId, last } = await listenerLeft();
+    for (let i = 0; i < 21; i++) await chat.sent(owner, { worldId, roomId }, `flood ${i}`);
+    const { socket, answer } = await join(listener, { world_id: worldId, room_id: roomId, recover: last });
+    expect(answer.d).toMatchObject({ recovered: false, position: { offset: 22 } });
+    expect(eventsBefore(socket, answer)).toEqual([]);
+  });
+
+  it('joining a chat the socket already joined replays nothing and answers no position', async () => {
+    const { listener, worldId, roomId, last } = await listenerLeft();
+    const { socket } = await join(listener, { world_id: worldId, room_id: roomId });
+    const again = await request(socket, 'chat.join', {
+      world_id: worldId,
+      room_id: roomId,
+      recover: { ...last, offset: 0 },
+    });
+    expect(again).toMatchObject({ t: 'ack', d: { world_id: worldId, room_id: roomId } });
+    expect(again.d).not.toHaveProperty('position');
+  });
+
+  it('refuses a malformed recover on chat.join with VALIDATION_FAILED and joins nothing', async () => {
+    const { owner, listener, worldId, roomId } = await listenerLeft();
+    const { socket, answer } = await join(listener, {
+      world_id: worldId,
+      room_id: roomId,
+      recover: { offset: 'x', epoch: 'e' },
+    });
+    expect(answer).toMatchObject({
+      t: 'error',
+      code: 'VALIDATION_FAILED',
+      errors: [{ path: 'd.recover.offset' }],
+    });
+    await chat.sent(owner, { worldId, roomId }, 'not for you');
+    // A round trip after the send: a message delivered to this socket would have arrived first.
+    socket.sendFrame({ t: 'ping', id: 77 });
+    await socket.next((f) => f.t === 'pong');
+    expect(socket.frames.filter((f) => f.t === 'chat.message')).toEqual([]);
   });
 });
 

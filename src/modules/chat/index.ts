@@ -18,7 +18,7 @@ import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
 import { createTextFilter } from './text-filter.js';
-import { chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
+import { CHAT_TOPIC_PREFIX, chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
 
 export { chatTopic };
 
@@ -35,6 +35,8 @@ export const chatModule = defineModule({
     { profiles, social, worlds }: { profiles: ProfilesApi; social: SocialApi; worlds: WorldsApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
+    // A socket that rejoins a chat can be sent the messages it missed, as its own events are.
+    bus.recordTopics(CHAT_TOPIC_PREFIX);
     const sendLimiter = (keyPrefix: string) =>
       createLimiter(kv, {
         keyPrefix,
@@ -73,10 +75,14 @@ export const chatModule = defineModule({
           worldChat.history(ctx, world_id, room_id, page),
         ),
         // Over WS_MAX_SUBSCRIPTIONS the gateway refuses with SUBSCRIPTION_LIMIT and subscribes nothing.
-        serve(chatJoin, async (ctx, { world_id, room_id }, connection) => {
+        // With `recover`, the messages missed since are sent before the ack (docs/recovery.md).
+        serve(chatJoin, async (ctx, { world_id, room_id, recover }, connection) => {
           const { topic, ...joined } = await worldChat.joinable(ctx, world_id, room_id);
-          await gateway.subscribe(connection, [{ topic, filter: chatDeliveryFilter(callerOf(ctx).id) }]);
-          return joined;
+          const filter = chatDeliveryFilter(callerOf(ctx).id);
+          return {
+            ...joined,
+            ...(await gateway.subscribeRecovering(connection, { topic, filter }, recover)),
+          };
         }),
         // Joins are kept under canonical ids (as the database spells them), so match them that way.
         serve(chatLeave, (_ctx, { world_id, room_id }, connection) => {

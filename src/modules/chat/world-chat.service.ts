@@ -42,12 +42,15 @@ export const chatDeliveryFilter =
   (audience: EventAudience | undefined): boolean =>
     audience?.visibility !== 'nobody' || audience.subject === userId;
 
+/** Every chat topic starts so; it is also the `stream` of chat events' positions (docs/recovery.md). */
+export const CHAT_TOPIC_PREFIX = 'chat:';
+
 /**
  * The bus topic of a world's chat, or of one of its rooms'. Ids are canonical (as the database
  * spells them), so a join and a send under two spellings of one id meet on one topic.
  */
 export const chatTopic = (worldId: string, roomId?: string | null): string =>
-  roomId == null ? `chat:${worldId}` : `chat:${worldId}:${roomId}`;
+  roomId == null ? `${CHAT_TOPIC_PREFIX}${worldId}` : `${CHAT_TOPIC_PREFIX}${worldId}:${roomId}`;
 
 const toMessage = (row: WorldMessageRow): WorldMessage => ({
   id: row.id,

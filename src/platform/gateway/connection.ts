@@ -28,10 +28,10 @@ export class Connection implements Expiring {
   /** Kept by the gateway's token expiry queue while the connection is authenticated. */
   expirySecond: number | undefined;
   /**
-   * Set while the connection replays the events it missed: live events of its user's topic wait
-   * here, to be sent after the replay in order (Gateway.authenticate).
+   * Per recorded topic whose missed events the connection is being sent: the live events of that
+   * topic wait here, to follow the replay in order (Gateway.catchUp).
    */
-  held: { position: StreamPosition; bytes: Uint8Array }[] | undefined;
+  held: Map<string, { position: StreamPosition; bytes: Uint8Array }[]> | undefined;
   /** Run once when the connection closes (streams that keep per-connection state). */
   closeListeners: (() => void)[] | undefined;
   /**

@@ -178,7 +178,7 @@ export class Gateway {
     connection.user = user;
     const joining = previous?.id !== user.id;
     // Live events wait from the start, so none can pass the replay of older ones.
-    if (joining) connection.held = [];
+    if (joining) hold(connection, userTopic(user.id));
     // Joined before anything is awaited, so a close meanwhile drops it with the rest; awaited with
     // the session listeners, so the user's events reach the socket once its auth is acknowledged.
     const ownTopic = joining ? this.topics.add(connection, userTopic(user.id)) : undefined;
@@ -192,13 +192,18 @@ export class Gateway {
   }
 
   /**
-   * Sends the connection the events of its user's topic after `since` when they are all still
-   * kept, then the live events held meanwhile (those the replay did not already carry), in order.
-   * Without `since`, or when the history cannot be read (Redis down), only the held ones: the
-   * socket works, and the client learns from `recovered: false` to refetch through the history
-   * routes.
+   * Sends the connection the events of a recorded topic it just joined after `since` when they
+   * are all still kept (those its filter lets through), then the live events held meanwhile (those
+   * the replay did not already carry), in order. Without `since`, or when the history cannot be
+   * read (Redis down), only the held ones: the socket works, and the client learns from
+   * `recovered: false` to refetch through the history routes.
    */
-  private async catchUp(connection: Connection, topic: string, since?: StreamPosition): Promise<CaughtUp> {
+  private async catchUp(
+    connection: Connection,
+    topic: string,
+    since?: StreamPosition,
+    filter?: DeliveryFilter,
+  ): Promise<CaughtUp> {
     let recovery: Recovery | undefined;
     try {
       recovery = since
@@ -213,12 +218,12 @@ export class Gateway {
       replayedThrough = recovery.position.offset;
       for (const event of recovery.events) {
         // Events a node consumed itself (onUserEvent) were never the client's.
-        if (this.userEventHandlers.has(event.t)) continue;
-        if (!(await this.sendReplayed(connection, encodeEvent(event)))) break;
+        if (this.userEventHandlers.has(event.t) || (filter && !filter(event.audience))) continue;
+        if (!(await this.sendReplayed(connection, encodeEvent(topic, event)))) break;
       }
     }
-    const held = connection.held ?? [];
-    connection.held = undefined;
+    const held = connection.held?.get(topic) ?? [];
+    release(connection, topic);
     for (const event of held) {
       if (event.position.offset <= replayedThrough) continue;
       connection.sendEncoded(event.bytes);
@@ -256,6 +261,27 @@ export class Gateway {
       );
     }
     await Promise.all(entries.map(({ topic, filter }) => this.topics.add(connection, topic, filter)));
+  }
+
+  /**
+   * Subscribes the connection to a recorded topic (one a module asked the bus to record), first
+   * sending what it missed since `since` as `authenticate` does for the user's own topic. A topic
+   * the connection already follows is left as it is: nothing is replayed and the answer is empty.
+   */
+  async subscribeRecovering(
+    connection: Connection,
+    entry: { topic: string; filter?: DeliveryFilter },
+    since?: StreamPosition,
+  ): Promise<CaughtUp> {
+    if (connection.topics?.has(entry.topic)) return {};
+    hold(connection, entry.topic);
+    try {
+      await this.subscribe(connection, [entry]);
+    } catch (error) {
+      release(connection, entry.topic);
+      throw error;
+    }
+    return this.catchUp(connection, entry.topic, since, entry.filter);
   }
 
   unsubscribe(connection: Connection, topics: readonly string[]): void {
@@ -492,6 +518,17 @@ export class Gateway {
       });
     });
   }
+}
+
+/** From now until its catch-up, the live events of `topic` wait for the replay of older ones. */
+function hold(connection: Connection, topic: string): void {
+  connection.held ??= new Map();
+  connection.held.set(topic, []);
+}
+
+function release(connection: Connection, topic: string): void {
+  connection.held?.delete(topic);
+  if (connection.held?.size === 0) connection.held = undefined;
 }
 
 /** Returned by handlers that answer with their own frame (like ping's pong) instead of an ack. */

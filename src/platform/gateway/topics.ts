@@ -1,5 +1,5 @@
 import { Encoder } from '@msgpack/msgpack';
-import type { BusEvent, EventAudience, EventBus } from '../bus.js';
+import { type BusEvent, type EventAudience, type EventBus, isUserTopic } from '../bus.js';
 import type { Logger } from '../log.js';
 import type { Connection } from './connection.js';
 
@@ -73,18 +73,24 @@ export class TopicRouter {
   private deliver(topic: string, event: BusEvent): void {
     const entry = this.topics.get(topic);
     if (!entry || this.intercept?.(topic, event, entry.members.keys())) return;
-    const bytes = encodeEvent(event);
+    const bytes = encodeEvent(topic, event);
     const { position } = event;
     for (const [connection, filter] of entry.members) {
       if (filter && !filter(event.audience)) continue;
       // A connection replaying missed events gets the live ones after the replay (Gateway.catchUp).
-      if (position && connection.held) connection.held.push({ position, bytes });
+      const held = position && connection.held?.get(topic);
+      if (held) held.push({ position, bytes });
       else connection.sendEncoded(bytes);
     }
   }
 }
 
-/** The client frame of an event: `{t, d}`, and `pos` for events of a recorded topic (docs/recovery.md). */
-export function encodeEvent(event: BusEvent): Uint8Array {
-  return encoder.encode({ t: event.t, d: event.d, pos: event.position });
+/**
+ * The client frame of an event: `{t, d}`, and for events of a recorded topic `pos`, their place
+ * in it (docs/recovery.md): `{offset, epoch}` on the user's own topic, with `stream` (the topic's
+ * name, e.g. `chat:<world_id>`) on the others.
+ */
+export function encodeEvent(topic: string, event: BusEvent): Uint8Array {
+  const pos = event.position && (isUserTopic(topic) ? event.position : { ...event.position, stream: topic });
+  return encoder.encode({ t: event.t, d: event.d, pos });
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { StreamPosition } from '../../../protocol/frames.js';
+import type { StreamPosition } from '../../../protocol/stream-position.js';
 
 /**
  * The one key-value / counter / pub-sub interface of the service. With REDIS_URL it is Redis
@@ -77,7 +77,7 @@ export interface Kv {
   close(): Promise<void>;
 }
 
-/** A place in a recorded channel's history: the `pos` of event frames (protocol/frames.ts). */
+/** A place in a recorded channel's history: the `pos` of event frames (protocol/stream-position.ts). */
 export type { StreamPosition };
 
 export interface HistoryLimits {
