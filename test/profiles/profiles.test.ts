@@ -245,7 +245,8 @@ describe('profile', () => {
     const unknownId = '01a1ffb2-0000-7000-8000-000000000000';
 
     const em = app().db.orm.em.fork();
-    const execute = vi.spyOn(em.getConnection(), 'execute');
+    // Every statement of the lean path (executeBound) takes a pool connection for itself.
+    const execute = vi.spyOn(em.getKnex().client, 'acquireConnection');
     try {
       const result = await privacyOf(em, [
         saved.user.id,

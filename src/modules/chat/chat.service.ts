@@ -42,6 +42,9 @@ type ChatEvent =
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const forbidden = (message: string) => new AppError(ErrorCode.FORBIDDEN, message);
 const blockedBetween = () => forbidden('A block between you and this user stands in the way.');
+const throwBlocked = (): never => {
+  throw blockedBetween();
+};
 
 const toMessage = (row: MessageRow): Message => ({
   id: row.id,
@@ -85,12 +88,12 @@ export class ChatService {
     const peer = peerOf(me, userId);
     const filtered = this.deps.filter(trimmedBody(rawBody));
     await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
-    const [exists, relations, privacy] = await Promise.all([
-      existingUserIds(ctx.em, [peer]),
+    // An unknown peer passes these (no relation, default privacy) and is refused with 404 by the
+    // conversation's foreign keys when stored, which saves every send a statement.
+    const [relations, privacy] = await Promise.all([
       this.deps.social.relationsOf(ctx.em, me, [peer]),
       this.deps.privacy.privacyOf(ctx.em, [peer]),
     ]);
-    if (exists.length === 0) throw noSuchUser();
     const relation = relations.get(peer);
     if (relation?.blocked) throw blockedBetween();
     const policy = privacy.get(peer)?.dm_policy;
@@ -139,28 +142,22 @@ export class ChatService {
   }
 
   /**
-   * Creates the conversation on the first message, and stores the message, in one transaction.
-   * It holds the pair's social lock, so a block being written meanwhile is waited for, and the
-   * insert (a statement after the lock) refuses if a block was committed since the checks.
+   * Stores the message, creating the conversation on the first one, in one transaction. It holds
+   * the pair's social lock, so a block being written meanwhile is waited for, and the insert (a
+   * statement after the lock) refuses if a block was committed since the checks. A peer deleted
+   * since (or never there) fails the conversation's foreign keys: 404.
    */
   private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
     const at = ctx.now();
     try {
       const row = await ctx.em.transactional(async (em) => {
         await this.deps.social.holdPair(em, me, peer);
-        const conversationId = await ensureConversation(em, newId(), me, peer, at);
-        if (!conversationId) throw noSuchUser();
-        const stored = await insertMessage(em, {
-          id: newId(),
-          conversationId,
-          senderId: me,
-          peerId: peer,
-          body,
-          filtered,
-          at,
-        });
-        if (!stored) throw blockedBetween();
-        return stored;
+        const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
+        // The pair's conversation almost always exists: one statement. The first message makes it.
+        const stored = await insertMessage(em, message);
+        if (stored) return stored;
+        if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
+        return (await insertMessage(em, message)) ?? throwBlocked();
       });
       return toMessage(row);
     } catch (error) {

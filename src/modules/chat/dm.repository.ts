@@ -78,44 +78,32 @@ export async function ensureConversation(
 }
 
 /**
- * Stores a message and moves the conversation's activity time, in one statement, unless a block
- * stands between sender and peer (then nothing is written and it answers undefined). Run after
- * the pair's lock (SocialApi.holdPair), this sees every block committed before the lock was held.
+ * Stores a message in the pair's conversation and moves its activity time, in one statement. It
+ * answers undefined, writing nothing, when the pair has no conversation yet (`ensureConversation`
+ * first) or a block stands between them. Run after the pair's lock (SocialApi.holdPair), it sees
+ * every block committed before the lock was held.
  */
 export async function insertMessage(
   em: EntityManager,
-  message: {
-    id: string;
-    conversationId: string;
-    senderId: string;
-    peerId: string;
-    body: string;
-    filtered: boolean;
-    at: Date;
-  },
+  message: { id: string; senderId: string; peerId: string; body: string; filtered: boolean; at: Date },
 ): Promise<MessageRow | undefined> {
+  const [userA, userB] = orderedPair(message.senderId, message.peerId);
   const [row] = await executeBound<MessageRow>(
     em,
-    `with unblocked as (
-       select 1 where not exists (
-         select 1 from blocks
-         where (blocker_id = $3 and blocked_id = $7) or (blocker_id = $7 and blocked_id = $3))
+    `with target as (
+       select id from conversations
+       where user_a_id = $6 and user_b_id = $7
+         and not exists (
+           select 1 from blocks
+           where (blocker_id = $6 and blocked_id = $7) or (blocker_id = $7 and blocked_id = $6))
      ), activity as (
-       update conversations set last_message_at = greatest(last_message_at, $6)
-       where id = $2 and exists (select 1 from unblocked)
+       update conversations set last_message_at = greatest(last_message_at, $5)
+       where id = (select id from target)
      )
      insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-     select $1::uuid, $2::uuid, $3::uuid, $4::text, $5::boolean, $6::timestamptz from unblocked
+     select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
      returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`,
-    [
-      message.id,
-      message.conversationId,
-      message.senderId,
-      message.body,
-      message.filtered,
-      message.at,
-      message.peerId,
-    ],
+    [message.id, message.senderId, message.body, message.filtered, message.at, userA, userB],
   );
   return row;
 }

@@ -2,8 +2,9 @@ import { type EntityData, ForeignKeyConstraintViolationException } from '@mikro-
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Privacy, ProfileUpdate, Profile as ProfileView } from '../../../protocol/profiles.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { executeBound } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId } from '../../platform/ids.js';
+import { isId, toUuidArray } from '../../platform/ids.js';
 import { type Profile, ProfileSchema } from './profile.entity.js';
 
 export type { Privacy };
@@ -102,18 +103,17 @@ export async function privacyOf(
   // Postgres refuses a malformed uuid outright, so such ids are left at the defaults unqueried.
   const queryable = [...result.keys()].filter(isId);
   if (queryable.length === 0) return result;
-  const rows = await em.find(
-    ProfileSchema,
-    { userId: { $in: queryable } },
-    {
-      fields: ['userId', 'profileVisibility', 'presenceVisibility', 'dmPolicy', 'favoritesVisibility'],
-      disableIdentityMap: true,
-    },
+  // The lean path: every presence query, subscription and direct message reads this.
+  const rows = await executeBound<Privacy & { user_id: string }>(
+    em,
+    `select user_id, profile_visibility, presence_visibility, dm_policy, favorites_visibility
+     from profiles where user_id = any($1::uuid[])`,
+    [toUuidArray(queryable)],
   );
-  const byLowerId = new Map(rows.map((row) => [row.userId.toLowerCase(), row]));
+  const byLowerId = new Map(rows.map(({ user_id, ...privacy }) => [user_id.toLowerCase(), privacy]));
   for (const id of queryable) {
-    const row = byLowerId.get(id.toLowerCase());
-    if (row) result.set(id, privacyFromRow(row));
+    const privacy = byLowerId.get(id.toLowerCase());
+    if (privacy) result.set(id, privacy);
   }
   return result;
 }
