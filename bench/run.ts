@@ -16,6 +16,9 @@ import { parseArgs } from 'node:util';
  *   worlds                room content loads (REST, socket) beside plain SQL, batch writes, chunk PUTs,
  *                         co-editing across two instances, history pages over 1,000,000 revisions
  *                         (bench/results/worlds.md); also takes --backends embedded,postgres
+ *   chat                  direct messages: latency across two instances at 1,000/s, dm.send frames and
+ *                         REST sends beside a pgbench ceiling, recovery of 1,000 missed events
+ *                         (bench/results/chat.md); also takes --backends embedded,postgres
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -24,6 +27,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   'node-flags': () => import('./node-flags.js'),
   datapath: () => import('./datapath.js'),
   worlds: () => import('./worlds.js'),
+  chat: () => import('./chat.js'),
 };
 
 const { values, positionals } = parseArgs({

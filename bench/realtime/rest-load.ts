@@ -18,6 +18,8 @@ export interface RestWindow extends WindowFigures {
 export interface RestRequest {
   method?: 'GET' | 'POST' | 'PUT';
   body?: string;
+  /** Varies each request (its path, its headers): autocannon calls it before every request. */
+  setup?: (request: autocannon.Request) => autocannon.Request;
 }
 
 /** REST_CONNECTIONS connections sending `request` to `url`, one autocannon run per window. */
@@ -26,7 +28,7 @@ export function restContender(
   url: string,
   serverPid: number,
   headers: Record<string, string> = {},
-  { method = 'POST', body }: RestRequest = {},
+  { method = 'POST', body, setup }: RestRequest = {},
 ): Contender<RestWindow> {
   return {
     name,
@@ -37,6 +39,7 @@ export function restContender(
         method,
         headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
         ...(body === undefined ? {} : { body }),
+        ...(setup ? { requests: [{ setupRequest: setup }] } : {}),
         connections: REST_CONNECTIONS,
         duration: seconds,
       });

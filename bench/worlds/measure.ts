@@ -40,7 +40,7 @@ export interface WorldsResults {
 }
 
 /** The backend's environment and DATA_DIR: a fresh Postgres database with Redis, or a fresh embedded one. */
-async function withBackend<T>(
+export async function withBackend<T>(
   backend: Backend,
   use: (env: Record<string, string>, dataDir: string) => Promise<T>,
 ): Promise<T> {
