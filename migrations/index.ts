@@ -9,6 +9,7 @@ import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_hi
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
+import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -27,4 +28,5 @@ export const migrationsList = [
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
+  { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },
 ];

@@ -33,22 +33,13 @@ select case when blocker_id = ${me} then blocked_id else blocker_id end, 'blocke
 -- privacyOf (src/modules/profiles/profiles.service.ts)
 select user_id, profile_visibility, presence_visibility, dm_policy, favorites_visibility
   from profiles where user_id = any(array[${peer}]);
-begin;
--- SocialApi.holdPair: lockPair(em, me, peer, true) (src/modules/social/social.repository.ts)
-select 1 as locked from pg_advisory_xact_lock_shared(7::int, hashtext(${text('a')} || ':' || ${text('b')}));
--- insertMessage (src/modules/chat/dm.repository.ts); the pairs' conversations exist after the warm-up
+-- insertMessage (src/modules/chat/dm.repository.ts), no transaction; the pairs' conversations exist after the warm-up
 with target as (
-  select id from conversations
-  where user_a_id = ${userA} and user_b_id = ${userB}
-    and not exists (
-      select 1 from blocks
-      where (blocker_id = ${userA} and blocked_id = ${userB}) or (blocker_id = ${userB} and blocked_id = ${userA}))
-), activity as (
   update conversations set last_message_at = greatest(last_message_at, now())
-  where id = (select id from target)
+  where user_a_id = ${userA} and user_b_id = ${userB} and not blocked
+  returning id
 )
 insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
 select gen_random_uuid(), target.id, ${me}, :body::text, false, now() from target
-returning id, conversation_id, sender_id, body, filtered, created_at, ${createdKey} as created_key;
-commit`;
+returning id, conversation_id, sender_id, body, filtered, created_at, ${createdKey} as created_key`;
 }

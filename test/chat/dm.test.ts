@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { registerUser } from '../helpers/accounts.js';
+import { refreshConversationBlock } from '../../src/modules/chat/dm.repository.js';
+import { insertBlock, lockPair } from '../../src/modules/social/social.repository.js';
+import { callsAs, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { dmCalls } from './dm.js';
@@ -247,29 +249,64 @@ describe('direct messages', () => {
 
 describe('direct messages racing a block', () => {
   const app = useTestApp();
-  const { send, rowsOf } = dmCalls(app);
+  const { send, sent, rowsOf } = dmCalls(app);
 
-  it('a DM sent while a block of the pair is being written waits for it, then answers 403 and stores nothing', async () => {
-    const [alice, bob] = [await registerUser(app()), await registerUser(app())];
-    let dm: ReturnType<typeof send> | undefined;
-    // The block as the social service writes it: under the pair's lock, in a transaction held open
-    // while the DM is sent, so the DM's checks before its own transaction still see no block.
-    await app()
+  /**
+   * Writes a block of `bob` by `alice`'s peer as the social service does (the pair's lock, the
+   * block, the conversation's marker), holding the transaction open while `during` runs.
+   */
+  const blockHeldOpen = (blocker: string, blocked: string, during: () => void) =>
+    app()
       .db.orm.em.fork()
       .transactional(async (em) => {
-        await em.execute('select 1 as locked from pg_advisory_xact_lock(7, hashtext(?))', [
-          [alice.user.id, bob.user.id].sort().join(':'),
-        ]);
-        await em.execute('insert into blocks (blocker_id, blocked_id, created_at) values (?, ?, now())', [
-          bob.user.id,
-          alice.user.id,
-        ]);
-        dm = send(alice, bob.user.id, 'slipping through?');
+        await lockPair(em, blocker, blocked);
+        await insertBlock(em, blocker, blocked, new Date());
+        await refreshConversationBlock(em, blocker, blocked);
+        during();
         await new Promise((resolve) => setTimeout(resolve, 300));
       });
+
+  it('a first DM sent while a block of the pair is being written waits for it, then answers 403 and stores nothing', async () => {
+    const [alice, bob] = [await registerUser(app()), await registerUser(app())];
+    let dm: ReturnType<typeof send> | undefined;
+    await blockHeldOpen(bob.user.id, alice.user.id, () => {
+      dm = send(alice, bob.user.id, 'slipping through?');
+    });
     const answer = await dm;
     expect(answer?.statusCode, answer?.body).toBe(403);
     expect(answer?.json()).toMatchObject({ code: 'FORBIDDEN' });
     expect(await rowsOf(alice.user.id)).toEqual({ messages: [], conversations: [] });
+  });
+
+  it('a DM in an existing conversation sent while a block is being written waits for it, then answers 403', async () => {
+    const [alice, bob] = [await registerUser(app()), await registerUser(app())];
+    await sent(alice, bob, 'before the block');
+    let dm: ReturnType<typeof send> | undefined;
+    await blockHeldOpen(bob.user.id, alice.user.id, () => {
+      dm = send(alice, bob.user.id, 'slipping through?');
+    });
+    const answer = await dm;
+    expect(answer?.statusCode, answer?.body).toBe(403);
+    expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'before the block', filtered: false }]);
+  });
+
+  it('marks the conversation blocked while a block stands either way, and clears it on unblock', async () => {
+    const [alice, bob] = [await registerUser(app()), await registerUser(app())];
+    const { conversation_id } = await sent(alice, bob, 'hi');
+    const blocked = async () =>
+      (
+        await queryRows<{ blocked: boolean }>(app().db, 'select blocked from conversations where id = ?', [
+          conversation_id,
+        ])
+      )[0]?.blocked;
+    const { expectStatus } = callsAs(app);
+    await expectStatus(204, 'PUT', `/api/blocks/${alice.user.id}`, bob);
+    expect(await blocked()).toBe(true);
+    await expectStatus(204, 'PUT', `/api/blocks/${bob.user.id}`, alice);
+    await expectStatus(204, 'DELETE', `/api/blocks/${alice.user.id}`, bob);
+    expect(await blocked()).toBe(true);
+    await expectStatus(204, 'DELETE', `/api/blocks/${bob.user.id}`, alice);
+    expect(await blocked()).toBe(false);
+    expect((await sent(alice, bob, 'talking again')).conversation_id).toBe(conversation_id);
   });
 });

@@ -142,23 +142,23 @@ export class ChatService {
   }
 
   /**
-   * Stores the message, creating the conversation on the first one, in one transaction. It holds
-   * the pair's social lock, so a block being written meanwhile is waited for, and the insert (a
-   * statement after the lock) refuses if a block was committed since the checks. A peer deleted
-   * since (or never there) fails the conversation's foreign keys: 404.
+   * Stores the message: one statement once the pair has a conversation (insertMessage, which a
+   * block written meanwhile cannot pass). The first message creates the conversation, in a
+   * transaction holding the pair's social lock, so a block being written is waited for and the
+   * new conversation starts out `blocked` when one was. A peer deleted since (or never there)
+   * fails the conversation's foreign keys: 404.
    */
   private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
     const at = ctx.now();
+    const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
     try {
-      const row = await ctx.em.transactional(async (em) => {
-        await this.deps.social.holdPair(em, me, peer);
-        const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
-        // The pair's conversation almost always exists: one statement. The first message makes it.
-        const stored = await insertMessage(em, message);
-        if (stored) return stored;
-        if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
-        return (await insertMessage(em, message)) ?? throwBlocked();
-      });
+      const row =
+        (await insertMessage(ctx.em, message)) ??
+        (await ctx.em.transactional(async (em) => {
+          await this.deps.social.holdPair(em, me, peer);
+          if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
+          return (await insertMessage(em, message)) ?? throwBlocked();
+        }));
       return toMessage(row);
     } catch (error) {
       // The peer's account was deleted after it was read (with the conversation, if there was one).

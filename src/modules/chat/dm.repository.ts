@@ -34,6 +34,10 @@ export interface ConversationRow {
 
 type Key = readonly [timeKey: string, id: string] | undefined;
 
+/** A block either way between the users the two parameters name (a subquery for `exists`). */
+const blockBetween = (a: string, b: string) =>
+  `select 1 from blocks where (blocker_id = ${a} and blocked_id = ${b}) or (blocker_id = ${b} and blocked_id = ${a})`;
+
 /** Lowercase canonical uuids compare as text the way Postgres compares the uuids. */
 export const orderedPair = (a: string, b: string): [string, string] => (a < b ? [a, b] : [b, a]);
 
@@ -63,8 +67,9 @@ export async function ensureConversation(
   const [created] = await executeBound<{ id: string }>(
     em,
     `with created as (
-       insert into conversations (id, user_a_id, user_b_id, created_at, last_message_at)
-       values ($1, $2, $3, $4, $4) on conflict (user_a_id, user_b_id) do nothing returning id
+       insert into conversations (id, user_a_id, user_b_id, created_at, last_message_at, blocked)
+       values ($1, $2, $3, $4, $4, exists (${blockBetween('$2', '$3')}))
+       on conflict (user_a_id, user_b_id) do nothing returning id
      ), joined as (
        insert into conversation_participants (conversation_id, user_id)
        select id, unnest(array[$2, $3]::uuid[]) from created
@@ -78,10 +83,11 @@ export async function ensureConversation(
 }
 
 /**
- * Stores a message in the pair's conversation and moves its activity time, in one statement. It
- * answers undefined, writing nothing, when the pair has no conversation yet (`ensureConversation`
- * first) or a block stands between them. Run after the pair's lock (SocialApi.holdPair), it sees
- * every block committed before the lock was held.
+ * Stores a message in the pair's conversation and moves its activity time, in one statement that
+ * needs no transaction. It answers undefined, writing nothing, when the pair has no conversation
+ * yet (`ensureConversation` first) or it is `blocked`. The update locks the conversation row, and
+ * a block or unblock updates that row too (`refreshConversationBlock`), so a block committed while
+ * this waited is seen: Postgres re-reads the row and `not blocked` no longer holds.
  */
 export async function insertMessage(
   em: EntityManager,
@@ -91,14 +97,9 @@ export async function insertMessage(
   const [row] = await executeBound<MessageRow>(
     em,
     `with target as (
-       select id from conversations
-       where user_a_id = $6 and user_b_id = $7
-         and not exists (
-           select 1 from blocks
-           where (blocker_id = $6 and blocked_id = $7) or (blocker_id = $7 and blocked_id = $6))
-     ), activity as (
        update conversations set last_message_at = greatest(last_message_at, $5)
-       where id = (select id from target)
+       where user_a_id = $6 and user_b_id = $7 and not blocked
+       returning id
      )
      insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
      select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
@@ -106,6 +107,16 @@ export async function insertMessage(
     [message.id, message.senderId, message.body, message.filtered, message.at, userA, userB],
   );
   return row;
+}
+
+/** Sets the pair's conversation's `blocked` from the blocks between them (in the block's transaction). */
+export async function refreshConversationBlock(em: EntityManager, a: string, b: string): Promise<void> {
+  await executeBound(
+    em,
+    `update conversations set blocked = exists (${blockBetween('$1', '$2')})
+     where user_a_id = $1 and user_b_id = $2`,
+    orderedPair(a, b),
+  );
 }
 
 /** A page of the conversation's messages, newest first, after `before` in that order. */

@@ -17,6 +17,7 @@ import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
+import { refreshConversationBlock } from './dm.repository.js';
 import { createTextFilter } from './text-filter.js';
 import { CHAT_TOPIC_PREFIX, chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
 
@@ -35,6 +36,8 @@ export const chatModule = defineModule({
     { profiles, social, worlds }: { profiles: ProfilesApi; social: SocialApi; worlds: WorldsApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
+    // A conversation's `blocked` marker follows the blocks, in the block's own transaction.
+    social.onPairBlockChange(refreshConversationBlock);
     // A socket that rejoins a chat can be sent the messages it missed, as its own events are.
     bus.recordTopics(CHAT_TOPIC_PREFIX);
     const sendLimiter = (keyPrefix: string) =>

@@ -20,7 +20,7 @@ import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { relationsOf } from './relations.js';
 import { lockPair } from './social.repository.js';
-import { SocialService } from './social.service.js';
+import { type PairBlockListener, SocialService } from './social.service.js';
 
 export type { Relation } from './relations.js';
 export { USER_BLOCKED, type UserBlockedEvent } from './social.service.js';
@@ -33,6 +33,8 @@ export interface SocialApi {
    * written is waited for, and waits in turn. A statement after it sees any block committed first.
    */
   holdPair(em: EntityManager, a: string, b: string): Promise<void>;
+  /** Registers a listener run in every block and unblock transaction of a pair (PairBlockListener). */
+  onPairBlockChange(listener: PairBlockListener): void;
 }
 
 /** Friend requests and friendships, follows and blocks (docs/social.md). */
@@ -42,7 +44,11 @@ export const socialModule = defineModule({
   needs: ['profiles'],
   setup({ bus }, { profiles }: { profiles: ProfilesApi }) {
     const social = new SocialService({ bus, privacy: profiles });
-    const api: SocialApi = { relationsOf, holdPair: (em, a, b) => lockPair(em, a, b, true) };
+    const api: SocialApi = {
+      relationsOf,
+      holdPair: (em, a, b) => lockPair(em, a, b, true),
+      onPairBlockChange: (listener) => social.onPairBlockChange(listener),
+    };
     return {
       api,
       operations: [

@@ -64,8 +64,24 @@ const related = (row: ListRow): RelatedUser => ({
  * The rules of friendships, follows and blocks. Writes about a pair run in one transaction under
  * the pair's lock; events go to the affected users' own topics after it committed.
  */
+/**
+ * Runs inside the transaction that blocked or unblocked the pair, holding the pair's lock: for
+ * other modules' rows that must follow the blocks in the same commit (conversations).
+ */
+export type PairBlockListener = (em: EntityManager, a: string, b: string) => Promise<void>;
+
 export class SocialService {
+  private readonly pairBlockListeners: PairBlockListener[] = [];
+
   constructor(private readonly deps: SocialDeps) {}
+
+  onPairBlockChange(listener: PairBlockListener): void {
+    this.pairBlockListeners.push(listener);
+  }
+
+  private async pairBlockChanged(em: EntityManager, a: string, b: string): Promise<void> {
+    for (const listener of this.pairBlockListeners) await listener(em, a, b);
+  }
 
   /** Asks `userId` to be friends, or accepts their request when they asked first. */
   async request(ctx: Ctx, userId: string): Promise<{ status: 'pending' | 'accepted' }> {
@@ -144,6 +160,7 @@ export class SocialService {
   async block(ctx: Ctx, userId: string): Promise<void> {
     const { me, them, wereFriends } = await this.inPair(ctx, userId, async (em, me, them) => {
       await insertBlock(em, me.id, them.id, ctx.now());
+      await this.pairBlockChanged(em, me.id, them.id);
       return { me, them, ...(await severPair(em, me.id, them.id)) };
     });
     await Promise.all([
@@ -155,7 +172,10 @@ export class SocialService {
 
   /** Nothing the block ended comes back: friendships and follows have to be made again. */
   async unblock(ctx: Ctx, userId: string): Promise<void> {
-    await this.inPair(ctx, userId, (em, me, them) => deleteBlock(em, me.id, them.id));
+    await this.inPair(ctx, userId, async (em, me, them) => {
+      await deleteBlock(em, me.id, them.id);
+      await this.pairBlockChanged(em, me.id, them.id);
+    });
   }
 
   async friends(ctx: Ctx, page: Page): Promise<PageOf<RelatedUser>> {
