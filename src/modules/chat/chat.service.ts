@@ -81,7 +81,8 @@ export class ChatService {
 
   /**
    * Checks run cheapest first: the input, then the sender's rate limit (so a flood of refused
-   * sends cannot load the database either), then the peer, blocks and the peer's dm_policy.
+   * sends cannot load the database either), then blocks and the peer's dm_policy; a peer that
+   * does not exist is found when storing (404).
    */
   async send(ctx: Ctx, userId: string, rawBody: string): Promise<Message> {
     const me = callerOf(ctx).id;
