@@ -193,6 +193,8 @@ describe('AtriumClient against a real server', () => {
     await subject.call('presence.status', { status_message: 'hello' });
     expect(await heard).toEqual({ user_id: b.user.id, status: 'offline', status_message: 'hello' });
     expect(events).toContainEqual(await heard);
+    // Closed here: later tests cut the proxy, and a subscribe on its next ready would fail unawaited.
+    watcher.close();
   });
 
   it('after a reconnect, hands the events missed meanwhile to the on handlers in order, before ready', async () => {
@@ -242,6 +244,8 @@ describe('AtriumClient against a real server', () => {
     await expect(joined).resolves.toMatchObject({ world_id: world.id, recovered: true });
     expect(heard).toEqual(['live', 'm1', 'm2']);
     expect(missed).toEqual([]);
+    // Closed here: later tests cut the proxy, and a join on its next ready would fail unawaited.
+    watcher.close();
   });
 
   it('reports a chat whose missed messages are no longer all kept through onMissedEvents, naming it', async () => {
