@@ -11,6 +11,7 @@ import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
+import { trimmedText } from '../../platform/trimmed-text.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
   closeReport,
@@ -37,26 +38,6 @@ type Decision = {
 
 const noSuchMessage = () => new AppError(ErrorCode.NOT_FOUND, 'No such message.');
 const noSuchReport = () => new AppError(ErrorCode.NOT_FOUND, 'No such report.');
-const invalid = (path: string, message: string) =>
-  new AppError(ErrorCode.VALIDATION_FAILED, `The ${path} is not valid.`, { errors: [{ path, message }] });
-
-/**
- * Text trimmed and held to `max` characters (code points, as Postgres char_length counts); an
- * optional field left empty by the trimming is absent (null).
- */
-function trimmedText(value: string, path: string, max: number): string;
-function trimmedText(value: string | undefined, path: string, max: number, optional: true): string | null;
-function trimmedText(value: string | undefined, path: string, max: number, optional = false): string | null {
-  const trimmed = (value ?? '').trim();
-  const length = [...trimmed].length;
-  if (length === 0) {
-    if (optional) return null;
-    throw invalid(path, 'must not be empty after trimming');
-  }
-  if (length > max) throw invalid(path, `must be at most ${max} characters after trimming`);
-  return trimmed;
-}
-
 const iso = (date: Date | null) => (date === null ? null : new Date(date).toISOString());
 
 const toReport = (row: NewReportRow): Report => ({
@@ -102,8 +83,8 @@ export class ModerationService {
     input: { reason: string; details?: string | undefined },
   ): Promise<Report> {
     const me = callerOf(ctx).id;
-    const reason = trimmedText(input.reason, 'reason', REPORT_REASON_MAX);
-    const details = trimmedText(input.details, 'details', REPORT_TEXT_MAX, true);
+    const reason = trimmedText(input.reason, { path: 'reason', max: REPORT_REASON_MAX });
+    const details = trimmedText(input.details, { path: 'details', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(messageId)) throw noSuchMessage();
     const id = canonicalId(messageId);
     const message = await messageTarget(ctx.em, id);
@@ -144,7 +125,7 @@ export class ModerationService {
   /** Resolves or dismisses an open report, deleting its message in the same transaction when asked. */
   async decide(ctx: Ctx, reportId: string, decision: Decision): Promise<ModerationReport> {
     const moderator = moderatorOf(ctx);
-    const note = trimmedText(decision.note, 'note', REPORT_TEXT_MAX, true);
+    const note = trimmedText(decision.note, { path: 'note', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(reportId)) throw noSuchReport();
     const id = canonicalId(reportId);
     const row = await ctx.em.transactional(async (em) => {
