@@ -56,6 +56,19 @@ export function pageFrom<Row, Item>(
 export const timeKeySql = (column: string) =>
   `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/**
+ * The SQL condition "after the key" of a newest-first (time, id) keyset: the key binds as $2 (its
+ * time, null for the first page) and $3 (its id), the order every keyset list here uses
+ * (`timeIdKeyParams`).
+ */
+export const beforeTimeIdKey = (timeColumn: string, idColumn: string) =>
+  `($2::timestamptz is null or (${timeColumn}, ${idColumn}) < ($2::timestamptz, $3::uuid))`;
+
+/** A decoded (time, id) key as the $2 and $3 of `beforeTimeIdKey`: nulls on the first page. */
+export const timeIdKeyParams = (
+  key: readonly [string, string] | undefined,
+): [string | null, string | null] => [key?.[0] ?? null, key?.[1] ?? null];
+
 const TIME_KEY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
 
 export const isTimeIdKey = (value: unknown): value is [string, string] =>

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { timeKeySql } from '../../platform/cursor.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -129,10 +129,10 @@ export function messagesOf(
     em,
     `select id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
      from messages
-     where conversation_id = $1 and ($2::timestamptz is null or (created_at, id) < ($2::timestamptz, $3::uuid))
+     where conversation_id = $1 and ${beforeTimeIdKey('created_at', 'id')}
      order by created_at desc, id desc
      limit $4`,
-    [conversationId, page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit],
+    [conversationId, ...timeIdKeyParams(page.before), page.limit],
   );
 }
 
@@ -154,7 +154,7 @@ export async function markRead(
   return row?.last_read_at;
 }
 
-const activityKeyset = `($2::timestamptz is null or (last_message_at, id) < ($2::timestamptz, $3::uuid))`;
+const activityKeyset = beforeTimeIdKey('last_message_at', 'id');
 
 /**
  * A page of the user's conversations, most recent activity first, each with its peer, last
@@ -194,6 +194,6 @@ export function conversationsOf(
        where conversation_id = c.id order by created_at desc, id desc limit 1
      ) m on true
      order by c.last_message_at desc, c.id desc`,
-    [userId, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+    [userId, ...timeIdKeyParams(page.after), page.limit],
   );
 }

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { timeKeySql } from '../../platform/cursor.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -22,7 +22,7 @@ export interface WorldMessageRow {
 type Key = readonly [timeKey: string, id: string] | undefined;
 
 const COLUMNS = `id, world_id, room_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`;
-const BEFORE = '($2::timestamptz is null or (created_at, id) < ($2::timestamptz, $3::uuid))';
+const BEFORE = beforeTimeIdKey('created_at', 'id');
 
 export async function insertWorldMessage(
   em: EntityManager,
@@ -70,7 +70,7 @@ export function worldMessagesOf(
      where world_id = $1 and room_id is null and ${BEFORE}
      order by created_at desc, id desc
      limit $4`,
-    [worldId, page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit],
+    [worldId, ...timeIdKeyParams(page.before), page.limit],
   );
 }
 
@@ -86,6 +86,6 @@ export function roomMessagesOf(
      where room_id = $1 and ${BEFORE}
      order by created_at desc, id desc
      limit $4`,
-    [roomId, page.before?.[0] ?? null, page.before?.[1] ?? null, page.limit],
+    [roomId, ...timeIdKeyParams(page.before), page.limit],
   );
 }

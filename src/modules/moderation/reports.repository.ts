@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ReportState } from '../../../protocol/moderation.js';
-import { timeKeySql } from '../../platform/cursor.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -110,10 +110,10 @@ export function reportsIn(
     `select ${reportColumns}
      from message_reports r left join messages m on m.id = r.message_id
      where r.state = $1::report_state
-       and ($2::timestamptz is null or (r.created_at, r.id) < ($2::timestamptz, $3::uuid))
+       and ${beforeTimeIdKey('r.created_at', 'r.id')}
      order by r.created_at desc, r.id desc
      limit $4`,
-    [state, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+    [state, ...timeIdKeyParams(page.after), page.limit],
   );
 }
 

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { timeKeySql } from '../../platform/cursor.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -195,7 +195,7 @@ const listSql = (source: string) => `
   select r.other as id, u.username, r.since,
          ${timeKeySql('r.since')} as since_key
   from (${source}) r join users u on u.id = r.other
-  where $2::timestamptz is null or (r.since, r.other) < ($2::timestamptz, $3::uuid)
+  where ${beforeTimeIdKey('r.since', 'r.other')}
   order by r.since desc, r.other desc
   limit $4`;
 
@@ -220,7 +220,7 @@ export async function listOf(
   const rows = await executeBound<{ id: string; username: string; since: Date | string; since_key: string }>(
     em,
     LIST_SQL[list],
-    [userId, page.after?.[0] ?? null, page.after?.[1] ?? null, page.limit],
+    [userId, ...timeIdKeyParams(page.after), page.limit],
   );
   return rows.map((r) => ({
     id: r.id,
