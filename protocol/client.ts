@@ -160,10 +160,8 @@ export class AtriumClient {
       return (await this.overSocket(this.socket, op.name, input, this.requestTimeoutMs)) as CallResult<N>;
     }
     if (op.rest) return (await this.overRest(op, op.rest, input)) as CallResult<N>;
-    const started = Date.now();
-    const socket = await this.whenReady(this.requestTimeoutMs);
-    const left = Math.max(1, this.requestTimeoutMs - (Date.now() - started));
-    return (await this.overSocket(socket, op.name, input, left)) as CallResult<N>;
+    const { socket, msLeft } = await this.readySocket();
+    return (await this.overSocket(socket, op.name, input, msLeft)) as CallResult<N>;
   }
 
   /**
@@ -337,21 +335,26 @@ export class AtriumClient {
    * that chat unless the caller passes its own `recover`.
    */
   private async joinChat(input: ChatJoinInput): Promise<CallResult<'chat.join'>> {
-    const started = Date.now();
-    const socket = await this.whenReady(this.requestTimeoutMs);
+    const { socket, msLeft } = await this.readySocket();
     const stream = chatStream(input);
     const recover = input.recover ?? (stream ? this.streamPositions.get(stream) : undefined);
-    const left = Math.max(1, this.requestTimeoutMs - (Date.now() - started));
     const ack = (await this.overSocket(
       socket,
       'chat.join',
       { ...input, recover },
-      left,
+      msLeft,
     )) as CallResult<'chat.join'>;
     if (ack.position) socket.streamPositions.set(chatStream(ack) as string, ack.position);
     if (ack.recovered === false && input.recover === undefined)
       this.reportMissed({ stream: 'chat', world_id: ack.world_id, room_id: ack.room_id });
     return ack;
+  }
+
+  /** The socket once `ready` (waiting up to the request timeout), and what is left of that timeout. */
+  private async readySocket(): Promise<{ socket: AtriumSocket; msLeft: number }> {
+    const started = Date.now();
+    const socket = await this.whenReady(this.requestTimeoutMs);
+    return { socket, msLeft: Math.max(1, this.requestTimeoutMs - (Date.now() - started)) };
   }
 
   private reportMissed(missed: MissedEvents): void {
