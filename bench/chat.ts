@@ -7,7 +7,7 @@ import { POOL_SIZE } from './datapath/measure.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
 import { roundSchedule } from './realtime/rounds.js';
-import { npmStartArgs } from './service.js';
+import { profilingNodeArgs } from './service.js';
 import type { Backend } from './worlds/measure.js';
 
 /**
@@ -25,10 +25,7 @@ export async function run(seconds: number): Promise<string> {
     strict: false,
   });
   const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
-  const nodeArgs =
-    typeof values.profile === 'string'
-      ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`, ...(await npmStartArgs())]
-      : undefined;
+  const nodeArgs = await profilingNodeArgs(values.profile);
   const schedule = roundSchedule(seconds);
   const started = performance.now();
   const before = codeState();

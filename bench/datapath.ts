@@ -6,7 +6,7 @@ import { datapathReport } from './datapath/report.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
 import { roundSchedule } from './realtime/rounds.js';
-import { npmStartArgs } from './service.js';
+import { profilingNodeArgs } from './service.js';
 
 /**
  * Data-path benchmark: database-backed operations of the service beside ceilings measured in the
@@ -22,10 +22,7 @@ export async function run(seconds: number): Promise<string> {
     strict: false,
   });
   const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
-  const profileDir = typeof values.profile === 'string' ? values.profile : undefined;
-  const nodeArgs = profileDir
-    ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, ...(await npmStartArgs())]
-    : undefined;
+  const nodeArgs = await profilingNodeArgs(values.profile);
   const schedule = roundSchedule(seconds);
   const before = codeState();
   progress(

@@ -23,6 +23,15 @@ export async function npmStartArgs(): Promise<string[]> {
 }
 
 /**
+ * The node arguments that make the service write a V8 CPU profile into `dir` (a benchmark's
+ * `--profile DIR`), on top of npm start's own; undefined (npm start's) without a directory.
+ */
+export async function profilingNodeArgs(dir: unknown): Promise<string[] | undefined> {
+  if (typeof dir !== 'string') return undefined;
+  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(await npmStartArgs())];
+}
+
+/**
  * Starts the service exactly as `npm start` does (the CLI through tsx, same node flags) unless
  * given other node arguments, in its own process so the load generator never shares its event
  * loop, and waits until /healthz answers.
