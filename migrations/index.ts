@@ -5,6 +5,7 @@ import { Migration0004AvatarLoadouts } from './0004_avatar_loadouts.js';
 import { Migration0005WorldContent } from './0005_world_content.js';
 import { Migration0006PresenceColumns } from './0006_presence_columns.js';
 import { Migration0007SocialGraph } from './0007_social_graph.js';
+import { Migration0008GameServers } from './0008_game_servers.js';
 import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_history.js';
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
@@ -24,6 +25,7 @@ export const migrationsList = [
   { name: '0005_world_content', class: Migration0005WorldContent },
   { name: '0006_presence_columns', class: Migration0006PresenceColumns },
   { name: '0007_social_graph', class: Migration0007SocialGraph },
+  { name: '0008_game_servers', class: Migration0008GameServers },
   { name: '0009_world_streams_and_history', class: Migration0009WorldStreamsAndHistory },
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },

@@ -52,7 +52,8 @@ export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 /**
  * Gateway: `{t: 'auth', id, d: {token, recover?}}`, answered by an ack carrying
  * `{user_id, roles, position?, recovered?}`. `recover` is the `pos` of the last event the client
- * received on an earlier connection: what it missed since is sent before the ack.
+ * received on an earlier connection: what it missed since is sent before the ack. A game server
+ * sends its server token instead and is answered `{server_id, world_id}` (docs/gameservers.md).
  */
 export const authFrameSchema = z
   .object({ token: z.string().min(1).max(8192), recover: streamPositionSchema.optional() })
@@ -101,7 +102,7 @@ export const authLogout = operation('auth.logout', {
 });
 
 /** The auth frame's ack: who the connection now speaks for, and where its event stream stands. */
-export const authAckSchema = z.object({
+export const userAuthAckSchema = z.object({
   user_id: z.string(),
   roles: z.array(roleSchema),
   /**
@@ -113,6 +114,11 @@ export const authAckSchema = z.object({
   /** Answers `recover`: true when every missed event was sent; false means refetch through the history routes. */
   recovered: z.boolean().optional(),
 });
+
+/** The ack of a game server's auth frame: the server and the one world its socket may follow. */
+export const gameServerAuthAckSchema = z.object({ server_id: z.string(), world_id: z.string() });
+
+export const authAckSchema = z.union([userAuthAckSchema, gameServerAuthAckSchema]);
 
 export const authenticate = operation('auth', {
   tag,

@@ -145,6 +145,8 @@ export const chunksSubscribe = operation('chunks.subscribe', {
     "Follow a world's commits (or one room's): the ack carries the content revision the stream starts after; every later commit arrives as a chunks.commit event, in commit order.",
   frame: true,
   socketOnly: eventsOnlyOnTheSocket,
+  // A game server follows its own world's commits over a socket authenticated with its token.
+  gameServer: true,
   request: z.object({ world_id: id, room_id: id.optional() }).strict(),
   response: z.object({
     world_id: z.string(),
@@ -158,6 +160,7 @@ export const chunksUnsubscribe = operation('chunks.unsubscribe', {
   summary: 'Stop following a world (without room_id: the whole-world stream) or one of its rooms.',
   frame: true,
   socketOnly: eventsOnlyOnTheSocket,
+  gameServer: true,
   request: z.object({ world_id: id, room_id: id.optional() }).strict(),
   response: z.object({}),
 });

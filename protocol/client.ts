@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { userAuthAckSchema } from './auth.js';
 import type { EventPayloads } from './frames.js';
 import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
 import { pathParams } from './operation.js';
@@ -64,7 +66,8 @@ export type CallArgs<N extends OperationName> =
     ? [input?: SentInputOf<Operations[N]>]
     : [input: SentInputOf<Operations[N]>];
 export type CallResult<N extends OperationName> = OutputOf<Operations[N]>;
-export type AuthAck = OutputOf<Operations['auth']>;
+/** A user's auth ack: the client speaks for a user (a game server's socket uses AtriumSocket). */
+export type AuthAck = z.output<typeof userAuthAckSchema>;
 
 /** What `onMissedEvents` listeners are told to refetch. */
 export type MissedEvents = { stream: 'user' } | { stream: 'chat'; world_id: string; room_id: string | null };
@@ -309,11 +312,12 @@ export class AtriumClient {
     socket.auth(token, undefined, recover).then(
       (ack) => {
         if (generation !== this.generation || token !== this.token) return;
-        this.session = ack;
+        this.session = ack as AuthAck;
         this.failedAttempts = 0;
         this.keepPosition(socket);
         // A position of another user's stream (a new login) recovers nothing the app had shown.
-        if (ack.recovered === false && ack.user_id === previousUser) this.reportMissed({ stream: 'user' });
+        if (this.session.recovered === false && this.session.user_id === previousUser)
+          this.reportMissed({ stream: 'user' });
         this.setState('ready');
       },
       (error: AtriumError) => {

@@ -52,6 +52,16 @@ export const ErrorCode = {
   INVALID_CHUNK: 'INVALID_CHUNK',
   /** The text filter refused a message (DM_FILTER_MODE=reject); nothing was stored. */
   MESSAGE_REJECTED: 'MESSAGE_REJECTED',
+  /**
+   * No game server can be started now: the node runs GAMESERVER_MAX_RUNNING already, or Agones has
+   * no GameServer to allocate. Retry later.
+   */
+  GAMESERVER_CAPACITY: 'GAMESERVER_CAPACITY',
+  /**
+   * The game server could not be started or did not become ready (it failed, crashed or missed its
+   * readiness deadline); the detail says why.
+   */
+  GAMESERVER_UNAVAILABLE: 'GAMESERVER_UNAVAILABLE',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -91,6 +101,8 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   REVISION_CONFLICT: 409,
   INVALID_CHUNK: 422,
   MESSAGE_REJECTED: 422,
+  GAMESERVER_CAPACITY: 503,
+  GAMESERVER_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

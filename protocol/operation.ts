@@ -13,8 +13,8 @@ export interface RestBinding {
   method: HttpMethod;
   /** Fastify-style path; `:name` segments are request fields taken from the path. */
   path: string;
-  /** The success status; 204 answers with no body. Default 200. */
-  status?: 200 | 201 | 204;
+  /** The success status; 204 answers with no body, 202 says the work goes on after the answer. Default 200. */
+  status?: 200 | 201 | 202 | 204;
   /**
    * For a POST that creates something only sometimes: the answers this says are a creation go out
    * as 201, the others with `status` (200). Both are documented, with the one response schema.
@@ -65,6 +65,11 @@ export interface Operation<
   readonly socketOnly: string | undefined;
   /** Served to anonymous callers; every other operation needs a signed-in user. */
   readonly public: boolean;
+  /**
+   * For game servers, with their server token: a REST operation under /internal (servers only),
+   * or a socket-only frame a game server's socket may send as well as users' (its chunk stream).
+   */
+  readonly gameServer: boolean;
   /** Error statuses the operation can answer besides the ones every route can (400, 413, 415). */
   readonly errors: readonly number[];
 }
@@ -84,6 +89,7 @@ export interface OperationSpec<
   restRoute?: PlainRestTwin | readonly PlainRestTwin[];
   socketOnly?: string;
   public?: boolean;
+  gameServer?: boolean;
   errors?: readonly number[];
 }
 
@@ -112,6 +118,14 @@ export function operation<
   if (spec.socketOnly && (!frame || spec.rest)) {
     throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
   }
+  if (
+    spec.gameServer &&
+    (spec.public || (frame ? !spec.socketOnly : !spec.rest?.path.startsWith('/internal/')))
+  ) {
+    throw new Error(
+      `Operation ${name} is for game servers: a REST route under /internal, or a socket-only frame.`,
+    );
+  }
   return {
     name,
     summary: spec.summary,
@@ -123,6 +137,7 @@ export function operation<
     restRoute: spec.restRoute,
     socketOnly: spec.socketOnly,
     public: spec.public ?? false,
+    gameServer: spec.gameServer ?? false,
     errors: spec.errors ?? [],
   };
 }

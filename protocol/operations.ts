@@ -4,6 +4,8 @@ import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
+import { gameServerOperations } from './gameservers.js';
+import { internalOperations } from './internal.js';
 import { moderationOperations } from './moderation.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
 import { presenceOperations } from './presence.js';
@@ -18,6 +20,8 @@ export * from './auth.js';
 export * from './chat.js';
 export * from './chunks.js';
 export * from './favorites.js';
+export * from './gameservers.js';
+export * from './internal.js';
 export * from './moderation.js';
 export * from './presence.js';
 export * from './profiles.js';
@@ -46,6 +50,8 @@ const all = [
   ...chatOperations,
   ...worldChatOperations,
   ...moderationOperations,
+  ...gameServerOperations,
+  ...internalOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -50,7 +50,7 @@ describe('AtriumSocket against the gateway', () => {
       roles: ['user'],
       position: { offset: 0, epoch: expect.any(String) },
     });
-    expect(client.position).toEqual(ack.position);
+    expect(client.position).toEqual('position' in ack ? ack.position : 'no position');
   });
 
   it('rejects a frame that needs auth, sent before auth, with UNAUTHENTICATED', async () => {

@@ -196,7 +196,7 @@ export class AtriumSocket {
    */
   async auth(token: string, timeoutMs?: number, recover?: StreamPosition): Promise<AckPayloads['auth']> {
     const ack = await this.request('auth', recover ? { token, recover } : { token }, timeoutMs);
-    if (ack.position) this.position = ack.position;
+    if ('position' in ack && ack.position) this.position = ack.position;
     return ack;
   }
 

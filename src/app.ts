@@ -1,6 +1,7 @@
 import type { Config } from './config.js';
 import { modules } from './modules/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
+import { GameServerCredentials, requireGameServer } from './platform/auth/game-server-auth.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
 import { loadKeyRing } from './platform/auth/keys.js';
 import { revocationLog } from './platform/auth/revocation-log.js';
@@ -156,6 +157,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       gateway,
       keys,
       tokens,
+      gameServerCredentials: new GameServerCredentials(),
       ctx: (caller) => new CallContext(db.orm.em, kv, caller),
     };
 
@@ -166,7 +168,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     }
     // Module routes live in one scope whose routes need a signed-in user unless declared public.
     http.register(async (scope) => {
-      scope.addHook('onRoute', secureByDefault(requireUser(tokens)));
+      scope.addHook(
+        'onRoute',
+        secureByDefault({
+          user: requireUser(tokens),
+          gameServer: requireGameServer(platform.gameServerCredentials),
+        }),
+      );
       for (const { parts } of built) {
         if (parts.operations) registerRoutes(scope as HttpServer, platform.ctx, parts.operations);
         parts.routes?.(scope as HttpServer);
@@ -196,7 +204,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         const address = http.server.address();
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
-        for (const { parts } of built) await parts.start?.();
+        for (const { parts } of built) await parts.start?.({ httpPort, wsPort });
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { trustProxySetting } from './platform/http-proxy.js';
+import { StartupError } from './platform/startup-error.js';
 
 /**
  * Every setting comes from the environment and is parsed here, once, at startup.
@@ -47,6 +48,18 @@ const pem = (label: string) =>
       message: `must be PEM text containing -----BEGIN ${label}-----`,
     })
     .optional();
+
+/** A JSON array of one or more non-empty strings (GAMESERVER_COMMAND's exact form). */
+function isArgumentList(value: string): boolean {
+  try {
+    const parsed: unknown = JSON.parse(value);
+    return (
+      Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string' && a !== '')
+    );
+  } catch {
+    return false;
+  }
+}
 
 export const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -130,8 +143,42 @@ export const configSchema = z.object({
    */
   EVENT_HISTORY_SIZE: positiveInt(1000, 100_000),
   EVENT_HISTORY_TTL_SECONDS: positiveInt(600, 86_400),
-  GAMESERVER_COMMAND: z.string().min(1).optional(),
+  /** Where game servers run: `local` child processes, or `agones` GameServers (docs/gameservers.md). */
+  GAMESERVER_SPAWNER: z.enum(['local', 'agones'], { error: 'must be one of local, agones' }).default('local'),
+  /**
+   * The local spawner's program: a JSON array of arguments (`["node","server.js"]`) or words split
+   * on spaces; never run through a shell. Unset: the reference server in examples/gameserver/.
+   */
+  GAMESERVER_COMMAND: z
+    .string()
+    .min(1)
+    .refine((value) => !value.startsWith('[') || isArgumentList(value), {
+      message: 'must be a JSON array of non-empty strings when it starts with [',
+    })
+    .optional(),
   GAMESERVER_READY_TIMEOUT_MS: positiveInt(30_000, 3_600_000),
+  /** How many game servers the local spawner runs at once on this node. */
+  GAMESERVER_MAX_RUNNING: positiveInt(8, 10_000),
+  /** Players a server is given before a join starts another one. */
+  GAMESERVER_MAX_PLAYERS: positiveInt(32, 100_000),
+  /** The internal API's base URL as game servers reach it; default http://<HOST>:<HTTP port>. */
+  GAMESERVER_API_URL: url(['http:', 'https:']),
+  /** How long a stopped local server may take to exit after SIGTERM before it is killed. */
+  GAMESERVER_STOP_GRACE_MS: positiveInt(5_000, 600_000),
+  /** The agones spawner (docs/gameservers-agones.md): where, and how, GameServers are made. */
+  GAMESERVER_AGONES_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a Kubernetes namespace name')
+    .default('default'),
+  GAMESERVER_AGONES_MODE: z
+    .enum(['create', 'allocate'], { error: 'must be one of create, allocate' })
+    .default('create'),
+  GAMESERVER_AGONES_FLEET: z.string().min(1).max(253).default('atrium-gameservers'),
+  /** `create`: a GameServer template file (YAML or JSON); default deploy/agones/gameserver-template.yaml. */
+  GAMESERVER_AGONES_TEMPLATE: z.string().min(1).optional(),
+  GAMESERVER_AGONES_CONTAINER: z.string().min(1).max(63).optional(),
+  GAMESERVER_AGONES_POLL_MS: positiveInt(500, 60_000),
+  GAMESERVER_AGONES_REQUEST_TIMEOUT_MS: positiveInt(10_000, 600_000),
 });
 
 export type Config = z.infer<typeof configSchema>;
@@ -139,10 +186,7 @@ export type Config = z.infer<typeof configSchema>;
 /** Variables that may carry credentials: an error message names them but never echoes their value. */
 const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'JWT_SIGNING_KEY_PEM', 'JWT_VERIFY_KEYS_PEM']);
 
-/** A problem the operator must fix before the service can start; the CLI prints its message alone. */
-export class StartupError extends Error {
-  override name = 'StartupError';
-}
+export { StartupError };
 
 export class ConfigError extends StartupError {
   override name = 'ConfigError';

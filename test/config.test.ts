@@ -71,6 +71,22 @@ describe('configuration', () => {
       '1.5',
       'GAMESERVER_READY_TIMEOUT_MS must be an integer from 1 to 3600000 (got "1.5")',
     ],
+    ['GAMESERVER_SPAWNER', 'docker', 'GAMESERVER_SPAWNER must be one of local, agones (got "docker")'],
+    [
+      'GAMESERVER_COMMAND',
+      '["node", 1]',
+      'GAMESERVER_COMMAND must be a JSON array of non-empty strings when it starts with [ (got "[\\"node\\", 1]")',
+    ],
+    [
+      'GAMESERVER_COMMAND',
+      '[node server.js',
+      'GAMESERVER_COMMAND must be a JSON array of non-empty strings when it starts with [ (got "[node server.js")',
+    ],
+    [
+      'GAMESERVER_API_URL',
+      'ftp://x',
+      'GAMESERVER_API_URL must be a URL starting with http:// or https:// (got "ftp://x")',
+    ],
   ])('rejects a bad %s with one line naming the variable and what is allowed', (name, value, expected) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(`Invalid configuration: ${expected}`);

@@ -2,6 +2,7 @@ import { accountModule } from './account/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
+import { gameServersModule } from './gameservers/index.js';
 import { healthModule } from './health/index.js';
 import { moderationModule } from './moderation/index.js';
 import { presenceModule } from './presence/index.js';
@@ -26,4 +27,5 @@ export const modules = [
   accountModule,
   avatarModule,
   moderationModule,
+  gameServersModule,
 ] as const;

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthUser } from './auth/access-tokens.js';
+import type { GameServerPrincipal } from './auth/game-server-auth.js';
 import { AppError, ErrorCode } from './errors.js';
 import type { Kv } from './kv/kv.js';
 import type { LogSink } from './log.js';
@@ -12,6 +13,8 @@ import type { LogSink } from './log.js';
 export interface Ctx {
   em: EntityManager;
   user: AuthUser | null;
+  /** The dedicated game server calling the internal API; null for users and anonymous callers. */
+  gameServer: GameServerPrincipal | null;
   kv: Kv;
   log: LogSink;
   now(): Date;
@@ -28,6 +31,7 @@ export function callerOf(ctx: Ctx): AuthUser {
 /** Who a request or frame speaks for; a Fastify request or a gateway connection's fields. */
 export interface Caller {
   user: AuthUser | null;
+  gameServer?: GameServerPrincipal | null;
   log: LogSink;
   ip: string;
 }
@@ -53,6 +57,10 @@ export class CallContext implements Ctx {
 
   get user(): AuthUser | null {
     return this.caller.user;
+  }
+
+  get gameServer(): GameServerPrincipal | null {
+    return this.caller.gameServer ?? null;
   }
 
   get log(): LogSink {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { StartupError } from '../config.js';
+import { StartupError } from './startup-error.js';
 
 /**
  * The embedded database: PGlite (Postgres compiled to WASM) served on a private unix socket, so

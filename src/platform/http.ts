@@ -88,6 +88,7 @@ export async function createHttpServer(deps: {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.decorateRequest('user', null);
+  app.decorateRequest('gameServer', null);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(fastSerializerCompiler);
 
@@ -143,6 +144,12 @@ export async function createHttpServer(deps: {
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          serverToken: {
+            type: 'http',
+            scheme: 'bearer',
+            description:
+              "A game server's per-spawn token (its --server-token launch argument), for /internal.",
+          },
         },
       },
     },

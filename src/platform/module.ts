@@ -1,6 +1,7 @@
 import type { EntitySchema } from '@mikro-orm/core';
 import type { Config } from '../config.js';
 import type { AccessTokens } from './auth/access-tokens.js';
+import type { GameServerCredentials } from './auth/game-server-auth.js';
 import type { KeyRing } from './auth/keys.js';
 import type { EventBus } from './bus.js';
 import type { Caller, Ctx } from './context.js';
@@ -23,6 +24,8 @@ export interface Platform {
   gateway: Gateway;
   keys: KeyRing;
   tokens: AccessTokens;
+  /** Where the game-server module plugs in its server-token check for the /internal API. */
+  gameServerCredentials: GameServerCredentials;
   /** The service context of one request or frame. */
   ctx(caller: Caller): Ctx;
 }
@@ -40,8 +43,8 @@ export interface ModuleParts<Api> {
   routes?(http: HttpServer): void;
   /** Told when a user's first connection on this node opens and the last one closes. */
   sessions?: SessionListener;
-  /** Runs once the service listens (timers, leases). */
-  start?(): Promise<void>;
+  /** Runs once the service listens (timers, leases), with the ports it listens on. */
+  start?(listening: { httpPort: number; wsPort: number }): Promise<void>;
   /** Runs after HTTP and the gateway closed, in reverse module order. */
   stop?(): Promise<void>;
 }

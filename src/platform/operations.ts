@@ -58,12 +58,17 @@ export function registerFrames(
       payloadSchema(op),
       (connection, payload, frame) =>
         handler(
-          ctxOf({ user: connection.user ?? null, log, ip: connection.remoteAddress }),
+          ctxOf({
+            user: connection.user ?? null,
+            gameServer: connection.gameServer ?? null,
+            log,
+            ip: connection.remoteAddress,
+          }),
           payload,
           connection,
           frame.id,
         ),
-      { requiresAuth: !op.public },
+      { requiresAuth: !op.public, gameServers: op.gameServer },
     );
   }
 }
@@ -96,7 +101,7 @@ export function registerRoutes(
     http.route({
       method: rest.method,
       url: rest.path,
-      config: { public: op.public },
+      config: { public: op.public, gameServer: op.gameServer },
       schema,
       handler:
         status === 200 && !createdWhen

@@ -29,6 +29,7 @@ const catalogue: readonly Operation[] = Object.values(operations);
 const frameOperations = catalogue.filter((op) => op.frame);
 const restOperations = catalogue.filter((op) => op.rest);
 const BEARER = [{ bearerAuth: [] }];
+const SERVER_TOKEN = [{ serverToken: [] }];
 /** Fills every path parameter: a well-formed id that names nothing. */
 const SOME_ID = '01a1ffb2-0000-7000-8000-000000000000';
 
@@ -97,15 +98,17 @@ describe('the operation catalogue against the running service', () => {
     expect(ids.filter((id, index) => ids.indexOf(id) !== index)).toEqual([]);
   });
 
-  it('declares security on every documented route: none exactly on public catalogue operations, the bearer scheme otherwise', () => {
+  it('declares security on every documented route: none exactly on public catalogue operations, the server-token scheme exactly on /internal, the bearer scheme otherwise', () => {
     const wrong: string[] = [];
     for (const { method, path, operation } of routes) {
       const declared = catalogue.find((op) => op.name === operation.operationId);
       const { security } = operation;
-      const acceptable = declared
-        ? [declared.public ? [] : BEARER]
-        : // A raw route (probes, key sets) says itself whether it is public.
-          [[], BEARER];
+      const acceptable = path.startsWith('/internal/')
+        ? [SERVER_TOKEN]
+        : declared
+          ? [declared.public ? [] : BEARER]
+          : // A raw route (probes, key sets) says itself whether it is public.
+            [[], BEARER];
       if (!acceptable.some((expected) => JSON.stringify(expected) === JSON.stringify(security))) {
         wrong.push(`${method} ${path} (${operation.operationId}): ${JSON.stringify(security)}`);
       }

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { encodeChunk } from '../../protocol/chunk-codec.js';
@@ -6,6 +6,7 @@ import { AtriumClient, type FetchLike } from '../../protocol/client.js';
 import { type Operation, pathParams, type RestBinding, type SentInputOf } from '../../protocol/operation.js';
 import { type OperationName, type Operations, operations } from '../../protocol/operations.js';
 import { newId } from '../../src/platform/ids.js';
+import { launchesOf, recordingCommand } from '../gameservers/gameservers.js';
 import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -293,7 +294,86 @@ const rows: { [N in RestName]: Row<N> } = {
   'chat.roomHistory': {
     prepare: async ({ me }) => ({ token: me.access_token, input: await chatWorld(me) }),
   },
+  // Game servers: real reference servers, started by the app under test.
+  'gameservers.spawn': {
+    fresh: true,
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await createWorld(me) } }),
+  },
+  'gameservers.get': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { server_id: (await readyServer(me)).serverId },
+    }),
+  },
+  'gameservers.stop': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { server_id: await spawned(me, await createWorld(me)) },
+    }),
+  },
+  'worlds.join': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { world_id: (await readyServer(me)).worldId },
+    }),
+  },
+  'internal.worlds.get': {
+    prepare: async ({ me }) => {
+      const { token, worldId } = await readyServer(me);
+      return { token, input: { world_id: worldId } };
+    },
+  },
+  'internal.rooms.list': {
+    prepare: async ({ me }) => {
+      const { token, worldId } = await readyServer(me);
+      return { token, input: { world_id: worldId, limit: 10 } };
+    },
+  },
+  'internal.servers.status': {
+    prepare: async ({ me }) => {
+      const { token, address } = await readyServer(me);
+      return { token, input: { ready: true, address, players: 0 } };
+    },
+  },
 };
+
+/** Starts a game server for the world; answers its id. */
+async function spawned(me: TokenResponse, worldId: string): Promise<string> {
+  const response = await app.http.inject({
+    method: 'POST',
+    url: `/api/worlds/${worldId}/servers`,
+    headers: bearer(me.access_token),
+  });
+  expect(response.statusCode, response.body).toBe(202);
+  return response.json().server_id;
+}
+
+let serverOnce: Promise<{ serverId: string; worldId: string; token: string; address: string }> | undefined;
+/** A ready game server of the shared world, started once; its token is read from its launch arguments. */
+function readyServer(me: TokenResponse) {
+  serverOnce ??= (async () => {
+    const worldId = await sharedWorld(me);
+    const serverId = await spawned(me, worldId);
+    const address = await vi.waitFor(
+      async () => {
+        const server = (
+          await app.http.inject({
+            method: 'GET',
+            url: `/api/servers/${serverId}`,
+            headers: bearer(me.access_token),
+          })
+        ).json();
+        expect(server.status).toBe('ready');
+        return server.address as string;
+      },
+      { timeout: 15_000, interval: 50 },
+    );
+    const token = launchesOf(gameServerLaunches.dir, worldId)[0]?.['server-token'] as string;
+    return { serverId, worldId, token, address };
+  })();
+  return serverOnce;
+}
 
 let reportedOnce: Promise<{ moderator: TokenResponse; messageId: string }> | undefined;
 /** A moderator, and a message of a public world with an open report, made once for the report rows. */
@@ -458,7 +538,7 @@ async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {
 }
 
 const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
-const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id', 'reporter_id']);
+const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id', 'reporter_id', 'server_id']);
 
 /** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
 function normalise(value: unknown, fresh: boolean): unknown {
@@ -505,6 +585,7 @@ async function overRest(rest: RestBinding, { token, input }: Run<RestName>): Pro
 }
 
 let app: TestApp;
+const gameServerLaunches = recordingCommand();
 
 describe('REST and AtriumClient answer every operation with a REST twin the same', () => {
   let accounts: Accounts;
@@ -512,7 +593,7 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
   const socketFetches: string[] = [];
 
   beforeAll(async () => {
-    app = await buildTestApp();
+    app = await buildTestApp({ GAMESERVER_COMMAND: gameServerLaunches.command });
     accounts = { me: await registerUser(app), other: await registerUser(app) };
     // Counts the REST requests of the socket client: a frame row must not make any.
     const fetch: FetchLike = (url, init) => {

@@ -1,4 +1,5 @@
 import { authenticate, authLogin, authLogout, authRefresh, authRegister } from '../../../protocol/auth.js';
+import { isGameServerToken } from '../../platform/auth/game-server-auth.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
@@ -22,7 +23,7 @@ export const authModule = defineModule({
   name: 'auth',
   entities: [SessionSchema, RefreshTokenSchema],
   needs: [],
-  setup({ config, kv, tokens, gateway, keys }) {
+  setup({ config, kv, tokens, gateway, keys, gameServerCredentials }) {
     const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>
       createLimiter(kv, { keyPrefix, points, durationSeconds });
     const auth = new AuthService({
@@ -50,6 +51,12 @@ export const authModule = defineModule({
         serve(authLogout, (ctx, { refresh_token }) => auth.logout(ctx, refresh_token)),
         // The same verifier as the REST hook, so a token the API refuses is refused here too.
         serve(authenticate, async (_ctx, { token, recover }, connection) => {
+          // A game server's token: the connection may follow its world's chunk stream.
+          if (isGameServerToken(token)) {
+            const server = await gameServerCredentials.verify(token);
+            gateway.authenticateGameServer(connection, server);
+            return { server_id: server.serverId, world_id: server.worldId };
+          }
           const user = await tokens.verify(token, { remember: false });
           const caughtUp = await gateway.authenticate(connection, user, recover);
           return { user_id: user.id, roles: user.roles, ...caughtUp };

@@ -39,7 +39,8 @@ const HIDDEN = 'chunks.hidden';
 
 interface Member {
   connection: Connection;
-  userId: string;
+  /** Who subscribed (principalOf): a connection that switched to someone else stops receiving. */
+  principal: string | undefined;
   /** The rooms followed; null for the whole world. */
   rooms: Set<string> | null;
   /** Commits up to this sequence number were in the snapshot the subscription started from. */
@@ -117,7 +118,7 @@ export class ChunkStreams {
     roomId: string | null,
     snapshot: () => Promise<{ seq: number; contentRevision: number }>,
   ): Promise<number> {
-    const userId = connection.user?.id as string;
+    const principal = principalOf(connection);
     const existing = this.memberOf(connection, world.id);
     if (existing) {
       if (roomId === null) existing.rooms = null;
@@ -153,7 +154,7 @@ export class ChunkStreams {
     if (connection.closed) return start.contentRevision;
     const member: Member = {
       connection,
-      userId,
+      principal,
       rooms: roomId === null ? null : new Set([roomId]),
       fromSeq: start.seq,
       lastRevision: start.contentRevision,
@@ -287,7 +288,7 @@ export class ChunkStreams {
     };
     for (const member of stream.members) {
       if (seq <= member.fromSeq) continue;
-      if (member.connection.user?.id !== member.userId) {
+      if (principalOf(member.connection) !== member.principal) {
         this.remove(member, stream.worldId);
         continue;
       }
@@ -361,9 +362,16 @@ export class ChunkStreams {
     const reason: ChunksStreamEndedEvent['reason'] = deleted ? 'world_deleted' : 'access_revoked';
     const bytes = encodeFrame('chunks.stream_ended', { world_id: stream.worldId, reason });
     for (const member of [...stream.members]) {
-      if (!deleted && member.userId === stream.ownerId) continue;
+      // The owner keeps following a world turned private, and so do its game servers, whose
+      // tokens are for this world whatever its visibility.
+      if (!deleted && (member.principal === stream.ownerId || member.connection.gameServer)) continue;
       member.connection.sendPaced(bytes);
       this.remove(member, stream.worldId);
     }
   }
+}
+
+/** The user a connection speaks for, or `server:<id>` for a game server's socket. */
+function principalOf(connection: Connection): string | undefined {
+  return connection.user?.id ?? (connection.gameServer && `server:${connection.gameServer.serverId}`);
 }

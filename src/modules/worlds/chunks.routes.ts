@@ -8,6 +8,7 @@ import {
   encodeChunk,
   MAX_CHUNK_BYTES,
 } from '../../../protocol/chunk-codec.js';
+import { internalPath } from '../../../protocol/internal.js';
 import { chunkCoordinate } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -98,34 +99,43 @@ export function registerChunkRoutes(
       });
     };
 
-    scope.get(
-      PATH,
-      {
-        schema: {
-          operationId: 'chunks.get',
-          tags: ['worlds'],
-          summary:
-            'A chunk: its codec bytes (application/octet-stream) with ETag "<revision>", or the JSON view with Accept: application/json or ?format=json. If-None-Match with the current ETag answers 304.',
-          params,
-          querystring: z.object({ format: z.enum(['json', 'binary']).optional() }).strict(),
-          response: {
-            200: z.string().describe('The codec bytes (protocol/chunk-codec.md), or the JSON view as text.'),
-            ...errorResponses(401, 404, 422),
+    // The users' route and the game servers' read-only twin (/internal, server token) are one handler.
+    for (const twin of [
+      { path: PATH, operationId: 'chunks.get', gameServer: false },
+      { path: internalPath(PATH), operationId: 'internal.chunks.get', gameServer: true },
+    ]) {
+      scope.get(
+        twin.path,
+        {
+          config: { gameServer: twin.gameServer },
+          schema: {
+            operationId: twin.operationId,
+            tags: [twin.gameServer ? 'internal' : 'worlds'],
+            summary:
+              'A chunk: its codec bytes (application/octet-stream) with ETag "<revision>", or the JSON view with Accept: application/json or ?format=json. If-None-Match with the current ETag answers 304.',
+            params,
+            querystring: z.object({ format: z.enum(['json', 'binary']).optional() }).strict(),
+            response: {
+              200: z
+                .string()
+                .describe('The codec bytes (protocol/chunk-codec.md), or the JSON view as text.'),
+              ...errorResponses(401, ...(twin.gameServer ? [403] : []), 404, 422),
+            },
           },
         },
-      },
-      async (request: FastifyRequest, reply: FastifyReply) => {
-        const p = request.params as Params;
-        const chunk = await chunks.read(ctxOf(request), p.world_id, p.room_id, key(p));
-        reply.header('etag', etag(chunk.revision)).header('cache-control', 'private, no-cache');
-        if (request.headers['if-none-match'] === etag(chunk.revision)) return reply.code(304).send();
-        if (wantsJson(request))
-          return reply.type('application/json').send(chunkToJson(decodeChunk(chunk.payload)));
-        return reply
-          .type('application/octet-stream')
-          .send(Buffer.from(chunk.payload.buffer, chunk.payload.byteOffset, chunk.payload.byteLength));
-      },
-    );
+        async (request: FastifyRequest, reply: FastifyReply) => {
+          const p = request.params as Params;
+          const chunk = await chunks.read(ctxOf(request), p.world_id, p.room_id, key(p));
+          reply.header('etag', etag(chunk.revision)).header('cache-control', 'private, no-cache');
+          if (request.headers['if-none-match'] === etag(chunk.revision)) return reply.code(304).send();
+          if (wantsJson(request))
+            return reply.type('application/json').send(chunkToJson(decodeChunk(chunk.payload)));
+          return reply
+            .type('application/octet-stream')
+            .send(Buffer.from(chunk.payload.buffer, chunk.payload.byteOffset, chunk.payload.byteLength));
+        },
+      );
+    }
 
     scope.put(
       PATH,

@@ -7,6 +7,7 @@ import {
   worldsRollback,
 } from '../../../protocol/chunks.js';
 import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
+import { internalRoomsList, internalWorldsGet } from '../../../protocol/internal.js';
 import { chunksLoad } from '../../../protocol/room-content.js';
 import {
   chunksList,
@@ -23,7 +24,7 @@ import {
 } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId } from '../../platform/ids.js';
+import { canonicalId, isId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
@@ -34,14 +35,15 @@ import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { streamPosition, type WorldRow } from './worlds.repository.js';
+import { findWorld, streamPosition, type WorldRow } from './worlds.repository.js';
 import { WorldsService } from './worlds.service.js';
 
-/** What other modules may use of worlds: the read rule, for features that live inside a world. */
 /** What other modules see of a world: enough to decide who may read what belongs to it. */
 export type WorldAccess = Pick<WorldRow, 'id' | 'ownerId' | 'visibility'>;
 
 export interface WorldsApi {
+  /** The world whatever the caller may see (undefined when none): for modules with their own rule. */
+  lookup(ctx: Ctx, worldId: string): Promise<WorldAccess | undefined>;
   /** The world if the caller may read it; 404 NOT_FOUND otherwise (unknown, malformed id or private). */
   readable(ctx: Ctx, worldId: string): Promise<WorldAccess>;
   /** A room of a world the caller may read; 404 also when the room belongs to another world. */
@@ -71,6 +73,7 @@ export const worldsModule = defineModule({
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
     const api: WorldsApi = {
+      lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.em, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
     };
@@ -84,9 +87,11 @@ export const worldsModule = defineModule({
       operations: [
         serve(worldsCreate, (ctx, input) => worlds.create(ctx, input)),
         serve(worldsGet, (ctx, { world_id }) => worlds.get(ctx, world_id)),
+        serve(internalWorldsGet, (ctx, { world_id }) => worlds.get(ctx, world_id)),
         serve(worldsUpdate, (ctx, { world_id, ...patch }) => worlds.update(ctx, world_id, patch)),
         serve(worldsDelete, (ctx, { world_id }) => worlds.delete(ctx, world_id)),
         serve(roomsList, (ctx, { world_id, ...page }) => worlds.listRooms(ctx, world_id, page)),
+        serve(internalRoomsList, (ctx, { world_id, ...page }) => worlds.listRooms(ctx, world_id, page)),
         serve(roomsCreate, (ctx, { world_id, name }) => worlds.createRoom(ctx, world_id, name)),
         serve(roomsGet, (ctx, { world_id, room_id }) => worlds.getRoom(ctx, world_id, room_id)),
         serve(roomsUpdate, (ctx, { world_id, room_id, name }) =>

@@ -3,6 +3,7 @@ import { Encoder } from '@msgpack/msgpack';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
+import { INTERNAL_ROOM_CHUNKS_PATH } from '../../../protocol/internal.js';
 import type { PlainRestTwin } from '../../../protocol/operation.js';
 import { chunksLoad } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
@@ -53,35 +54,42 @@ async function* documentOf(content: RoomContent): AsyncGenerator<Buffer> {
   for await (const page of content.pages()) yield Buffer.concat(page.map((chunk) => encoder.encode(chunk)));
 }
 
+/** The users' route, and the game servers' read-only twin under /internal (server token). */
 export function registerRoomContentRoute(
   http: HttpServer,
   content: RoomContentService,
   ctxOf: (r: FastifyRequest) => Ctx,
 ) {
-  http.get(
-    path,
-    {
-      schema: {
-        operationId,
-        tags: ['worlds'],
-        summary:
-          'Every chunk of a room as of the current content revision, as application/msgpack: one map {content_revision, count, chunks: [{x, y, z, revision, payload}]} with payload the codec bytes (bin), in (x, y, z) order, streamed page by page. If the room is deleted meanwhile the response is cut off (an error, never a short document).',
-        params,
-        response: {
-          200: z.string().describe('One msgpack map (application/msgpack), see the summary.'),
-          ...errorResponses(401, 404),
+  for (const twin of [
+    { path, operationId, gameServer: false },
+    { path: INTERNAL_ROOM_CHUNKS_PATH, operationId: 'internal.chunks.load', gameServer: true },
+  ]) {
+    http.get(
+      twin.path,
+      {
+        config: { gameServer: twin.gameServer },
+        schema: {
+          operationId: twin.operationId,
+          tags: [twin.gameServer ? 'internal' : 'worlds'],
+          summary:
+            'Every chunk of a room as of the current content revision, as application/msgpack: one map {content_revision, count, chunks: [{x, y, z, revision, payload}]} with payload the codec bytes (bin), in (x, y, z) order, streamed page by page. If the room is deleted meanwhile the response is cut off (an error, never a short document).',
+          params,
+          response: {
+            200: z.string().describe('One msgpack map (application/msgpack), see the summary.'),
+            ...errorResponses(401, ...(twin.gameServer ? [403] : []), 404),
+          },
         },
       },
-    },
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      const p = request.params as Params;
-      const loaded = await content.load(ctxOf(request), p.world_id, p.room_id);
-      return reply
-        .type('application/msgpack')
-        .header('cache-control', 'private, no-cache')
-        .send(Readable.from(documentOf(loaded), { objectMode: false }));
-    },
-  );
+      async (request: FastifyRequest, reply: FastifyReply) => {
+        const p = request.params as Params;
+        const loaded = await content.load(ctxOf(request), p.world_id, p.room_id);
+        return reply
+          .type('application/msgpack')
+          .header('cache-control', 'private, no-cache')
+          .send(Readable.from(documentOf(loaded), { objectMode: false }));
+      },
+    );
+  }
 }
 
 /**

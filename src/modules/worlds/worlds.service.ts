@@ -63,8 +63,19 @@ const isRoomKey = (value: unknown): value is [string] =>
 export class WorldsService {
   constructor(private readonly streams: ChunkStreams) {}
 
-  /** The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden. */
+  /**
+   * The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden.
+   * A game server (the internal API) reads the one world its token was issued for, whatever its
+   * visibility, and gets 403 for any other.
+   */
   async readable(ctx: Ctx, worldId: string, em: EntityManager = ctx.em): Promise<WorldRow> {
+    if (ctx.gameServer) {
+      if (worldId !== ctx.gameServer.worldId)
+        throw new AppError(ErrorCode.FORBIDDEN, 'This server token is for another world.');
+      const world = await findWorld(em, worldId);
+      if (!world) throw worldNotFound();
+      return world;
+    }
     const caller = callerOf(ctx);
     const world = isId(worldId) ? await findWorld(em, worldId) : undefined;
     if (!world || !canRead(world, caller.id)) throw worldNotFound();

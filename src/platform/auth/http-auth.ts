@@ -48,20 +48,24 @@ export function requireUser(tokens: AccessTokens) {
 
 /** The security requirement routes using `requireUser` declare in OpenAPI. */
 export const bearerSecurity = [{ bearerAuth: [] }];
+/** The security requirement /internal routes declare (a game server's per-spawn token). */
+export const serverTokenSecurity = [{ serverToken: [] }];
 
 /**
  * An onRoute hook for the scope module routes are registered in: a route needs a signed-in user
- * unless it declares `config: { public: true }`, so forgetting a declaration fails closed. The
- * OpenAPI document says which: `security: []` on public routes, the bearer scheme on the others.
+ * unless it declares `config: { public: true }`, or a game server's token when it declares
+ * `config: { gameServer: true }` (the /internal API), so forgetting a declaration fails closed.
+ * The OpenAPI document says which: `security: []` on public routes, the scheme of the others.
  */
-export function secureByDefault(requireUser: onRequestHookHandler) {
+export function secureByDefault(hooks: { user: onRequestHookHandler; gameServer: onRequestHookHandler }) {
   return (route: RouteOptions) => {
     route.schema ??= {};
     if (route.config?.public === true) {
       route.schema.security = [];
       return;
     }
-    route.schema.security = bearerSecurity;
-    route.onRequest = [requireUser, ...hookList(route.onRequest)];
+    const gameServer = route.config?.gameServer === true;
+    route.schema.security = gameServer ? serverTokenSecurity : bearerSecurity;
+    route.onRequest = [gameServer ? hooks.gameServer : hooks.user, ...hookList(route.onRequest)];
   };
 }

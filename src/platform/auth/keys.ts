@@ -9,7 +9,8 @@ import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
-import { type Config, StartupError } from '../../config.js';
+import type { Config } from '../../config.js';
+import { StartupError } from '../startup-error.js';
 
 const generateKeyPair = promisify(generateKeyPairCb);
 const MIN_RSA_BITS = 2048;

@@ -1,6 +1,7 @@
 import { Encoder } from '@msgpack/msgpack';
 import { CloseCode } from '../../../protocol/frames.js';
 import type { AuthUser } from '../auth/access-tokens.js';
+import type { GameServerPrincipal } from '../auth/game-server-auth.js';
 import type { StreamPosition } from '../kv/kv.js';
 import type { Expiring } from './expiry-queue.js';
 import type { UwsWebSocket } from './uws.js';
@@ -21,6 +22,11 @@ export class Connection implements Expiring {
   closed = false;
   /** Set by a successful auth frame; frames other than ping and auth need it. */
   user: AuthUser | undefined;
+  /**
+   * Set instead of `user` by an auth frame carrying a game server's token: the connection may then
+   * send only the frames that accept game servers (its world's chunk stream).
+   */
+  gameServer: GameServerPrincipal | undefined;
   /** Topics this connection receives events from; created with the first subscription. */
   topics: Set<string> | undefined;
   /** Closes the connection unless it authenticates in time; cleared by the first auth frame. */

@@ -3,6 +3,7 @@ import { type ClientFrame, CloseCode, ping } from '../../../protocol/frames.js';
 import { payloadSchema } from '../../../protocol/operation.js';
 import type { Config } from '../../config.js';
 import type { AuthUser } from '../auth/access-tokens.js';
+import type { GameServerPrincipal } from '../auth/game-server-auth.js';
 import { type BusEvent, type EventBus, type Recovery, userTopic } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
 import type { StreamPosition } from '../kv/kv.js';
@@ -34,6 +35,8 @@ interface Registration {
   payload: z.ZodType;
   handler: FrameHandler<unknown>;
   requiresAuth: boolean;
+  /** Also accepted from a connection authenticated with a game server's token. */
+  gameServers: boolean;
 }
 
 /** Runs on this node for an event on a user's own topic, for each of that user's connections here. */
@@ -130,13 +133,14 @@ export class Gateway {
     type: string,
     payload: z.ZodType<Payload>,
     handler: FrameHandler<Payload>,
-    options: { requiresAuth?: boolean } = {},
+    options: { requiresAuth?: boolean; gameServers?: boolean } = {},
   ): void {
     if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
     this.handlers.set(type, {
       payload,
       handler: handler as FrameHandler<unknown>,
       requiresAuth: options.requiresAuth ?? true,
+      gameServers: options.gameServers ?? false,
     });
   }
 
@@ -171,6 +175,10 @@ export class Gateway {
    */
   async authenticate(connection: Connection, user: AuthUser, since?: StreamPosition): Promise<CaughtUp> {
     const previous = connection.user;
+    if (connection.gameServer) {
+      this.topics.removeAll(connection);
+      connection.gameServer = undefined;
+    }
     if (previous && previous.id !== user.id) {
       this.topics.removeAll(connection);
       this.forgetUser(connection, previous.id);
@@ -286,6 +294,32 @@ export class Gateway {
 
   unsubscribe(connection: Connection, topics: readonly string[]): void {
     for (const topic of topics) this.topics.remove(connection, topic);
+  }
+
+  /**
+   * Marks the connection as a game server's (the auth frame with a server token). A connection
+   * speaks for one principal: a user's subscriptions go. No expiry is scheduled, as server tokens
+   * do not expire: they are revoked, and `closeGameServers` closes their sockets then.
+   */
+  authenticateGameServer(connection: Connection, server: GameServerPrincipal): void {
+    if (connection.user) {
+      this.topics.removeAll(connection);
+      this.tokenExpiry.cancel(connection);
+      this.forgetUser(connection, connection.user.id);
+      connection.user = undefined;
+    }
+    connection.gameServer = server;
+    clearTimeout(connection.authDeadline);
+    connection.authDeadline = undefined;
+  }
+
+  /** Closes this node's connections of these game servers (stopped or failed: their tokens are dead). */
+  closeGameServers(serverIds: readonly string[]): void {
+    const ended = new Set(serverIds);
+    for (const connection of this.connections) {
+      if (connection.gameServer && ended.has(connection.gameServer.serverId))
+        this.endSession(connection, 'game server ended');
+    }
   }
 
   /** Closes this node's connections of revoked sessions (logout, refresh-token reuse, account deletion). */
@@ -449,7 +483,8 @@ export class Gateway {
       );
       return;
     }
-    if (registration.requiresAuth && !connection.user) {
+    const allowed = connection.user || (connection.gameServer && registration.gameServers);
+    if (registration.requiresAuth && !allowed) {
       this.sendError(
         connection,
         new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.'),

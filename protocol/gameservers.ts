@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { operation } from './operation.js';
+
+/**
+ * Dedicated game servers (docs/gameservers.md). A world's owner (or an admin) spawns and stops
+ * servers; any user who may read a world joins it, which hands out the address of a ready server
+ * with room, starting one when there is none. A server is ready only once it reports
+ * `ready: true` itself (or Agones says Ready), never because a port opened.
+ */
+
+export const gameServerStatusSchema = z.enum(['starting', 'ready', 'failed', 'stopped']);
+export type GameServerStatus = z.infer<typeof gameServerStatusSchema>;
+
+/** The longest address a server may report (`host:port`). */
+export const GAMESERVER_ADDRESS_MAX = 255;
+
+export const gameServerSchema = z.object({
+  server_id: z.string(),
+  world_id: z.string(),
+  status: gameServerStatusSchema,
+  /** `host:port` once ready; null before. */
+  address: z.string().nullable(),
+  /** Why it failed (or stopped on its own); null otherwise. */
+  error: z.string().nullable(),
+  /** Players handed to it by joins, or as it last reported. */
+  players: z.number().int(),
+  max_players: z.number().int(),
+  backend: z.enum(['local', 'agones']),
+  created_at: z.string(),
+  ready_at: z.string().nullable(),
+  ended_at: z.string().nullable(),
+  /** Until when a starting server may take to report ready before it fails. */
+  ready_deadline_at: z.string(),
+});
+export type GameServer = z.infer<typeof gameServerSchema>;
+
+const tag = 'gameservers';
+const id = z.string().max(64);
+
+export const gameServersSpawn = operation('gameservers.spawn', {
+  tag,
+  summary:
+    'Start a dedicated game server for the world (owner or admin). Answers 202 at once with status starting; poll GET /api/servers/{server_id} (or join) for ready, failed past the readiness deadline.',
+  rest: { method: 'POST', path: '/api/worlds/:world_id/servers', status: 202 },
+  request: z.object({ world_id: id }).strict(),
+  response: gameServerSchema,
+  errors: [401, 403, 404, 503],
+});
+
+export const gameServersGet = operation('gameservers.get', {
+  tag,
+  summary: "A game server's state (owner of its world, admin, or the user who started it).",
+  rest: { method: 'GET', path: '/api/servers/:server_id' },
+  request: z.object({ server_id: id }).strict(),
+  response: gameServerSchema,
+  errors: [401, 404],
+});
+
+export const gameServersStop = operation('gameservers.stop', {
+  tag,
+  summary:
+    'Stop a game server (owner of its world or admin): its token dies at once and its process or GameServer is stopped. Stopping an ended server changes nothing.',
+  rest: { method: 'DELETE', path: '/api/servers/:server_id', status: 204 },
+  request: z.object({ server_id: id }).strict(),
+  response: z.null(),
+  errors: [401, 403, 404],
+});
+
+export const worldJoinSchema = z.object({
+  server_id: z.string(),
+  world_id: z.string(),
+  /** Where the client connects: `host:port` of a ready server. */
+  address: z.string(),
+});
+
+export const worldsJoin = operation('worlds.join', {
+  tag,
+  summary:
+    'The address of a ready game server of the world with room for one more player, starting one when there is none (concurrent joins share it) and waiting for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.',
+  rest: { method: 'POST', path: '/api/worlds/:world_id/join' },
+  request: z.object({ world_id: id }).strict(),
+  response: worldJoinSchema,
+  errors: [401, 404, 503],
+});
+
+export const gameServerReportSchema = z
+  .object({
+    /** True once the server accepts players; a server is never ready otherwise. */
+    ready: z.boolean(),
+    /** `host:port` clients connect to; required with ready: true. */
+    address: z
+      .string()
+      .max(GAMESERVER_ADDRESS_MAX)
+      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'must be host:port')
+      .optional(),
+    /** How many players it has now. */
+    players: z.number().int().min(0).max(1_000_000).optional(),
+  })
+  .strict();
+
+export const internalStatusReport = operation('internal.servers.status', {
+  tag: 'internal',
+  summary:
+    'A game server reports on itself with its server token: ready (with its address) and its player count. The first ready: true within the readiness deadline makes it ready; after the deadline the token is dead (401). ready: false changes only the player count.',
+  gameServer: true,
+  rest: { method: 'PUT', path: '/internal/servers/self/status' },
+  request: gameServerReportSchema,
+  response: gameServerSchema,
+  errors: [401, 422],
+});
+
+export const gameServerOperations = [gameServersSpawn, gameServersGet, gameServersStop, worldsJoin] as const;

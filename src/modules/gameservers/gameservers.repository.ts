@@ -1,0 +1,177 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { GameServerStatus } from '../../../protocol/gameservers.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * A game server's row (migration 0008). Token hashes travel as hex text (`decode($n, 'hex')`):
+ * both databases bind text the same way.
+ */
+export interface GameServerRow {
+  id: string;
+  world_id: string;
+  requested_by: string | null;
+  backend: 'local' | 'agones';
+  status: GameServerStatus;
+  address: string | null;
+  error: string | null;
+  players: number;
+  max_players: number;
+  created_at: Date;
+  ready_at: Date | null;
+  ended_at: Date | null;
+  ready_deadline: Date;
+}
+
+const COLUMNS = `id, world_id, requested_by, backend, status::text as status, address, error, players,
+  max_players, created_at, ready_at, ended_at, ready_deadline`;
+
+export async function insertServer(
+  em: EntityManager,
+  row: Omit<GameServerRow, 'status' | 'address' | 'error' | 'players' | 'ready_at' | 'ended_at'>,
+  tokenHash: Buffer,
+): Promise<GameServerRow> {
+  const [inserted] = await executeBound<GameServerRow>(
+    em,
+    `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline)
+     values ($1, $2, $3, $4, decode($5, 'hex'), $6, $7, $8) returning ${COLUMNS}`,
+    [
+      row.id,
+      row.world_id,
+      row.requested_by,
+      row.backend,
+      tokenHash.toString('hex'),
+      row.max_players,
+      row.created_at,
+      row.ready_deadline,
+    ],
+  );
+  return inserted as GameServerRow;
+}
+
+export async function findServer(em: EntityManager, serverId: string): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(em, `select ${COLUMNS} from game_servers where id = $1`, [
+    serverId,
+  ]);
+  return row;
+}
+
+/** The live server a token belongs to: starting within its deadline, or ready. */
+export async function serverOfToken(
+  em: EntityManager,
+  tokenHash: Buffer,
+  now: Date,
+): Promise<{ id: string; world_id: string } | undefined> {
+  const [row] = await executeBound<{ id: string; world_id: string }>(
+    em,
+    `select id, world_id from game_servers
+     where token_hash = decode($1, 'hex') and (status = 'ready' or (status = 'starting' and ready_deadline > $2))`,
+    [tokenHash.toString('hex'), now],
+  );
+  return row;
+}
+
+/**
+ * Ends a live server: `failed` or `stopped`, with the reason, and its token cleared (revoked).
+ * Returns the row when this call ended it; undefined when it had already ended.
+ */
+export async function endServer(
+  em: EntityManager,
+  serverId: string,
+  outcome: { status: 'failed' | 'stopped'; error: string | null; at: Date; onlyIfStarting?: boolean },
+): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(
+    em,
+    `update game_servers set status = $2::game_server_status, error = $3, ended_at = $4, token_hash = null
+     where id = $1 and status in ('starting', ${outcome.onlyIfStarting ? "'starting'" : "'ready'"})
+     returning ${COLUMNS}`,
+    [serverId, outcome.status, outcome.error, outcome.at],
+  );
+  return row;
+}
+
+/** Starting servers of a world (or all) past their readiness deadline, failed now; returns their ids. */
+export async function failOverdue(em: EntityManager, now: Date, worldId?: string): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(
+    em,
+    `update game_servers set status = 'failed', ended_at = $1, token_hash = null,
+       error = 'The server did not report ready before its deadline.'
+     where status = 'starting' and ready_deadline <= $1 and ($2::uuid is null or world_id = $2)
+     returning id`,
+    [now, worldId ?? null],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
+ * A server's own report. `ready: true` makes a starting server ready (within its deadline) at
+ * `address`; the player count is taken when given. Undefined when the server is not live.
+ */
+export async function applyReport(
+  em: EntityManager,
+  serverId: string,
+  report: { ready: boolean; address: string | null; players: number | null },
+  now: Date,
+): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(
+    em,
+    `update game_servers set
+       status = case when $2 then 'ready'::game_server_status else status end,
+       address = case when $2 then $3 else address end,
+       ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
+       players = coalesce($4, players)
+     where id = $1 and (status = 'ready' or (status = 'starting' and ready_deadline > $5))
+     returning ${COLUMNS}`,
+    [serverId, report.ready, report.address, report.players, now],
+  );
+  return row;
+}
+
+/** The backend saw the server ready at `address` (Agones): like a report, without a player count. */
+export async function markReady(
+  em: EntityManager,
+  serverId: string,
+  address: string,
+  now: Date,
+): Promise<GameServerRow | undefined> {
+  return applyReport(em, serverId, { ready: true, address, players: null }, now);
+}
+
+/**
+ * Joins of one world take turns (a transaction-scoped advisory lock on the world id), so
+ * concurrent joins see each other's reservations and spawns: ten joins start one server.
+ */
+export async function lockWorldJoins(em: EntityManager, worldId: string): Promise<void> {
+  await executeBound(em, `select pg_advisory_xact_lock(hashtextextended('game_servers:' || $1::text, 0))`, [
+    worldId,
+  ]);
+}
+
+/** Takes a player slot on the fullest ready server of the world that still has one. */
+export async function reserveSlot(em: EntityManager, worldId: string): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(
+    em,
+    `update game_servers set players = players + 1
+     where id = (
+       select id from game_servers
+       where world_id = $1 and status = 'ready' and players < max_players
+       order by players desc, created_at limit 1)
+     returning ${COLUMNS}`,
+    [worldId],
+  );
+  return row;
+}
+
+/** The oldest starting server of the world, which a join waits for rather than start another. */
+export async function startingServer(em: EntityManager, worldId: string): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(
+    em,
+    `select ${COLUMNS} from game_servers where world_id = $1 and status = 'starting' order by created_at limit 1`,
+    [worldId],
+  );
+  return row;
+}
+
+/** Forgets a spawn the spawner refused before starting anything (capacity). */
+export async function deleteServer(em: EntityManager, serverId: string): Promise<void> {
+  await executeBound(em, 'delete from game_servers where id = $1', [serverId]);
+}

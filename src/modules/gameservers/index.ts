@@ -1,0 +1,128 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  gameServersGet,
+  gameServersSpawn,
+  gameServersStop,
+  internalStatusReport,
+  worldsJoin,
+} from '../../../protocol/gameservers.js';
+import type { Logger } from '../../platform/log.js';
+import { defineModule, type Platform } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import { StartupError } from '../../platform/startup-error.js';
+import type { WorldsApi } from '../worlds/index.js';
+import { AgonesSpawner, parseGameServerTemplate } from './agones-spawner.js';
+import { ENDED_SERVERS_TOPIC, GameServersService } from './gameservers.service.js';
+import { launchCommand } from './launch-command.js';
+import { LocalSpawner } from './local-spawner.js';
+import type { Spawner } from './spawner.js';
+
+/** The backend GAMESERVER_SPAWNER names: child processes here, or GameServers on Kubernetes. */
+function spawnerFor(config: Platform['config'], log: Logger): Spawner {
+  if (config.GAMESERVER_SPAWNER === 'local') {
+    return new LocalSpawner({
+      command: launchCommand(config.GAMESERVER_COMMAND),
+      maxRunning: config.GAMESERVER_MAX_RUNNING,
+      stopGraceMs: config.GAMESERVER_STOP_GRACE_MS,
+      log,
+    });
+  }
+  const create = config.GAMESERVER_AGONES_MODE === 'create';
+  return new AgonesSpawner({
+    namespace: config.GAMESERVER_AGONES_NAMESPACE,
+    mode: config.GAMESERVER_AGONES_MODE,
+    fleet: config.GAMESERVER_AGONES_FLEET,
+    ...(create
+      ? { template: readTemplate(config.GAMESERVER_AGONES_TEMPLATE ?? DEFAULT_AGONES_TEMPLATE) }
+      : {}),
+    ...(config.GAMESERVER_AGONES_CONTAINER ? { container: config.GAMESERVER_AGONES_CONTAINER } : {}),
+    pollIntervalMs: config.GAMESERVER_AGONES_POLL_MS,
+    requestTimeoutMs: config.GAMESERVER_AGONES_REQUEST_TIMEOUT_MS,
+    log,
+  });
+}
+
+const DEFAULT_AGONES_TEMPLATE = fileURLToPath(
+  new URL('../../../deploy/agones/gameserver-template.yaml', import.meta.url),
+);
+
+function readTemplate(path: string) {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new StartupError(`GAMESERVER_AGONES_TEMPLATE: cannot read ${path} (${(error as Error).message})`);
+  }
+  return parseGameServerTemplate(text);
+}
+
+/** How often the records and the running servers are reconciled (docs/gameservers.md). */
+const RECONCILE_INTERVAL_MS = 2_000;
+
+/** What tests and other modules may use: the service, its spawner, a reconciliation pass now. */
+export interface GameServersApi {
+  service: GameServersService;
+  spawner: Spawner;
+  reconcile(): Promise<void>;
+}
+
+/**
+ * Dedicated game servers (docs/gameservers.md): spawn, get, stop and join for users, the internal
+ * API's token check and status report for the servers themselves.
+ */
+export const gameServersModule = defineModule({
+  name: 'gameservers',
+  entities: [],
+  needs: ['worlds'],
+  setup(platform, { worlds }: { worlds: WorldsApi }) {
+    const { config, log, bus } = platform;
+    const spawner = spawnerFor(config, log);
+    // A wildcard bind address is not one to call: local servers call over loopback then.
+    const host = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+    let apiUrl = config.GAMESERVER_API_URL ?? `http://${host}:${config.HTTP_PORT}`;
+    const systemCtx = () => platform.ctx({ user: null, log, ip: 'internal' });
+    const service = new GameServersService({
+      spawner,
+      worlds,
+      bus,
+      log,
+      readyTimeoutMs: config.GAMESERVER_READY_TIMEOUT_MS,
+      maxPlayers: config.GAMESERVER_MAX_PLAYERS,
+      apiUrl: () => apiUrl,
+      systemEm: () => systemCtx().em,
+    });
+    platform.gameServerCredentials.provide((token) => service.principalOf(systemCtx(), token));
+    let reconciler: NodeJS.Timeout | undefined;
+    let stopClosingSockets: (() => Promise<void>) | undefined;
+    return {
+      api: { service, spawner, reconcile: () => service.reconcile() },
+      operations: [
+        serve(gameServersSpawn, (ctx, { world_id }) => service.spawn(ctx, world_id)),
+        serve(gameServersGet, (ctx, { server_id }) => service.get(ctx, server_id)),
+        serve(gameServersStop, async (ctx, { server_id }) => {
+          await service.stop(ctx, server_id);
+          return null;
+        }),
+        serve(worldsJoin, (ctx, { world_id }) => service.join(ctx, world_id)),
+        serve(internalStatusReport, (ctx, report) => service.report(ctx, report)),
+      ],
+      start: async ({ httpPort }) => {
+        stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) =>
+          platform.gateway.closeGameServers((event.d as { server_ids: string[] }).server_ids),
+        );
+        // Port 0 picks a free port: the servers are told the one chosen.
+        if (!config.GAMESERVER_API_URL) apiUrl = `http://${host}:${httpPort}`;
+        reconciler = setInterval(() => {
+          service.reconcile().catch((err) => log.warn({ err }, 'reconciling game servers failed'));
+        }, RECONCILE_INTERVAL_MS);
+        reconciler.unref();
+      },
+      stop: async () => {
+        clearInterval(reconciler);
+        await stopClosingSockets?.();
+        await service.close();
+      },
+    };
+  },
+});

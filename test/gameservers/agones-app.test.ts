@@ -1,0 +1,86 @@
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { registerUser } from '../helpers/accounts.js';
+import { useTestApp } from '../helpers/app.js';
+import { createWorld } from '../helpers/worlds.js';
+import { FakeKubernetes } from './fake-kubernetes.js';
+import { gameServerCalls } from './gameservers.js';
+
+/**
+ * The service with GAMESERVER_SPAWNER=agones, through the module as deployed: the client finds the
+ * (fake) Kubernetes API through KUBECONFIG, as it would a real cluster's.
+ */
+let fake: FakeKubernetes;
+beforeAll(async () => {
+  fake = await FakeKubernetes.start();
+  const file = join(tmpdir(), `atrium-kubeconfig-${process.pid}.json`);
+  writeFileSync(file, fake.kubeConfig().exportConfig());
+  process.env.KUBECONFIG = file;
+});
+afterAll(() => fake?.close());
+
+describe('game servers on Agones (create mode)', () => {
+  const app = useTestApp({
+    GAMESERVER_SPAWNER: 'agones',
+    GAMESERVER_AGONES_POLL_MS: 20,
+    GAMESERVER_READY_TIMEOUT_MS: 1_500,
+  });
+  const { spawn, settled, expectStatus } = gameServerCalls(app);
+
+  it('creates a GameServer with the launch arguments and is ready at its Agones address once the state says Ready', async () => {
+    fake.autoReady(100);
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token);
+    const server = await settled(owner, (await spawn(owner, worldId)).server_id);
+    const created = [...fake.gameServers.values()].find(
+      (gs) => gs.metadata.labels['atrium.dev/server-id'] === server.server_id,
+    );
+    expect(server).toMatchObject({
+      status: 'ready',
+      backend: 'agones',
+      address: `${created?.status.address}:${created?.status.ports[0]?.port}`,
+    });
+    const args: string[] = created?.spec.template.spec.containers[0].args;
+    expect(args.slice(-6)).toEqual([
+      '--api-url',
+      app().httpUrl,
+      '--server-token',
+      expect.stringMatching(/^gs_/),
+      '--world-id',
+      worldId,
+    ]);
+    await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
+    await vi.waitFor(() => expect(fake.gameServers.has(created?.metadata.name as string)).toBe(false));
+  });
+
+  it('fails a GameServer that never gets Ready at the deadline and deletes it', async () => {
+    fake.autoReady(undefined);
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token);
+    const started = await spawn(owner, worldId);
+    const failed = await settled(owner, started.server_id);
+    expect(failed).toMatchObject({
+      status: 'failed',
+      error: expect.stringContaining('did not report ready'),
+    });
+    const byLabel = () =>
+      [...fake.gameServers.values()].filter(
+        (gs) => gs.metadata.labels['atrium.dev/server-id'] === started.server_id,
+      );
+    await vi.waitFor(() => expect(byLabel()).toEqual([]));
+  });
+
+  it('answers 503 GAMESERVER_UNAVAILABLE when the Kubernetes API refuses, recording the failure', async () => {
+    fake.fail({ method: 'POST', resource: 'gameservers', code: 500 });
+    try {
+      const owner = await registerUser(app());
+      const { worldId } = await createWorld(app(), owner.access_token);
+      const refused = await expectStatus(503, 'POST', `/api/worlds/${worldId}/servers`, owner);
+      expect(refused.json()).toMatchObject({ code: 'GAMESERVER_UNAVAILABLE' });
+    } finally {
+      fake.clearFailures();
+    }
+  });
+});

@@ -1,0 +1,54 @@
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect, vi } from 'vitest';
+import type { TokenResponse } from '../../protocol/auth.js';
+import type { GameServer } from '../../protocol/gameservers.js';
+import type { App } from '../../src/app.js';
+import { bearer, callsAs } from '../helpers/accounts.js';
+
+const FIXTURE = new URL('./fixtures/recording-server.mjs', import.meta.url).pathname;
+
+/** A GAMESERVER_COMMAND running the reference server, recording each launch's arguments in `dir`. */
+export function recordingCommand(): { command: string; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'atrium-gs-'));
+  return { command: JSON.stringify([process.execPath, FIXTURE, dir]), dir };
+}
+
+/** The launch arguments recorded for servers of `worldId`, as name -> value. */
+export function launchesOf(dir: string, worldId: string): Record<string, string>[] {
+  return readdirSync(dir)
+    .map((file) => JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[])
+    .map((args) =>
+      Object.fromEntries(
+        args.flatMap((arg, i) => (arg.startsWith('--') ? [[arg.slice(2), args[i + 1] ?? '']] : [])),
+      ),
+    )
+    .filter((launch) => launch['world-id'] === worldId);
+}
+
+export function gameServerCalls(app: () => App) {
+  const { call, expectStatus } = callsAs(app);
+  const spawn = async (user: TokenResponse, worldId: string) =>
+    (await expectStatus(202, 'POST', `/api/worlds/${worldId}/servers`, user)).json() as GameServer;
+  const get = async (user: TokenResponse, serverId: string) =>
+    (await expectStatus(200, 'GET', `/api/servers/${serverId}`, user)).json() as GameServer;
+  /** Polls until the server leaves `starting`. */
+  const settled = (user: TokenResponse, serverId: string, timeout = 15_000) =>
+    vi.waitFor(
+      async () => {
+        const server = await get(user, serverId);
+        expect(server.status).not.toBe('starting');
+        return server;
+      },
+      { timeout, interval: 50 },
+    );
+  const internal = (token: string, url: string, init: { method?: 'GET' | 'PUT'; payload?: object } = {}) =>
+    app().http.inject({
+      method: init.method ?? 'GET',
+      url,
+      headers: bearer(token),
+      ...(init.payload ? { payload: init.payload } : {}),
+    });
+  return { call, expectStatus, spawn, get, settled, internal };
+}
