@@ -19,6 +19,9 @@ import { parseArgs } from 'node:util';
  *   chat                  direct messages: latency across two instances at 1,000/s, dm.send frames and
  *                         REST sends beside a pgbench ceiling, recovery of 1,000 missed events
  *                         (bench/results/chat.md); also takes --backends embedded,postgres
+ *   gameservers           spawn-to-ready with the reference server, join latency, internal bulk
+ *                         loads beside the users' REST load (bench/results/gameservers.md); also
+ *                         takes --backends embedded,postgres
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -28,6 +31,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   datapath: () => import('./datapath.js'),
   worlds: () => import('./worlds.js'),
   chat: () => import('./chat.js'),
+  gameservers: () => import('./gameservers.js'),
 };
 
 const { values, positionals } = parseArgs({
