@@ -28,7 +28,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # Beside dist/src as in the repository: the local spawner's default program and the agones
 # spawner's default GameServer template (docs/gameservers.md). The reference server needs only
-# @msgpack/msgpack, a dependency of the service too.
+# @msgpack/msgpack and ws, dependencies of the service too.
 COPY examples/gameserver/server.mjs ./dist/examples/gameserver/server.mjs
 COPY deploy/agones/gameserver-template.yaml ./dist/deploy/agones/gameserver-template.yaml
 # The embedded database and generated keys live here when DATABASE_URL is not set.

@@ -163,6 +163,8 @@ export const configSchema = z.object({
   GAMESERVER_MAX_PLAYERS: positiveInt(32, 100_000),
   /** The internal API's base URL as game servers reach it; default http://<HOST>:<HTTP port>. */
   GAMESERVER_API_URL: url(['http:', 'https:']),
+  /** The gateway's URL as game servers reach it (`--ws-url`); default ws://<HOST>:<WS port>/ws. */
+  GAMESERVER_WS_URL: url(['ws:', 'wss:']),
   /** How long a stopped local server may take to exit after SIGTERM before it is killed. */
   GAMESERVER_STOP_GRACE_MS: positiveInt(5_000, 600_000),
   /** The agones spawner (docs/gameservers-agones.md): where, and how, GameServers are made. */

@@ -6,14 +6,16 @@
 //   2. load its world through the internal API with its token: the world, its rooms, each room's
 //      chunks in bulk (application/msgpack);
 //   3. listen for players, then report ready with its address (PUT /internal/servers/self/status);
-//   4. keep reporting its player count; a 401 means its token was revoked (the server was stopped
+//   4. follow its world's chunk commits over the gateway (--ws-url), with the same token;
+//      keep reporting its player count; a 401 means its token was revoked (the server was stopped
 //      or failed): it exits. It also exits at the end of stdin (the service that started it died)
 //      and on SIGTERM;
 //   5. under Agones (AGONES_SDK_GRPC_PORT set) it also calls the SDK's ready() and health(), and
 //      reports the GameServer's address and port.
 import { createServer } from 'node:net';
 import { parseArgs } from 'node:util';
-import { decode } from '@msgpack/msgpack';
+import { decode, encode } from '@msgpack/msgpack';
+import WebSocket from 'ws';
 
 const { values } = parseArgs({
   options: {
@@ -21,6 +23,7 @@ const { values } = parseArgs({
     'server-token': { type: 'string' },
     'world-id': { type: 'string' },
     port: { type: 'string' },
+    'ws-url': { type: 'string' },
     'wait-for-allocation': { type: 'boolean' },
   },
   strict: false,
@@ -61,11 +64,13 @@ const sdk = await agones();
 let apiUrl = values['api-url'];
 let token = values['server-token'];
 let worldId = values['world-id'];
+let wsUrl = values['ws-url'];
 if (sdk && (values['wait-for-allocation'] || !token)) {
   const annotations = await allocation(sdk);
   apiUrl = annotations['atrium.dev/api-url'];
   token = annotations['atrium.dev/server-token'];
   worldId = annotations['atrium.dev/world-id'];
+  wsUrl = annotations['atrium.dev/ws-url'];
 }
 if (!apiUrl || !token || !worldId) {
   console.error('usage: server.mjs --api-url <url> --server-token <token> --world-id <id> [--port <n>]');
@@ -123,6 +128,36 @@ async function report(ready) {
   });
 }
 
+/**
+ * Follows the world's commits over the gateway, authenticated with the server token: each
+ * `chunks.commit` carries the revisions to apply (a real server would update its simulation). A
+ * `chunks.resync` means commits were skipped: reload the world. Closed with 4403, the server was
+ * stopped (its token is dead): exit. Any other close: reconnect.
+ */
+function followChunks() {
+  if (!wsUrl) return;
+  const socket = new WebSocket(wsUrl);
+  const send = (t, id, d) => socket.send(encode({ t, id, d }));
+  socket.on('open', () => send('auth', 1, { token }));
+  socket.on('message', (data) => {
+    const frame = decode(data);
+    if (frame.t === 'ack' && frame.id === 1) send('chunks.subscribe', 2, { world_id: worldId });
+    else if (frame.t === 'ack' && frame.id === 2)
+      console.log(`following world ${worldId} from content revision ${frame.d.content_revision}`);
+    else if (frame.t === 'chunks.commit')
+      console.log(
+        `applied commit: content revision ${frame.d.content_revision}, ${frame.d.revisions.length} chunks`,
+      );
+    else if (frame.t === 'chunks.resync') loadWorld().catch((error) => console.error(error.message));
+    else if (frame.t === 'error') console.error(`gateway: ${frame.code} ${frame.message}`);
+  });
+  socket.on('error', (error) => console.error(`gateway: ${error.message}`));
+  socket.on('close', (code) => {
+    if (code === 4403) shutdown(0);
+    else setTimeout(followChunks, 1000);
+  });
+}
+
 function shutdown(code) {
   game.close();
   for (const socket of players) socket.destroy();
@@ -139,6 +174,7 @@ try {
     game.once('error', reject);
     game.listen(port, '0.0.0.0', resolve);
   });
+  followChunks();
   address = await publicAddress();
   await report(true);
   // Under the create mode, Agones' Ready is the service's signal too (a Fleet server said it already).

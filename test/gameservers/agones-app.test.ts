@@ -43,13 +43,15 @@ describe('game servers on Agones (create mode)', () => {
       address: `${created?.status.address}:${created?.status.ports[0]?.port}`,
     });
     const args: string[] = created?.spec.template.spec.containers[0].args;
-    expect(args.slice(-6)).toEqual([
+    expect(args.slice(-8)).toEqual([
       '--api-url',
       app().httpUrl,
       '--server-token',
       expect.stringMatching(/^gs_/),
       '--world-id',
       worldId,
+      '--ws-url',
+      app().wsUrl,
     ]);
     await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
     await vi.waitFor(() => expect(fake.gameServers.has(created?.metadata.name as string)).toBe(false));

@@ -88,6 +88,7 @@ describe('Agones manifests', () => {
         AGONES_METADATA.worldId,
         AGONES_METADATA.token,
         AGONES_METADATA.apiUrl,
+        AGONES_METADATA.wsUrl,
       ].sort(),
     );
   });

@@ -81,6 +81,7 @@ function request(): SpawnRequest {
     worldId: '0190c0de-0000-7000-8000-00000000a11d',
     token: TOKEN,
     apiUrl: 'http://atrium.default.svc:8080',
+    wsUrl: 'ws://atrium.default.svc:8081/ws',
   };
 }
 
@@ -137,7 +138,16 @@ describe('agones spawner, create mode', () => {
     const [sidecar, game] = body.spec.template.spec.containers;
     expect(sidecar?.args).toBeUndefined();
     // After the template's own, and no --port: Agones picks it, and the server learns it from the SDK.
-    const appended = ['--api-url', spawn.apiUrl, '--server-token', TOKEN, '--world-id', spawn.worldId];
+    const appended = [
+      '--api-url',
+      spawn.apiUrl,
+      '--server-token',
+      TOKEN,
+      '--world-id',
+      spawn.worldId,
+      '--ws-url',
+      spawn.wsUrl,
+    ];
     expect(game?.args).toEqual(['--verbose', ...appended]);
     expect(body.spec.ports).toEqual(template.spec.ports);
     // The template itself is left as it was for the next spawn.
@@ -343,6 +353,7 @@ describe('agones spawner, allocate mode', () => {
             ...ids(spawn),
             'atrium.dev/server-token': TOKEN,
             'atrium.dev/api-url': spawn.apiUrl,
+            'atrium.dev/ws-url': spawn.wsUrl,
           },
         },
       },

@@ -28,6 +28,7 @@ describe('a spawned game server with the reference program', () => {
     expect(launch).toMatchObject({
       'world-id': worldId,
       'api-url': app().httpUrl,
+      'ws-url': app().wsUrl,
       port: expect.stringMatching(/^\d+$/),
     });
     expect(ready.address).toBe(`127.0.0.1:${launch?.port}`);
@@ -157,6 +158,27 @@ describe('a spawned game server with the reference program', () => {
     } finally {
       socket.close();
     }
+  });
+
+  it("has the reference server follow its world's chunk commits over the gateway with its token", async () => {
+    const owner = await registerUser(app());
+    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token);
+    const server = await settled(owner, (await spawn(owner, worldId)).server_id);
+    const output = () => launchesOf(dir, worldId)[0]?.output ?? '';
+    await vi.waitFor(() => expect(output()).toContain(`following world ${worldId} from content revision 0`));
+    const put = await app().http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/1/2/3`,
+      headers: {
+        ...bearer(owner.access_token),
+        'content-type': 'application/octet-stream',
+        'if-none-match': '*',
+      },
+      payload: Buffer.from(chunkBytes('followed')),
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    await vi.waitFor(() => expect(output()).toContain('applied commit: content revision'));
+    await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
   });
 
   it('refuses a dead or unknown server token in the auth frame with UNAUTHENTICATED', async () => {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect, vi } from 'vitest';
@@ -15,15 +15,20 @@ export function recordingCommand(): { command: string; dir: string } {
   return { command: JSON.stringify([process.execPath, FIXTURE, dir]), dir };
 }
 
-/** The launch arguments recorded for servers of `worldId`, as name -> value. */
+/** The launch arguments recorded for servers of `worldId`, as name -> value, with what each printed. */
 export function launchesOf(dir: string, worldId: string): Record<string, string>[] {
   return readdirSync(dir)
-    .map((file) => JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[])
-    .map((args) =>
-      Object.fromEntries(
-        args.flatMap((arg, i) => (arg.startsWith('--') ? [[arg.slice(2), args[i + 1] ?? '']] : [])),
-      ),
-    )
+    .filter((file) => file.endsWith('.json'))
+    .map((file): Record<string, string> => {
+      const args = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[];
+      const output = join(dir, file.replace(/\.json$/, '.out'));
+      return {
+        ...Object.fromEntries(
+          args.flatMap((arg, i) => (arg.startsWith('--') ? [[arg.slice(2), args[i + 1] ?? '']] : [])),
+        ),
+        output: existsSync(output) ? readFileSync(output, 'utf8') : '',
+      };
+    })
     .filter((launch) => launch['world-id'] === worldId);
 }
 

@@ -27,9 +27,10 @@ describe('the game server launch command', () => {
     expect(launchCommand('["/opt/my server", "--flag=a b"]')).toEqual(['/opt/my server', '--flag=a b']);
   });
 
-  it('appends --api-url, --server-token, --world-id and --port as separate arguments, whatever they hold', () => {
+  it('appends --api-url, --server-token, --world-id, --ws-url and --port as separate arguments, whatever they hold', () => {
     const args = launchArguments({
       apiUrl: 'http://h:1',
+      wsUrl: 'ws://h:2/ws',
       token: 'gs_x',
       worldId: "w; echo 'hi'",
       port: 7000,
@@ -41,9 +42,11 @@ describe('the game server launch command', () => {
       'gs_x',
       '--world-id',
       "w; echo 'hi'",
+      '--ws-url',
+      'ws://h:2/ws',
       '--port',
       '7000',
     ]);
-    expect(launchArguments({ apiUrl: 'u', token: 't', worldId: 'w' })).not.toContain('--port');
+    expect(launchArguments({ apiUrl: 'u', wsUrl: 'w', token: 't', worldId: 'w' })).not.toContain('--port');
   });
 });

@@ -35,6 +35,7 @@ export const AGONES_METADATA = {
   worldId: 'atrium.dev/world-id',
   token: 'atrium.dev/server-token',
   apiUrl: 'atrium.dev/api-url',
+  wsUrl: 'atrium.dev/ws-url',
   fleet: 'agones.dev/fleet',
 } as const;
 
@@ -190,6 +191,7 @@ export class AgonesSpawner implements Spawner {
             ...identity(request),
             [AGONES_METADATA.token]: request.token,
             [AGONES_METADATA.apiUrl]: request.apiUrl,
+            [AGONES_METADATA.wsUrl]: request.wsUrl,
           },
         },
       },

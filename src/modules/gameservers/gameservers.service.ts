@@ -32,8 +32,9 @@ export interface GameServersDeps {
   log: Logger;
   readyTimeoutMs: number;
   maxPlayers: number;
-  /** The internal API's base URL, known once the service listens. */
+  /** The internal API's base URL and the gateway's, known once the service listens. */
   apiUrl(): string;
+  wsUrl(): string;
   /** An entity manager outside any request, for the spawner's reports and the timers. */
   systemEm(): EntityManager;
 }
@@ -268,7 +269,13 @@ export class GameServersService {
     this.armDeadline(row);
     try {
       await this.deps.spawner.start(
-        { serverId: row.id, worldId: row.world_id, token, apiUrl: this.deps.apiUrl() },
+        {
+          serverId: row.id,
+          worldId: row.world_id,
+          token,
+          apiUrl: this.deps.apiUrl(),
+          wsUrl: this.deps.wsUrl(),
+        },
         this.listener,
       );
     } catch (error) {

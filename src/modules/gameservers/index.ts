@@ -81,6 +81,7 @@ export const gameServersModule = defineModule({
     // A wildcard bind address is not one to call: local servers call over loopback then.
     const host = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
     let apiUrl = config.GAMESERVER_API_URL ?? `http://${host}:${config.HTTP_PORT}`;
+    let wsUrl = config.GAMESERVER_WS_URL ?? `ws://${host}:${config.WS_PORT}/ws`;
     const systemCtx = () => platform.ctx({ user: null, log, ip: 'internal' });
     const service = new GameServersService({
       spawner,
@@ -90,6 +91,7 @@ export const gameServersModule = defineModule({
       readyTimeoutMs: config.GAMESERVER_READY_TIMEOUT_MS,
       maxPlayers: config.GAMESERVER_MAX_PLAYERS,
       apiUrl: () => apiUrl,
+      wsUrl: () => wsUrl,
       systemEm: () => systemCtx().em,
     });
     platform.gameServerCredentials.provide((token) => service.principalOf(systemCtx(), token));
@@ -107,12 +109,13 @@ export const gameServersModule = defineModule({
         serve(worldsJoin, (ctx, { world_id }) => service.join(ctx, world_id)),
         serve(internalStatusReport, (ctx, report) => service.report(ctx, report)),
       ],
-      start: async ({ httpPort }) => {
+      start: async ({ httpPort, wsPort }) => {
         stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) =>
           platform.gateway.closeGameServers((event.d as { server_ids: string[] }).server_ids),
         );
         // Port 0 picks a free port: the servers are told the one chosen.
         if (!config.GAMESERVER_API_URL) apiUrl = `http://${host}:${httpPort}`;
+        if (!config.GAMESERVER_WS_URL) wsUrl = `ws://${host}:${wsPort}/ws`;
         reconciler = setInterval(() => {
           service.reconcile().catch((err) => log.warn({ err }, 'reconciling game servers failed'));
         }, RECONCILE_INTERVAL_MS);

@@ -20,6 +20,7 @@ export function launchCommand(setting: string | undefined): readonly string[] {
 /** The arguments every game server is launched with (docs/gameservers.md), after the command's own. */
 export function launchArguments(input: {
   apiUrl: string;
+  wsUrl: string;
   token: string;
   worldId: string;
   port?: number;
@@ -31,6 +32,8 @@ export function launchArguments(input: {
     input.token,
     '--world-id',
     input.worldId,
+    '--ws-url',
+    input.wsUrl,
     ...(input.port === undefined ? [] : ['--port', String(input.port)]),
   ];
 }

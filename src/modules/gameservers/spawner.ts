@@ -13,6 +13,8 @@ export interface SpawnRequest {
   token: string;
   /** Base URL of the internal API the server calls back (`--api-url`). */
   apiUrl: string;
+  /** The gateway's URL, where the server follows its world's chunk stream (`--ws-url`). */
+  wsUrl: string;
 }
 
 /** What a spawner tells the service about a server it started. */
