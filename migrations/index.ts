@@ -9,6 +9,7 @@ import { Migration0008GameServers } from './0008_game_servers.js';
 import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_history.js';
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
+import { Migration0015WorldDiscovery } from './0015_world_discovery.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
 
@@ -29,6 +30,7 @@ export const migrationsList = [
   { name: '0009_world_streams_and_history', class: Migration0009WorldStreamsAndHistory },
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
+  { name: '0015_world_discovery', class: Migration0015WorldDiscovery },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
   { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },
 ];

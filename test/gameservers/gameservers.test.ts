@@ -1,7 +1,7 @@
 import { decode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CloseCode } from '../../protocol/frames.js';
-import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
+import { bearer, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes, createWorld } from '../helpers/worlds.js';
@@ -206,6 +206,37 @@ describe('a spawned game server with the reference program', () => {
     expect(launchesOf(dir, worldId)).toHaveLength(1);
     expect((await get(owner, answers[0]?.server_id as string)).players).toBe(10);
     await expectStatus(204, 'DELETE', `/api/servers/${answers[0]?.server_id}`, owner);
+  });
+
+  it("records each join as a visit of the world, counted in its discovery metadata; visits outlive the visitor's account and go with the world", async () => {
+    const [owner, visitor] = [await registerUser(app()), await registerUser(app())];
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const first = (await expectStatus(200, 'POST', `/api/worlds/${worldId}/join`, visitor)).json();
+    await expectStatus(200, 'POST', `/api/worlds/${worldId}/join`, owner);
+    const visits = () =>
+      queryRows(
+        app().db,
+        'select user_id, server_id from world_visits where world_id = ? order by visited_at',
+        [worldId],
+      );
+    expect(await visits()).toEqual([
+      { user_id: visitor.user.id, server_id: first.server_id },
+      { user_id: owner.user.id, server_id: first.server_id },
+    ]);
+    const [discovery] = await queryRows(
+      app().db,
+      'select visit_count from world_discovery where world_id = ?',
+      [worldId],
+    );
+    expect(Number(discovery?.visit_count)).toBe(2);
+
+    await expectStatus(204, 'DELETE', '/api/users/me', visitor, { password: PASSWORD });
+    expect((await visits()).map((visit) => visit.user_id)).toEqual([null, owner.user.id]);
+    await expectStatus(204, 'DELETE', `/api/worlds/${worldId}`, owner);
+    expect(await visits()).toEqual([]);
+    expect(await queryRows(app().db, 'select 1 from world_discovery where world_id = ?', [worldId])).toEqual(
+      [],
+    );
   });
 
   it('refuses joins of a world the caller may not read (404), starting nothing', async () => {

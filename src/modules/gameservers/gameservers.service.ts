@@ -165,7 +165,15 @@ export class GameServersService {
         await lockWorldJoins(em, world.id);
         const overdue = await failOverdue(em, now, world.id);
         const slot = await reserveSlot(em, world.id);
-        if (slot) return { slot, overdue };
+        if (slot) {
+          await this.deps.worlds.recordVisit(em, {
+            worldId: world.id,
+            userId: caller.id,
+            serverId: slot.id,
+            at: now,
+          });
+          return { slot, overdue };
+        }
         const starting = await startingServer(em, world.id);
         if (starting) return { wait: starting, overdue };
         return { launch: await this.insertStarting(em, world.id, caller.id, now), overdue };

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   chunksBatch,
   chunksDelete,
@@ -24,7 +25,7 @@ import {
 } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId } from '../../platform/ids.js';
+import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
@@ -35,13 +36,21 @@ import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { findWorld, streamPosition, type WorldRow } from './worlds.repository.js';
+import { findWorld, recordVisit, streamPosition, type WorldRow } from './worlds.repository.js';
 import { WorldsService } from './worlds.service.js';
 
 /** What other modules see of a world: enough to decide who may read what belongs to it. */
 export type WorldAccess = Pick<WorldRow, 'id' | 'ownerId' | 'visibility'>;
 
 export interface WorldsApi {
+  /**
+   * Records that a user visited a world (joined it on a game server), in the caller's transaction:
+   * the visit and the world's discovery counters (migration 0015).
+   */
+  recordVisit(
+    em: EntityManager,
+    visit: { worldId: string; userId: string; serverId: string; at: Date },
+  ): Promise<void>;
   /** The world whatever the caller may see (undefined when none): for modules with their own rule. */
   lookup(ctx: Ctx, worldId: string): Promise<WorldAccess | undefined>;
   /** The world if the caller may read it; 404 NOT_FOUND otherwise (unknown, malformed id or private). */
@@ -73,6 +82,7 @@ export const worldsModule = defineModule({
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
     const api: WorldsApi = {
+      recordVisit: (em, visit) => recordVisit(em, { id: newId(), ...visit }),
       lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.em, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
