@@ -17,6 +17,31 @@ export function internalPath(apiPath: string): string {
 
 const tag = 'internal';
 
+/** One GET route of a user operation registered as a plain route, and its twin for game servers. */
+export interface ReadTwin {
+  path: string;
+  operationId: string;
+  /** The /internal twin: called with a server token, and its OpenAPI tag is `internal`. */
+  gameServer: boolean;
+  tag: string;
+}
+
+/** A plain users' GET route with its read-only /internal twin (a path of its own, or the mirrored one). */
+export function withInternalTwin(
+  users: { path: string; operationId: string; tag: string },
+  internal: { operationId: string; path?: string },
+): ReadTwin[] {
+  return [
+    { ...users, gameServer: false },
+    {
+      path: internal.path ?? internalPath(users.path),
+      operationId: internal.operationId,
+      gameServer: true,
+      tag,
+    },
+  ];
+}
+
 /** A room's chunks in bulk, as the contract names it (the users' twin is `.../content`). */
 export const INTERNAL_ROOM_CHUNKS_PATH = '/internal/worlds/:world_id/rooms/:room_id/chunks';
 /** The read-only twin of a user operation, served by the same service function. */

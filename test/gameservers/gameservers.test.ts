@@ -1,10 +1,10 @@
 import { decode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CloseCode } from '../../protocol/frames.js';
-import { bearer, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
+import { PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { chunkBytes, createWorld } from '../helpers/worlds.js';
+import { createWorld } from '../helpers/worlds.js';
 import { request, TestSocket } from '../helpers/ws-client.js';
 import { gameServerCalls, launchesOf, recordingCommand } from './gameservers.js';
 
@@ -13,7 +13,7 @@ const node = JSON.stringify;
 describe('a spawned game server with the reference program', () => {
   const { command, dir } = recordingCommand();
   const app = useTestApp({ GAMESERVER_COMMAND: command, GAMESERVER_READY_TIMEOUT_MS: 20_000 });
-  const { spawn, settled, internal, expectStatus, get } = gameServerCalls(app);
+  const { spawn, settled, internal, expectStatus, get, putChunk } = gameServerCalls(app);
 
   it('starts, reports ready with its address, reads its world with its token, and its token dies when it is stopped', async () => {
     const owner = await registerUser(app());
@@ -141,17 +141,7 @@ describe('a spawned game server with the reference program', () => {
         code: 'UNAUTHENTICATED',
       });
       // A commit by the owner reaches the server's socket.
-      const put = await app().http.inject({
-        method: 'PUT',
-        url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/0/0/0`,
-        headers: {
-          ...bearer(owner.access_token),
-          'content-type': 'application/octet-stream',
-          'if-none-match': '*',
-        },
-        payload: Buffer.from(chunkBytes('server-stream')),
-      });
-      expect(put.statusCode, put.body).toBe(200);
+      await putChunk(owner, worldId, mainRoomId, 'server-stream');
       await socket.next((frame) => frame.t === 'chunks.commit');
       await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
       expect((await socket.closed).code).toBe(CloseCode.SESSION_ENDED);
@@ -166,17 +156,7 @@ describe('a spawned game server with the reference program', () => {
     const server = await settled(owner, (await spawn(owner, worldId)).server_id);
     const output = () => launchesOf(dir, worldId)[0]?.output ?? '';
     await vi.waitFor(() => expect(output()).toContain(`following world ${worldId} from content revision 0`));
-    const put = await app().http.inject({
-      method: 'PUT',
-      url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/1/2/3`,
-      headers: {
-        ...bearer(owner.access_token),
-        'content-type': 'application/octet-stream',
-        'if-none-match': '*',
-      },
-      payload: Buffer.from(chunkBytes('followed')),
-    });
-    expect(put.statusCode, put.body).toBe(200);
+    await putChunk(owner, worldId, mainRoomId, 'followed');
     await vi.waitFor(() => expect(output()).toContain('applied commit: content revision'));
     await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
   });

@@ -6,6 +6,7 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import type { GameServer } from '../../protocol/gameservers.js';
 import type { App } from '../../src/app.js';
 import { bearer, callsAs } from '../helpers/accounts.js';
+import { chunkBytes } from '../helpers/worlds.js';
 
 const FIXTURE = new URL('./fixtures/recording-server.mjs', import.meta.url).pathname;
 
@@ -55,5 +56,19 @@ export function gameServerCalls(app: () => App) {
       headers: bearer(token),
       ...(init.payload ? { payload: init.payload } : {}),
     });
-  return { call, expectStatus, spawn, get, settled, internal };
+  /** A new chunk at (0, 0, 0) of the room, written by `user`: one commit on the world's stream. */
+  const putChunk = async (user: TokenResponse, worldId: string, roomId: string, id: string) => {
+    const put = await app().http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/rooms/${roomId}/chunks/0/0/0`,
+      headers: {
+        ...bearer(user.access_token),
+        'content-type': 'application/octet-stream',
+        'if-none-match': '*',
+      },
+      payload: Buffer.from(chunkBytes(id)),
+    });
+    expect(put.statusCode, put.body).toBe(200);
+  };
+  return { call, expectStatus, spawn, get, settled, internal, putChunk };
 }

@@ -8,7 +8,7 @@ import {
   encodeChunk,
   MAX_CHUNK_BYTES,
 } from '../../../protocol/chunk-codec.js';
-import { internalPath } from '../../../protocol/internal.js';
+import { withInternalTwin } from '../../../protocol/internal.js';
 import { chunkCoordinate } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -100,17 +100,17 @@ export function registerChunkRoutes(
     };
 
     // The users' route and the game servers' read-only twin (/internal, server token) are one handler.
-    for (const twin of [
-      { path: PATH, operationId: 'chunks.get', gameServer: false },
-      { path: internalPath(PATH), operationId: 'internal.chunks.get', gameServer: true },
-    ]) {
+    for (const twin of withInternalTwin(
+      { path: PATH, operationId: 'chunks.get', tag: 'worlds' },
+      { operationId: 'internal.chunks.get' },
+    )) {
       scope.get(
         twin.path,
         {
           config: { gameServer: twin.gameServer },
           schema: {
             operationId: twin.operationId,
-            tags: [twin.gameServer ? 'internal' : 'worlds'],
+            tags: [twin.tag],
             summary:
               'A chunk: its codec bytes (application/octet-stream) with ETag "<revision>", or the JSON view with Accept: application/json or ?format=json. If-None-Match with the current ETag answers 304.',
             params,

@@ -3,7 +3,7 @@ import { Encoder } from '@msgpack/msgpack';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
-import { INTERNAL_ROOM_CHUNKS_PATH } from '../../../protocol/internal.js';
+import { INTERNAL_ROOM_CHUNKS_PATH, withInternalTwin } from '../../../protocol/internal.js';
 import type { PlainRestTwin } from '../../../protocol/operation.js';
 import { chunksLoad } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
@@ -60,17 +60,17 @@ export function registerRoomContentRoute(
   content: RoomContentService,
   ctxOf: (r: FastifyRequest) => Ctx,
 ) {
-  for (const twin of [
-    { path, operationId, gameServer: false },
-    { path: INTERNAL_ROOM_CHUNKS_PATH, operationId: 'internal.chunks.load', gameServer: true },
-  ]) {
+  for (const twin of withInternalTwin(
+    { path, operationId, tag: 'worlds' },
+    { operationId: 'internal.chunks.load', path: INTERNAL_ROOM_CHUNKS_PATH },
+  )) {
     http.get(
       twin.path,
       {
         config: { gameServer: twin.gameServer },
         schema: {
           operationId: twin.operationId,
-          tags: [twin.gameServer ? 'internal' : 'worlds'],
+          tags: [twin.tag],
           summary:
             'Every chunk of a room as of the current content revision, as application/msgpack: one map {content_revision, count, chunks: [{x, y, z, revision, payload}]} with payload the codec bytes (bin), in (x, y, z) order, streamed page by page. If the room is deleted meanwhile the response is cut off (an error, never a short document).',
           params,
