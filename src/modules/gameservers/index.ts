@@ -60,11 +60,9 @@ function readTemplate(path: string) {
 /** How often the records and the running servers are reconciled (docs/gameservers.md). */
 const RECONCILE_INTERVAL_MS = 2_000;
 
-/** What tests and other modules may use: the service, its spawner, a reconciliation pass now. */
+/** What tests may look at: the spawner, which knows the servers this node runs. */
 export interface GameServersApi {
-  service: GameServersService;
   spawner: Spawner;
-  reconcile(): Promise<void>;
 }
 
 /**
@@ -78,8 +76,10 @@ export const gameServersModule = defineModule({
   setup(platform, { worlds }: { worlds: WorldsApi }) {
     const { config, log, bus } = platform;
     const spawner = spawnerFor(config, log);
-    // A wildcard bind address is not one to call: local servers call over loopback then.
-    const host = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+    // A wildcard bind address is not one to call: local servers call over loopback then. An IPv6
+    // address takes brackets in a URL.
+    const bound = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+    const host = bound.includes(':') ? `[${bound}]` : bound;
     let apiUrl = config.GAMESERVER_API_URL ?? `http://${host}:${config.HTTP_PORT}`;
     let wsUrl = config.GAMESERVER_WS_URL ?? `ws://${host}:${config.WS_PORT}/ws`;
     const systemCtx = () => platform.ctx({ user: null, log, ip: 'internal' });
@@ -98,7 +98,7 @@ export const gameServersModule = defineModule({
     let reconciler: NodeJS.Timeout | undefined;
     let stopClosingSockets: (() => Promise<void>) | undefined;
     return {
-      api: { service, spawner, reconcile: () => service.reconcile() },
+      api: { spawner } satisfies GameServersApi,
       operations: [
         serve(gameServersSpawn, (ctx, { world_id }) => service.spawn(ctx, world_id)),
         serve(gameServersGet, (ctx, { server_id }) => service.get(ctx, server_id)),
