@@ -284,7 +284,7 @@ describe('the running-server limit', () => {
     GAMESERVER_COMMAND: node([process.execPath, '-e', 'setInterval(() => {}, 1000)', '--']),
     GAMESERVER_MAX_RUNNING: 1,
   });
-  const { spawn, expectStatus } = gameServerCalls(app);
+  const { spawn, expectStatus, call } = gameServerCalls(app);
 
   it('answers 503 GAMESERVER_CAPACITY past GAMESERVER_MAX_RUNNING, keeping no record of the refused spawn', async () => {
     const owner = await registerUser(app());
@@ -296,6 +296,24 @@ describe('the running-server limit', () => {
       { id: first.server_id },
     ]);
     await expectStatus(204, 'DELETE', `/api/servers/${first.server_id}`, owner);
+  });
+
+  it('answers concurrent joins 503 at once when the server they would share cannot be started', async () => {
+    const owner = await registerUser(app());
+    const busy = await createWorld(app(), owner.access_token);
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const running = await spawn(owner, busy.worldId);
+    const joins = await Promise.all(
+      Array.from({ length: 3 }, () => call('POST', `/api/worlds/${worldId}/join`, owner)),
+    );
+    for (const join of joins) {
+      expect(join.statusCode, join.body).toBe(503);
+      expect(['GAMESERVER_CAPACITY', 'GAMESERVER_UNAVAILABLE']).toContain(join.json().code);
+    }
+    expect(await queryRows(app().db, 'select id from game_servers where world_id = ?', [worldId])).toEqual(
+      [],
+    );
+    await expectStatus(204, 'DELETE', `/api/servers/${running.server_id}`, owner);
   });
 });
 

@@ -368,7 +368,9 @@ export class GameServersService {
     const unsubscribe = await this.deps.bus.subscribe(statusTopic(row.id), () => wake());
     try {
       for (;;) {
-        const current = (await findServer(ctx.em, row.id)) ?? row;
+        const current = await findServer(ctx.em, row.id);
+        // Gone: the spawn was refused for capacity (its record dropped), or its world deleted.
+        if (!current) return { ...row, status: 'stopped', error: 'The server is gone.' };
         if (current.status !== 'starting') return current;
         const left = current.ready_deadline.getTime() - Date.now();
         if (left <= 0) {
