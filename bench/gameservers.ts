@@ -1,9 +1,8 @@
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { launchesOf, recordingCommand } from '../test/gameservers/fixtures/launches.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { startAtrium, stopAtrium } from './realtime/servers.js';
 import { BULK_CHUNK_BYTES, BULK_CHUNKS, seedBulkWorld } from './worlds/bulk-load.js';
@@ -20,8 +19,6 @@ const SPAWNS = 50;
 const BULK_REPS = 7;
 /** Joins in flight: one alone (the latency of a join), then ten at once (joins of a world take turns). */
 const JOIN_CONNECTIONS = [1, 10];
-/** The reference server, recording its launch arguments so the benchmark can use its token. */
-const RECORDER = 'test/gameservers/fixtures/recording-server.mjs';
 
 interface JoinLoad {
   connections: number;
@@ -43,11 +40,11 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function measure(backend: Backend, seconds: number): Promise<Results> {
   return withBackend(backend, async (env) => {
-    const launches = mkdtempSync(join(tmpdir(), 'atrium-bench-gs-'));
+    const launches = recordingCommand();
     const atrium = await startAtrium({
       ...env,
       ...WORLDS_ENV,
-      GAMESERVER_COMMAND: JSON.stringify([process.execPath, RECORDER, launches]),
+      GAMESERVER_COMMAND: launches.command,
       GAMESERVER_MAX_PLAYERS: '100000',
     });
     try {
@@ -101,7 +98,7 @@ async function measure(backend: Backend, seconds: number): Promise<Results> {
         `/api/worlds/${bulk.worldId}/servers`,
       );
       await untilReady(server_id);
-      const token = tokenOf(launches, bulk.worldId);
+      const token = launchesOf(launches.dir, bulk.worldId)[0]?.['server-token'] as string;
       const timedLoad = async (path: string, bearer: string) => {
         const started = performance.now();
         const response = await fetch(`${api.base}${path}`, {
@@ -131,16 +128,6 @@ async function measure(backend: Backend, seconds: number): Promise<Results> {
       await stopAtrium(atrium);
     }
   });
-}
-
-/** The server token the recording reference server was launched with for the world. */
-function tokenOf(dir: string, worldId: string): string {
-  for (const file of readdirSync(dir)) {
-    const args = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[];
-    if (args[args.indexOf('--world-id') + 1] === worldId)
-      return args[args.indexOf('--server-token') + 1] as string;
-  }
-  throw new Error(`no launch recorded for world ${worldId}`);
 }
 
 function report(results: Partial<Record<Backend, Results>>, header: string[]): string {

@@ -165,6 +165,14 @@ export const configSchema = z.object({
   GAMESERVER_API_URL: url(['http:', 'https:']),
   /** The gateway's URL as game servers reach it (`--ws-url`); default ws://<HOST>:<WS port>/ws. */
   GAMESERVER_WS_URL: url(['ws:', 'wss:']),
+  /** The host local servers tell players to connect to (their PUBLIC_HOST); default 127.0.0.1. */
+  GAMESERVER_PUBLIC_HOST: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9.-]{1,253}$|^\[[0-9A-Fa-f:.]{2,45}\]$/,
+      'must be a host name, an IPv4 address or a [bracketed] IPv6 address',
+    )
+    .optional(),
   /** How long a stopped local server may take to exit after SIGTERM before it is killed. */
   GAMESERVER_STOP_GRACE_MS: positiveInt(5_000, 600_000),
   /** The agones spawner (docs/gameservers-agones.md): where, and how, GameServers are made. */

@@ -73,6 +73,11 @@ describe('configuration', () => {
     ],
     ['GAMESERVER_SPAWNER', 'docker', 'GAMESERVER_SPAWNER must be one of local, agones (got "docker")'],
     [
+      'GAMESERVER_PUBLIC_HOST',
+      'a b',
+      'GAMESERVER_PUBLIC_HOST must be a host name, an IPv4 address or a [bracketed] IPv6 address (got "a b")',
+    ],
+    [
       'GAMESERVER_COMMAND',
       '["node", 1]',
       'GAMESERVER_COMMAND must be a JSON array of non-empty strings when it starts with [ (got "[\\"node\\", 1]")',

@@ -227,6 +227,28 @@ describe('a spawned game server with the reference program', () => {
   });
 });
 
+describe('GAMESERVER_PUBLIC_HOST', () => {
+  const { command, dir } = recordingCommand();
+  const app = useTestApp({ GAMESERVER_COMMAND: command, GAMESERVER_PUBLIC_HOST: 'play.example.test' });
+  const { spawn, settled, expectStatus } = gameServerCalls(app);
+
+  it('is the host local servers report to players, and nothing else of the service reaches their environment', async () => {
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token);
+    const server = await settled(owner, (await spawn(owner, worldId)).server_id);
+    expect(server.address).toMatch(/^play\.example\.test:\d+$/);
+    // The allowlist (PATH, HOME, LANG, TZ, TMPDIR, NODE_OPTIONS) where set, and PUBLIC_HOST.
+    const env = (launchesOf(dir, worldId)[0]?.env ?? '').split(',');
+    expect(env).toContain('PUBLIC_HOST');
+    expect(
+      env.filter(
+        (name) => !['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'NODE_OPTIONS', 'PUBLIC_HOST'].includes(name),
+      ),
+    ).toEqual([]);
+    await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
+  });
+});
+
 describe('a game server that never reports ready', () => {
   const app = useTestApp({
     GAMESERVER_COMMAND: node([process.execPath, '-e', 'setInterval(() => {}, 1000)', '--']),

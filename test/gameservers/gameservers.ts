@@ -1,6 +1,3 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { GameServer } from '../../protocol/gameservers.js';
@@ -8,30 +5,7 @@ import type { App } from '../../src/app.js';
 import { bearer, callsAs } from '../helpers/accounts.js';
 import { chunkBytes } from '../helpers/worlds.js';
 
-const FIXTURE = new URL('./fixtures/recording-server.mjs', import.meta.url).pathname;
-
-/** A GAMESERVER_COMMAND running the reference server, recording each launch's arguments in `dir`. */
-export function recordingCommand(): { command: string; dir: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'atrium-gs-'));
-  return { command: JSON.stringify([process.execPath, FIXTURE, dir]), dir };
-}
-
-/** The launch arguments recorded for servers of `worldId`, as name -> value, with what each printed. */
-export function launchesOf(dir: string, worldId: string): Record<string, string>[] {
-  return readdirSync(dir)
-    .filter((file) => file.endsWith('.json'))
-    .map((file): Record<string, string> => {
-      const args = JSON.parse(readFileSync(join(dir, file), 'utf8')) as string[];
-      const output = join(dir, file.replace(/\.json$/, '.out'));
-      return {
-        ...Object.fromEntries(
-          args.flatMap((arg, i) => (arg.startsWith('--') ? [[arg.slice(2), args[i + 1] ?? '']] : [])),
-        ),
-        output: existsSync(output) ? readFileSync(output, 'utf8') : '',
-      };
-    })
-    .filter((launch) => launch['world-id'] === worldId);
-}
+export { launchesOf, recordingCommand } from './fixtures/launches.js';
 
 export function gameServerCalls(app: () => App) {
   const { call, expectStatus } = callsAs(app);

@@ -25,6 +25,7 @@ function spawnerFor(config: Platform['config'], log: Logger): Spawner {
       command: launchCommand(config.GAMESERVER_COMMAND),
       maxRunning: config.GAMESERVER_MAX_RUNNING,
       stopGraceMs: config.GAMESERVER_STOP_GRACE_MS,
+      publicHost: config.GAMESERVER_PUBLIC_HOST,
       log,
     });
   }

@@ -24,6 +24,8 @@ export interface LocalSpawnerOptions {
   command: readonly string[];
   maxRunning: number;
   stopGraceMs: number;
+  /** Given to each server as PUBLIC_HOST: the host players connect to (GAMESERVER_PUBLIC_HOST). */
+  publicHost?: string | undefined;
   log: Logger;
 }
 
@@ -63,6 +65,7 @@ export class LocalSpawner implements Spawner {
         process.env[name],
       ]),
     );
+    if (this.options.publicHost) env.PUBLIC_HOST = this.options.publicHost;
     const child = spawn(program, [...own, ...launchArguments({ ...request, port })], {
       stdio: ['pipe', 'pipe', 'pipe'],
       env,
