@@ -161,7 +161,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       ctx: (caller) => new CallContext(db.orm.em, kv, caller),
     };
 
-    const built = setupModules(platform, overrides.modules ?? modules);
+    const built = await setupModules(platform, overrides.modules ?? modules);
     for (const { parts } of built) {
       if (parts.operations) registerFrames(gateway, platform.ctx, log, parts.operations);
       if (parts.sessions) gateway.onSession(parts.sessions);

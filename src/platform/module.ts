@@ -56,7 +56,8 @@ export interface ModuleDefinition<Name extends string = string, Api = unknown, N
   entities: readonly EntitySchema[];
   /** Modules whose API `setup` receives; each must come earlier in the module list. */
   needs: readonly (keyof Needs & string)[];
-  setup(platform: Platform, needs: Needs): ModuleParts<Api>;
+  /** May be async, for a module that loads part of itself only when configured (a backend's library). */
+  setup(platform: Platform, needs: Needs): ModuleParts<Api> | Promise<ModuleParts<Api>>;
 }
 
 /**
@@ -83,10 +84,10 @@ export function entitiesOf(modules: readonly ModuleDefinition[]): EntitySchema[]
  * Builds each module in list order, handing it the APIs it declared. A module that needs one not
  * built yet is an ordering mistake, reported at startup rather than as an undefined at runtime.
  */
-export function setupModules(
+export async function setupModules(
   platform: Platform,
   modules: readonly ModuleDefinition[],
-): { name: string; parts: ModuleParts<unknown> }[] {
+): Promise<{ name: string; parts: ModuleParts<unknown> }[]> {
   const apis = new Map<string, unknown>();
   const built: { name: string; parts: ModuleParts<unknown> }[] = [];
   for (const module of modules) {
@@ -98,10 +99,12 @@ export function setupModules(
       }
       needs[name] = apis.get(name);
     }
-    const parts = (module.setup as (platform: Platform, needs: unknown) => ModuleParts<unknown>)(
-      platform,
-      needs,
-    );
+    const parts = await (
+      module.setup as (
+        platform: Platform,
+        needs: unknown,
+      ) => ModuleParts<unknown> | Promise<ModuleParts<unknown>>
+    )(platform, needs);
     apis.set(module.name, parts.api);
     built.push({ name: module.name, parts });
   }

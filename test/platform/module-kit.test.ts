@@ -39,7 +39,7 @@ const stub = (name: string, needs: string[] = []): ModuleDefinition =>
 const app = useTestApp({}, { modules: [...modules, probeModule] });
 
 describe('setupModules', () => {
-  it('hands a module the APIs of the modules it needs, built in list order', () => {
+  it('hands a module the APIs of the modules it needs, built in list order', async () => {
     let received: unknown;
     const consumer = defineModule<'consumer', object, { provider: { name: string } }>({
       name: 'consumer',
@@ -50,25 +50,25 @@ describe('setupModules', () => {
         return { api: {} };
       },
     });
-    const built = setupModules(app(), [stub('provider'), consumer as ModuleDefinition]);
+    const built = await setupModules(app(), [stub('provider'), consumer as ModuleDefinition]);
     expect(built.map(({ name }) => name)).toEqual(['provider', 'consumer']);
     expect(received).toEqual({ provider: { name: 'provider' } });
   });
 
-  it('refuses a module that needs one listed after it, naming both', () => {
-    expect(() => setupModules(app(), [stub('presence', ['profiles']), stub('profiles')])).toThrow(
+  it('refuses a module that needs one listed after it, naming both', async () => {
+    await expect(setupModules(app(), [stub('presence', ['profiles']), stub('profiles')])).rejects.toThrow(
       'Module presence needs profiles, which must come earlier in the module list.',
     );
   });
 
-  it('refuses a module that needs one missing from the list, naming both', () => {
-    expect(() => setupModules(app(), [stub('users'), stub('account', ['ghost'])])).toThrow(
+  it('refuses a module that needs one missing from the list, naming both', async () => {
+    await expect(setupModules(app(), [stub('users'), stub('account', ['ghost'])])).rejects.toThrow(
       'Module account needs ghost, which must come earlier in the module list.',
     );
   });
 
-  it('refuses a module listed twice, naming it', () => {
-    expect(() => setupModules(app(), [stub('users'), stub('profiles'), stub('users')])).toThrow(
+  it('refuses a module listed twice, naming it', async () => {
+    await expect(setupModules(app(), [stub('users'), stub('profiles'), stub('users')])).rejects.toThrow(
       'Module users is listed twice.',
     );
   });

@@ -12,14 +12,17 @@ import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { StartupError } from '../../platform/startup-error.js';
 import type { WorldsApi } from '../worlds/index.js';
-import { AgonesSpawner, parseGameServerTemplate } from './agones-spawner.js';
 import { ENDED_SERVERS_TOPIC, GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
 import { LocalSpawner } from './local-spawner.js';
 import type { Spawner } from './spawner.js';
 
-/** The backend GAMESERVER_SPAWNER names: child processes here, or GameServers on Kubernetes. */
-function spawnerFor(config: Platform['config'], log: Logger): Spawner {
+/**
+ * The backend GAMESERVER_SPAWNER names: child processes here, or GameServers on Kubernetes. The
+ * agones backend and its Kubernetes client load only when chosen: that library alone added some
+ * 40 MB to every process.
+ */
+async function spawnerFor(config: Platform['config'], log: Logger): Promise<Spawner> {
   if (config.GAMESERVER_SPAWNER === 'local') {
     return new LocalSpawner({
       command: launchCommand(config.GAMESERVER_COMMAND),
@@ -29,14 +32,14 @@ function spawnerFor(config: Platform['config'], log: Logger): Spawner {
       log,
     });
   }
+  const { AgonesSpawner, parseGameServerTemplate } = await import('./agones-spawner.js');
   const create = config.GAMESERVER_AGONES_MODE === 'create';
+  const templateFile = config.GAMESERVER_AGONES_TEMPLATE ?? DEFAULT_AGONES_TEMPLATE;
   return new AgonesSpawner({
     namespace: config.GAMESERVER_AGONES_NAMESPACE,
     mode: config.GAMESERVER_AGONES_MODE,
     fleet: config.GAMESERVER_AGONES_FLEET,
-    ...(create
-      ? { template: readTemplate(config.GAMESERVER_AGONES_TEMPLATE ?? DEFAULT_AGONES_TEMPLATE) }
-      : {}),
+    ...(create ? { template: parseGameServerTemplate(readTemplate(templateFile)) } : {}),
     ...(config.GAMESERVER_AGONES_CONTAINER ? { container: config.GAMESERVER_AGONES_CONTAINER } : {}),
     pollIntervalMs: config.GAMESERVER_AGONES_POLL_MS,
     requestTimeoutMs: config.GAMESERVER_AGONES_REQUEST_TIMEOUT_MS,
@@ -48,14 +51,14 @@ const DEFAULT_AGONES_TEMPLATE = fileURLToPath(
   new URL('../../../deploy/agones/gameserver-template.yaml', import.meta.url),
 );
 
-function readTemplate(path: string) {
+function readTemplate(path: string): string {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
     throw new StartupError(`GAMESERVER_AGONES_TEMPLATE: cannot read ${path} (${(error as Error).message})`);
   }
-  return parseGameServerTemplate(text);
+  return text;
 }
 
 /** How often the records and the running servers are reconciled (docs/gameservers.md). */
@@ -74,9 +77,9 @@ export const gameServersModule = defineModule({
   name: 'gameservers',
   entities: [],
   needs: ['worlds'],
-  setup(platform, { worlds }: { worlds: WorldsApi }) {
+  async setup(platform, { worlds }: { worlds: WorldsApi }) {
     const { config, log, bus } = platform;
-    const spawner = spawnerFor(config, log);
+    const spawner = await spawnerFor(config, log);
     // A wildcard bind address is not one to call: local servers call over loopback then. An IPv6
     // address takes brackets in a URL.
     const bound = ['0.0.0.0', '::'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
