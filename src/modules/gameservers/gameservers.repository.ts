@@ -89,17 +89,16 @@ export async function endServer(
   return row;
 }
 
-/** Starting servers of a world (or all) past their readiness deadline, failed now; returns their ids. */
-export async function failOverdue(em: EntityManager, now: Date, worldId?: string): Promise<string[]> {
-  const rows = await executeBound<{ id: string }>(
+/** Starting servers of a world (or all) past their readiness deadline, failed now; returns them. */
+export async function failOverdue(em: EntityManager, now: Date, worldId?: string): Promise<GameServerRow[]> {
+  return executeBound<GameServerRow>(
     em,
     `update game_servers set status = 'failed', ended_at = $1, token_hash = null,
        error = 'The server did not report ready before its deadline.'
      where status = 'starting' and ready_deadline <= $1 and ($2::uuid is null or world_id = $2)
-     returning id`,
+     returning ${COLUMNS}`,
     [now, worldId ?? null],
   );
-  return rows.map((row) => row.id);
 }
 
 /**

@@ -178,7 +178,7 @@ export class GameServersService {
         if (starting) return { wait: starting, overdue };
         return { launch: await this.insertStarting(em, world.id, caller.id, now), overdue };
       });
-      for (const id of step.overdue) await this.deps.spawner.stop(id);
+      for (const row of step.overdue) await this.afterEnd(row);
       if (step.slot)
         return { server_id: step.slot.id, world_id: world.id, address: step.slot.address as string };
       const pending = step.launch?.row ?? (step.wait as GameServerRow);
@@ -201,7 +201,7 @@ export class GameServersService {
    */
   async reconcile(): Promise<void> {
     const em = this.deps.systemEm();
-    for (const id of await failOverdue(em, new Date())) await this.deps.spawner.stop(id);
+    await this.endOverdue(em, new Date());
     for (const id of this.deps.spawner.runningIds()) {
       const row = await findServer(em, id);
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
@@ -243,7 +243,7 @@ export class GameServersService {
       if (world?.ownerId !== caller.id) throw notFound();
     }
     if (row.status === 'starting' && row.ready_deadline <= ctx.now()) {
-      for (const id of await failOverdue(ctx.em, ctx.now(), row.world_id)) await this.deps.spawner.stop(id);
+      await this.endOverdue(ctx.em, ctx.now(), row.world_id);
       row = (await findServer(ctx.em, serverId)) ?? row;
     }
     return row;
@@ -343,6 +343,14 @@ export class GameServersService {
       .catch((err) => this.deps.log.error({ err, serverId }, 'could not record a game server change'));
   }
 
+  /**
+   * Fails the starting servers past their deadline (of one world, or all) and ends each as the
+   * deadline timer would: sockets closed, process stopped, waiting joins told.
+   */
+  private async endOverdue(em: EntityManager, now: Date, worldId?: string): Promise<void> {
+    for (const row of await failOverdue(em, now, worldId)) await this.afterEnd(row);
+  }
+
   private async afterEnd(row: GameServerRow): Promise<void> {
     this.clearDeadline(row.id);
     await this.deps.bus.publishCommitted(
@@ -374,8 +382,7 @@ export class GameServersService {
         if (current.status !== 'starting') return current;
         const left = current.ready_deadline.getTime() - Date.now();
         if (left <= 0) {
-          for (const id of await failOverdue(ctx.em, new Date(), row.world_id))
-            await this.deps.spawner.stop(id);
+          await this.endOverdue(ctx.em, new Date(), row.world_id);
           continue;
         }
         await new Promise<void>((resolve) => {
