@@ -119,6 +119,29 @@ describe('direct messages', () => {
     await sent(friend, bob, 'hi friend');
   });
 
+  it("applies the peer's dm_policy in an existing conversation too: a changed policy refuses with 403 and writes nothing", async () => {
+    const [alice, bob, friend] = [await user(), await user(), await user()];
+    await expectStatus(201, 'POST', '/api/friends/requests', friend, { user_id: bob.user.id });
+    await expectStatus(200, 'POST', `/api/friends/requests/${friend.user.id}/accept`, bob);
+    await sent(alice, bob, 'while anyone may write');
+    await sent(friend, bob, 'from a friend');
+
+    await expectStatus(200, 'PUT', '/api/profile/me', bob, { privacy: { dm_policy: 'friends' } });
+    const fromStranger = await send(alice, bob.user.id, 'still there?');
+    expect([fromStranger.statusCode, fromStranger.json().code]).toEqual([403, 'FORBIDDEN']);
+    await sent(friend, bob, 'friends still may');
+
+    await expectStatus(200, 'PUT', '/api/profile/me', bob, { privacy: { dm_policy: 'nobody' } });
+    const fromFriend = await send(friend, bob.user.id, 'and now?');
+    expect([fromFriend.statusCode, fromFriend.json().code]).toEqual([403, 'FORBIDDEN']);
+    expect((await rowsOf(alice.user.id)).messages).toEqual([
+      { body: 'while anyone may write', filtered: false },
+    ]);
+    expect((await rowsOf(friend.user.id)).messages).toEqual([
+      { body: 'from a friend', filtered: false },
+      { body: 'friends still may', filtered: false },
+    ]);
+  });
   it('pages the history newest first without gaps or duplicates, keyed by before', async () => {
     const [alice, bob] = [await user(), await user()];
     const bodies: string[] = [];

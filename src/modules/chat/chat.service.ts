@@ -1,6 +1,7 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Conversation, Message } from '../../../protocol/chat.js';
 import type { EventPayloads } from '../../../protocol/frames.js';
+import { audienceSchema } from '../../../protocol/profiles.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
@@ -8,10 +9,10 @@ import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
-import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
 import { existingUserIds } from '../users/index.js';
 import {
+  type AdmittingPolicies,
   type ConversationRow,
   conversationOf,
   conversationsOf,
@@ -20,14 +21,14 @@ import {
   type MessageRow,
   markRead,
   messagesOf,
+  type SendFacts,
 } from './dm.repository.js';
 import { trimmedBody } from './message-body.js';
 import type { Filtered } from './text-filter.js';
 
 export interface ChatDeps {
   bus: EventBus;
-  privacy: Pick<ProfilesApi, 'privacyOf'>;
-  social: Pick<SocialApi, 'relationsOf' | 'holdPair'>;
+  social: Pick<SocialApi, 'holdPair'>;
   /** Messages per sender and window, shared by the nodes through Redis when there is one. */
   sendLimiter: RateLimiterAbstract;
   filter: (body: string) => Filtered;
@@ -45,6 +46,28 @@ const blockedBetween = () => forbidden('A block between you and this user stands
 const throwBlocked = (): never => {
   throw blockedBetween();
 };
+
+/** Whether the peer's dm_policy lets the sender message them. */
+const admits = (policy: string, friends: boolean) =>
+  policy === 'everyone' || (policy === 'friends' && friends);
+
+/** The same rule spelled out for the statement that stores a message, which applies it. */
+const ADMITTING: AdmittingPolicies = {
+  friend: audienceSchema.options.filter((policy) => admits(policy, true)),
+  other: audienceSchema.options.filter((policy) => admits(policy, false)),
+};
+
+/**
+ * The stored message; otherwise the refusal its facts call for (a block either way comes first,
+ * then the peer's dm_policy), or undefined when only the pair's conversation is missing.
+ */
+function storedOrRefusal(sent: SendFacts & { message: MessageRow | undefined }): MessageRow | undefined {
+  if (sent.message) return sent.message;
+  if (sent.blocked) throw blockedBetween();
+  if (!admits(sent.dm_policy, sent.friends))
+    throw forbidden("This user's privacy settings do not let you message them.");
+  return undefined;
+}
 
 const toMessage = (row: MessageRow): Message => ({
   id: row.id,
@@ -81,25 +104,14 @@ export class ChatService {
 
   /**
    * Checks run cheapest first: the input, then the sender's rate limit (so a flood of refused
-   * sends cannot load the database either), then blocks and the peer's dm_policy; a peer that
-   * does not exist is found when storing (404).
+   * sends cannot load the database either), then, in the statement that stores the message,
+   * blocks and the peer's dm_policy; a peer that does not exist is found when storing (404).
    */
   async send(ctx: Ctx, userId: string, rawBody: string): Promise<Message> {
     const me = callerOf(ctx).id;
     const peer = peerOf(me, userId);
     const filtered = this.deps.filter(trimmedBody(rawBody));
     await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
-    // An unknown peer passes these (no relation, default privacy) and is refused with 404 by the
-    // conversation's foreign keys when stored, which saves every send a statement.
-    const [relations, privacy] = await Promise.all([
-      this.deps.social.relationsOf(ctx.em, me, [peer]),
-      this.deps.privacy.privacyOf(ctx.em, [peer]),
-    ]);
-    const relation = relations.get(peer);
-    if (relation?.blocked) throw blockedBetween();
-    const policy = privacy.get(peer)?.dm_policy;
-    if (policy === 'nobody' || (policy === 'friends' && !relation?.friends))
-      throw forbidden("This user's privacy settings do not let you message them.");
     const message = await this.store(ctx, me, peer, filtered);
     await Promise.all([
       this.notify(ctx, peer, { t: 'dm.message', d: message }),
@@ -143,22 +155,24 @@ export class ChatService {
   }
 
   /**
-   * Stores the message: one statement once the pair has a conversation (insertMessage, which a
-   * block written meanwhile cannot pass). The first message creates the conversation, in a
-   * transaction holding the pair's social lock, so a block being written is waited for and the
-   * new conversation starts out `blocked` when one was. A peer deleted since (or never there)
-   * fails the conversation's foreign keys: 404.
+   * Stores the message: one statement once the pair has a conversation (insertMessage, which
+   * reads what may refuse the message and writes only when nothing does; a block written
+   * meanwhile cannot pass it). The first message creates the conversation, in a transaction
+   * holding the pair's social lock, so a block being written is waited for and the new
+   * conversation starts out `blocked` when one was; a refusal rolls the conversation back. A peer
+   * deleted since (or never there: no relation, default privacy) fails the conversation's foreign
+   * keys: 404.
    */
   private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
     const at = ctx.now();
     const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
     try {
       const row =
-        (await insertMessage(ctx.em, message)) ??
+        storedOrRefusal(await insertMessage(ctx.em, message, ADMITTING)) ??
         (await ctx.em.transactional(async (em) => {
           await this.deps.social.holdPair(em, me, peer);
           if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
-          return (await insertMessage(em, message)) ?? throwBlocked();
+          return storedOrRefusal(await insertMessage(em, message, ADMITTING)) ?? throwBlocked();
         }));
       return toMessage(row);
     } catch (error) {

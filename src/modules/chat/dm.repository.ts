@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
+import { dmPolicySql } from '../profiles/index.js';
+import { blockBetweenSql, friendsBetweenSql } from '../social/index.js';
 
 /**
  * The SQL of direct messages (tables of migrations 0002 and 0011). A conversation is stored with
@@ -34,10 +36,6 @@ export interface ConversationRow {
 
 type Key = readonly [timeKey: string, id: string] | undefined;
 
-/** A block either way between the users the two parameters name (a subquery for `exists`). */
-const blockBetween = (a: string, b: string) =>
-  `select 1 from blocks where (blocker_id = ${a} and blocked_id = ${b}) or (blocker_id = ${b} and blocked_id = ${a})`;
-
 /** Lowercase canonical uuids compare as text the way Postgres compares the uuids. */
 export const orderedPair = (a: string, b: string): [string, string] => (a < b ? [a, b] : [b, a]);
 
@@ -68,7 +66,7 @@ export async function ensureConversation(
     em,
     `with created as (
        insert into conversations (id, user_a_id, user_b_id, created_at, last_message_at, blocked)
-       values ($1, $2, $3, $4, $4, exists (${blockBetween('$2', '$3')}))
+       values ($1, $2, $3, $4, $4, ${blockBetweenSql('$2', '$3')})
        on conflict (user_a_id, user_b_id) do nothing returning id
      ), joined as (
        insert into conversation_participants (conversation_id, user_id)
@@ -82,38 +80,100 @@ export async function ensureConversation(
   return conversationOf(em, userA, userB);
 }
 
+/** What may refuse a direct message, read in the statement that stores it. */
+export interface SendFacts {
+  /** An accepted friendship joins sender and peer. */
+  friends: boolean;
+  /** Either of them blocked the other. */
+  blocked: boolean;
+  /** The peer's dm_policy (the default when they saved no profile). */
+  dm_policy: string;
+}
+
+/** The dm_policy values that admit a sender who is the peer's friend, and one who is not. */
+export interface AdmittingPolicies {
+  friend: readonly string[];
+  other: readonly string[];
+}
+
 /**
  * Stores a message in the pair's conversation and moves its activity time, in one statement that
- * needs no transaction. It answers undefined, writing nothing, when the pair has no conversation
- * yet (`ensureConversation` first) or it is `blocked`. The update locks the conversation row, and
- * a block or unblock updates that row too (`refreshConversationBlock`), so a block committed while
- * this waited is seen: Postgres re-reads the row and `not blocked` no longer holds.
+ * needs no transaction, and answers with the facts that could refuse it, read in the same
+ * statement, so a send is one round trip. Nothing is written (`message` undefined) when the peer's
+ * dm_policy is not among `admitting`, the conversation is `blocked`, or the pair has none yet
+ * (`ensureConversation` first). The update locks the conversation row, and a block or unblock
+ * updates that row too (`refreshConversationBlock`), so a block committed while this waited is
+ * seen: Postgres re-reads the row and `not blocked` no longer holds.
  */
 export async function insertMessage(
   em: EntityManager,
   message: { id: string; senderId: string; peerId: string; body: string; filtered: boolean; at: Date },
-): Promise<MessageRow | undefined> {
+  admitting: AdmittingPolicies,
+): Promise<SendFacts & { message: MessageRow | undefined }> {
   const [userA, userB] = orderedPair(message.senderId, message.peerId);
-  const [row] = await executeBound<MessageRow>(
+  const [row] = await executeBound<SendFacts & { [K in keyof MessageRow]: MessageRow[K] | null }>(
     em,
-    `with target as (
+    `with facts as (
+       select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
+              ${blockBetweenSql('$2::uuid', '$8::uuid')} as blocked,
+              ${dmPolicySql('$8::uuid')} as dm_policy
+     ), target as (
        update conversations set last_message_at = greatest(last_message_at, $5)
-       where user_a_id = $6 and user_b_id = $7 and not blocked
+       where user_a_id = $6 and user_b_id = $7 and not conversations.blocked
+         and (select f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end) from facts f)
        returning id
+     ), inserted as (
+       insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
+       select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
+       returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
      )
-     insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-     select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
-     returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`,
-    [message.id, message.senderId, message.body, message.filtered, message.at, userA, userB],
+     select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`,
+    [
+      message.id,
+      message.senderId,
+      message.body,
+      message.filtered,
+      message.at,
+      userA,
+      userB,
+      message.peerId,
+      admitting.friend,
+      admitting.other,
+    ],
   );
-  return row;
+  if (!row) throw new Error('insertMessage: the statement answers one row');
+  const {
+    friends,
+    blocked,
+    dm_policy,
+    id,
+    conversation_id,
+    sender_id,
+    body,
+    filtered,
+    created_at,
+    created_key,
+  } = row;
+  const stored =
+    id === null || conversation_id === null || created_at === null || created_key === null
+      ? undefined
+      : {
+          id,
+          conversation_id,
+          sender_id,
+          body: body ?? '',
+          filtered: filtered === true,
+          created_at,
+          created_key,
+        };
+  return { friends, blocked, dm_policy, message: stored };
 }
 
 /** Sets the pair's conversation's `blocked` from the blocks between them (in the block's transaction). */
 export async function refreshConversationBlock(em: EntityManager, a: string, b: string): Promise<void> {
   await executeBound(
     em,
-    `update conversations set blocked = exists (${blockBetween('$1', '$2')})
+    `update conversations set blocked = ${blockBetweenSql('$1', '$2')}
      where user_a_id = $1 and user_b_id = $2`,
     orderedPair(a, b),
   );

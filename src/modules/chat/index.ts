@@ -13,7 +13,6 @@ import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
-import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
@@ -30,11 +29,8 @@ export { chatTopic };
 export const chatModule = defineModule({
   name: 'chat',
   entities: [],
-  needs: ['profiles', 'social', 'worlds'],
-  setup(
-    { bus, kv, config, gateway },
-    { profiles, social, worlds }: { profiles: ProfilesApi; social: SocialApi; worlds: WorldsApi },
-  ) {
+  needs: ['social', 'worlds'],
+  setup({ bus, kv, config, gateway }, { social, worlds }: { social: SocialApi; worlds: WorldsApi }) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
     // A conversation's `blocked` marker follows the blocks, in the block's own transaction.
     social.onPairBlockChange(refreshConversationBlock);
@@ -48,7 +44,6 @@ export const chatModule = defineModule({
       });
     const chat = new ChatService({
       bus,
-      privacy: profiles,
       social,
       sendLimiter: sendLimiter('dm-send'),
       filter,

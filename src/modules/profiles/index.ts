@@ -2,9 +2,9 @@ import { profileGet, profileUpdate } from '../../../protocol/profiles.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { ProfileSchema } from './profile.entity.js';
-import { DEFAULT_PRIVACY, ProfilesService, privacyOf } from './profiles.service.js';
+import { DEFAULT_PRIVACY, dmPolicySql, ProfilesService, privacyOf } from './profiles.service.js';
 
-export { DEFAULT_PRIVACY };
+export { DEFAULT_PRIVACY, dmPolicySql };
 
 /** What other modules may use of profiles: the privacy settings they enforce. */
 export interface ProfilesApi {

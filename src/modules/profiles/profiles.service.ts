@@ -89,6 +89,13 @@ export class ProfilesService {
 }
 
 /**
+ * SQL for statements of other modules that decide in the database (a direct message's guarded
+ * insert): the dm_policy, as text, of the user the expression names; the default without a profile.
+ */
+export const dmPolicySql = (user: string) =>
+  `coalesce((select dm_policy::text from profiles where user_id = ${user}), '${DEFAULT_PRIVACY.dm_policy}')`;
+
+/**
  * The privacy settings of each given user in one query, for features that enforce them (presence
  * lookups and events now, direct messages and the public profile view later). Every distinct id
  * is in the result: the stored settings when the user saved a profile, a copy of DEFAULT_PRIVACY

@@ -38,6 +38,19 @@ export async function relationsOf(
   return relations;
 }
 
+/**
+ * SQL for statements of other modules that decide in the database (a direct message's guarded
+ * insert): whether an accepted friendship joins the users the two expressions name, either way.
+ */
+export const friendsBetweenSql = (a: string, b: string) =>
+  `exists (select 1 from friendships where status = 'accepted'
+     and ((requester_id = ${a} and addressee_id = ${b}) or (requester_id = ${b} and addressee_id = ${a})))`;
+
+/** SQL: whether either of the users the two expressions name blocked the other. */
+export const blockBetweenSql = (a: string, b: string) =>
+  `exists (select 1 from blocks
+     where (blocker_id = ${a} and blocked_id = ${b}) or (blocker_id = ${b} and blocked_id = ${a}))`;
+
 function setFlag(relations: Map<string, Relation>, id: string, flag: keyof Relation) {
   const relation = relations.get(id);
   if (relation) relation[flag] = true;
