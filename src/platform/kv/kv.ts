@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { StreamPosition } from '../../../protocol/stream-position.js';
 
 /**
@@ -99,9 +99,19 @@ export interface HistoryRead {
  */
 export const HISTORY_META_TTL_MS = 24 * 3600 * 1000;
 
+const EPOCH_BYTES = 6;
+/** Random bytes for many epochs: every recorded publish offers one, and a call into crypto each was ~2% of a DM send. */
+const epochPool = Buffer.alloc(EPOCH_BYTES * 256);
+let epochPoolUsed = epochPool.length;
+
 /** A short random name for a new history. */
 export function newEpoch(): string {
-  return randomBytes(6).toString('base64url');
+  if (epochPoolUsed === epochPool.length) {
+    randomFillSync(epochPool);
+    epochPoolUsed = 0;
+  }
+  epochPoolUsed += EPOCH_BYTES;
+  return epochPool.toString('base64url', epochPoolUsed - EPOCH_BYTES, epochPoolUsed);
 }
 
 const COLON = 0x3a;
