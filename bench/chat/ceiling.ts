@@ -1,10 +1,10 @@
 import { timeKeySql } from '../../src/platform/cursor.js';
 
 /**
- * The pgbench ceiling of a direct message: the statements ChatService.send runs for one message
- * (src/modules/chat/chat.service.ts), copied from their sources, with the sender and peer drawn
+ * The pgbench ceiling of a direct message: the statement ChatService.send runs for one message
+ * (src/modules/chat/chat.service.ts), copied from its source, with the sender and peer drawn
  * at random from the same pairs the service is loaded with (user n writes to user n % users + 1).
- * Ids are bound as numbers and spelled into the run's uuids by the statements themselves
+ * Ids are bound as numbers and spelled into the run's uuids by the statement itself
  * (pgbench variables are numbers): users are seeded with `userIdOf`.
  */
 
@@ -21,25 +21,24 @@ export function dmSendScript(users: number, prefix: string): string {
 \\set peer (:me % ${users}) + 1
 \\set a least(:me, :peer)
 \\set b greatest(:me, :peer)
--- relationsOf (src/modules/social/relations.ts): friendships and blocks in one statement
-select case when requester_id = ${me} then addressee_id else requester_id end as other, 'friends' as flag
-  from friendships
-  where status = 'accepted'
-    and ((requester_id = ${me} and addressee_id = any(array[${peer}])) or (addressee_id = ${me} and requester_id = any(array[${peer}])))
-union all
-select case when blocker_id = ${me} then blocked_id else blocker_id end, 'blocked'
-  from blocks
-  where (blocker_id = ${me} and blocked_id = any(array[${peer}])) or (blocked_id = ${me} and blocker_id = any(array[${peer}]));
--- privacyOf (src/modules/profiles/profiles.service.ts)
-select user_id, profile_visibility, presence_visibility, dm_policy, favorites_visibility
-  from profiles where user_id = any(array[${peer}]);
--- insertMessage (src/modules/chat/dm.repository.ts), no transaction; the pairs' conversations exist after the warm-up
-with target as (
+-- insertMessage (src/modules/chat/dm.repository.ts), no transaction; the pairs' conversations exist
+-- after the warm-up. It reads the facts that may refuse the message (friendship, blocks either way,
+-- the peer's dm_policy) and writes only when the policy admits the sender.
+with facts as (
+  select exists (select 1 from friendships where status = 'accepted'
+           and ((requester_id = ${me} and addressee_id = ${peer}) or (requester_id = ${peer} and addressee_id = ${me}))) as friends,
+         exists (select 1 from blocks
+           where (blocker_id = ${me} and blocked_id = ${peer}) or (blocker_id = ${peer} and blocked_id = ${me})) as blocked,
+         coalesce((select dm_policy::text from profiles where user_id = ${peer}), 'everyone') as dm_policy
+), target as (
   update conversations set last_message_at = greatest(last_message_at, now())
-  where user_a_id = ${userA} and user_b_id = ${userB} and not blocked
+  where user_a_id = ${userA} and user_b_id = ${userB} and not conversations.blocked
+    and (select f.dm_policy = any(case when f.friends then array['everyone', 'friends'] else array['everyone'] end) from facts f)
   returning id
+), inserted as (
+  insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
+  select gen_random_uuid(), target.id, ${me}, :body::text, false, now() from target
+  returning id, conversation_id, sender_id, body, filtered, created_at, ${createdKey} as created_key
 )
-insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-select gen_random_uuid(), target.id, ${me}, :body::text, false, now() from target
-returning id, conversation_id, sender_id, body, filtered, created_at, ${createdKey} as created_key`;
+select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`;
 }

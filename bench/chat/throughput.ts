@@ -9,7 +9,7 @@ import { BODY, type User } from './latency.js';
 /**
  * Measurement 2: DM sends per second through the socket (`dm.send` frames, one socket per user,
  * one frame in flight each) and REST (`POST /api/chat/dm/{user_id}/messages`, 50 connections,
- * each request from a random user), beside pgbench running the same statements with the
+ * each request from a random user), beside pgbench running the same statement with the
  * service's pool size, in interleaved rounds. User i writes to user i + 1 (the last to the first)
  * in all three, so the conversations are the same ones.
  */
