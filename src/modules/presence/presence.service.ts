@@ -192,14 +192,18 @@ export class PresenceService {
       );
     }
     const value = trimmed === '' ? null : trimmed;
-    // Both KV commands leave in the same tick: one round trip on Redis.
-    const [presence] = await Promise.all([
+    // The three KV commands leave in the same tick: one round trip on Redis, run in this order, so
+    // a subscriber counted after the SET reads the new message (see publish).
+    const [presence, , listened] = await Promise.all([
       this.deps.kv.get(presenceKey(caller.id)),
       this.deps.statusMessages.set(caller.id, value, ctx.now()),
+      this.deps.bus.hasSubscribers(presenceTopic(caller.id)),
     ]);
-    await this.publish(ctx, caller.id, presence !== null ? 'online' : 'offline', undefined, {
-      message: value,
-    });
+    if (listened) {
+      await this.announce(ctx, caller.id, presence !== null ? 'online' : 'offline', undefined, {
+        message: value,
+      });
+    }
     return { status_message: value };
   }
 
@@ -213,9 +217,19 @@ export class PresenceService {
     userId: string,
     status: 'online' | 'offline',
     lastSeen?: Date,
+  ): Promise<void> {
+    if (await this.deps.bus.hasSubscribers(presenceTopic(userId)))
+      await this.announce(ctx, userId, status, lastSeen);
+  }
+
+  /** Builds and publishes the event for the user's subscribers, who are known to exist. */
+  private async announce(
+    ctx: Ctx,
+    userId: string,
+    status: 'online' | 'offline',
+    lastSeen?: Date,
     known?: PendingStatus,
   ): Promise<void> {
-    if (!(await this.deps.bus.hasSubscribers(presenceTopic(userId)))) return;
     const [statusMessage, privacy] = await Promise.all([
       known ? known.message : this.currentStatusMessage(ctx, userId),
       this.deps.privacy.privacyOf(ctx.em, [userId]),
