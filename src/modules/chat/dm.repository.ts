@@ -96,6 +96,23 @@ export interface AdmittingPolicies {
   other: readonly string[];
 }
 
+/** Built once: the text is a prepared statement's key, and the send path's hottest. */
+const INSERT_MESSAGE_SQL = `with facts as (
+   select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
+          ${blockBetweenSql('$2::uuid', '$8::uuid')} as blocked,
+          ${dmPolicySql('$8::uuid')} as dm_policy
+ ), target as (
+   update conversations set last_message_at = greatest(last_message_at, $5)
+   where user_a_id = $6 and user_b_id = $7 and not conversations.blocked
+     and (select f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end) from facts f)
+   returning id
+ ), inserted as (
+   insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
+   select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
+   returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
+ )
+ select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`;
+
 /**
  * Stores a message in the pair's conversation and moves its activity time, in one statement that
  * needs no transaction, and answers with the facts that could refuse it, read in the same
@@ -113,21 +130,7 @@ export async function insertMessage(
   const [userA, userB] = orderedPair(message.senderId, message.peerId);
   const [row] = await executeBound<SendFacts & { [K in keyof MessageRow]: MessageRow[K] | null }>(
     em,
-    `with facts as (
-       select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
-              ${blockBetweenSql('$2::uuid', '$8::uuid')} as blocked,
-              ${dmPolicySql('$8::uuid')} as dm_policy
-     ), target as (
-       update conversations set last_message_at = greatest(last_message_at, $5)
-       where user_a_id = $6 and user_b_id = $7 and not conversations.blocked
-         and (select f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end) from facts f)
-       returning id
-     ), inserted as (
-       insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-       select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
-       returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
-     )
-     select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`,
+    INSERT_MESSAGE_SQL,
     [
       message.id,
       message.senderId,
