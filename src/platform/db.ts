@@ -254,7 +254,7 @@ function embeddedRunner(pglite: PGlite): Runner {
     return {
       name,
       paramTypes: messageNamed('parameterDescription')?.dataTypeIDs ?? [],
-      // NoData instead for a statement that returns no rows.
+      // A statement that returns no rows is described by NoData instead: no fields.
       fields: (messageNamed('rowDescription')?.fields ?? []) as PreparedStatement['fields'],
     };
   };

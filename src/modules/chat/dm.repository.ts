@@ -145,31 +145,14 @@ export async function insertMessage(
     ],
   );
   if (!row) throw new Error('insertMessage: the statement answers one row');
-  const {
+  // The message's columns are all null when nothing was inserted (the left join found no row).
+  const { friends, blocked, dm_policy, ...inserted } = row;
+  return {
     friends,
     blocked,
     dm_policy,
-    id,
-    conversation_id,
-    sender_id,
-    body,
-    filtered,
-    created_at,
-    created_key,
-  } = row;
-  const stored =
-    id === null || conversation_id === null || created_at === null || created_key === null
-      ? undefined
-      : {
-          id,
-          conversation_id,
-          sender_id,
-          body: body ?? '',
-          filtered: filtered === true,
-          created_at,
-          created_key,
-        };
-  return { friends, blocked, dm_policy, message: stored };
+    message: inserted.id === null ? undefined : (inserted as MessageRow),
+  };
 }
 
 /** Sets the pair's conversation's `blocked` from the blocks between them (in the block's transaction). */
