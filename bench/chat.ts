@@ -1,6 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
+import { type Backend, machineLine, scenarioOptions } from './backends.js';
 import { type ChatResults, measureChat } from './chat/measure.js';
 import { chatReport } from './chat/report.js';
 import { POOL_SIZE } from './datapath/measure.js';
@@ -8,7 +7,6 @@ import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
 import { roundSchedule } from './realtime/rounds.js';
 import { profilingNodeArgs } from './service.js';
-import type { Backend } from './worlds/measure.js';
 
 /**
  * Direct messages: end-to-end latency across two instances at 1,000 messages/s, send throughput
@@ -19,17 +17,12 @@ import type { Backend } from './worlds/measure.js';
  * instance into DIR). Writes bench/results/chat.md.
  */
 export async function run(seconds: number): Promise<string> {
-  const { values } = parseArgs({
-    options: { backends: { type: 'string' }, profile: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
-  const nodeArgs = await profilingNodeArgs(values.profile);
+  const { backends, profile } = scenarioOptions();
+  const nodeArgs = await profilingNodeArgs(profile);
   const schedule = roundSchedule(seconds);
   const started = performance.now();
   const before = codeState();
-  const environment = `Node ${process.version}, ${availableParallelism()} cores, load average ${loadavg()[0]?.toFixed(1)} at the start.`;
+  const environment = machineLine();
   progress(environment);
   const results: Partial<Record<Backend, ChatResults>> = {};
   for (const backend of backends) results[backend] = await measureChat(backend, schedule, seconds, nodeArgs);

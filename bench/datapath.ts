@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { parseArgs } from 'node:util';
-import { type Backend, type BackendResults, measureBackend } from './datapath/measure.js';
+import { type Backend, scenarioOptions } from './backends.js';
+import { type BackendResults, measureBackend } from './datapath/measure.js';
 import { datapathReport } from './datapath/report.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
@@ -16,13 +16,8 @@ import { profilingNodeArgs } from './service.js';
  * (--profile writes a V8 CPU profile of each atrium instance into DIR). Writes bench/results/datapath.md.
  */
 export async function run(seconds: number): Promise<string> {
-  const { values } = parseArgs({
-    options: { backends: { type: 'string' }, profile: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
-  const nodeArgs = await profilingNodeArgs(values.profile);
+  const { backends, profile } = scenarioOptions();
+  const nodeArgs = await profilingNodeArgs(profile);
   const schedule = roundSchedule(seconds);
   const before = codeState();
   progress(

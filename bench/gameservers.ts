@@ -1,13 +1,12 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { launchesOf, recordingCommand } from '../test/gameservers/fixtures/launches.js';
+import { type Backend, machineLine, scenarioOptions } from './backends.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { startAtrium, stopAtrium } from './realtime/servers.js';
 import { BULK_CHUNK_BYTES, BULK_CHUNKS, seedBulkWorld } from './worlds/bulk-load.js';
 import { Api, type Latency, latency, progress, WORLDS_ENV } from './worlds/harness.js';
-import { type Backend, withBackend } from './worlds/measure.js';
+import { withBackend } from './worlds/measure.js';
 
 /**
  * Game servers with the reference server (examples/gameserver/): spawn-to-ready latency over 50
@@ -160,14 +159,9 @@ function report(results: Partial<Record<Backend, Results>>, header: string[]): s
 }
 
 export async function run(seconds: number): Promise<string> {
-  const { values } = parseArgs({
-    options: { backends: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
+  const { backends } = scenarioOptions();
   const before = codeState();
-  const environment = `Node ${process.version}, ${availableParallelism()} cores, load average ${loadavg()[0]?.toFixed(1)} at the start.`;
+  const environment = machineLine();
   const started = performance.now();
   const results: Partial<Record<Backend, Results>> = {};
   for (const backend of backends) results[backend] = await measure(backend, seconds);

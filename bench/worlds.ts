@@ -1,9 +1,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
+import { type Backend, machineLine, scenarioOptions } from './backends.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './worlds/harness.js';
-import { type Backend, measureWorlds, type WorldsResults } from './worlds/measure.js';
+import { measureWorlds, type WorldsResults } from './worlds/measure.js';
 import { worldsReport } from './worlds/report.js';
 
 /**
@@ -13,15 +12,10 @@ import { worldsReport } from './worlds/report.js';
  * co-editing windows, default 10). Writes bench/results/worlds.md.
  */
 export async function run(seconds: number): Promise<string> {
-  const { values } = parseArgs({
-    options: { backends: { type: 'string' } },
-    allowPositionals: true,
-    strict: false,
-  });
-  const backends = String(values.backends ?? 'embedded,postgres').split(',') as Backend[];
+  const { backends } = scenarioOptions();
   const started = performance.now();
   const before = codeState();
-  const environment = `Node ${process.version}, ${availableParallelism()} cores, load average ${loadavg()[0]?.toFixed(1)} at the start.`;
+  const environment = machineLine();
   progress(environment);
   const results: Partial<Record<Backend, WorldsResults>> = {};
   for (const backend of backends) results[backend] = await measureWorlds(backend, seconds);

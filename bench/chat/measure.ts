@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Backend } from '../backends.js';
 import { POOL_SIZE } from '../datapath/measure.js';
 import { seedUsers } from '../datapath/seed.js';
 import { progress } from '../realtime/progress.js';
@@ -6,7 +7,7 @@ import type { RoundSchedule } from '../realtime/rounds.js';
 import { type Atrium, startAtrium, stopAtrium } from '../realtime/servers.js';
 import { type TokenIssuer, tokenIssuer } from '../realtime/tokens.js';
 import { postgresSql, WORLDS_ENV } from '../worlds/harness.js';
-import { type Backend, withBackend } from '../worlds/measure.js';
+import { withBackend } from '../worlds/measure.js';
 import { userIdOf } from './ceiling.js';
 import { type DmLatencyResults, measureDmLatency, RATES, SENDERS, type User } from './latency.js';
 import { measureRecovery, type RecoveryResults } from './recovery.js';

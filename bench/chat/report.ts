@@ -1,8 +1,8 @@
+import type { Backend } from '../backends.js';
 import { pct, verdict, whole } from '../realtime/format.js';
 import { type ContenderRounds, ratio, summarize, type WindowFigures } from '../realtime/rounds.js';
 import { median } from '../realtime/stats.js';
 import type { Latency } from '../worlds/harness.js';
-import type { Backend } from '../worlds/measure.js';
 import { RATES, SENDERS, WARM_UP_SECONDS } from './latency.js';
 import { type ChatResults, USERS } from './measure.js';
 import { MISSED, REPETITIONS } from './recovery.js';

@@ -1,6 +1,7 @@
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Backend } from '../backends.js';
 import { type FrameClients, type FrameWindow, frameClients } from '../realtime/frame-load.js';
 import { withSharedBackends } from '../realtime/phases.js';
 import { progress } from '../realtime/progress.js';
@@ -13,7 +14,6 @@ import { seedUsers } from './seed.js';
 
 /** One backend's three comparisons: each operation of atrium in interleaved rounds with its ceiling. */
 
-export type Backend = 'embedded' | 'postgres';
 /** Sockets of the status load, one user each, one frame in flight each (the figure). */
 export const STATUS_SOCKETS = 200;
 /** The service's pool (DATABASE_POOL_SIZE's default with Postgres), given to every ceiling too. */

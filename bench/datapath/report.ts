@@ -1,3 +1,4 @@
+import type { Backend } from '../backends.js';
 import { pct, whole } from '../realtime/format.js';
 import {
   type ContenderRounds,
@@ -7,7 +8,7 @@ import {
   type WindowFigures,
 } from '../realtime/rounds.js';
 import { median } from '../realtime/stats.js';
-import { type Backend, type BackendResults, STATUS_SOCKETS } from './measure.js';
+import { type BackendResults, STATUS_SOCKETS } from './measure.js';
 
 /** bench/results/datapath.md: one table per backend, service beside ceiling per operation. */
 

@@ -1,6 +1,7 @@
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Backend } from '../backends.js';
 import { withSharedBackends } from '../realtime/phases.js';
 import { type Atrium, startAtrium, stopAtrium } from '../realtime/servers.js';
 import { type BatchResults, measureBatchWrites } from './batch-write.js';
@@ -18,7 +19,6 @@ import { measurePuts, type PutResults } from './put-throughput.js';
 
 /** One backend's five measurements, on one service instance (two for co-editing on Postgres). */
 
-export type Backend = 'embedded' | 'postgres';
 export const BULK_REPS = 7;
 export const BATCHES = 50;
 const ROOMS = 10;

@@ -1,3 +1,4 @@
+import type { Backend } from '../backends.js';
 import { pct, verdict, whole } from '../realtime/format.js';
 import { median } from '../realtime/stats.js';
 import { BATCH_WRITES } from './batch-write.js';
@@ -5,7 +6,7 @@ import { BULK_CHUNK_BYTES, BULK_CHUNKS, CEILING_SQL } from './bulk-load.js';
 import { COEDIT_BYTES, type CoEditResults, PUTS_PER_SECOND, SUBSCRIBERS } from './co-editing.js';
 import type { Latency } from './harness.js';
 import { HISTORY_REVISIONS } from './history.js';
-import { BATCHES, type Backend, BULK_REPS, type WorldsResults } from './measure.js';
+import { BATCHES, BULK_REPS, type WorldsResults } from './measure.js';
 import { EDITORS, PUT_BYTES, type PutResults } from './put-throughput.js';
 
 /** bench/results/worlds.md: one table per backend, each figure beside its target. */
