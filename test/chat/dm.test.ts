@@ -4,7 +4,7 @@ import { insertBlock, lockPair } from '../../src/modules/social/social.repositor
 import { callsAs, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { dmCalls } from './dm.js';
+import { dmCalls, whileTransactionOpen } from './dm.js';
 import { readAllPages } from './pages.js';
 
 describe('direct messages', () => {
@@ -279,15 +279,15 @@ describe('direct messages racing a block', () => {
    * block, the conversation's marker), holding the transaction open while `during` runs.
    */
   const blockHeldOpen = (blocker: string, blocked: string, during: () => void) =>
-    app()
-      .db.orm.em.fork()
-      .transactional(async (em) => {
+    whileTransactionOpen(
+      app,
+      async (em) => {
         await lockPair(em, blocker, blocked);
         await insertBlock(em, blocker, blocked, new Date());
         await refreshConversationBlock(em, blocker, blocked);
-        during();
-        await new Promise((resolve) => setTimeout(resolve, 300));
-      });
+      },
+      during,
+    );
 
   it('a first DM sent while a block of the pair is being written waits for it, then answers 403 and stores nothing', async () => {
     const [alice, bob] = [await registerUser(app()), await registerUser(app())];
