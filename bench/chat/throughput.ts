@@ -18,6 +18,20 @@ export interface ThroughputResults {
   socket: ContenderRounds<FrameWindow>;
   rest: ContenderRounds<RestWindow>;
   ceiling: ContenderRounds<PgbenchWindow>;
+  /** Messages the service stored per statement over the rounds (its batches, docs/chat.md). */
+  messagesPerStatement: number;
+}
+
+/** The service's DM store batches so far: statements run and messages they stored (GET /metrics). */
+async function storeBatches(httpPort: number): Promise<{ statements: number; messages: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${httpPort}/metrics`)).text();
+  const value = (suffix: string) =>
+    Number(
+      new RegExp(`^atrium_statement_batch_size_${suffix}\\{statement="dm_store"\\} (\\d+)`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  return { statements: value('count'), messages: value('sum') };
 }
 
 export async function measureThroughput(
@@ -69,12 +83,15 @@ export async function measureThroughput(
     poolSize,
   );
   try {
+    const before = await storeBatches(atrium.httpPort);
     const [s, r, c] = await interleavedRounds<FrameWindow | RestWindow | PgbenchWindow>(
       'postgres, DM sends',
       [socket, rest, ceiling],
       schedule,
     );
-    return { socket: s, rest: r, ceiling: c } as ThroughputResults;
+    const after = await storeBatches(atrium.httpPort);
+    const messagesPerStatement = (after.messages - before.messages) / (after.statements - before.statements);
+    return { socket: s, rest: r, ceiling: c, messagesPerStatement } as ThroughputResults;
   } finally {
     await socket.close();
     await ceiling.close();

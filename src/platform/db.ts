@@ -16,6 +16,8 @@ export interface Database {
   kind: 'postgres' | 'embedded';
   /** Set for the embedded database only. */
   embedded?: EmbeddedPostgres;
+  /** Connections in the pool: DATABASE_POOL_SIZE, or 1 for the embedded database (one session). */
+  poolSize: number;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -74,7 +76,7 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
         entities: options.entities ?? [],
       }),
     );
-    return wrap(orm, 'postgres');
+    return wrap(orm, 'postgres', config.DATABASE_POOL_SIZE);
   }
   const embedded = await startEmbeddedPostgres(
     options.embedded ?? { dataDir: join(config.DATA_DIR, 'pgdata') },
@@ -90,18 +92,19 @@ export async function openDatabase(config: Config, options: OpenDatabaseOptions 
         entities: options.entities ?? [],
       }),
     );
-    return wrap(orm, 'embedded', embedded);
+    return wrap(orm, 'embedded', 1, embedded);
   } catch (error) {
     await embedded.close();
     throw error;
   }
 }
 
-function wrap(orm: Orm, kind: Database['kind'], embedded?: EmbeddedPostgres): Database {
+function wrap(orm: Orm, kind: Database['kind'], poolSize: number, embedded?: EmbeddedPostgres): Database {
   runners.set(orm.em.getDriver(), embedded ? embeddedRunner(embedded.pglite) : postgresRunner());
   return {
     orm,
     kind,
+    poolSize,
     ...(embedded ? { embedded } : {}),
     async ping() {
       await orm.em.getConnection().execute('select 1');

@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { HotHistogram } from './hot-histogram.js';
 
 /**
@@ -33,6 +33,13 @@ export function createMetrics() {
       name: 'atrium_ws_closed_by_server_total',
       help: 'Connections the gateway closed, by reason (auth_timeout, session_ended, slow_consumer, flood).',
       labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    statementBatchSize: new Histogram({
+      name: 'atrium_statement_batch_size',
+      help: 'Calls served by one statement of a batched write (src/platform/batcher.ts), by statement.',
+      labelNames: ['statement'] as const,
+      buckets: [1, 2, 4, 8, 16, 32, 64, 100],
       registers: [registry],
     }),
     wsErrorFrames: new Counter({

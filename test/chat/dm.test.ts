@@ -1,11 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { refreshConversationBlock } from '../../src/modules/chat/dm.repository.js';
+import type { TokenResponse } from '../../protocol/auth.js';
+import {
+  insertMessages,
+  type NewMessage,
+  refreshConversationBlock,
+} from '../../src/modules/chat/dm.repository.js';
 import { insertBlock, lockPair } from '../../src/modules/social/social.repository.js';
+import { executeBound } from '../../src/platform/db.js';
+import { newId } from '../../src/platform/ids.js';
 import { callsAs, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { dmCalls, whileTransactionOpen } from './dm.js';
 import { readAllPages } from './pages.js';
+
+type Pair = readonly [TokenResponse, TokenResponse];
 
 describe('direct messages', () => {
   const app = useTestApp();
@@ -255,6 +264,104 @@ describe('direct messages', () => {
     expect(seen).toEqual(peers.map((p) => p.user.id).reverse());
   });
 
+  it('stores the sends that wait while the store statements are busy with one statement, answering each on its own', async () => {
+    const pairs = await Promise.all(
+      Array.from({ length: 12 }, async () => [await user(), await user()] as const),
+    );
+    // Every pair but the last already talks; two of them have since closed the door.
+    const conversations: string[] = [];
+    for (const [from, to] of pairs.slice(0, -1))
+      conversations.push((await sent(from, to, 'hello')).conversation_id);
+    const [blockedPair, privatePair, maskedPair, newPair] = pairs.slice(-4) as [Pair, Pair, Pair, Pair];
+    await expectStatus(204, 'PUT', `/api/blocks/${blockedPair[0].user.id}`, blockedPair[1]);
+    await expectStatus(200, 'PUT', '/api/profile/me', privatePair[1], { privacy: { dm_policy: 'nobody' } });
+    const before = await storeStatements();
+
+    // The first pairs' conversations are locked meanwhile, one for each statement that may run at
+    // once (ChatService's storeConcurrency, half the pool): their sends wait, and so do the rest.
+    const busy = Math.max(1, Math.floor(app().db.poolSize / 2));
+    let sending: Promise<{ statusCode: number; json(): unknown }[]> | undefined;
+    await whileTransactionOpen(
+      app,
+      (em) =>
+        executeBound(em, 'select 1 from conversations where id = any($1::uuid[]) for update', [
+          conversations.slice(0, busy),
+        ]),
+      () => {
+        sending = Promise.all(
+          pairs.map(([from, to]) =>
+            send(from, to.user.id, from === maskedPair[0] ? 'what the fuck' : 'again'),
+          ),
+        );
+      },
+    );
+    const answers = (await sending) ?? [];
+
+    const answerOf = (pair: Pair) => answers[pairs.indexOf(pair)];
+    expect([answerOf(blockedPair)?.statusCode, answerOf(privatePair)?.statusCode]).toEqual([403, 403]);
+    for (const pair of pairs.filter((p) => p !== blockedPair && p !== privatePair)) {
+      expect(answerOf(pair)?.statusCode).toBe(201);
+    }
+    expect(answerOf(maskedPair)?.json()).toMatchObject({ body: 'what the ****', filtered: true });
+    expect((await rowsOf(blockedPair[0].user.id)).messages).toEqual([{ body: 'hello', filtered: false }]);
+    expect((await rowsOf(privatePair[0].user.id)).messages).toEqual([{ body: 'hello', filtered: false }]);
+    expect((await rowsOf(newPair[0].user.id)).messages).toEqual([{ body: 'again', filtered: false }]);
+    const after = await storeStatements();
+    expect(after.sends - before.sends).toBe(pairs.length);
+    // The locked pairs' statements, then one for all the sends that waited.
+    expect(after.statements - before.statements).toBe(busy + 1);
+  });
+
+  /** The dm_store batch histogram: statements run and sends they stored. */
+  const storeStatements = async () => {
+    const text = (await app().http.inject({ method: 'GET', url: '/metrics' })).body;
+    const value = (suffix: string) =>
+      Number(
+        new RegExp(`^atrium_statement_batch_size_${suffix}\\{statement="dm_store"\\} (\\d+)`, 'm').exec(
+          text,
+        )?.[1] ?? 0,
+      );
+    return { statements: value('count'), sends: value('sum') };
+  };
+
+  it('stores several messages in one statement, answering in order: two in one conversation, one without a conversation', async () => {
+    const [alice, bob, carol] = [await user(), await user(), await user()];
+    const { conversation_id } = await sent(alice, bob, 'first');
+    const at = (ms: number) => new Date(Date.parse('2030-01-01T00:00:00Z') + ms);
+    const message = (from: string, to: string, body: string, ms: number): NewMessage => ({
+      id: newId(),
+      senderId: from,
+      peerId: to,
+      body,
+      filtered: false,
+      at: at(ms),
+    });
+    const batch = [
+      message(alice.user.id, bob.user.id, 'one', 1),
+      message(bob.user.id, alice.user.id, 'two', 2),
+      message(alice.user.id, carol.user.id, 'nowhere yet', 3),
+    ];
+    const outcomes = await insertMessages(app().db.orm.em.fork(), batch, {
+      friend: ['everyone', 'friends'],
+      other: ['everyone'],
+    });
+    expect(outcomes.map((outcome) => outcome.message?.body)).toEqual(['one', 'two', undefined]);
+    expect(outcomes[2]).toEqual({
+      friends: false,
+      blocked: false,
+      dm_policy: 'everyone',
+      message: undefined,
+    });
+    expect(outcomes[1]?.message).toMatchObject({ id: batch[1]?.id, conversation_id, sender_id: bob.user.id });
+    const [conversation] = await queryRows<{ last_message_at: Date }>(
+      app().db,
+      'select last_message_at from conversations where id = ?',
+      [conversation_id],
+    );
+    expect(new Date(conversation?.last_message_at as Date).toISOString()).toBe(at(2).toISOString());
+    expect((await rowsOf(carol.user.id)).conversations).toEqual([]);
+  });
+
   it("deletes the account's conversations with it; the peer's list no longer shows them", async () => {
     const [leaving, staying] = [await user(), await user()];
     const { conversation_id } = await sent(leaving, staying, 'bye');
@@ -311,6 +418,42 @@ describe('direct messages racing a block', () => {
     const answer = await dm;
     expect(answer?.statusCode, answer?.body).toBe(403);
     expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'before the block', filtered: false }]);
+  });
+
+  it('a statement storing several messages while a block of one pair is being written stores only the others', async () => {
+    const [alice, bob, carol, dave] = [
+      await registerUser(app()),
+      await registerUser(app()),
+      await registerUser(app()),
+      await registerUser(app()),
+    ];
+    await sent(alice, bob, 'before the block');
+    await sent(carol, dave, 'hi');
+    const message = (from: string, to: string, body: string): NewMessage => ({
+      id: newId(),
+      senderId: from,
+      peerId: to,
+      body,
+      filtered: false,
+      at: new Date(),
+    });
+    let stored: ReturnType<typeof insertMessages> | undefined;
+    await blockHeldOpen(bob.user.id, alice.user.id, () => {
+      stored = insertMessages(
+        app().db.orm.em.fork(),
+        [
+          message(alice.user.id, bob.user.id, 'slipping through?'),
+          message(carol.user.id, dave.user.id, 'still here'),
+        ],
+        { friend: ['everyone', 'friends'], other: ['everyone'] },
+      );
+    });
+    expect((await stored)?.map((outcome) => outcome.message?.body)).toEqual([undefined, 'still here']);
+    expect((await rowsOf(alice.user.id)).messages).toEqual([{ body: 'before the block', filtered: false }]);
+    expect((await rowsOf(carol.user.id)).messages).toEqual([
+      { body: 'hi', filtered: false },
+      { body: 'still here', filtered: false },
+    ]);
   });
 
   it('marks the conversation blocked while a block stands either way, and clears it on unblock', async () => {

@@ -2,6 +2,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Conversation, Message } from '../../../protocol/chat.js';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import { audienceSchema } from '../../../protocol/profiles.js';
+import { batched } from '../../platform/batcher.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
@@ -18,10 +19,12 @@ import {
   conversationsOf,
   ensureConversation,
   insertMessage,
+  insertMessages,
   type MessageRow,
   markRead,
   messagesOf,
-  type SendFacts,
+  type NewMessage,
+  type StoreOutcome,
 } from './dm.repository.js';
 import { trimmedBody } from './message-body.js';
 import type { Filtered } from './text-filter.js';
@@ -32,6 +35,10 @@ export interface ChatDeps {
   /** Messages per sender and window, shared by the nodes through Redis when there is one. */
   sendLimiter: RateLimiterAbstract;
   filter: (body: string) => Filtered;
+  /** How many statements storing messages may run at once; sends made meanwhile wait and share one. */
+  storeConcurrency: number;
+  /** Told how many sends each statement stored (a metric). */
+  observeStoreBatch?: (size: number) => void;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -47,6 +54,12 @@ const throwBlocked = (): never => {
   throw blockedBetween();
 };
 
+/** A send waiting to be stored, with the context of its call. */
+type StoreCall = { ctx: Ctx; message: NewMessage };
+
+/** The most sends one statement stores; more waiting go in the next. */
+const MESSAGES_PER_STATEMENT = 100;
+
 /** Whether the peer's dm_policy lets the sender message them. */
 const admits = (policy: string, friends: boolean) =>
   policy === 'everyone' || (policy === 'friends' && friends);
@@ -61,7 +74,7 @@ const ADMITTING: AdmittingPolicies = {
  * The stored message; otherwise the refusal its facts call for (a block either way comes first,
  * then the peer's dm_policy), or undefined when only the pair's conversation is missing.
  */
-function storedOrRefusal(sent: SendFacts & { message: MessageRow | undefined }): MessageRow | undefined {
+function storedOrRefusal(sent: StoreOutcome): MessageRow | undefined {
   if (sent.message) return sent.message;
   if (sent.blocked) throw blockedBetween();
   if (!admits(sent.dm_policy, sent.friends))
@@ -100,7 +113,31 @@ const toConversation = (row: ConversationRow): Conversation => ({
  * conversation list. Events go to both users' own topics after the write committed.
  */
 export class ChatService {
-  constructor(private readonly deps: ChatDeps) {}
+  /**
+   * Stores sends in batches (insertMessages): while `storeConcurrency` statements are running,
+   * the sends made meanwhile wait and the next statement stores them all. Under load the pool's
+   * connections would otherwise be held once per message, each for a round trip and a commit,
+   * and they are what limits how many messages a node can store.
+   */
+  private readonly storeBatched: (call: StoreCall) => Promise<StoreOutcome>;
+
+  constructor(private readonly deps: ChatDeps) {
+    this.storeBatched = batched(
+      // Any sender's entity manager can run it (a batch is never empty): none is in a transaction
+      // (store() sends those alone), so neither is the context a batch starts in.
+      (sends: readonly StoreCall[]) =>
+        insertMessages(
+          (sends[0] as StoreCall).ctx.em,
+          sends.map((send) => send.message),
+          ADMITTING,
+        ),
+      {
+        maxSize: MESSAGES_PER_STATEMENT,
+        maxInFlight: deps.storeConcurrency,
+        observe: deps.observeStoreBatch,
+      },
+    );
+  }
 
   /**
    * Checks run cheapest first: the input, then the sender's rate limit (so a flood of refused
@@ -155,20 +192,24 @@ export class ChatService {
   }
 
   /**
-   * Stores the message: one statement once the pair has a conversation (insertMessage, which
-   * reads what may refuse the message and writes only when nothing does; a block written
-   * meanwhile cannot pass it). The first message creates the conversation, in a transaction
-   * holding the pair's social lock, so a block being written is waited for and the new
-   * conversation starts out `blocked` when one was; a refusal rolls the conversation back. A peer
-   * deleted since (or never there: no relation, default privacy) fails the conversation's foreign
-   * keys: 404.
+   * Stores the message: one statement once the pair has a conversation, shared with the sends
+   * waiting with it (insertMessages, which reads what may refuse each message and writes
+   * only those nothing refuses; a block written meanwhile cannot pass it). The first message
+   * creates the conversation, in a transaction holding the pair's social lock, so a block being
+   * written is waited for and the new conversation starts out `blocked` when one was; a refusal
+   * rolls the conversation back. A peer deleted since (or never there: no relation, default
+   * privacy) fails the conversation's foreign keys: 404.
    */
   private async store(ctx: Ctx, me: string, peer: string, { body, filtered }: Filtered): Promise<Message> {
     const at = ctx.now();
     const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
     try {
+      // A caller in a transaction stores in it, alone; a batch is its own statement.
+      const stored = ctx.em.getTransactionContext()
+        ? insertMessage(ctx.em, message, ADMITTING)
+        : this.storeBatched({ ctx, message });
       const row =
-        storedOrRefusal(await insertMessage(ctx.em, message, ADMITTING)) ??
+        storedOrRefusal(await stored) ??
         (await ctx.em.transactional(async (em) => {
           await this.deps.social.holdPair(em, me, peer);
           if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();

@@ -96,6 +96,19 @@ export interface AdmittingPolicies {
   other: readonly string[];
 }
 
+/** A message to store: its id and time are given by the service. */
+export interface NewMessage {
+  id: string;
+  senderId: string;
+  peerId: string;
+  body: string;
+  filtered: boolean;
+  at: Date;
+}
+
+/** What storing one message found: the facts that could refuse it, and the row when it was stored. */
+export type StoreOutcome = SendFacts & { message: MessageRow | undefined };
+
 /** Built once: the text is a prepared statement's key, and the send path's hottest. */
 const INSERT_MESSAGE_SQL = `with facts as (
    select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
@@ -114,6 +127,50 @@ const INSERT_MESSAGE_SQL = `with facts as (
  select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`;
 
 /**
+ * INSERT_MESSAGE_SQL for several messages at once. Its conversations are locked first, in id order,
+ * which the single-row statement need not do: two statements that each lock several could
+ * otherwise wait for each other.
+ */
+const INSERT_MESSAGES_SQL = `with input as (
+   select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::timestamptz[],
+                        $6::uuid[], $7::uuid[], $8::uuid[])
+     with ordinality as m(id, sender_id, body, filtered, at, user_a_id, user_b_id, peer_id, n)
+ ), facts as (
+   select m.*, ${friendsBetweenSql('m.sender_id', 'm.peer_id')} as friends,
+          ${blockBetweenSql('m.sender_id', 'm.peer_id')} as blocked,
+          ${dmPolicySql('m.peer_id')} as dm_policy
+   from input m
+ ), admitted as (
+   select * from facts f where f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end)
+ ), locked as (
+   -- Each conversation once, locked in id order, so statements storing several cannot deadlock.
+   select c.id, c.user_a_id, c.user_b_id from conversations c
+   where (c.user_a_id, c.user_b_id) in (select user_a_id, user_b_id from admitted) and not c.blocked
+   order by c.id for update
+ ), target as (
+   update conversations c set last_message_at = greatest(c.last_message_at, a.at)
+   from locked l, (select user_a_id, user_b_id, max(at) as at from admitted group by user_a_id, user_b_id) a
+   where c.id = l.id and a.user_a_id = l.user_a_id and a.user_b_id = l.user_b_id and not c.blocked
+   returning c.id, c.user_a_id, c.user_b_id
+ ), inserted as (
+   insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
+   select a.id, t.id, a.sender_id, a.body, a.filtered, a.at
+   from admitted a join target t on t.user_a_id = a.user_a_id and t.user_b_id = a.user_b_id
+   returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
+ )
+ select f.friends, f.blocked, f.dm_policy, i.* from facts f left join inserted i on i.id = f.id order by f.n`;
+
+type OutcomeRow = SendFacts & { [K in keyof MessageRow]: MessageRow[K] | null };
+
+/** A row of the statements: the message's columns are all null when it was not inserted. */
+const outcomeOf = ({ friends, blocked, dm_policy, ...inserted }: OutcomeRow): StoreOutcome => ({
+  friends,
+  blocked,
+  dm_policy,
+  message: inserted.id === null ? undefined : (inserted as MessageRow),
+});
+
+/**
  * Stores a message in the pair's conversation and moves its activity time, in one statement that
  * needs no transaction, and answers with the facts that could refuse it, read in the same
  * statement, so a send is one round trip. Nothing is written (`message` undefined) when the peer's
@@ -124,35 +181,54 @@ const INSERT_MESSAGE_SQL = `with facts as (
  */
 export async function insertMessage(
   em: EntityManager,
-  message: { id: string; senderId: string; peerId: string; body: string; filtered: boolean; at: Date },
+  message: NewMessage,
   admitting: AdmittingPolicies,
-): Promise<SendFacts & { message: MessageRow | undefined }> {
+): Promise<StoreOutcome> {
   const [userA, userB] = orderedPair(message.senderId, message.peerId);
-  const [row] = await executeBound<SendFacts & { [K in keyof MessageRow]: MessageRow[K] | null }>(
-    em,
-    INSERT_MESSAGE_SQL,
-    [
-      message.id,
-      message.senderId,
-      message.body,
-      message.filtered,
-      message.at,
-      userA,
-      userB,
-      message.peerId,
-      admitting.friend,
-      admitting.other,
-    ],
-  );
+  const [row] = await executeBound<OutcomeRow>(em, INSERT_MESSAGE_SQL, [
+    message.id,
+    message.senderId,
+    message.body,
+    message.filtered,
+    message.at,
+    userA,
+    userB,
+    message.peerId,
+    admitting.friend,
+    admitting.other,
+  ]);
   if (!row) throw new Error('insertMessage: the statement answers one row');
-  // The message's columns are all null when nothing was inserted (the left join found no row).
-  const { friends, blocked, dm_policy, ...inserted } = row;
-  return {
-    friends,
-    blocked,
-    dm_policy,
-    message: inserted.id === null ? undefined : (inserted as MessageRow),
-  };
+  return outcomeOf(row);
+}
+
+/**
+ * insertMessage for any number of messages, in one statement and one round trip, answering for
+ * each message in order. A lone message takes insertMessage's statement, which does not lock
+ * ahead and costs Postgres about a fifth less (pgbench, one message per statement).
+ */
+export async function insertMessages(
+  em: EntityManager,
+  messages: readonly NewMessage[],
+  admitting: AdmittingPolicies,
+): Promise<StoreOutcome[]> {
+  if (messages.length === 1 || process.env.EXP_SINGLES)
+    return Promise.all(messages.map((m) => insertMessage(em, m, admitting)));
+  const pairs = messages.map((message) => orderedPair(message.senderId, message.peerId));
+  const rows = await executeBound<OutcomeRow>(em, INSERT_MESSAGES_SQL, [
+    messages.map((message) => message.id),
+    messages.map((message) => message.senderId),
+    messages.map((message) => message.body),
+    messages.map((message) => message.filtered),
+    messages.map((message) => message.at),
+    pairs.map(([userA]) => userA),
+    pairs.map(([, userB]) => userB),
+    messages.map((message) => message.peerId),
+    admitting.friend,
+    admitting.other,
+  ]);
+  if (rows.length !== messages.length)
+    throw new Error('insertMessages: the statement answers a row per message');
+  return rows.map(outcomeOf);
 }
 
 /** Sets the pair's conversation's `blocked` from the blocks between them (in the block's transaction). */

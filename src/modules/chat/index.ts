@@ -30,7 +30,10 @@ export const chatModule = defineModule({
   name: 'chat',
   entities: [],
   needs: ['social', 'worlds'],
-  setup({ bus, kv, config, gateway }, { social, worlds }: { social: SocialApi; worlds: WorldsApi }) {
+  setup(
+    { bus, kv, config, gateway, metrics, db },
+    { social, worlds }: { social: SocialApi; worlds: WorldsApi },
+  ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
     // A conversation's `blocked` marker follows the blocks, in the block's own transaction.
     social.onPairBlockChange(refreshConversationBlock);
@@ -47,6 +50,9 @@ export const chatModule = defineModule({
       social,
       sendLimiter: sendLimiter('dm-send'),
       filter,
+      // Sends hold at most half the pool; under load their batches grow instead.
+      storeConcurrency: Math.max(1, Math.floor(db.poolSize / 2)),
+      observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'dm_store' }, size),
     });
     // A limit of its own: a busy world chat does not use up a user's direct messages, nor the reverse.
     const worldChat = new WorldChatService({

@@ -1,0 +1,62 @@
+/**
+ * Runs calls in batches, as a database commits a group: a call starts a batch of its own at once
+ * while fewer than `maxInFlight` batches are running; otherwise it waits, and the next batch to
+ * start (when one ends) takes every call that waited, up to `maxSize`. A quiet node therefore runs
+ * each call alone and without delay, and a busy one serves many callers with one statement,
+ * holding a pooled connection once for all of them instead of once each.
+ *
+ * `run` answers one result per input, in order. When it fails for a batch of several, each input
+ * is run again alone, so one caller's failure (a row another request deleted, say) stays that
+ * caller's and the others still get their results. `run` must therefore leave nothing written
+ * when it fails, as a single statement outside a transaction does. `observe` is told the size of
+ * each batch (a metric).
+ */
+export function batched<In, Out>(
+  run: (inputs: readonly In[]) => Promise<readonly Out[]>,
+  options: { maxSize: number; maxInFlight: number; observe?: (size: number) => void },
+): (input: In) => Promise<Out> {
+  const { maxSize, maxInFlight, observe } = options;
+  const waiting: PendingCall<In, Out>[] = [];
+  let inFlight = 0;
+  const start = () => {
+    while (inFlight < maxInFlight && waiting.length > 0) {
+      const calls = waiting.splice(0, maxSize);
+      inFlight++;
+      observe?.(calls.length);
+      void settle(run, calls).finally(() => {
+        inFlight--;
+        start();
+      });
+    }
+  };
+  return (input) =>
+    new Promise<Out>((resolve, reject) => {
+      waiting.push({ input, resolve, reject });
+      start();
+    });
+}
+
+interface PendingCall<In, Out> {
+  input: In;
+  resolve(output: Out): void;
+  reject(error: unknown): void;
+}
+
+/** Runs one batch and gives each call its result; never rejects. */
+async function settle<In, Out>(
+  run: (inputs: readonly In[]) => Promise<readonly Out[]>,
+  calls: readonly PendingCall<In, Out>[],
+): Promise<void> {
+  let outputs: readonly Out[];
+  try {
+    outputs = await run(calls.map((call) => call.input));
+    if (outputs.length !== calls.length) {
+      throw new Error(`a batch of ${calls.length} answered ${outputs.length} results`);
+    }
+  } catch (error) {
+    if (calls.length === 1) (calls[0] as PendingCall<In, Out>).reject(error);
+    else await Promise.all(calls.map((call) => settle(run, [call])));
+    return;
+  }
+  for (const [index, call] of calls.entries()) call.resolve(outputs[index] as Out);
+}

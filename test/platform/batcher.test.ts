@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { batched } from '../../src/platform/batcher.js';
+
+/** A run whose batches the test ends by hand, recording what each batch was given. */
+function heldRuns() {
+  const batches: {
+    inputs: readonly number[];
+    finish(outputs?: readonly string[]): void;
+    fail(e: Error): void;
+  }[] = [];
+  const run = (inputs: readonly number[]) =>
+    new Promise<readonly string[]>((resolve, reject) => {
+      batches.push({
+        inputs,
+        finish: (outputs) => resolve(outputs ?? inputs.map((input) => `done ${input}`)),
+        fail: reject,
+      });
+    });
+  return { batches, run };
+}
+
+const settled = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('batched calls', () => {
+  it('runs each call at once, alone, while fewer batches than the limit are running', async () => {
+    const { batches, run } = heldRuns();
+    const call = batched(run, { maxSize: 10, maxInFlight: 2 });
+    const answers = [call(1), call(2)];
+    expect(batches.map((batch) => batch.inputs)).toEqual([[1], [2]]);
+    for (const batch of batches) batch.finish();
+    expect(await Promise.all(answers)).toEqual(['done 1', 'done 2']);
+  });
+
+  it('gives the calls made while the limit is reached to the next batch, in order and at most maxSize at a time', async () => {
+    const { batches, run } = heldRuns();
+    const sizes: number[] = [];
+    const call = batched(run, { maxSize: 3, maxInFlight: 1, observe: (size) => sizes.push(size) });
+    const answers = [1, 2, 3, 4, 5, 6].map((input) => call(input));
+    expect(batches.map((batch) => batch.inputs)).toEqual([[1]]);
+
+    batches[0]?.finish();
+    await settled();
+    expect(batches.map((batch) => batch.inputs)).toEqual([[1], [2, 3, 4]]);
+    batches[1]?.finish();
+    await settled();
+    expect(batches.map((batch) => batch.inputs)).toEqual([[1], [2, 3, 4], [5, 6]]);
+    batches[2]?.finish();
+
+    expect(await Promise.all(answers)).toEqual([1, 2, 3, 4, 5, 6].map((input) => `done ${input}`));
+    expect(sizes).toEqual([1, 3, 2]);
+  });
+
+  it('runs a failed batch again one call at a time, so each caller gets its own answer or error', async () => {
+    const { batches, run } = heldRuns();
+    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
+    const first = call(0);
+    const answers = [1, 2, 3].map((input) => call(input).catch((error: Error) => error.message));
+    batches[0]?.finish();
+    await settled();
+    batches[1]?.fail(new Error('the batch failed'));
+    await settled();
+    expect(batches.slice(2).map((batch) => batch.inputs)).toEqual([[1], [2], [3]]);
+    batches[2]?.finish();
+    batches[3]?.fail(new Error('2 cannot be stored'));
+    batches[4]?.finish();
+    expect(await first).toBe('done 0');
+    expect(await Promise.all(answers)).toEqual(['done 1', '2 cannot be stored', 'done 3']);
+  });
+
+  it('fails a batch whose run answers a different number of results, and runs its calls alone', async () => {
+    const { batches, run } = heldRuns();
+    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
+    const first = call(0);
+    const answers = [call(1), call(2)];
+    batches[0]?.finish();
+    await settled();
+    batches[1]?.finish(['only one']);
+    await settled();
+    expect(batches.slice(2).map((batch) => batch.inputs)).toEqual([[1], [2]]);
+    for (const batch of batches.slice(2)) batch.finish();
+    expect([await first, ...(await Promise.all(answers))]).toEqual(['done 0', 'done 1', 'done 2']);
+  });
+
+  it('starts waiting calls when a batch ends, whether it succeeded or failed', async () => {
+    const { batches, run } = heldRuns();
+    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
+    const lone = call(1).catch((error: Error) => error.message);
+    const next = call(2);
+    batches[0]?.fail(new Error('no database'));
+    expect(await lone).toBe('no database');
+    await settled();
+    expect(batches.map((batch) => batch.inputs)).toEqual([[1], [2]]);
+    batches[1]?.finish();
+    expect(await next).toBe('done 2');
+  });
+});
