@@ -36,6 +36,15 @@ export function batched<In, Out>(
     });
 }
 
+/**
+ * The maxInFlight of a batched statement on a pool of `poolSize` connections: half of them, so a
+ * burst of one kind of call never takes the connections every other statement needs; under load
+ * its batches grow instead.
+ */
+export function statementsAtOnce(poolSize: number): number {
+  return Math.max(1, Math.floor(poolSize / 2));
+}
+
 interface PendingCall<In, Out> {
   input: In;
   resolve(output: Out): void;

@@ -9,9 +9,9 @@ import { insertBlock, lockPair } from '../../src/modules/social/social.repositor
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { callsAs, registerUser } from '../helpers/accounts.js';
-import { useTestApp } from '../helpers/app.js';
+import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { dmCalls, whileTransactionOpen } from './dm.js';
+import { dmCalls } from './dm.js';
 import { readAllPages } from './pages.js';
 
 type Pair = readonly [TokenResponse, TokenResponse];
@@ -275,7 +275,7 @@ describe('direct messages', () => {
     const [blockedPair, privatePair, maskedPair, newPair] = pairs.slice(-4) as [Pair, Pair, Pair, Pair];
     await expectStatus(204, 'PUT', `/api/blocks/${blockedPair[0].user.id}`, blockedPair[1]);
     await expectStatus(200, 'PUT', '/api/profile/me', privatePair[1], { privacy: { dm_policy: 'nobody' } });
-    const before = await storeStatements();
+    const before = await statementBatches(app(), 'dm_store');
 
     // The first pairs' conversations are locked meanwhile, one for each statement that may run at
     // once (ChatService's storeConcurrency, half the pool): their sends wait, and so do the rest.
@@ -306,23 +306,11 @@ describe('direct messages', () => {
     expect((await rowsOf(blockedPair[0].user.id)).messages).toEqual([{ body: 'hello', filtered: false }]);
     expect((await rowsOf(privatePair[0].user.id)).messages).toEqual([{ body: 'hello', filtered: false }]);
     expect((await rowsOf(newPair[0].user.id)).messages).toEqual([{ body: 'again', filtered: false }]);
-    const after = await storeStatements();
-    expect(after.sends - before.sends).toBe(pairs.length);
+    const after = await statementBatches(app(), 'dm_store');
+    expect(after.calls - before.calls).toBe(pairs.length);
     // The locked pairs' statements, then one for all the sends that waited.
     expect(after.statements - before.statements).toBe(busy + 1);
   });
-
-  /** The dm_store batch histogram: statements run and sends they stored. */
-  const storeStatements = async () => {
-    const text = (await app().http.inject({ method: 'GET', url: '/metrics' })).body;
-    const value = (suffix: string) =>
-      Number(
-        new RegExp(`^atrium_statement_batch_size_${suffix}\\{statement="dm_store"\\} (\\d+)`, 'm').exec(
-          text,
-        )?.[1] ?? 0,
-      );
-    return { statements: value('count'), sends: value('sum') };
-  };
 
   it('stores several messages in one statement, answering in order: two in one conversation, one without a conversation', async () => {
     const [alice, bob, carol] = [await user(), await user(), await user()];

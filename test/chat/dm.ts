@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { callsAs } from '../helpers/accounts.js';
 import type { TestApp } from '../helpers/app.js';
@@ -30,30 +29,4 @@ export function dmCalls(app: () => TestApp) {
   });
 
   return { call, expectStatus, send, sent, rowsOf };
-}
-
-/**
- * Runs `work` in a transaction and keeps it open for 300 ms more, calling `during` meanwhile from
- * outside the transaction's async context. Called inside the callback, requests would inherit that
- * context, and MikroORM would run their statements in this very transaction.
- */
-export async function whileTransactionOpen(
-  app: () => TestApp,
-  work: (em: EntityManager) => Promise<unknown>,
-  during: () => void,
-): Promise<void> {
-  let opened: () => void = () => {};
-  const open = new Promise<void>((resolve) => {
-    opened = resolve;
-  });
-  const transaction = app()
-    .db.orm.em.fork()
-    .transactional(async (em) => {
-      await work(em);
-      opened();
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    });
-  await Promise.race([open, transaction]);
-  during();
-  await transaction;
 }

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
@@ -131,4 +132,48 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
 export interface TestCluster {
   nodes: (App & { httpUrl: string; wsUrl: string })[];
   close(): Promise<void>;
+}
+
+/**
+ * Runs `work` in a transaction and keeps it open for 300 ms more, calling `during` meanwhile from
+ * outside the transaction's async context. Called inside the callback, requests would inherit that
+ * context, and MikroORM would run their statements in this very transaction.
+ */
+export async function whileTransactionOpen(
+  app: () => TestApp,
+  work: (em: EntityManager) => Promise<unknown>,
+  during: () => void,
+): Promise<void> {
+  let opened: () => void = () => {};
+  const open = new Promise<void>((resolve) => {
+    opened = resolve;
+  });
+  const transaction = app()
+    .db.orm.em.fork()
+    .transactional(async (em) => {
+      await work(em);
+      opened();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    });
+  await Promise.race([open, transaction]);
+  during();
+  await transaction;
+}
+
+/**
+ * A batched statement's histogram (atrium_statement_batch_size) in the app's metrics: how many
+ * statements ran and how many calls they served.
+ */
+export async function statementBatches(
+  app: TestApp,
+  statement: string,
+): Promise<{ statements: number; calls: number }> {
+  const text = (await app.http.inject({ method: 'GET', url: '/metrics' })).body;
+  const value = (suffix: string) =>
+    Number(
+      new RegExp(`^atrium_statement_batch_size_${suffix}\\{statement="${statement}"\\} (\\d+)`, 'm').exec(
+        text,
+      )?.[1] ?? 0,
+    );
+  return { statements: value('count'), calls: value('sum') };
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
-import { useTestApp } from '../helpers/app.js';
+import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 describe('user accounts', () => {
@@ -32,6 +32,34 @@ describe('user accounts', () => {
       status_message: null,
       roles: ['user'],
     });
+  });
+
+  it('reads the accounts of callers arriving while the reads are busy with one statement, each caller its own', async () => {
+    const callers = await Promise.all(Array.from({ length: 8 }, () => registerUser(app())));
+    const before = await statementBatches(app(), 'account_read');
+    // The users table is locked meanwhile: the reads that may run at once (half the pool) wait on
+    // it, and so do the others, for the statement after them.
+    const busy = Math.max(1, Math.floor(app().db.poolSize / 2));
+    let reading: Promise<{ statusCode: number; json(): { id: string; username: string } }[]> | undefined;
+    await whileTransactionOpen(
+      app,
+      (em) => em.execute('lock table users in access exclusive mode'),
+      () => {
+        reading = Promise.all(
+          callers.map(({ access_token }) =>
+            app().http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(access_token) }),
+          ),
+        );
+      },
+    );
+    const answers = (await reading) ?? [];
+    expect(answers.map((answer) => answer.statusCode)).toEqual(callers.map(() => 200));
+    expect(answers.map((answer) => [answer.json().id, answer.json().username])).toEqual(
+      callers.map(({ user }) => [user.id, user.username]),
+    );
+    const after = await statementBatches(app(), 'account_read');
+    expect(after.calls - before.calls).toBe(callers.length);
+    expect(after.statements - before.statements).toBe(Math.min(busy, callers.length) + 1);
   });
 
   it('answers /api/users/me without a token with 401 UNAUTHENTICATED', async () => {

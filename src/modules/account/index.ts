@@ -1,4 +1,5 @@
 import { usersDeleteMe, usersMe } from '../../../protocol/users.js';
+import { statementsAtOnce } from '../../platform/batcher.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { AuthApi } from '../auth/index.js';
@@ -10,8 +11,13 @@ export const accountModule = defineModule({
   name: 'account',
   entities: [],
   needs: ['auth', 'presence'],
-  setup(_platform, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
-    const account = new AccountService({ sessions: auth, presence });
+  setup({ db, metrics }, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
+    const account = new AccountService({
+      sessions: auth,
+      presence,
+      readConcurrency: statementsAtOnce(db.poolSize),
+      observeReadBatch: (size) => metrics.statementBatchSize.observe({ statement: 'account_read' }, size),
+    });
     return {
       api: {},
       operations: [

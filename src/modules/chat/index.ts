@@ -8,6 +8,7 @@ import {
   chatSendToWorld,
   chatWorldHistory,
 } from '../../../protocol/world-chat.js';
+import { statementsAtOnce } from '../../platform/batcher.js';
 import { callerOf } from '../../platform/context.js';
 import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
@@ -50,8 +51,7 @@ export const chatModule = defineModule({
       social,
       sendLimiter: sendLimiter('dm-send'),
       filter,
-      // Sends hold at most half the pool; under load their batches grow instead.
-      storeConcurrency: Math.max(1, Math.floor(db.poolSize / 2)),
+      storeConcurrency: statementsAtOnce(db.poolSize),
       observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'dm_store' }, size),
     });
     // A limit of its own: a busy world chat does not use up a user's direct messages, nor the reverse.

@@ -10,6 +10,7 @@ export {
   type AccountRow,
   existingUserIds,
   findAccount,
+  findAccounts,
   storedStatusMessage,
   writeStatusMessages,
 } from './users.repository.js';

@@ -28,6 +28,21 @@ export async function findAccount(em: EntityManager, userId: string): Promise<Ac
   return row;
 }
 
+/** findAccount for several users (canonical ids) in one statement, answering for each in order. */
+export async function findAccounts(
+  em: EntityManager,
+  userIds: readonly string[],
+): Promise<(AccountRow | undefined)[]> {
+  if (userIds.length === 1) return [await findAccount(em, userIds[0] as string)];
+  const rows = await executeBound<AccountRow>(
+    em,
+    'select id, username, created_at, last_seen_at, status_message, roles::text[] as roles from users where id = any($1::uuid[])',
+    [userIds],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return userIds.map((id) => byId.get(id));
+}
+
 /** Which of these ids (canonical UUIDs) name an account. */
 export async function existingUserIds(em: EntityManager, userIds: readonly string[]): Promise<string[]> {
   const rows = await executeBound<{ id: string }>(em, 'select id from users where id = any($1::uuid[])', [
