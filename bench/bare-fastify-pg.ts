@@ -4,11 +4,12 @@ import { openBareDb, seededUserIds } from './datapath/bare-db.js';
 
 /**
  * The ceiling of the data-path benchmark's REST figure: Fastify 5 with no logger, hooks or plugins,
- * `GET /me` running the SELECT of GET /api/users/me for the first seeded user through bench/datapath/bare-db.ts
- * and answering the same JSON fields. Prints `{"port": N}` once listening on 127.0.0.1.
+ * `GET /me` running the SELECT of GET /api/users/me for a random seeded user (the benchmark signs
+ * atrium's requests as random seeded users too) through bench/datapath/bare-db.ts and answering the
+ * same JSON fields. Prints `{"port": N}` once listening on 127.0.0.1.
  */
 const db = await openBareDb();
-const [userId] = await seededUserIds(db);
+const userIds = await seededUserIds(db);
 const app = Fastify({ logger: false });
 
 app.get('/me', async () => {
@@ -20,7 +21,7 @@ app.get('/me', async () => {
     status_message: string | null;
     roles: string[];
   }>('select id, username, created_at, last_seen_at, status_message, roles from users where id = $1', [
-    userId,
+    userIds[Math.floor(Math.random() * userIds.length)],
   ]);
   if (!user) throw new Error('the seeded user is gone');
   return {

@@ -32,6 +32,8 @@ export const LOADOUT_BODY = JSON.stringify({
   notes: 'x'.repeat(200),
 });
 
+const randomIndex = (length: number) => Math.floor(Math.random() * length);
+
 export const UPSERT_LOADOUT = `insert into avatar_loadouts (user_id, document, updated_at) values (:uid, :doc::jsonb, now())
  on conflict (user_id) do update set document = excluded.document, updated_at = excluded.updated_at
  returning document`;
@@ -102,7 +104,23 @@ export function measureBackend(
       const me = await interleavedRounds(
         `${backend}, GET me`,
         [
-          restContender('atrium', api('/api/users/me'), atrium.pid, authorization, { method: 'GET' }),
+          // Each request as a random seeded user, as the ceiling reads a random one.
+          restContender(
+            'atrium',
+            api('/api/users/me'),
+            atrium.pid,
+            {},
+            {
+              method: 'GET',
+              setup: (request) => ({
+                ...request,
+                headers: {
+                  ...request.headers,
+                  authorization: `Bearer ${tokens[randomIndex(tokens.length)]}`,
+                },
+              }),
+            },
+          ),
           restContender(
             'bare Fastify',
             `http://127.0.0.1:${fastify.port}/me`,
