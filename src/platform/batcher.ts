@@ -1,3 +1,6 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Ctx } from './context.js';
+
 /**
  * Runs calls in batches, as a database commits a group: a call starts a batch of its own at once
  * while fewer than `maxInFlight` batches are running; otherwise it waits, and the next batch to
@@ -13,7 +16,7 @@
  */
 export function batched<In, Out>(
   run: (inputs: readonly In[]) => Promise<readonly Out[]>,
-  options: { maxSize: number; maxInFlight: number; observe?: (size: number) => void },
+  options: BatchOptions,
 ): (input: In) => Promise<Out> {
   const { maxSize, maxInFlight, observe } = options;
   const waiting: PendingCall<In, Out>[] = [];
@@ -34,6 +37,38 @@ export function batched<In, Out>(
       waiting.push({ input, resolve, reject });
       start();
     });
+}
+
+export interface BatchOptions {
+  maxSize: number;
+  maxInFlight: number;
+  observe?: (size: number) => void;
+}
+
+/**
+ * `batched` for a repository function of many inputs, called with a request's context: a batch
+ * runs on its first caller's entity manager. A caller in a transaction runs alone, in it: a batch
+ * must not join one caller's transaction, and nothing that caller writes may leave it.
+ */
+export function batchedStatement<In, Out>(
+  runMany: (em: EntityManager, inputs: readonly In[]) => Promise<readonly Out[]>,
+  options: BatchOptions,
+): (ctx: Ctx, input: In) => Promise<Out> {
+  type Call = { ctx: Ctx; input: In };
+  // Only callers outside a transaction join, so no batch starts inside one either.
+  const batch = batched(
+    (calls: readonly Call[]) =>
+      runMany(
+        (calls[0] as Call).ctx.em,
+        calls.map((call) => call.input),
+      ),
+    options,
+  );
+  return async (ctx, input) => {
+    if (!ctx.em.getTransactionContext()) return batch({ ctx, input });
+    const [output] = await runMany(ctx.em, [input]);
+    return output as Out;
+  };
 }
 
 /**

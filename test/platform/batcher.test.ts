@@ -1,5 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import { batched } from '../../src/platform/batcher.js';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { batched, batchedStatement } from '../../src/platform/batcher.js';
+import { CallContext } from '../../src/platform/context.js';
+import { executeBound } from '../../src/platform/db.js';
+import { newId } from '../../src/platform/ids.js';
+import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
+import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
 /** A run whose batches the test ends by hand, recording what each batch was given. */
 function heldRuns() {
@@ -92,5 +98,61 @@ describe('batched calls', () => {
     expect(batches.map((batch) => batch.inputs)).toEqual([[1], [2]]);
     batches[1]?.finish();
     expect(await next).toBe('done 2');
+  });
+});
+
+/** batchedStatement on a real database: where a caller's statement runs. */
+describe('batched statements', () => {
+  let testDb: TestDatabase;
+  const contextOf = () =>
+    new CallContext(testDb.db.orm.em, new MemoryKv(), {
+      user: null,
+      log: pino({ level: 'silent' }),
+      ip: '127.0.0.1',
+    });
+  const revoke = (sizes: number[]) =>
+    batchedStatement(
+      (em, sessionIds: readonly string[]) =>
+        executeBound<{ session_id: string }>(
+          em,
+          `insert into session_revocations (session_id, revoked_at)
+           select unnest($1::uuid[]), now() returning session_id`,
+          [sessionIds],
+        ),
+      { maxSize: 10, maxInFlight: 1, observe: (size) => sizes.push(size) },
+    );
+  const stored = (ids: string[]) =>
+    queryRows(testDb.db, 'select session_id from session_revocations where session_id in (?)', [ids]);
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+  });
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+
+  it('runs the calls of callers outside a transaction through the batches', async () => {
+    const sizes: number[] = [];
+    const write = revoke(sizes);
+    const ids = [newId(), newId(), newId()];
+    expect(await Promise.all(ids.map((id) => write(contextOf(), id)))).toEqual(
+      ids.map((session_id) => ({ session_id })),
+    );
+    expect(sizes).toEqual([1, 2]);
+    expect(await stored(ids)).toHaveLength(3);
+  });
+
+  it("runs a caller in a transaction alone, in it: its write goes back with the transaction's rollback", async () => {
+    const sizes: number[] = [];
+    const write = revoke(sizes);
+    const id = newId();
+    await expect(
+      testDb.db.orm.em.fork().transactional(async () => {
+        expect(await write(contextOf(), id)).toEqual({ session_id: id });
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(sizes).toEqual([]);
+    expect(await stored([id])).toEqual([]);
   });
 });

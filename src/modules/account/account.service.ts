@@ -1,10 +1,10 @@
 import type { Me } from '../../../protocol/users.js';
-import { batched } from '../../platform/batcher.js';
+import { batchedStatement } from '../../platform/batcher.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
-import { type AccountRow, findAccount, findAccounts, UserSchema } from '../users/index.js';
+import { type AccountRow, findAccounts, UserSchema } from '../users/index.js';
 
 export interface AccountDeps {
   sessions: Pick<AuthApi, 'revokeAllSessions' | 'verifyPassword'>;
@@ -14,9 +14,6 @@ export interface AccountDeps {
   /** Told how many reads each statement served (a metric). */
   observeReadBatch?: (size: number) => void;
 }
-
-/** A read of the caller's account waiting for its statement, with the context of its call. */
-type AccountRead = { ctx: Ctx; userId: string };
 
 /** The most accounts one statement reads. */
 const ACCOUNTS_PER_STATEMENT = 100;
@@ -30,31 +27,20 @@ export class AccountService {
    * (src/platform/batcher.ts): a pooled connection is held per statement for its round trip and
    * the wait until the event loop reads the answer, which limited a node more than Postgres did.
    */
-  private readonly readBatched: (read: AccountRead) => Promise<AccountRow | undefined>;
+  private readonly readAccount: (ctx: Ctx, userId: string) => Promise<AccountRow | undefined>;
 
   constructor(private readonly deps: AccountDeps) {
-    this.readBatched = batched(
-      // Any caller's entity manager can run it (a batch is never empty): none is in a transaction.
-      (reads: readonly AccountRead[]) =>
-        findAccounts(
-          (reads[0] as AccountRead).ctx.em,
-          reads.map((read) => read.userId),
-        ),
-      {
-        maxSize: ACCOUNTS_PER_STATEMENT,
-        maxInFlight: deps.readConcurrency,
-        observe: deps.observeReadBatch,
-      },
-    );
+    this.readAccount = batchedStatement(findAccounts, {
+      maxSize: ACCOUNTS_PER_STATEMENT,
+      maxInFlight: deps.readConcurrency,
+      observe: deps.observeReadBatch,
+    });
   }
 
   async me(ctx: Ctx): Promise<Me> {
     const caller = callerOf(ctx);
     const [user, unflushed] = await Promise.all([
-      // A caller in a transaction reads in it, alone.
-      ctx.em.getTransactionContext()
-        ? findAccount(ctx.em, caller.id)
-        : this.readBatched({ ctx, userId: caller.id }),
+      this.readAccount(ctx, caller.id),
       this.deps.presence.unflushed(caller.id),
     ]);
     // A valid token for a vanished account means the account was deleted moments ago.

@@ -2,7 +2,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Conversation, Message } from '../../../protocol/chat.js';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import { audienceSchema } from '../../../protocol/profiles.js';
-import { batched } from '../../platform/batcher.js';
+import { batchedStatement } from '../../platform/batcher.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
@@ -53,9 +53,6 @@ const blockedBetween = () => forbidden('A block between you and this user stands
 const throwBlocked = (): never => {
   throw blockedBetween();
 };
-
-/** A send waiting to be stored, with the context of its call. */
-type StoreCall = { ctx: Ctx; message: NewMessage };
 
 /** The most sends one statement stores; more waiting go in the next. */
 const MESSAGES_PER_STATEMENT = 100;
@@ -119,18 +116,11 @@ export class ChatService {
    * connections would otherwise be held once per message, each for a round trip and a commit,
    * and they are what limits how many messages a node can store.
    */
-  private readonly storeBatched: (call: StoreCall) => Promise<StoreOutcome>;
+  private readonly storeMessage: (ctx: Ctx, message: NewMessage) => Promise<StoreOutcome>;
 
   constructor(private readonly deps: ChatDeps) {
-    this.storeBatched = batched(
-      // Any sender's entity manager can run it (a batch is never empty): none is in a transaction
-      // (store() sends those alone), so neither is the context a batch starts in.
-      (sends: readonly StoreCall[]) =>
-        insertMessages(
-          (sends[0] as StoreCall).ctx.em,
-          sends.map((send) => send.message),
-          ADMITTING,
-        ),
+    this.storeMessage = batchedStatement(
+      (em, messages: readonly NewMessage[]) => insertMessages(em, messages, ADMITTING),
       {
         maxSize: MESSAGES_PER_STATEMENT,
         maxInFlight: deps.storeConcurrency,
@@ -204,12 +194,8 @@ export class ChatService {
     const at = ctx.now();
     const message = { id: newId(), senderId: me, peerId: peer, body, filtered, at };
     try {
-      // A caller in a transaction stores in it, alone; a batch is its own statement.
-      const stored = ctx.em.getTransactionContext()
-        ? insertMessage(ctx.em, message, ADMITTING)
-        : this.storeBatched({ ctx, message });
       const row =
-        storedOrRefusal(await stored) ??
+        storedOrRefusal(await this.storeMessage(ctx, message)) ??
         (await ctx.em.transactional(async (em) => {
           await this.deps.social.holdPair(em, me, peer);
           if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
