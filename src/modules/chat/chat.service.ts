@@ -140,12 +140,12 @@ export class ChatService {
     const filtered = this.deps.filter(trimmedBody(rawBody));
     await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
     const message = await this.store(ctx, me, peer, filtered);
-    await Promise.all([
-      this.notify(ctx, peer, { t: 'dm.message', d: message }),
-      // The sender's other sockets show the message too; the sending one gets it as well and
-      // recognises it by id.
-      this.notify(ctx, me, { t: 'dm.message', d: message }),
-    ]);
+    // The answer does not wait for the events: they leave once the message is stored either way,
+    // and one that is lost is logged, never the send's error (publishCommitted).
+    void this.notify(ctx, peer, { t: 'dm.message', d: message });
+    // The sender's other sockets show the message too; the sending one gets it as well and
+    // recognises it by id.
+    void this.notify(ctx, me, { t: 'dm.message', d: message });
     return message;
   }
 
