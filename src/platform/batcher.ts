@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Ctx } from './context.js';
+import { dependencyFailureReason } from './errors.js';
 
 /**
  * Runs calls in batches, as a database commits a group: a call starts a batch of its own at once
@@ -10,9 +11,9 @@ import type { Ctx } from './context.js';
  *
  * `run` answers one result per input, in order. When it fails for a batch of several, each input
  * is run again alone, so one caller's failure (a row another request deleted, say) stays that
- * caller's and the others still get their results. `run` must therefore leave nothing written
- * when it fails, as a single statement outside a transaction does. `observe` is told the size of
- * each batch (a metric).
+ * caller's and the others still get their results; a failure of the database or Redis itself
+ * goes to every caller at once. `run` must therefore leave nothing written when it fails, as a
+ * single statement outside a transaction does. `observe` is told the size of each batch (a metric).
  */
 export function batched<In, Out>(
   run: (inputs: readonly In[]) => Promise<readonly Out[]>,
@@ -98,8 +99,11 @@ async function settle<In, Out>(
       throw new Error(`a batch of ${calls.length} answered ${outputs.length} results`);
     }
   } catch (error) {
-    if (calls.length === 1) (calls[0] as PendingCall<In, Out>).reject(error);
-    else await Promise.all(calls.map((call) => settle(run, [call])));
+    // A dependency that is down fails every call alike: they all get the error at once (a fast
+    // 503) rather than a run each, which would only wait for the same timeouts again.
+    if (calls.length === 1 || dependencyFailureReason(error) !== undefined) {
+      for (const call of calls) call.reject(error);
+    } else await Promise.all(calls.map((call) => settle(run, [call])));
     return;
   }
   for (const [index, call] of calls.entries()) call.resolve(outputs[index] as Out);

@@ -73,6 +73,21 @@ describe('batched calls', () => {
     expect(await Promise.all(answers)).toEqual(['done 1', '2 cannot be stored', 'done 3']);
   });
 
+  it('gives a failure of the database itself to every call of the batch at once, without running them again', async () => {
+    const { batches, run } = heldRuns();
+    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
+    const first = call(0);
+    const answers = [1, 2, 3].map((input) => call(input).catch((error: Error) => error.message));
+    batches[0]?.finish();
+    await settled();
+    batches[1]?.fail(
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    );
+    expect(await Promise.all(answers)).toEqual(Array(3).fill('connect ECONNREFUSED 127.0.0.1:5432'));
+    expect(await first).toBe('done 0');
+    expect(batches).toHaveLength(2);
+  });
+
   it('fails a batch whose run answers a different number of results, and runs its calls alone', async () => {
     const { batches, run } = heldRuns();
     const call = batched(run, { maxSize: 10, maxInFlight: 1 });
