@@ -254,7 +254,7 @@ describe('a game server that never reports ready', () => {
     GAMESERVER_COMMAND: node([process.execPath, '-e', 'setInterval(() => {}, 1000)', '--']),
     GAMESERVER_READY_TIMEOUT_MS: 1_500,
   });
-  const { spawn, settled, expectStatus } = gameServerCalls(app);
+  const { spawn, settled, get, expectStatus } = gameServerCalls(app);
 
   it('fails at its deadline with a clear error, its process stopped and its token revoked', async () => {
     const owner = await registerUser(app());
@@ -273,6 +273,23 @@ describe('a game server that never reports ready', () => {
       started.server_id,
     ]);
     expect(row?.token_hash).toBeNull();
+  });
+
+  it('fails with the same error when a sweep finds it past its deadline before its timer does', async () => {
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token);
+    const started = await spawn(owner, worldId);
+    // As when the node that spawned it, and so its timer, is gone: the deadline passed unseen.
+    await queryRows(
+      app().db,
+      "update game_servers set ready_deadline = now() - interval '1 second' where id = ?",
+      [started.server_id],
+    );
+    // Reading the server sweeps its world's overdue servers first.
+    expect(await get(owner, started.server_id)).toMatchObject({
+      status: 'failed',
+      error: 'The server did not report ready within 1500 ms.',
+    });
   });
 
   it('answers a join 503 GAMESERVER_UNAVAILABLE when the server it started fails', async () => {

@@ -89,15 +89,22 @@ export async function endServer(
   return row;
 }
 
-/** Starting servers of a world (or all) past their readiness deadline, failed now; returns them. */
-export async function failOverdue(em: EntityManager, now: Date, worldId?: string): Promise<GameServerRow[]> {
+/**
+ * Starting servers of a world (or all) past their readiness deadline, failed now with `error`;
+ * returns them.
+ */
+export async function failOverdue(
+  em: EntityManager,
+  now: Date,
+  error: string,
+  worldId?: string,
+): Promise<GameServerRow[]> {
   return executeBound<GameServerRow>(
     em,
-    `update game_servers set status = 'failed', ended_at = $1, token_hash = null,
-       error = 'The server did not report ready before its deadline.'
+    `update game_servers set status = 'failed', ended_at = $1, token_hash = null, error = $3
      where status = 'starting' and ready_deadline <= $1 and ($2::uuid is null or world_id = $2)
      returning ${COLUMNS}`,
-    [now, worldId ?? null],
+    [now, worldId ?? null, error],
   );
 }
 

@@ -163,7 +163,7 @@ export class GameServersService {
       const now = ctx.now();
       const step = await ctx.em.transactional(async (em) => {
         await lockWorldJoins(em, world.id);
-        const overdue = await failOverdue(em, now, world.id);
+        const overdue = await failOverdue(em, now, this.missedDeadline, world.id);
         const slot = await reserveSlot(em, world.id);
         if (slot) {
           await this.deps.worlds.recordVisit(em, {
@@ -304,16 +304,23 @@ export class GameServersService {
     }
   }
 
+  /**
+   * Why a server that missed its deadline failed: the same words whichever finds it first, its
+   * node's timer or a sweep (reconcile, a join, a read).
+   */
+  private get missedDeadline(): string {
+    return `The server did not report ready within ${this.deps.readyTimeoutMs} ms.`;
+  }
+
   /** Past the readiness deadline a starting server fails, and its process or GameServer goes. */
   private armDeadline(row: GameServerRow): void {
     const timer = setTimeout(
       () => {
         this.deadlines.delete(row.id);
-        const error = `The server did not report ready within ${this.deps.readyTimeoutMs} ms.`;
         this.settle(row.id, () =>
           endServer(this.deps.systemEm(), row.id, {
             status: 'failed',
-            error,
+            error: this.missedDeadline,
             at: new Date(),
             onlyIfStarting: true,
           }),
@@ -348,7 +355,7 @@ export class GameServersService {
    * deadline timer would: sockets closed, process stopped, waiting joins told.
    */
   private async endOverdue(em: EntityManager, now: Date, worldId?: string): Promise<void> {
-    for (const row of await failOverdue(em, now, worldId)) await this.afterEnd(row);
+    for (const row of await failOverdue(em, now, this.missedDeadline, worldId)) await this.afterEnd(row);
   }
 
   private async afterEnd(row: GameServerRow): Promise<void> {
