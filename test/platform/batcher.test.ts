@@ -27,6 +27,20 @@ function heldRuns() {
 
 const settled = () => new Promise((resolve) => setImmediate(resolve));
 
+/**
+ * One batch at a time: call 0 runs alone and ends, and calls 1-3, made while it ran, are the
+ * second batch, not ended yet. Their answers are their results or their errors' messages.
+ */
+async function secondBatchOfThree() {
+  const { batches, run } = heldRuns();
+  const call = batched(run, { maxSize: 10, maxInFlight: 1 });
+  const first = call(0);
+  const answers = [1, 2, 3].map((input) => call(input).catch((error: Error) => error.message));
+  batches[0]?.finish();
+  await settled();
+  return { batches, first, answers };
+}
+
 describe('batched calls', () => {
   it('runs each call at once, alone, while fewer batches than the limit are running', async () => {
     const { batches, run } = heldRuns();
@@ -57,12 +71,7 @@ describe('batched calls', () => {
   });
 
   it('runs a failed batch again one call at a time, so each caller gets its own answer or error', async () => {
-    const { batches, run } = heldRuns();
-    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
-    const first = call(0);
-    const answers = [1, 2, 3].map((input) => call(input).catch((error: Error) => error.message));
-    batches[0]?.finish();
-    await settled();
+    const { batches, first, answers } = await secondBatchOfThree();
     batches[1]?.fail(new Error('the batch failed'));
     await settled();
     expect(batches.slice(2).map((batch) => batch.inputs)).toEqual([[1], [2], [3]]);
@@ -74,12 +83,7 @@ describe('batched calls', () => {
   });
 
   it('gives a failure of the database itself to every call of the batch at once, without running them again', async () => {
-    const { batches, run } = heldRuns();
-    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
-    const first = call(0);
-    const answers = [1, 2, 3].map((input) => call(input).catch((error: Error) => error.message));
-    batches[0]?.finish();
-    await settled();
+    const { batches, first, answers } = await secondBatchOfThree();
     batches[1]?.fail(
       Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
     );
@@ -89,17 +93,12 @@ describe('batched calls', () => {
   });
 
   it('fails a batch whose run answers a different number of results, and runs its calls alone', async () => {
-    const { batches, run } = heldRuns();
-    const call = batched(run, { maxSize: 10, maxInFlight: 1 });
-    const first = call(0);
-    const answers = [call(1), call(2)];
-    batches[0]?.finish();
-    await settled();
+    const { batches, first, answers } = await secondBatchOfThree();
     batches[1]?.finish(['only one']);
     await settled();
-    expect(batches.slice(2).map((batch) => batch.inputs)).toEqual([[1], [2]]);
+    expect(batches.slice(2).map((batch) => batch.inputs)).toEqual([[1], [2], [3]]);
     for (const batch of batches.slice(2)) batch.finish();
-    expect([await first, ...(await Promise.all(answers))]).toEqual(['done 0', 'done 1', 'done 2']);
+    expect([await first, ...(await Promise.all(answers))]).toEqual(['done 0', 'done 1', 'done 2', 'done 3']);
   });
 
   it('starts waiting calls when a batch ends, whether it succeeded or failed', async () => {
