@@ -18,13 +18,15 @@ export interface AccountRow {
   roles: Role[];
 }
 
+/** The columns of an AccountRow; roles is a user_role[], and drivers parse only arrays of built-in types. */
+const SELECT_ACCOUNT =
+  'select id, username, created_at, last_seen_at, status_message, roles::text[] as roles from users';
+// Built once: each text is a prepared statement's key, looked up on every GET /api/users/me.
+const FIND_ACCOUNT_SQL = `${SELECT_ACCOUNT} where id = $1`;
+const FIND_ACCOUNTS_SQL = `${SELECT_ACCOUNT} where id = any($1::uuid[])`;
+
 export async function findAccount(em: EntityManager, userId: string): Promise<AccountRow | undefined> {
-  const [row] = await executeBound<AccountRow>(
-    em,
-    // roles is a user_role[]: drivers parse only arrays of built-in types, hence the cast.
-    'select id, username, created_at, last_seen_at, status_message, roles::text[] as roles from users where id = $1',
-    [userId],
-  );
+  const [row] = await executeBound<AccountRow>(em, FIND_ACCOUNT_SQL, [userId]);
   return row;
 }
 
@@ -34,11 +36,7 @@ export async function findAccounts(
   userIds: readonly string[],
 ): Promise<(AccountRow | undefined)[]> {
   if (userIds.length === 1) return [await findAccount(em, userIds[0] as string)];
-  const rows = await executeBound<AccountRow>(
-    em,
-    'select id, username, created_at, last_seen_at, status_message, roles::text[] as roles from users where id = any($1::uuid[])',
-    [userIds],
-  );
+  const rows = await executeBound<AccountRow>(em, FIND_ACCOUNTS_SQL, [userIds]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return userIds.map((id) => byId.get(id));
 }
