@@ -1,5 +1,5 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
-import { type HistoryLimits, type Kv, type StreamPosition, unframePositioned } from './kv/kv.js';
+import { type HistoryLimits, type Kv, type Peeked, type StreamPosition, unframePositioned } from './kv/kv.js';
 import type { Logger } from './log.js';
 
 /**
@@ -80,6 +80,18 @@ export class EventBus {
   /** Whether any node listens on the topic: publishers skip building events nobody would receive. */
   hasSubscribers(topic: string): Promise<boolean> {
     return this.kv.hasSubscribers(channel(topic));
+  }
+
+  /**
+   * Stores a KV value, then tells whether any node listens on `topic` and, only when one does,
+   * reads `readKey`, in one round trip (Kv.setAndPeek): for a change announced to listeners only.
+   */
+  setAndPeek(
+    write: { key: string; value: string; ttlMs: number },
+    topic: string,
+    readKey: string,
+  ): Promise<Peeked> {
+    return this.kv.setAndPeek(write.key, write.value, write.ttlMs, { channel: channel(topic), key: readKey });
   }
 
   subscribe(topic: string, handler: (event: BusEvent) => void): Promise<() => Promise<void>> {

@@ -269,6 +269,37 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       expect(await kv.hasSubscribers(listened)).toBe(false);
     });
 
+    it('setAndPeek stores the value with its TTL and reads the other key only while the channel has a subscriber', async () => {
+      const watched = channel('peeked');
+      const written = key('peek-written');
+      const peek = { channel: watched, key: key('peek-read') };
+      await kv.set(peek.key, 'online');
+      expect(await kv.setAndPeek(written, 'first', 10_000, peek)).toEqual({ listened: false, value: null });
+      expect(await kv.get(written)).toBe('first');
+      const left = await kv.ttl(written);
+      expect(left).toBeGreaterThan(9_000);
+      expect(left).toBeLessThanOrEqual(10_000);
+      const stop = await kv.subscribe(watched, () => {});
+      expect(await kv.setAndPeek(written, 'second', 10_000, peek)).toEqual({
+        listened: true,
+        value: 'online',
+      });
+      expect(await kv.setAndPeek(written, 'third', 10_000, { ...peek, key: key('peek-missing') })).toEqual({
+        listened: true,
+        value: null,
+      });
+      expect(await kv.get(written)).toBe('third');
+      await stop();
+      expect(await kv.setAndPeek(written, 'fourth', 10_000, peek)).toEqual({ listened: false, value: null });
+    });
+
+    it('setAndPeek with a TTL that is not a positive number is rejected and writes nothing', async () => {
+      const peek = { channel: channel('peek-bad-ttl'), key: key('peek-bad-ttl-read') };
+      await expect(kv.setAndPeek(key('peek-bad-ttl'), 'v', 0, peek)).rejects.toThrow(RangeError);
+      await expect(kv.setAndPeek(key('peek-bad-ttl'), 'v', Number.NaN, peek)).rejects.toThrow(RangeError);
+      expect(await kv.get(key('peek-bad-ttl'))).toBeNull();
+    });
+
     it('two handlers on one channel both receive and unsubscribing one leaves the other receiving', async () => {
       const first = collector();
       const second = collector();
@@ -408,7 +439,12 @@ describe.skipIf(!REDIS_URL)('RedisKv namespaces', () => {
       // A subscriber in another namespace is not a listener of this one's channel.
       const lonely = await RedisKv.connect(REDIS_URL as string, { namespace: `${run}:c:` });
       expect(await lonely.hasSubscribers('events')).toBe(false);
+      const peek = { channel: 'events', key: 'shared-name' };
+      expect(await lonely.setAndPeek('peeked', 'v', 10_000, peek)).toEqual({ listened: false, value: null });
+      expect(await a.setAndPeek('peeked', 'v', 10_000, peek)).toEqual({ listened: true, value: 'from a' });
+      await lonely.del('peeked');
       await lonely.close();
+      await a.del('peeked');
       await a.del('shared-name');
     } finally {
       await a.close();

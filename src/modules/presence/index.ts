@@ -49,6 +49,7 @@ export const presenceModule = defineModule({
     });
     const statusMessages = new StatusMessages({
       kv,
+      bus,
       log,
       flushMs: config.STATUS_FLUSH_MS,
       systemEm: () => ctx({ user: null, log, ip: 'internal' }).em,

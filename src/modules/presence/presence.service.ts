@@ -192,13 +192,12 @@ export class PresenceService {
       );
     }
     const value = trimmed === '' ? null : trimmed;
-    // The three KV commands leave in the same tick: one round trip on Redis, run in this order, so
-    // a subscriber counted after the SET reads the new message (see publish).
-    const [presence, , listened] = await Promise.all([
-      this.deps.kv.get(presenceKey(caller.id)),
-      this.deps.statusMessages.set(caller.id, value, ctx.now()),
-      this.deps.bus.hasSubscribers(presenceTopic(caller.id)),
-    ]);
+    // One round trip, one step: the message stored, then whether anyone listens and only then the
+    // caller's presence. A subscriber counted after the write reads the new message (see publish).
+    const { listened, value: presence } = await this.deps.statusMessages.set(caller.id, value, ctx.now(), {
+      topic: presenceTopic(caller.id),
+      readKey: presenceKey(caller.id),
+    });
     if (listened) {
       await this.announce(ctx, caller.id, presence !== null ? 'online' : 'offline', undefined, {
         message: value,

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Kv } from '../../platform/kv/kv.js';
+import type { EventBus } from '../../platform/bus.js';
+import type { Kv, Peeked } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
 import { writeStatusMessages } from '../users/index.js';
 
@@ -36,6 +37,7 @@ export function decodePendingStatus(stored: string | null): PendingStatus | unde
 
 export interface StatusMessagesDeps {
   kv: Kv;
+  bus: EventBus;
   log: Logger;
   flushMs: number;
   /** An entity manager outside any request, for the flush. */
@@ -62,12 +64,25 @@ export class StatusMessages {
     return Math.max(60_000, this.deps.flushMs * 10);
   }
 
-  /** Accepts a message; rejects (writing nothing) when the KV store does not answer. */
-  async set(userId: string, message: string | null, at: Date): Promise<void> {
-    await this.deps.kv.set(pendingStatusKey(userId), JSON.stringify({ m: message }), {
+  /**
+   * Accepts a message; rejects (writing nothing) when the KV store does not answer. In the same
+   * round trip it tells whether anyone listens on `listeners.topic` and, when someone does, reads
+   * `listeners.readKey` (EventBus.setAndPeek).
+   */
+  async set(
+    userId: string,
+    message: string | null,
+    at: Date,
+    listeners: { topic: string; readKey: string },
+  ): Promise<Peeked> {
+    const write = {
+      key: pendingStatusKey(userId),
+      value: JSON.stringify({ m: message }),
       ttlMs: this.keyTtlMs,
-    });
+    };
+    const peeked = await this.deps.bus.setAndPeek(write, listeners.topic, listeners.readKey);
     this.unwritten.set(userId, { message, at });
+    return peeked;
   }
 
   /**

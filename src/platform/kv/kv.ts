@@ -55,6 +55,18 @@ export interface Kv {
   /** Whether any node has an active subscription to `channel` (Redis: PUBSUB NUMSUB). */
   hasSubscribers(channel: string): Promise<boolean>;
   /**
+   * Stores `value` with a TTL, then tells whether `peek.channel` has a subscriber on any node and,
+   * only when it has, reads `peek.key`: in one atomic step (one round trip on Redis), for a write
+   * announced to its listeners. A subscriber counted here subscribed before the write, so what
+   * it reads afterwards is the new value.
+   */
+  setAndPeek(
+    key: string,
+    value: string,
+    ttlMs: number,
+    peek: { channel: string; key: string },
+  ): Promise<Peeked>;
+  /**
    * Calls `handler` for each message on `channel` until the returned function is called.
    * The subscription is active when the returned promise resolves.
    */
@@ -75,6 +87,12 @@ export interface Kv {
   /** Throws when the store does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+/** What `setAndPeek` found: `value` is null when nobody listened (the key was not read). */
+export interface Peeked {
+  listened: boolean;
+  value: string | null;
 }
 
 /** A place in a recorded channel's history: the `pos` of event frames (protocol/stream-position.ts). */

@@ -5,6 +5,7 @@ import {
   type HistoryRead,
   type Kv,
   newEpoch,
+  type Peeked,
   type StreamPosition,
 } from './kv.js';
 
@@ -249,6 +250,18 @@ export class MemoryKv implements Kv {
   async hasSubscribers(channel: string): Promise<boolean> {
     this.assertOpen();
     return this.channels.has(channel);
+  }
+
+  async setAndPeek(
+    key: string,
+    value: string,
+    ttlMs: number,
+    peek: { channel: string; key: string },
+  ): Promise<Peeked> {
+    this.assertOpen();
+    this.entries.set(key, { value, expiresAt: this.now() + checkTtl(ttlMs) });
+    if (!this.channels.has(peek.channel)) return { listened: false, value: null };
+    return { listened: true, value: this.liveString(peek.key)?.value ?? null };
   }
 
   async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {

@@ -5,6 +5,7 @@ import {
   type HistoryRead,
   type Kv,
   newEpoch,
+  type Peeked,
   type StreamPosition,
 } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
@@ -45,6 +46,15 @@ local fresh = redis.call('EXISTS', KEYS[1]) == 0
 local value = redis.call('INCRBY', KEYS[1], ARGV[1])
 if fresh and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return value`;
+
+/**
+ * Kv.setAndPeek: KEYS[1] is set to ARGV[1] for ARGV[2] ms, then KEYS[2] is read only when the
+ * channel ARGV[3] has subscribers. A missing key's GET is Lua's false, a nil in the reply.
+ */
+const SET_AND_PEEK_SCRIPT = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2] == 0 then return {0} end
+return {1, redis.call('GET', KEYS[2])}`;
 
 const EXPIRE_MANY_SCRIPT = `
 local existed = {}
@@ -163,6 +173,7 @@ export class RedisKv implements Kv {
     // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
     this.redis.defineCommand('publishRecorded', { numberOfKeys: 2, lua: PUBLISH_RECORDED_SCRIPT });
     this.redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
+    this.redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
   }
 
   /** The command connection, for libraries that need a raw ioredis client. */
@@ -257,7 +268,7 @@ export class RedisKv implements Kv {
     message: Uint8Array,
     { maxLen, ttlMs }: HistoryLimits,
   ): Promise<StreamPosition> {
-    const scripts = this.redis as unknown as HistoryScripts;
+    const scripts = this.redis as unknown as DefinedScripts;
     const [offset, epoch] = await scripts.publishRecorded(
       historyMetaKey(channel),
       historyStreamKey(channel),
@@ -274,7 +285,7 @@ export class RedisKv implements Kv {
 
   async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
     // Buffers throughout: the messages are binary.
-    const scripts = this.redis as unknown as HistoryScripts;
+    const scripts = this.redis as unknown as DefinedScripts;
     const [epoch, offset, entries] = await scripts.readHistoryBuffer(
       historyMetaKey(channel),
       historyStreamKey(channel),
@@ -300,6 +311,23 @@ export class RedisKv implements Kv {
   async hasSubscribers(channel: string): Promise<boolean> {
     const [, count] = (await this.redis.pubsub('NUMSUB', this.namespace + channel)) as [string, number];
     return count > 0;
+  }
+
+  async setAndPeek(
+    key: string,
+    value: string,
+    ttlMs: number,
+    peek: { channel: string; key: string },
+  ): Promise<Peeked> {
+    const scripts = this.redis as unknown as DefinedScripts;
+    const [listened, read] = await scripts.setAndPeek(
+      key,
+      peek.key,
+      value,
+      checkTtl(ttlMs),
+      this.namespace + peek.channel,
+    );
+    return { listened: listened === 1, value: read ?? null };
   }
 
   async subscribe(name: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
@@ -479,10 +507,12 @@ function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => 
   });
 }
 
-/** The history scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
-interface HistoryScripts {
+/** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
+interface DefinedScripts {
   publishRecorded(...args: (string | number | Buffer)[]): Promise<[number, string]>;
   readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
+  /** One element when nobody listened; else the key's value second (null when missing). */
+  setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
 }
 
 /** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
