@@ -72,13 +72,21 @@ export function batchedStatement<In, Out>(
   };
 }
 
+/** Statements of one kind a node runs at once (statementsAtOnce). */
+const STATEMENTS_AT_ONCE = 2;
+
 /**
- * The maxInFlight of a batched statement on a pool of `poolSize` connections: half of them, so a
- * burst of one kind of call never takes the connections every other statement needs; under load
- * its batches grow instead.
+ * The maxInFlight of a batched statement on a pool of `poolSize` connections: two, so one
+ * statement runs while the callers of the next gather and the last one's answers are handed out,
+ * and at most half the pool, so a burst of one kind of call never takes the connections every
+ * other statement needs. More at once only splits the waiting callers into smaller batches, each
+ * paying a statement's fixed cost again (its round trip, plan, commit and WAL flush): on Postgres
+ * with a pool of 10, five at once served fewer DM sends and `/me` reads than two
+ * (docs/performance.md). Nor do two hold a node back: two statements of up to `maxSize` calls
+ * each serve more callers than one event loop can bring them.
  */
 export function statementsAtOnce(poolSize: number): number {
-  return Math.max(1, Math.floor(poolSize / 2));
+  return Math.max(1, Math.min(STATEMENTS_AT_ONCE, Math.floor(poolSize / 2)));
 }
 
 interface PendingCall<In, Out> {

@@ -6,6 +6,7 @@ import {
   refreshConversationBlock,
 } from '../../src/modules/chat/dm.repository.js';
 import { insertBlock, lockPair } from '../../src/modules/social/social.repository.js';
+import { statementsAtOnce } from '../../src/platform/batcher.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { callsAs, registerUser } from '../helpers/accounts.js';
@@ -278,8 +279,8 @@ describe('direct messages', () => {
     const before = await statementBatches(app(), 'dm_store');
 
     // The first pairs' conversations are locked meanwhile, one for each statement that may run at
-    // once (ChatService's storeConcurrency, half the pool): their sends wait, and so do the rest.
-    const busy = Math.max(1, Math.floor(app().db.poolSize / 2));
+    // once (ChatService's storeConcurrency): their sends wait, and so do the rest.
+    const busy = statementsAtOnce(app().db.poolSize);
     let sending: Promise<{ statusCode: number; json(): unknown }[]> | undefined;
     await whileTransactionOpen(
       app,

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { batched, batchedStatement } from '../../src/platform/batcher.js';
+import { batched, batchedStatement, statementsAtOnce } from '../../src/platform/batcher.js';
 import { CallContext } from '../../src/platform/context.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
@@ -116,6 +116,12 @@ describe('batched calls', () => {
 });
 
 /** batchedStatement on a real database: where a caller's statement runs. */
+describe('statements at once', () => {
+  it('runs two statements of a kind at once, never more than half the pool and at least one', () => {
+    expect([1, 2, 3, 4, 5, 10, 100].map(statementsAtOnce)).toEqual([1, 1, 1, 2, 2, 2, 2]);
+  });
+});
+
 describe('batched statements', () => {
   let testDb: TestDatabase;
   const contextOf = () =>

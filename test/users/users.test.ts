@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
+import { statementsAtOnce } from '../../src/platform/batcher.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -37,9 +38,9 @@ describe('user accounts', () => {
   it('reads the accounts of callers arriving while the reads are busy with one statement, each caller its own', async () => {
     const callers = await Promise.all(Array.from({ length: 8 }, () => registerUser(app())));
     const before = await statementBatches(app(), 'account_read');
-    // The users table is locked meanwhile: the reads that may run at once (half the pool) wait on
-    // it, and so do the others, for the statement after them.
-    const busy = Math.max(1, Math.floor(app().db.poolSize / 2));
+    // The users table is locked meanwhile: the reads that may run at once wait on it, and so do
+    // the others, for the statement after them.
+    const busy = statementsAtOnce(app().db.poolSize);
     let reading: Promise<{ statusCode: number; json(): { id: string; username: string } }[]> | undefined;
     await whileTransactionOpen(
       app,
