@@ -59,21 +59,35 @@ export class EventBus {
     return this.recordedPrefixes.some((prefix) => topic.startsWith(prefix));
   }
 
-  async publish(topic: string, event: BusEvent): Promise<void> {
+  /**
+   * Publishes the event on each topic, encoded once; the recorded topics among them in one step
+   * (Kv.publishRecorded: one Redis round trip and command however many users it goes to).
+   */
+  async publish(topics: string | readonly string[], event: BusEvent): Promise<void> {
     const bytes = encoder.encode(event);
-    if (this.isRecorded(topic)) await this.kv.publishRecorded(channel(topic), bytes, this.history);
-    else await this.kv.publish(channel(topic), bytes);
+    const recorded: string[] = [];
+    const published: Promise<unknown>[] = [];
+    for (const topic of typeof topics === 'string' ? [topics] : topics) {
+      if (this.isRecorded(topic)) recorded.push(channel(topic));
+      else published.push(this.kv.publish(channel(topic), bytes));
+    }
+    if (recorded.length > 0) published.push(this.kv.publishRecorded(recorded, bytes, this.history));
+    await Promise.all(published);
   }
 
   /**
    * Publishes an event about a change already committed: the change stands and the request that
    * made it succeeded, so a failed publish is logged rather than thrown.
    */
-  async publishCommitted(topic: string, event: BusEvent, log: Pick<Logger, 'warn'>): Promise<void> {
+  async publishCommitted(
+    topics: string | readonly string[],
+    event: BusEvent,
+    log: Pick<Logger, 'warn'>,
+  ): Promise<void> {
     try {
-      await this.publish(topic, event);
+      await this.publish(topics, event);
     } catch (err) {
-      log.warn({ err, topic, event: event.t }, 'an event could not be published');
+      log.warn({ err, topics, event: event.t }, 'an event could not be published');
     }
   }
 

@@ -18,6 +18,13 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
     let kv: Kv;
     const channel = () => `history-test:${randomUUID()}`;
 
+    /** A recorded publish to one channel, answering its position. */
+    const publishOne = async (name: string, message: Uint8Array, history = limits) => {
+      const [position] = await kv.publishRecorded([name], message, history);
+      if (!position) throw new Error('publishRecorded answered no position');
+      return position;
+    };
+
     beforeAll(async () => {
       kv = await factory(`test:${randomUUID()}:`);
     });
@@ -27,7 +34,7 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
       const name = channel();
       const start = await kv.readHistory(name, 0, limits);
       expect(start).toEqual({ position: { offset: 0, epoch: expect.any(String) }, entries: [] });
-      const position = await kv.publishRecorded(name, bytes('a'), limits);
+      const position = await publishOne(name, bytes('a'), limits);
       expect(position).toEqual({ offset: 1, epoch: start.position.epoch });
     });
 
@@ -38,8 +45,8 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
         const { position, message: body } = unframePositioned(message);
         received.push({ ...position, body: text(body) });
       });
-      const first = await kv.publishRecorded(name, bytes('{"x":1}'), limits);
-      await kv.publishRecorded(name, bytes('second'), limits);
+      const first = await publishOne(name, bytes('{"x":1}'), limits);
+      await publishOne(name, bytes('second'), limits);
       await expect.poll(() => received.length).toBe(2);
       expect(received).toEqual([
         { offset: 1, epoch: first.epoch, body: '{"x":1}' },
@@ -51,9 +58,9 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
     it('readHistory returns the messages after an offset in order, binary bytes intact', async () => {
       const name = channel();
       const binary = new Uint8Array([0x83, 0x00, 0xff, 0x3a, 0x0a]);
-      await kv.publishRecorded(name, bytes('one'), limits);
-      await kv.publishRecorded(name, binary, limits);
-      await kv.publishRecorded(name, bytes('three'), limits);
+      await publishOne(name, bytes('one'), limits);
+      await publishOne(name, binary, limits);
+      await publishOne(name, bytes('three'), limits);
       const read = await kv.readHistory(name, 1, limits);
       expect(read.position.offset).toBe(3);
       expect(read.entries.map((e) => e.offset)).toEqual([2, 3]);
@@ -65,7 +72,7 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
 
     it('only the last maxLen messages are kept', async () => {
       const name = channel();
-      for (let i = 1; i <= 8; i++) await kv.publishRecorded(name, bytes(`m${i}`), limits);
+      for (let i = 1; i <= 8; i++) await publishOne(name, bytes(`m${i}`), limits);
       const read = await kv.readHistory(name, 0, limits);
       expect(read.position.offset).toBe(8);
       expect(read.entries.map((e) => text(e.message))).toEqual(['m4', 'm5', 'm6', 'm7', 'm8']);
@@ -73,15 +80,41 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
 
     it('channels keep separate offsets', async () => {
       const [a, b] = [channel(), channel()];
-      await kv.publishRecorded(a, bytes('a1'), limits);
-      await kv.publishRecorded(a, bytes('a2'), limits);
-      expect((await kv.publishRecorded(b, bytes('b1'), limits)).offset).toBe(1);
+      await publishOne(a, bytes('a1'), limits);
+      await publishOne(a, bytes('a2'), limits);
+      expect((await publishOne(b, bytes('b1'), limits)).offset).toBe(1);
+    });
+
+    it('one publish to several channels records the message in each at its own offset and delivers it to each', async () => {
+      const [a, b] = [channel(), channel()];
+      await publishOne(a, bytes('a1'), limits);
+      const received: string[] = [];
+      const stops = await Promise.all(
+        [a, b].map((name) =>
+          kv.subscribe(name, (message) => {
+            const { position, message: body } = unframePositioned(message);
+            received.push(`${name === a ? 'a' : 'b'}@${position?.offset}:${text(body)}`);
+          }),
+        ),
+      );
+      const [atA, atB] = await kv.publishRecorded([a, b], bytes('both'), limits);
+      expect(atA).toEqual({ offset: 2, epoch: (await kv.readHistory(a, 0, limits)).position.epoch });
+      expect(atB).toEqual({ offset: 1, epoch: (await kv.readHistory(b, 0, limits)).position.epoch });
+      await expect.poll(() => received.length).toBe(2);
+      expect(received.sort()).toEqual(['a@2:both', 'b@1:both']);
+      expect((await kv.readHistory(a, 1, limits)).entries.map((e) => text(e.message))).toEqual(['both']);
+      expect((await kv.readHistory(b, 0, limits)).entries.map((e) => text(e.message))).toEqual(['both']);
+      await Promise.all(stops.map((stop) => stop()));
+    });
+
+    it('a publish to no channel records and delivers nothing', async () => {
+      expect(await kv.publishRecorded([], bytes('nowhere'), limits)).toEqual([]);
     });
 
     it('after its messages expire the position stays, so a reader who missed nothing can tell', async () => {
       const name = channel();
       const short = { maxLen: 5, ttlMs: 50 };
-      const { epoch } = await kv.publishRecorded(name, bytes('gone soon'), short);
+      const { epoch } = await publishOne(name, bytes('gone soon'), short);
       await new Promise((resolve) => setTimeout(resolve, 120));
       expect(await kv.readHistory(name, 0, short)).toEqual({ position: { offset: 1, epoch }, entries: [] });
     });
@@ -92,4 +125,23 @@ describeHistoryContract('MemoryKv history', async () => new MemoryKv());
 
 describe.skipIf(!REDIS_URL)('RedisKv history (REDIS_URL)', () => {
   describeHistoryContract('RedisKv history', (namespace) => RedisKv.connect(REDIS_URL ?? '', { namespace }));
+
+  it('keeps the histories of a publish to several channels under its namespace', async () => {
+    const namespace = `test:${randomUUID()}:`;
+    const kv = await RedisKv.connect(REDIS_URL ?? '', { namespace });
+    const raw = await RedisKv.connect(REDIS_URL ?? '');
+    try {
+      await kv.publishRecorded(['ns-a', 'ns-b'], bytes('x'), limits);
+      const keys = await raw.client.keys(`${namespace}*`);
+      expect(keys.sort()).toEqual(
+        ['hist:{ns-a}:meta', 'hist:{ns-a}:stream', 'hist:{ns-b}:meta', 'hist:{ns-b}:stream'].map(
+          (key) => namespace + key,
+        ),
+      );
+      await raw.del(...keys);
+    } finally {
+      await kv.close();
+      await raw.close();
+    }
+  });
 });

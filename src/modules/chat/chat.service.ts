@@ -140,12 +140,11 @@ export class ChatService {
     const filtered = this.deps.filter(trimmedBody(rawBody));
     await consumeOrThrow(this.deps.sendLimiter, me, 'Too many messages; wait before sending more.');
     const message = await this.store(ctx, me, peer, filtered);
-    // The answer does not wait for the events: they leave once the message is stored either way,
-    // and one that is lost is logged, never the send's error (publishCommitted).
-    void this.notify(ctx, peer, { t: 'dm.message', d: message });
-    // The sender's other sockets show the message too; the sending one gets it as well and
-    // recognises it by id.
-    void this.notify(ctx, me, { t: 'dm.message', d: message });
+    // The answer does not wait for the event: it leaves once the message is stored either way, and
+    // one that is lost is logged, never the send's error (publishCommitted). The sender's other
+    // sockets show the message too; the sending one gets it as well and recognises it by id. Both
+    // users' streams take it in one step.
+    void this.notify(ctx, [peer, me], { t: 'dm.message', d: message });
     return message;
   }
 
@@ -209,9 +208,10 @@ export class ChatService {
     }
   }
 
-  /** Tells a user's sockets, on every node. The change is committed: a lost event is logged, not an error. */
-  private notify(ctx: Ctx, userId: string, event: ChatEvent): Promise<void> {
-    return this.deps.bus.publishCommitted(userTopic(userId), event, ctx.log);
+  /** Tells users' sockets, on every node. The change is committed: a lost event is logged, not an error. */
+  private notify(ctx: Ctx, userIds: string | readonly string[], event: ChatEvent): Promise<void> {
+    const topics = typeof userIds === 'string' ? userTopic(userIds) : userIds.map(userTopic);
+    return this.deps.bus.publishCommitted(topics, event, ctx.log);
   }
 }
 

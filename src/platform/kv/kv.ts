@@ -73,11 +73,16 @@ export interface Kv {
   subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>>;
 
   /**
-   * Publishes like `publish` and records the message in the channel's history, in one atomic
-   * step, so the offsets of a channel's messages are the order its subscribers receive them in.
-   * Subscribers receive it framed with its position (`framePositioned`).
+   * Publishes like `publish` to each channel and records the message in each channel's history,
+   * in one atomic step (one round trip on Redis), so the offsets of a channel's messages are the
+   * order its subscribers receive them in. Subscribers receive it framed with its position
+   * (`framePositioned`). Answers the positions in the order of `channels`.
    */
-  publishRecorded(channel: string, message: Uint8Array, history: HistoryLimits): Promise<StreamPosition>;
+  publishRecorded(
+    channels: readonly string[],
+    message: Uint8Array,
+    history: HistoryLimits,
+  ): Promise<StreamPosition[]>;
   /**
    * The channel's current position and the recorded messages after `afterOffset`, oldest first
    * (at most `limits.maxLen`). A history never written, or lost, reads as offset 0 of a new epoch.

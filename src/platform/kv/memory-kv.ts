@@ -208,21 +208,25 @@ export class MemoryKv implements Kv {
   }
 
   async publishRecorded(
-    channel: string,
+    channels: readonly string[],
     message: Uint8Array,
     limits: HistoryLimits,
-  ): Promise<StreamPosition> {
+  ): Promise<StreamPosition[]> {
     this.assertOpen();
     const now = this.now();
-    const history = this.history(channel, now);
-    const position = { offset: ++history.offset, epoch: history.epoch };
-    // A copy, as Redis keeps its own: the caller may reuse its buffer.
-    history.entries.push({ offset: position.offset, at: now, message: new Uint8Array(message) });
-    if (history.entries.length > limits.maxLen)
-      history.entries.splice(0, history.entries.length - limits.maxLen);
-    history.entriesExpireAt = now + limits.ttlMs;
-    await this.publish(channel, framePositioned(position, message));
-    return position;
+    const positions: StreamPosition[] = [];
+    for (const channel of channels) {
+      const history = this.history(channel, now);
+      const position = { offset: ++history.offset, epoch: history.epoch };
+      // A copy, as Redis keeps its own: the caller may reuse its buffer.
+      history.entries.push({ offset: position.offset, at: now, message: new Uint8Array(message) });
+      if (history.entries.length > limits.maxLen)
+        history.entries.splice(0, history.entries.length - limits.maxLen);
+      history.entriesExpireAt = now + limits.ttlMs;
+      await this.publish(channel, framePositioned(position, message));
+      positions.push(position);
+    }
+    return positions;
   }
 
   async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {

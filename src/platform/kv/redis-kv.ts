@@ -62,27 +62,35 @@ for i, key in ipairs(KEYS) do existed[i] = redis.call('PEXPIRE', key, ARGV[1]) e
 return existed`;
 
 /**
- * A recorded publish: KEYS[1] the history's meta hash (epoch `e`, last offset `o`), KEYS[2] its
- * stream (entry id `<offset>-0`, fields `d` the message and `t` the time in ms); ARGV channel,
- * message, max length, the stream's TTL ms, the epoch to start with when there is none, now. A
- * lost meta hash starts a new epoch and drops the stream of the old one, whose ids the new offsets
- * would repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed
- * nothing while the stream expired is still told so. The message is published with its position
- * in front (kv.ts framePositioned).
+ * A recorded publish to one or more channels. For each channel, a pair of KEYS: its history's meta
+ * hash (epoch `e`, last offset `o`) and stream (entry id `<offset>-0`, fields `d` the message and
+ * `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the meta hash's
+ * TTL ms, then for each channel its name and the epoch to start with when it has none. A lost meta
+ * hash starts a new epoch and drops the stream of the old one, whose ids the new offsets would
+ * repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
+ * while the stream expired is still told so. The message is published with its position in front
+ * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. The keys of several
+ * channels are in several hash slots: this runs on one Redis, not a Redis Cluster.
  */
 const PUBLISH_RECORDED_SCRIPT = `
-local epoch = redis.call('HGET', KEYS[1], 'e')
-if not epoch then
-  epoch = ARGV[5]
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', epoch)
+local positions = {}
+for i = 1, #KEYS / 2 do
+  local meta, stream = KEYS[2 * i - 1], KEYS[2 * i]
+  local epoch = redis.call('HGET', meta, 'e')
+  if not epoch then
+    epoch = ARGV[5 + 2 * i]
+    redis.call('DEL', stream)
+    redis.call('HSET', meta, 'e', epoch)
+  end
+  local offset = redis.call('HINCRBY', meta, 'o', 1)
+  redis.call('XADD', stream, 'MAXLEN', ARGV[2], offset .. '-0', 'd', ARGV[1], 't', ARGV[4])
+  redis.call('PEXPIRE', meta, ARGV[5])
+  redis.call('PEXPIRE', stream, ARGV[3])
+  redis.call('PUBLISH', ARGV[4 + 2 * i], offset .. ':' .. epoch .. ':' .. ARGV[1])
+  positions[2 * i - 1] = offset
+  positions[2 * i] = epoch
 end
-local offset = redis.call('HINCRBY', KEYS[1], 'o', 1)
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], offset .. '-0', 'd', ARGV[2], 't', ARGV[6])
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
-redis.call('PEXPIRE', KEYS[2], ARGV[4])
-redis.call('PUBLISH', ARGV[1], offset .. ':' .. epoch .. ':' .. ARGV[2])
-return {offset, epoch}`;
+return positions`;
 
 /**
  * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
@@ -171,7 +179,8 @@ export class RedisKv implements Kv {
     });
     reportErrorsOncePerOutage(this.redis, (error) => this.onError(error, 'command connection error'));
     // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
-    this.redis.defineCommand('publishRecorded', { numberOfKeys: 2, lua: PUBLISH_RECORDED_SCRIPT });
+    // The number of keys is the first argument: two per channel.
+    this.redis.defineCommand('publishRecorded', { lua: PUBLISH_RECORDED_SCRIPT });
     this.redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
     this.redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
   }
@@ -264,23 +273,25 @@ export class RedisKv implements Kv {
   }
 
   async publishRecorded(
-    channel: string,
+    channels: readonly string[],
     message: Uint8Array,
     { maxLen, ttlMs }: HistoryLimits,
-  ): Promise<StreamPosition> {
+  ): Promise<StreamPosition[]> {
+    if (channels.length === 0) return [];
     const scripts = this.redis as unknown as DefinedScripts;
-    const [offset, epoch] = await scripts.publishRecorded(
-      historyMetaKey(channel),
-      historyStreamKey(channel),
-      this.namespace + channel,
+    const keys = channels.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]);
+    const perChannel = channels.flatMap((channel) => [this.namespace + channel, newEpoch()]);
+    const flat = await scripts.publishRecorded(
+      keys.length,
+      ...keys,
       Buffer.from(message.buffer, message.byteOffset, message.byteLength),
       maxLen,
       ttlMs,
-      newEpoch(),
       Date.now(),
       HISTORY_META_TTL_MS,
+      ...perChannel,
     );
-    return { offset, epoch };
+    return channels.map((_, i) => ({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string }));
   }
 
   async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
@@ -509,7 +520,8 @@ function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => 
 
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 interface DefinedScripts {
-  publishRecorded(...args: (string | number | Buffer)[]): Promise<[number, string]>;
+  /** Each channel's offset and epoch, flat. */
+  publishRecorded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
   readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
   /** One element when nobody listened; else the key's value second (null when missing). */
   setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
