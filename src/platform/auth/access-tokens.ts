@@ -94,25 +94,24 @@ export class AccessTokens {
   private restoring: Promise<void> | undefined;
   /**
    * Reads a session's revocation mark, with the marker that says the marks are whole riding along.
-   * Verifications made while reads are out wait and share the next one (`batched`): every
-   * authenticated request reads a mark, and one MGET for many of them costs a busy node one Redis
-   * command (its objects, its timer) instead of one each.
+   * On Redis, verifications made while reads are out wait and share the next one (`batched`):
+   * every authenticated request reads a mark, and one MGET for many of them costs a busy node one
+   * Redis command (its objects, its timer) instead of one each.
    */
   private readonly readMark: (sessionId: string) => Promise<{ revoked: boolean; restored: boolean }>;
 
   constructor(private readonly options: AccessTokenOptions) {
     const clock = options.now;
     this.nowMs = clock ? () => clock().getTime() : Date.now;
-    this.readMark = batched(
-      async (sessionIds: readonly string[]) => {
-        const [restored, ...marks] = await options.kv.mget([
-          MARKS_RESTORED_KEY,
-          ...sessionIds.map(revokedKey),
-        ]);
-        return marks.map((mark) => ({ revoked: mark !== null, restored: restored !== null }));
-      },
-      { maxSize: MARKS_PER_READ, maxInFlight: MARK_READS_AT_ONCE },
-    );
+    const readMarks = async (sessionIds: readonly string[]) => {
+      const [restored, ...marks] = await options.kv.mget([MARKS_RESTORED_KEY, ...sessionIds.map(revokedKey)]);
+      return marks.map((mark) => ({ revoked: mark !== null, restored: restored !== null }));
+    };
+    // The in-process store answers at once: there, waiting to share a read would only add work.
+    this.readMark =
+      options.kv.kind === 'redis'
+        ? batched(readMarks, { maxSize: MARKS_PER_READ, maxInFlight: MARK_READS_AT_ONCE })
+        : async (sessionId) => (await readMarks([sessionId]))[0] as { revoked: boolean; restored: boolean };
   }
 
   get ttlSeconds(): number {
