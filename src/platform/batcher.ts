@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Ctx } from './context.js';
 import { dependencyFailureReason } from './errors.js';
 
 /**
@@ -40,6 +39,14 @@ export function batched<In, Out>(
     });
 }
 
+/**
+ * What a batched statement needs of a request's context (a `Ctx`): its entity manager. Named here
+ * rather than imported, as the auth module batches its reads too and the context imports auth.
+ */
+export interface CallerEm {
+  em: EntityManager;
+}
+
 export interface BatchOptions {
   maxSize: number;
   maxInFlight: number;
@@ -54,8 +61,8 @@ export interface BatchOptions {
 export function batchedStatement<In, Out>(
   runMany: (em: EntityManager, inputs: readonly In[]) => Promise<readonly Out[]>,
   options: BatchOptions,
-): (ctx: Ctx, input: In) => Promise<Out> {
-  type Call = { ctx: Ctx; input: In };
+): (ctx: CallerEm, input: In) => Promise<Out> {
+  type Call = { ctx: CallerEm; input: In };
   // Only callers outside a transaction join, so no batch starts inside one either.
   const batch = batched(
     (calls: readonly Call[]) =>
