@@ -62,6 +62,11 @@ export const ErrorCode = {
    * readiness deadline); the detail says why.
    */
   GAMESERVER_UNAVAILABLE: 'GAMESERVER_UNAVAILABLE',
+  /**
+   * A per-account count quota is reached (worlds per user, rooms per world, live content bytes per
+   * world, ...): the body carries `limit`; nothing was written (docs/limits.md).
+   */
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -103,6 +108,7 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   MESSAGE_REJECTED: 422,
   GAMESERVER_CAPACITY: 503,
   GAMESERVER_UNAVAILABLE: 503,
+  QUOTA_EXCEEDED: 409,
   INTERNAL: 500,
 };
 

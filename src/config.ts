@@ -135,6 +135,33 @@ export const configSchema = z.object({
   NODE_LEASE_SECONDS: positiveInt(10, 3600),
   DM_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   DM_RATE_LIMIT_WINDOW_SECONDS: positiveInt(10, 86_400),
+  /**
+   * Per-account limits (docs/limits.md). Count quotas answer 409 QUOTA_EXCEEDED with `limit`;
+   * rates answer 429 RATE_LIMITED with Retry-After, shared by every node through Redis.
+   */
+  MAX_WORLDS_PER_USER: positiveInt(100, 1_000_000),
+  MAX_ROOMS_PER_WORLD: positiveInt(100, 10_000),
+  /** Live chunk payload bytes per world: the sum of its live chunks' current payloads. */
+  MAX_WORLD_CONTENT_BYTES: positiveInt(256 * 1024 * 1024, 2 ** 50),
+  /** Authenticated sockets one user may hold at once, across every node; one more is closed with 4409. */
+  WS_MAX_SOCKETS_PER_USER: positiveInt(10, 10_000),
+  /** Message reports one user may file per window. */
+  REPORT_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
+  REPORT_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
+  /** Friend requests and follows one user may make per window (together). */
+  SOCIAL_RATE_LIMIT_COUNT: positiveInt(30, 100_000),
+  SOCIAL_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
+  /** Worlds (and groups) one user may create per window. */
+  CREATE_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
+  CREATE_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
+  /**
+   * Revision history (docs/worlds.md, "Retention"): revisions superseded longer ago than this are
+   * pruned, and each chunk keeps at most WORLD_HISTORY_MAX_REVISIONS; a rollback before the
+   * world's horizon answers 409 with it. The pruning pass runs on every node at this interval.
+   */
+  WORLD_HISTORY_RETENTION_SECONDS: positiveInt(7 * 86_400, 10 * 365 * 86_400),
+  WORLD_HISTORY_MAX_REVISIONS: positiveInt(32, 1_000_000),
+  WORLD_HISTORY_PRUNE_INTERVAL_SECONDS: positiveInt(60, 86_400),
   /** What the text filter does with disallowed words in a message: mask them, or refuse the message (422). */
   DM_FILTER_MODE: z.enum(['mask', 'reject'], { error: 'must be one of mask, reject' }).default('mask'),
   /**
@@ -173,6 +200,11 @@ export const configSchema = z.object({
       'must be a host name, an IPv4 address or a [bracketed] IPv6 address',
     )
     .optional(),
+  /** A server with no players and no join reservation for this long is stopped. */
+  GAMESERVER_IDLE_STOP_SECONDS: positiveInt(120, 86_400),
+  /** Game servers one user may cause to start (by a join or as the owner) per window. */
+  GAMESERVER_SPAWN_RATE_LIMIT_COUNT: positiveInt(3, 100_000),
+  GAMESERVER_SPAWN_RATE_LIMIT_WINDOW_SECONDS: positiveInt(600, 86_400),
   /** How long a stopped local server may take to exit after SIGTERM before it is killed. */
   GAMESERVER_STOP_GRACE_MS: positiveInt(5_000, 600_000),
   /** The agones spawner (docs/gameservers-agones.md): where, and how, GameServers are made. */
