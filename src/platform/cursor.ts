@@ -69,12 +69,63 @@ export const timeIdKeyParams = (
   key: readonly [string, string] | undefined,
 ): [string | null, string | null] => [key?.[0] ?? null, key?.[1] ?? null];
 
-const TIME_KEY = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+/**
+ * The fields a cursor key is made of. Each checks what it decodes as the database will read it,
+ * so a forged cursor that is well-formed JSON but names an impossible value (a 13th month, an id
+ * that is no uuid, a number past int32) is a 422 here rather than a SQL error and a 500 later.
+ */
+export const cursorField = {
+  /** A UTC time with microseconds as `timeKeySql` renders it, naming a real instant (years 1-9999). */
+  time: (value: unknown): value is string => typeof value === 'string' && isTimeKey(value),
+  id: (value: unknown): value is string => typeof value === 'string' && isId(value),
+  /** A 32-bit signed integer (chunk coordinates). */
+  int32: (value: unknown): value is number => Number.isInteger(value) && value === ((value as number) | 0),
+  /** A positive bigint id that JSON carries exactly (revision ids). */
+  positive: (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0,
+} as const;
 
-export const isTimeIdKey = (value: unknown): value is [string, string] =>
-  Array.isArray(value) &&
-  value.length === 2 &&
-  typeof value[0] === 'string' &&
-  TIME_KEY.test(value[0]) &&
-  typeof value[1] === 'string' &&
-  isId(value[1]);
+type FieldCheck<T> = (value: unknown) => value is T;
+type KeyOf<Fields extends readonly FieldCheck<unknown>[]> = {
+  [I in keyof Fields]: Fields[I] extends FieldCheck<infer T> ? T : never;
+};
+
+/** The check of a key made of these fields, in order: what `decodeCursor` takes. */
+export function cursorKey<const Fields extends readonly FieldCheck<unknown>[]>(
+  ...fields: Fields
+): (value: unknown) => value is KeyOf<Fields> {
+  return (value): value is KeyOf<Fields> =>
+    Array.isArray(value) && value.length === fields.length && fields.every((check, i) => check(value[i]));
+}
+
+/** The key of every list ordered by (timestamp, id). */
+export const isTimeIdKey = cursorKey(cursorField.time, cursorField.id);
+
+const TIME_KEY = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.\d{6}Z$/;
+
+function isTimeKey(text: string): boolean {
+  const parts = TIME_KEY.exec(text);
+  if (!parts) return false;
+  const [year, month, day, hour, minute, second] = parts.slice(1).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  return (
+    year >= 1 &&
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysIn(year, month) &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59
+  );
+}
+
+function daysIn(year: number, month: number): number {
+  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
+}

@@ -7,7 +7,7 @@ import {
   type WorldVisibility,
 } from '../../../protocol/worlds.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId, newId } from '../../platform/ids.js';
@@ -51,13 +51,8 @@ export function roomView(room: RoomRow): Room {
   };
 }
 
-const isInt32 = (value: unknown): value is number =>
-  Number.isInteger(value) && value === ((value as number) | 0);
-const isChunkKey = (value: unknown): value is [number, number, number] =>
-  Array.isArray(value) && value.length === 3 && value.every(isInt32);
-
-const isRoomKey = (value: unknown): value is [string] =>
-  Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && isId(value[0]);
+const isChunkKey = cursorKey(cursorField.int32, cursorField.int32, cursorField.int32);
+const isRoomKey = cursorKey(cursorField.id);
 
 /** Worlds and rooms: who may read and write them, and their lifecycle. */
 export class WorldsService {
