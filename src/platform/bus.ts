@@ -29,6 +29,15 @@ export type Recovery =
   /** The events after its position are no longer all kept (or the history was lost): refetch. */
   | { recovered: false; position: StreamPosition };
 
+export interface PublishOptions {
+  /**
+   * Not recorded even on a recorded topic: only the sockets connected now receive it, and it never
+   * takes a place in the history a reconnecting client recovers from. For state a client can
+   * refetch, sent often enough to push real events out of a bounded history (read marks).
+   */
+  transient?: boolean;
+}
+
 const encoder = new Encoder({ ignoreUndefined: true });
 const decoder = new Decoder();
 
@@ -63,12 +72,16 @@ export class EventBus {
    * Publishes the event on each topic, encoded once; the recorded topics among them in one step
    * (Kv.publishRecorded: one Redis round trip and command however many users it goes to).
    */
-  async publish(topics: string | readonly string[], event: BusEvent): Promise<void> {
+  async publish(
+    topics: string | readonly string[],
+    event: BusEvent,
+    options: PublishOptions = {},
+  ): Promise<void> {
     const bytes = encoder.encode(event);
     const recorded: string[] = [];
     const published: Promise<unknown>[] = [];
     for (const topic of typeof topics === 'string' ? [topics] : topics) {
-      if (this.isRecorded(topic)) recorded.push(channel(topic));
+      if (!options.transient && this.isRecorded(topic)) recorded.push(channel(topic));
       else published.push(this.kv.publish(channel(topic), bytes));
     }
     if (recorded.length > 0) published.push(this.kv.publishRecorded(recorded, bytes, this.history));
@@ -83,9 +96,10 @@ export class EventBus {
     topics: string | readonly string[],
     event: BusEvent,
     log: Pick<Logger, 'warn'>,
+    options: PublishOptions = {},
   ): Promise<void> {
     try {
-      await this.publish(topics, event);
+      await this.publish(topics, event, options);
     } catch (err) {
       log.warn({ err, topics, event: event.t }, 'an event could not be published');
     }

@@ -11,22 +11,20 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { SocialApi } from '../social/index.js';
-import { existingUserIds } from '../users/index.js';
 import {
   type AdmittingPolicies,
   type ConversationRow,
-  conversationOf,
   conversationsOf,
   ensureConversation,
   insertMessage,
   insertMessages,
   type MessageRow,
-  markRead,
-  messagesOf,
   type NewMessage,
+  readHistory,
   type StoreOutcome,
 } from './dm.repository.js';
 import { trimmedBody } from './message-body.js';
+import type { ReadMarkAnnouncer } from './read-marks.js';
 import type { Filtered } from './text-filter.js';
 
 export interface ChatDeps {
@@ -39,13 +37,12 @@ export interface ChatDeps {
   storeConcurrency: number;
   /** Told how many sends each statement stored (a metric). */
   observeStoreBatch?: (size: number) => void;
+  readMarks: Pick<ReadMarkAnnouncer, 'announce'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
 type PageOf<Item> = { items: Item[]; next_cursor: string | null };
-type ChatEvent =
-  | { t: 'dm.message'; d: EventPayloads['dm.message'] }
-  | { t: 'dm.read'; d: EventPayloads['dm.read'] };
+type ChatEvent = { t: 'dm.message'; d: EventPayloads['dm.message'] };
 
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const forbidden = (message: string) => new AppError(ErrorCode.FORBIDDEN, message);
@@ -149,28 +146,31 @@ export class ChatService {
   }
 
   /**
-   * A page of the conversation with `userId`, newest first, and the caller's read mark moved to
-   * now (the peer is told). Before the first message there is no conversation: an empty page.
+   * A page of the conversation with `userId`, newest first, read in one statement that also moves
+   * the caller's read mark to now when a message of the peer is newer than it. Only a moved mark
+   * is told to the peer (coalesced: ReadMarkAnnouncer), and never across a block. Before the first
+   * message there is no conversation: an empty page.
    */
   async history(ctx: Ctx, userId: string, page: { limit: number; before?: string | undefined }) {
     const me = callerOf(ctx).id;
     const peer = peerOf(me, userId);
     const before = decodeCursor(page.before, isTimeIdKey, 'before');
-    const [exists, conversationId] = await Promise.all([
-      existingUserIds(ctx.em, [peer]),
-      conversationOf(ctx.em, me, peer),
-    ]);
-    if (exists.length === 0) throw noSuchUser();
-    if (!conversationId) return { items: [], next_cursor: null };
-    const rows = await messagesOf(ctx.em, conversationId, { before, limit: page.limit + 1 });
-    const readAt = await markRead(ctx.em, conversationId, me, ctx.now());
-    if (readAt) {
-      await this.notify(ctx, peer, {
-        t: 'dm.read',
-        d: { conversation_id: conversationId, user_id: me, last_read_at: readAt.toISOString() },
+    const read = await readHistory(ctx.em, {
+      reader: me,
+      peer,
+      before,
+      limit: page.limit + 1,
+      at: ctx.now(),
+    });
+    if (!read.peerExists) throw noSuchUser();
+    if (read.conversationId && read.movedReadMark && !read.blocked) {
+      await this.deps.readMarks.announce(peer, {
+        conversation_id: read.conversationId,
+        user_id: me,
+        last_read_at: read.movedReadMark.toISOString(),
       });
     }
-    return pageFrom(rows, page.limit, toMessage, (row) => [row.created_key, row.id]);
+    return pageFrom(read.messages, page.limit, toMessage, (row) => [row.created_key, row.id]);
   }
 
   async conversations(ctx: Ctx, page: Page): Promise<PageOf<Conversation>> {

@@ -3,6 +3,7 @@ import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cur
 import { executeBound } from '../../platform/db.js';
 import { dmPolicySql } from '../profiles/index.js';
 import { blockBetweenSql, friendsBetweenSql } from '../social/index.js';
+import { userExistsSql } from '../users/index.js';
 
 /**
  * The SQL of direct messages (tables of migrations 0002 and 0011). A conversation is stored with
@@ -241,39 +242,116 @@ export async function refreshConversationBlock(em: EntityManager, a: string, b: 
   );
 }
 
-/** A page of the conversation's messages, newest first, after `before` in that order. */
-export function messagesOf(
-  em: EntityManager,
-  conversationId: string,
-  page: { before: Key; limit: number },
-): Promise<MessageRow[]> {
-  return executeBound<MessageRow>(
-    em,
-    `select id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
-     from messages
-     where conversation_id = $1 and ${beforeTimeIdKey('created_at', 'id')}
-     order by created_at desc, id desc
-     limit $4`,
-    [conversationId, ...timeIdKeyParams(page.before), page.limit],
-  );
+/** What one read of a conversation's history found, and what it changed. */
+export interface HistoryRead {
+  /** Whether the peer's account exists (an unknown peer is 404, not an empty page). */
+  peerExists: boolean;
+  conversationId: string | null;
+  /** A block stands between the pair: nothing about the read may reach the peer. */
+  blocked: boolean;
+  /** The reader's read mark when this read moved it; null when it changed nothing. */
+  movedReadMark: Date | null;
+  /** The page, newest first. */
+  messages: MessageRow[];
 }
 
-/** Moves the user's read mark forward to `at` (never back); returns the mark now stored. */
-export async function markRead(
+/**
+ * The page of messages a history read returns: of the conversation `conversation` (SQL), newest
+ * first after the key in `$2`, `$3`, at most `limit` (SQL) rows. The chat benchmark's pgbench
+ * ceiling runs it alone.
+ */
+export const historyPageSql = (conversation: string, limit: string) =>
+  `select m.id, m.conversation_id, m.sender_id, m.body, m.filtered, m.created_at,
+       ${timeKeySql('m.created_at')} as created_key
+  from messages m
+  where m.conversation_id = ${conversation} and ${beforeTimeIdKey('m.created_at', 'm.id')}
+  order by m.created_at desc, m.id desc
+  limit ${limit}`;
+
+/**
+ * One history read in one statement: the pair's conversation, a page of it, and the reader's read
+ * mark moved to `at`, but only when a message of the peer is newer than the mark (a read that
+ * changes no unread count writes nothing). Built once: the text is a prepared statement's key.
+ */
+const HISTORY_READ_SQL = `with conv as (
+   select id, blocked from conversations where user_a_id = $7 and user_b_id = $8
+ ), marked as (
+   update conversation_participants p
+   set last_read_at = greatest(coalesce(p.last_read_at, '-infinity'), $6)
+   from conv
+   where p.conversation_id = conv.id and p.user_id = $1 and exists (
+     select 1 from messages n
+     where n.conversation_id = conv.id and n.sender_id = $5
+       and n.created_at > coalesce(p.last_read_at, '-infinity'))
+   returning p.last_read_at
+ ), page as (${historyPageSql('(select id from conv)', '$4')})
+ select h.conv_id, h.blocked, h.peer_exists, h.moved_read_mark, page.*
+ from (select (select id from conv) as conv_id,
+              coalesce((select blocked from conv), false) as blocked,
+              ${userExistsSql('$5')} as peer_exists,
+              (select last_read_at from marked) as moved_read_mark) h
+ left join page on true
+ order by page.created_at desc, page.id desc`;
+
+type HistoryRow = {
+  conv_id: string | null;
+  blocked: boolean;
+  peer_exists: boolean;
+  moved_read_mark: Date | null;
+} & {
+  [K in keyof MessageRow]: MessageRow[K] | null;
+};
+
+/** Reads a page of the pair's history as `reader` at `at`, moving their read mark when it should. */
+export async function readHistory(
+  em: EntityManager,
+  read: { reader: string; peer: string; before: Key; limit: number; at: Date },
+): Promise<HistoryRead> {
+  const [userA, userB] = orderedPair(read.reader, read.peer);
+  const [keyTime, keyId] = timeIdKeyParams(read.before);
+  const rows = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
+    read.reader,
+    keyTime,
+    keyId,
+    read.limit,
+    read.peer,
+    read.at,
+    userA,
+    userB,
+  ]);
+  const head = rows[0];
+  if (!head) throw new Error('readHistory: the statement answers at least one row');
+  return {
+    peerExists: head.peer_exists,
+    conversationId: head.conv_id,
+    blocked: head.blocked,
+    movedReadMark: head.moved_read_mark,
+    messages: rows
+      .filter((row) => row.id !== null)
+      .map(({ id, conversation_id, sender_id, body, filtered, created_at, created_key }) => ({
+        id,
+        conversation_id,
+        sender_id,
+        body,
+        filtered,
+        created_at,
+        created_key,
+      })) as MessageRow[],
+  };
+}
+
+/** The user's read mark in the conversation; undefined when they never read it or are no participant. */
+export async function readMarkOf(
   em: EntityManager,
   conversationId: string,
   userId: string,
-  at: Date,
 ): Promise<Date | undefined> {
-  const [row] = await executeBound<{ last_read_at: Date }>(
+  const [row] = await executeBound<{ last_read_at: Date | null }>(
     em,
-    `update conversation_participants
-     set last_read_at = greatest(coalesce(last_read_at, '-infinity'), $3)
-     where conversation_id = $1 and user_id = $2
-     returning last_read_at`,
-    [conversationId, userId, at],
+    'select last_read_at from conversation_participants where conversation_id = $1 and user_id = $2',
+    [conversationId, userId],
   );
-  return row?.last_read_at;
+  return row?.last_read_at ?? undefined;
 }
 
 const activityKeyset = beforeTimeIdKey('last_message_at', 'id');

@@ -17,7 +17,8 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
-import { refreshConversationBlock } from './dm.repository.js';
+import { readMarkOf, refreshConversationBlock } from './dm.repository.js';
+import { ReadMarkAnnouncer } from './read-marks.js';
 import { createTextFilter } from './text-filter.js';
 import { CHAT_TOPIC_PREFIX, chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
 
@@ -32,7 +33,7 @@ export const chatModule = defineModule({
   entities: [],
   needs: ['social', 'worlds'],
   setup(
-    { bus, kv, config, gateway, metrics, db },
+    { bus, kv, config, gateway, metrics, db, log, ctx },
     { social, worlds }: { social: SocialApi; worlds: WorldsApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
@@ -46,9 +47,17 @@ export const chatModule = defineModule({
         points: config.DM_RATE_LIMIT_COUNT,
         durationSeconds: config.DM_RATE_LIMIT_WINDOW_SECONDS,
       });
+    const readMarks = new ReadMarkAnnouncer({
+      bus,
+      kv,
+      log,
+      storedMark: (conversationId, userId) =>
+        readMarkOf(ctx({ user: null, log, ip: 'internal' }).em, conversationId, userId),
+    });
     const chat = new ChatService({
       bus,
       social,
+      readMarks,
       sendLimiter: sendLimiter('dm-send'),
       filter,
       storeConcurrency: statementsAtOnce(db.poolSize),
@@ -95,6 +104,7 @@ export const chatModule = defineModule({
           return {};
         }),
       ],
+      stop: async () => readMarks.close(),
     };
   },
 });

@@ -12,6 +12,7 @@ export {
   findAccount,
   findAccounts,
   storedStatusMessage,
+  userExistsSql,
   writeStatusMessages,
 } from './users.repository.js';
 export { changeRole, findUserByUsername } from './users.service.js';

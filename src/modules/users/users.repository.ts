@@ -49,6 +49,13 @@ export async function existingUserIds(em: EntityManager, userIds: readonly strin
   return rows.map((row) => row.id);
 }
 
+/**
+ * SQL that is true when the account `idSql` names (a parameter or column of a uuid) exists: for
+ * statements of other modules that must tell an unknown user from an empty answer in the same
+ * round trip.
+ */
+export const userExistsSql = (idSql: string) => `exists (select 1 from users where id = ${idSql})`;
+
 /** The stored status message; undefined when the account does not exist. */
 export async function storedStatusMessage(
   em: EntityManager,
