@@ -212,7 +212,7 @@ export async function insertMessages(
   messages: readonly NewMessage[],
   admitting: AdmittingPolicies,
 ): Promise<StoreOutcome[]> {
-  if (messages.length === 1 || process.env.EXP_SINGLES)
+  if (messages.length === 1)
     return Promise.all(messages.map((m) => insertMessage(em, m, admitting)));
   const pairs = messages.map((message) => orderedPair(message.senderId, message.peerId));
   const rows = await executeBound<OutcomeRow>(em, INSERT_MESSAGES_SQL, [
