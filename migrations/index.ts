@@ -12,6 +12,7 @@ import { Migration0011ConversationLastRead } from './0011_conversation_last_read
 import { Migration0015WorldDiscovery } from './0015_world_discovery.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
+import { Migration0021ConversationSides } from './0021_conversation_sides.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -33,4 +34,5 @@ export const migrationsList = [
   { name: '0015_world_discovery', class: Migration0015WorldDiscovery },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
   { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },
+  { name: '0021_conversation_sides', class: Migration0021ConversationSides },
 ];

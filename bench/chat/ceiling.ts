@@ -12,11 +12,16 @@ import { timeKeySql } from '../../src/platform/cursor.js';
 export const userIdOf = (prefix: string) => (n: number) =>
   `${prefix}-0000-7000-8000-${String(n).padStart(12, '0')}`;
 
+/** The uuid of the user a pgbench variable numbers, spelled in SQL as `userIdOf` spells it. */
+export const pgbenchUuid = (prefix: string, variable: string) =>
+  `('${prefix}-0000-7000-8000-' || lpad(:${variable}::text, 12, '0'))::uuid`;
+
+/** pgbench takes every `:name` for a variable, string literals included: splits timeKeySql's `:MI:SS`. */
+export const pgbenchSafeTimeKey = (sql: string) => sql.replace(':MI:SS', ":' || 'MI:' || 'SS");
+
 export function dmSendScript(users: number, prefix: string): string {
-  // pgbench takes every `:name` for a variable, string literals included: split the format's `:MI:SS`.
-  const createdKey = timeKeySql('created_at').replace(':MI:SS', ":' || 'MI:' || 'SS");
-  const text = (variable: string) => `('${prefix}-0000-7000-8000-' || lpad(:${variable}::text, 12, '0'))`;
-  const [me, peer, userA, userB] = ['me', 'peer', 'a', 'b'].map((v) => `${text(v)}::uuid`);
+  const createdKey = pgbenchSafeTimeKey(timeKeySql('created_at'));
+  const [me, peer, userA, userB] = ['me', 'peer', 'a', 'b'].map((v) => pgbenchUuid(prefix, v));
   return `\\set me random(1, ${users})
 \\set peer (:me % ${users}) + 1
 \\set a least(:me, :peer)
@@ -31,7 +36,9 @@ with facts as (
            where (blocker_id = ${me} and blocked_id = ${peer}) or (blocker_id = ${peer} and blocked_id = ${me})) as blocked,
          coalesce((select dm_policy::text from profiles where user_id = ${peer}), 'everyone') as dm_policy
 ), target as (
-  update conversations set last_message_at = greatest(last_message_at, now())
+  update conversations set last_message_at = greatest(last_message_at, now()),
+    last_message_a_at = case when ${me} = user_a_id then greatest(last_message_a_at, now()) else last_message_a_at end,
+    last_message_b_at = case when ${me} = user_b_id then greatest(last_message_b_at, now()) else last_message_b_at end
   where user_a_id = ${userA} and user_b_id = ${userB} and not conversations.blocked
     and (select f.dm_policy = any(case when f.friends then array['everyone', 'friends'] else array['everyone'] end) from facts f)
   returning id

@@ -57,6 +57,12 @@ export const timeKeySql = (column: string) =>
   `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
+ * The ISO time (milliseconds, as Date.toISOString writes it) of a key `timeKeySql` rendered: the
+ * same text a Date parsed from the column would give, since a Date truncates microseconds.
+ */
+export const timeOfKey = (key: string) => `${key.slice(0, 23)}Z`;
+
+/**
  * The SQL condition "after the key" of a newest-first (time, id) keyset: the key binds as $2 (its
  * time, null for the first page) and $3 (its id), the order every keyset list here uses
  * (`timeIdKeyParams`).

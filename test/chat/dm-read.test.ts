@@ -95,6 +95,24 @@ describe('read marks', () => {
     expect(await readEventsBefore(aliceSocket, carol, alice)).toEqual([]);
   });
 
+  it("keeps each side's newest-message time, which decides whether a read moves the mark, through batched sends too", async () => {
+    const [alice, bob] = await Promise.all([registerUser(app()), registerUser(app())]);
+    await sent(alice, bob, 'first');
+    // Sends made while others are being stored share statements (insertMessages).
+    await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) => sent(alice, bob, `a${i}`)),
+      ...Array.from({ length: 8 }, (_, i) => sent(bob, alice, `b${i}`)),
+    ]);
+    const [row] = await queryRows<{ a_ok: boolean; b_ok: boolean }>(
+      app().db,
+      `select c.last_message_a_at = (select max(created_at) from messages m where m.conversation_id = c.id and m.sender_id = c.user_a_id) as a_ok,
+              c.last_message_b_at = (select max(created_at) from messages m where m.conversation_id = c.id and m.sender_id = c.user_b_id) as b_ok
+       from conversations c where ? in (c.user_a_id, c.user_b_id)`,
+      [alice.user.id],
+    );
+    expect(row).toEqual({ a_ok: true, b_ok: true });
+  });
+
   it('sends read marks without a stream position: they take no place in the recovery history', async () => {
     const [alice, bob, carol] = await Promise.all([
       registerUser(app()),

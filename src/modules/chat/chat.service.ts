@@ -5,7 +5,7 @@ import { audienceSchema } from '../../../protocol/profiles.js';
 import { batchedStatement } from '../../platform/batcher.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { decodeCursor, isTimeIdKey, pageFrom, timeOfKey } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
@@ -81,7 +81,7 @@ const toMessage = (row: MessageRow): Message => ({
   conversation_id: row.conversation_id,
   sender_id: row.sender_id,
   body: row.body,
-  created_at: new Date(row.created_at).toISOString(),
+  created_at: timeOfKey(row.created_key),
   filtered: row.filtered,
 });
 

@@ -16,8 +16,10 @@ export interface MessageRow {
   sender_id: string | null;
   body: string;
   filtered: boolean;
-  created_at: Date;
-  /** The row's keyset position: created_at to the microsecond. */
+  /**
+   * created_at to the microsecond, as text (`timeKeySql`): the row's keyset position, and its time
+   * (`timeOfKey`), read without parsing a Date per row.
+   */
   created_key: string;
 }
 
@@ -110,20 +112,29 @@ export interface NewMessage {
 /** What storing one message found: the facts that could refuse it, and the row when it was stored. */
 export type StoreOutcome = SendFacts & { message: MessageRow | undefined };
 
+/**
+ * The assignments that move the sending side's newest-message time (migration 0021) to `at` in a
+ * conversation row being updated; greatest() ignores the null of a side that never wrote.
+ */
+const sideTimes = (sender: string, at: string) =>
+  `last_message_a_at = case when ${sender} = user_a_id then greatest(last_message_a_at, ${at}) else last_message_a_at end,
+     last_message_b_at = case when ${sender} = user_b_id then greatest(last_message_b_at, ${at}) else last_message_b_at end`;
+
 /** Built once: the text is a prepared statement's key, and the send path's hottest. */
 const INSERT_MESSAGE_SQL = `with facts as (
    select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
           ${blockBetweenSql('$2::uuid', '$8::uuid')} as blocked,
           ${dmPolicySql('$8::uuid')} as dm_policy
  ), target as (
-   update conversations set last_message_at = greatest(last_message_at, $5)
+   update conversations set last_message_at = greatest(last_message_at, $5),
+     ${sideTimes('$2::uuid', '$5')}
    where user_a_id = $6 and user_b_id = $7 and not conversations.blocked
      and (select f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end) from facts f)
    returning id
  ), inserted as (
    insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
    select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
-   returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
+   returning id, conversation_id, sender_id, body, filtered, ${timeKeySql('created_at')} as created_key
  )
  select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`;
 
@@ -149,15 +160,19 @@ const INSERT_MESSAGES_SQL = `with input as (
    where (c.user_a_id, c.user_b_id) in (select user_a_id, user_b_id from admitted) and not c.blocked
    order by c.id for update
  ), target as (
-   update conversations c set last_message_at = greatest(c.last_message_at, a.at)
-   from locked l, (select user_a_id, user_b_id, max(at) as at from admitted group by user_a_id, user_b_id) a
+   update conversations c set last_message_at = greatest(c.last_message_at, a.at),
+     last_message_a_at = greatest(c.last_message_a_at, a.a_at), last_message_b_at = greatest(c.last_message_b_at, a.b_at)
+   from locked l, (
+     select user_a_id, user_b_id, max(at) as at, max(at) filter (where sender_id = user_a_id) as a_at,
+            max(at) filter (where sender_id = user_b_id) as b_at
+     from admitted group by user_a_id, user_b_id) a
    where c.id = l.id and a.user_a_id = l.user_a_id and a.user_b_id = l.user_b_id and not c.blocked
    returning c.id, c.user_a_id, c.user_b_id
  ), inserted as (
    insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
    select a.id, t.id, a.sender_id, a.body, a.filtered, a.at
    from admitted a join target t on t.user_a_id = a.user_a_id and t.user_b_id = a.user_b_id
-   returning id, conversation_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key
+   returning id, conversation_id, sender_id, body, filtered, ${timeKeySql('created_at')} as created_key
  )
  select f.friends, f.blocked, f.dm_policy, i.* from facts f left join inserted i on i.id = f.id order by f.n`;
 
@@ -212,8 +227,7 @@ export async function insertMessages(
   messages: readonly NewMessage[],
   admitting: AdmittingPolicies,
 ): Promise<StoreOutcome[]> {
-  if (messages.length === 1)
-    return Promise.all(messages.map((m) => insertMessage(em, m, admitting)));
+  if (messages.length === 1) return Promise.all(messages.map((m) => insertMessage(em, m, admitting)));
   const pairs = messages.map((message) => orderedPair(message.senderId, message.peerId));
   const rows = await executeBound<OutcomeRow>(em, INSERT_MESSAGES_SQL, [
     messages.map((message) => message.id),
@@ -261,8 +275,7 @@ export interface HistoryRead {
  * ceiling runs it alone.
  */
 export const historyPageSql = (conversation: string, limit: string) =>
-  `select m.id, m.conversation_id, m.sender_id, m.body, m.filtered, m.created_at,
-       ${timeKeySql('m.created_at')} as created_key
+  `select m.id, m.conversation_id, m.sender_id, m.body, m.filtered, ${timeKeySql('m.created_at')} as created_key
   from messages m
   where m.conversation_id = ${conversation} and ${beforeTimeIdKey('m.created_at', 'm.id')}
   order by m.created_at desc, m.id desc
@@ -270,37 +283,38 @@ export const historyPageSql = (conversation: string, limit: string) =>
 
 /**
  * One history read in one statement: the pair's conversation, a page of it, and the reader's read
- * mark moved to `at`, but only when a message of the peer is newer than the mark (a read that
- * changes no unread count writes nothing). Built once: the text is a prepared statement's key.
+ * mark moved to `at`, but only when the peer wrote after the mark (the side's newest-message time
+ * in the conversation row, migration 0021), so a read that changes no unread count writes
+ * nothing. Built once: the text is a prepared statement's key.
  */
 const HISTORY_READ_SQL = `with conv as (
-   select id, blocked from conversations where user_a_id = $7 and user_b_id = $8
+   select id, blocked, case when user_a_id = $5 then last_message_a_at else last_message_b_at end as peer_wrote_at
+   from conversations where user_a_id = $7 and user_b_id = $8
  ), marked as (
    update conversation_participants p
    set last_read_at = greatest(coalesce(p.last_read_at, '-infinity'), $6)
    from conv
-   where p.conversation_id = conv.id and p.user_id = $1 and exists (
-     select 1 from messages n
-     where n.conversation_id = conv.id and n.sender_id = $5
-       and n.created_at > coalesce(p.last_read_at, '-infinity'))
+   where p.conversation_id = conv.id and p.user_id = $1
+     and conv.peer_wrote_at > coalesce(p.last_read_at, '-infinity')
    returning p.last_read_at
  ), page as (${historyPageSql('(select id from conv)', '$4')})
- select h.conv_id, h.blocked, h.peer_exists, h.moved_read_mark, page.*
- from (select (select id from conv) as conv_id,
-              coalesce((select blocked from conv), false) as blocked,
-              ${userExistsSql('$5')} as peer_exists,
-              (select last_read_at from marked) as moved_read_mark) h
- left join page on true
- order by page.created_at desc, page.id desc`;
+ select (select id from conv) as conv_id,
+        coalesce((select blocked from conv), false) as blocked,
+        ${userExistsSql('$5')} as peer_exists,
+        (select last_read_at from marked) as moved_read_mark,
+        (select coalesce(json_agg(page order by page.created_key desc, page.id desc), '[]')::text from page) as page`;
 
-type HistoryRow = {
+interface HistoryRow {
   conv_id: string | null;
   blocked: boolean;
   peer_exists: boolean;
   moved_read_mark: Date | null;
-} & {
-  [K in keyof MessageRow]: MessageRow[K] | null;
-};
+  /**
+   * The page's rows as one JSON array: the driver then decodes one field instead of six per row,
+   * and JSON.parse builds the rows at native speed (about a third less CPU for a page of 50).
+   */
+  page: string;
+}
 
 /** Reads a page of the pair's history as `reader` at `at`, moving their read mark when it should. */
 export async function readHistory(
@@ -309,7 +323,7 @@ export async function readHistory(
 ): Promise<HistoryRead> {
   const [userA, userB] = orderedPair(read.reader, read.peer);
   const [keyTime, keyId] = timeIdKeyParams(read.before);
-  const rows = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
+  const [row] = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
     read.reader,
     keyTime,
     keyId,
@@ -319,24 +333,13 @@ export async function readHistory(
     userA,
     userB,
   ]);
-  const head = rows[0];
-  if (!head) throw new Error('readHistory: the statement answers at least one row');
+  if (!row) throw new Error('readHistory: the statement answers one row');
   return {
-    peerExists: head.peer_exists,
-    conversationId: head.conv_id,
-    blocked: head.blocked,
-    movedReadMark: head.moved_read_mark,
-    messages: rows
-      .filter((row) => row.id !== null)
-      .map(({ id, conversation_id, sender_id, body, filtered, created_at, created_key }) => ({
-        id,
-        conversation_id,
-        sender_id,
-        body,
-        filtered,
-        created_at,
-        created_key,
-      })) as MessageRow[],
+    peerExists: row.peer_exists,
+    conversationId: row.conv_id,
+    blocked: row.blocked,
+    movedReadMark: row.moved_read_mark,
+    messages: JSON.parse(row.page) as MessageRow[],
   };
 }
 
