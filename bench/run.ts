@@ -17,7 +17,8 @@ import { parseArgs } from 'node:util';
  *                         co-editing across two instances, history pages over 1,000,000 revisions
  *                         (bench/results/worlds.md); also takes --backends embedded,postgres
  *   chat                  direct messages: latency across two instances at 1,000/s, dm.send frames and
- *                         REST sends beside a pgbench ceiling, recovery of 1,000 missed events
+ *                         REST sends beside a pgbench ceiling, history pages beside pgbench running
+ *                         the page's SELECT, recovery of 1,000 missed events
  *                         (bench/results/chat.md); also takes --backends embedded,postgres
  *   gameservers           spawn-to-ready with the reference server, join latency, internal bulk
  *                         loads beside the users' REST load (bench/results/gameservers.md); also

@@ -9,12 +9,13 @@ import { type TokenIssuer, tokenIssuer } from '../realtime/tokens.js';
 import { postgresSql, WORLDS_ENV } from '../worlds/harness.js';
 import { withBackend } from '../worlds/measure.js';
 import { userIdOf } from './ceiling.js';
+import { type HistoryResults, measureHistory } from './history.js';
 import { type DmLatencyResults, measureDmLatency, RATES, SENDERS, type User } from './latency.js';
 import { measureRecovery, type RecoveryResults } from './recovery.js';
 import { measureThroughput, type ThroughputResults } from './throughput.js';
 
 /**
- * One backend's measurements: on Postgres + Redis all three (two instances for the latency), on
+ * One backend's measurements: on Postgres + Redis all four (two instances for the latency), on
  * the embedded database the recovery only (one instance cannot show a cross-instance latency).
  */
 
@@ -32,6 +33,7 @@ export interface ChatResults {
   database?: string;
   latency?: DmLatencyResults[];
   throughput?: ThroughputResults;
+  history?: HistoryResults;
   recovery: RecoveryResults;
 }
 
@@ -73,6 +75,15 @@ export function measureChat(
         await stopAtrium(running.pop() as Atrium); // B, so it idles through nothing else
         progress(`postgres: DM sends, ${USERS} sockets, 50 REST connections and pgbench, in rounds...`);
         results.throughput = await measureThroughput(
+          a,
+          users,
+          env.DATABASE_URL as string,
+          prefix,
+          POOL_SIZE,
+          schedule,
+        );
+        progress(`postgres: DM history pages, 50 REST connections and pgbench, in rounds...`);
+        results.history = await measureHistory(
           a,
           users,
           env.DATABASE_URL as string,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
 
 /** Memory and CPU use of processes, read from /proc. */
@@ -67,4 +67,29 @@ export async function assertNodeProcess(pid: number, script: string): Promise<vo
   if (!basename(argv[0] ?? '').startsWith('node') || !argv.includes(script)) {
     throw new Error(`pid ${pid} is not the node process running ${script}: ${argv.join(' ')}`);
   }
+}
+
+/**
+ * CPU seconds used so far by the local Postgres server (every backend, and through the postmaster's
+ * children times the backends that already exited, such as pgbench's) and by Redis: what a
+ * request costs the databases, beside what it costs the service.
+ */
+export async function databaseCpuSeconds(): Promise<number> {
+  let total = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const name = /\(([^)]*)\)/.exec(stat)?.[1] ?? '';
+    if (name !== 'postgres' && !name.startsWith('redis-server')) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime, stime; for the postmaster (its parent is no postgres) also cutime, cstime.
+    total += Number(fields[11]) + Number(fields[12]);
+    if (name === 'postgres' && !(await isPostgres(fields[1] ?? '')))
+      total += Number(fields[13]) + Number(fields[14]);
+  }
+  return total / CLOCK_TICKS;
+}
+
+async function isPostgres(pid: string): Promise<boolean> {
+  return (await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim() === 'postgres';
 }

@@ -1,0 +1,109 @@
+import { historyPageSql } from '../../src/modules/chat/dm.repository.js';
+import { type PgbenchWindow, pgbenchContender } from '../datapath/pgbench.js';
+import { databaseCpuSeconds } from '../realtime/process-stats.js';
+import { type RestWindow, restContender } from '../realtime/rest-load.js';
+import {
+  type Contender,
+  type ContenderRounds,
+  interleavedRounds,
+  type RoundSchedule,
+} from '../realtime/rounds.js';
+import type { Atrium } from '../realtime/servers.js';
+import { pgbenchSafeTimeKey, pgbenchUuid } from './ceiling.js';
+import type { User } from './latency.js';
+
+/**
+ * Measurement 4: DM history pages per second (`GET /api/chat/dm/{user_id}/messages?limit=50`, 50
+ * connections, each request a random user reading the conversation with their peer, which the
+ * send rounds filled) beside pgbench running the page's SELECT for the same conversations with the
+ * service's pool size, in interleaved rounds. Each window also takes the CPU Postgres and Redis
+ * used, so the cost per page is the service's plus the databases'.
+ */
+
+export const PAGE = 50;
+
+export type WithDatabaseCpu<W> = W & { databaseCores: number };
+
+export interface HistoryResults {
+  rest: ContenderRounds<WithDatabaseCpu<RestWindow>>;
+  ceiling: ContenderRounds<WithDatabaseCpu<PgbenchWindow>>;
+}
+
+/** The contender, its windows also measuring the cores Postgres and Redis used meanwhile. */
+function withDatabaseCpu<W extends RestWindow | PgbenchWindow>(
+  contender: Contender<W>,
+): Contender<WithDatabaseCpu<W>> {
+  return {
+    name: contender.name,
+    async window(seconds) {
+      const [before, started] = [await databaseCpuSeconds(), performance.now()];
+      const figures = await contender.window(seconds);
+      const used = (await databaseCpuSeconds()) - before;
+      return { ...figures, databaseCores: used / ((performance.now() - started) / 1000) };
+    },
+  };
+}
+
+/** The page statement as pgbench runs it: the first page of the pair's conversation, as the service reads it. */
+function historyPageScript(users: number, prefix: string): string {
+  const pair = `(select id from conversations where user_a_id = least(${pgbenchUuid(prefix, 'me')}, ${pgbenchUuid(prefix, 'peer')})
+      and user_b_id = greatest(${pgbenchUuid(prefix, 'me')}, ${pgbenchUuid(prefix, 'peer')}))`;
+  const page = pgbenchSafeTimeKey(
+    historyPageSql(pair, String(PAGE + 1))
+      .replaceAll('$2::timestamptz', 'null::timestamptz')
+      .replaceAll('$3::uuid', 'null::uuid'),
+  );
+  return `\\set me random(1, ${users})\n\\set peer (:me % ${users}) + 1\n${page}`;
+}
+
+export async function measureHistory(
+  atrium: Atrium,
+  users: readonly User[],
+  databaseUrl: string,
+  idPrefix: string,
+  poolSize: number,
+  schedule: RoundSchedule,
+): Promise<HistoryResults> {
+  const n = users.length;
+  const peerOf = (i: number) => (users[(i + 1) % n] as User).id;
+  const rest = restContender(
+    `GET messages?limit=${PAGE}`,
+    `http://127.0.0.1:${atrium.httpPort}/api/chat/dm/${peerOf(0)}/messages?limit=${PAGE}`,
+    atrium.pid,
+    {},
+    {
+      method: 'GET',
+      setup: (request) => {
+        const i = Math.floor(Math.random() * n);
+        return {
+          ...request,
+          path: `/api/chat/dm/${peerOf(i)}/messages?limit=${PAGE}`,
+          headers: { ...request.headers, authorization: `Bearer ${(users[i] as User).token}` },
+        };
+      },
+    },
+  );
+  const url = new URL(databaseUrl);
+  const ceiling = await pgbenchContender(
+    `pgbench -c ${poolSize}`,
+    {
+      host: url.hostname,
+      port: Number(url.port || 5432),
+      user: url.username,
+      database: url.pathname.slice(1),
+    },
+    historyPageScript(n, idPrefix),
+    {},
+    poolSize,
+  );
+  try {
+    const [r, c] = await interleavedRounds<WithDatabaseCpu<RestWindow | PgbenchWindow>>(
+      'postgres, DM history pages',
+      [withDatabaseCpu(rest), withDatabaseCpu(ceiling)],
+      schedule,
+    );
+    return { rest: r, ceiling: c } as HistoryResults;
+  } finally {
+    await ceiling.close();
+  }
+}
