@@ -16,8 +16,6 @@ export type WorldVisibility = z.infer<typeof worldVisibilitySchema>;
 export const WORLD_NAME_MAX_CHARS = 100;
 export const WORLD_DESCRIPTION_MAX_CHARS = 2000;
 export const ROOM_NAME_MAX_CHARS = 64;
-/** Rooms per world: a world answers with all its rooms, so their number is bounded. */
-export const MAX_ROOMS_PER_WORLD = 256;
 /** The room every world is created with; it can be neither renamed nor deleted. */
 export const MAIN_ROOM_NAME = 'main';
 
@@ -82,7 +80,7 @@ const tag = 'worlds';
 
 export const worldsCreate = operation('worlds.create', {
   tag,
-  summary: `Create a world owned by the caller, with its room "${MAIN_ROOM_NAME}". New worlds are private unless visibility says otherwise.`,
+  summary: `Create a world owned by the caller, with its room "${MAIN_ROOM_NAME}". New worlds are private unless visibility says otherwise. An account owns at most MAX_WORLDS_PER_USER worlds (default 100; 409 QUOTA_EXCEEDED with \`limit\`) and creates at most CREATE_RATE_LIMIT_COUNT per window (429).`,
   rest: { method: 'POST', path: '/api/worlds', status: 201 },
   request: z
     .object({
@@ -92,7 +90,7 @@ export const worldsCreate = operation('worlds.create', {
     })
     .strict(),
   response: worldSchema,
-  errors: [401, 422],
+  errors: [401, 409, 422, 429],
 });
 
 export const worldsGet = operation('worlds.get', {
@@ -140,7 +138,8 @@ export const roomsList = operation('rooms.list', {
 
 export const roomsCreate = operation('rooms.create', {
   tag,
-  summary: `Add a room (owner only). Names are unique per world regardless of case; at most ${MAX_ROOMS_PER_WORLD} rooms.`,
+  summary:
+    'Add a room (owner only). Names are unique per world regardless of case (409 CONFLICT). A world has at most MAX_ROOMS_PER_WORLD rooms (default 100; 409 QUOTA_EXCEEDED with `limit`).',
   rest: { method: 'POST', path: '/api/worlds/:world_id/rooms', status: 201 },
   request: z.object({ world_id: id, name: text(1, ROOM_NAME_MAX_CHARS) }).strict(),
   response: roomSchema,

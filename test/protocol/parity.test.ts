@@ -593,7 +593,12 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
   const socketFetches: string[] = [];
 
   beforeAll(async () => {
-    app = await buildTestApp({ GAMESERVER_COMMAND: gameServerLaunches.command });
+    // One user does everything here, more often than the per-user rates allow.
+    app = await buildTestApp({
+      GAMESERVER_COMMAND: gameServerLaunches.command,
+      CREATE_RATE_LIMIT_COUNT: 100_000,
+      GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100_000,
+    });
     accounts = { me: await registerUser(app), other: await registerUser(app) };
     // Counts the REST requests of the socket client: a frame row must not make any.
     const fetch: FetchLike = (url, init) => {

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { encodeChunk } from '../../protocol/chunk-codec.js';
-import { MAX_ROOMS_PER_WORLD } from '../../protocol/worlds.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -133,18 +132,19 @@ describe('worlds and rooms', () => {
     expect(await count('rooms where world_id = ?', [id])).toBe(2);
   });
 
-  it(`refuses room number ${MAX_ROOMS_PER_WORLD + 1} of a world (409)`, async () => {
+  it('refuses room 101 of a world with 409 QUOTA_EXCEEDED and the limit (MAX_ROOMS_PER_WORLD, default 100), adding none', async () => {
     const owner = await registerUser(app());
     const { id } = await world(owner.access_token);
     await sql(
-      `insert into rooms (id, world_id, name) select gen_random_uuid(), ?, 'r' || n from generate_series(2, ?) n`,
-      [id, MAX_ROOMS_PER_WORLD],
+      `insert into rooms (id, world_id, name) select gen_random_uuid(), ?, 'r' || n from generate_series(2, 100) n`,
+      [id],
     );
     const response = await call('POST', `/api/worlds/${id}/rooms`, owner.access_token, {
       name: 'one too many',
     });
     expect(response.statusCode).toBe(409);
-    expect(await count('rooms where world_id = ?', [id])).toBe(MAX_ROOMS_PER_WORLD);
+    expect(response.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', limit: 100 });
+    expect(await count('rooms where world_id = ?', [id])).toBe(100);
   });
 
   it('keeps the room main: it can be neither renamed nor deleted (409)', async () => {

@@ -28,6 +28,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
 import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
 import { registerChunkRoutes } from './chunks.routes.js';
@@ -74,7 +75,16 @@ export const worldsModule = defineModule({
       log: platform.log,
       behindAboveBytes: platform.config.WS_MAX_BUFFERED_BYTES / 2,
     });
-    const worlds = new WorldsService(streams);
+    const { config } = platform;
+    const worlds = new WorldsService(streams, {
+      maxWorldsPerUser: config.MAX_WORLDS_PER_USER,
+      maxRoomsPerWorld: config.MAX_ROOMS_PER_WORLD,
+      createLimiter: createLimiter(platform.kv, {
+        keyPrefix: 'world-create',
+        points: config.CREATE_RATE_LIMIT_COUNT,
+        durationSeconds: config.CREATE_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
     const chunks = new ChunksService(worlds, streams);
     const favorites = new FavoritesService();
     const roomContent = new RoomContentService(worlds);

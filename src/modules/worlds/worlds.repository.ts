@@ -132,6 +132,26 @@ export async function roomsOf(
   return rows.map(toRoom);
 }
 
+/**
+ * Makes a user's world creations take turns (a transaction-scoped advisory lock on the owner), so
+ * the count read after it and the insert are one step and the quota holds under concurrency. The
+ * count must be a statement of its own after this one: a statement reads as of its start.
+ */
+export async function lockOwnerWorlds(em: EntityManager, ownerId: string): Promise<void> {
+  await executeBound(em, `select pg_advisory_xact_lock(hashtextextended('worlds:owner:' || $1::text, 0))`, [
+    ownerId,
+  ]);
+}
+
+export async function countWorldsOf(em: EntityManager, ownerId: string): Promise<number> {
+  const [row] = await executeBound<{ n: string | number }>(
+    em,
+    'select count(*) as n from worlds where owner_id = $1',
+    [ownerId],
+  );
+  return Number(row?.n ?? 0);
+}
+
 export async function countRooms(em: EntityManager, worldId: string): Promise<number> {
   const [row] = await executeBound<{ n: string | number }>(
     em,

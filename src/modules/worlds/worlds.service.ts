@@ -1,26 +1,25 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  MAIN_ROOM_NAME,
-  MAX_ROOMS_PER_WORLD,
-  type Room,
-  type World,
-  type WorldVisibility,
-} from '../../../protocol/worlds.js';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { MAIN_ROOM_NAME, type Room, type World, type WorldVisibility } from '../../../protocol/worlds.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId, newId } from '../../platform/ids.js';
+import { quotaExceeded } from '../../platform/quota.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { ChunkStreams } from './chunk-streams.js';
 import { type ChunkHead, liveChunkHeads } from './chunks.repository.js';
 import {
   countRooms,
+  countWorldsOf,
   deleteRoom,
   deleteWorld,
   findRoom,
   findWorld,
   insertRoom,
   insertWorld,
+  lockOwnerWorlds,
   lockWorld,
   type RoomRow,
   renameRoom,
@@ -54,9 +53,20 @@ export function roomView(room: RoomRow): Room {
 const isChunkKey = cursorKey(cursorField.int32, cursorField.int32, cursorField.int32);
 const isRoomKey = cursorKey(cursorField.id);
 
+/** What one account may create (docs/limits.md). */
+export interface WorldLimits {
+  maxWorldsPerUser: number;
+  maxRoomsPerWorld: number;
+  /** World creations per user and window, shared by the nodes through Redis when there is one. */
+  createLimiter: RateLimiterAbstract;
+}
+
 /** Worlds and rooms: who may read and write them, and their lifecycle. */
 export class WorldsService {
-  constructor(private readonly streams: ChunkStreams) {}
+  constructor(
+    private readonly streams: ChunkStreams,
+    private readonly limits: WorldLimits,
+  ) {}
 
   /**
    * The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden.
@@ -105,9 +115,18 @@ export class WorldsService {
     input: { name: string; description?: string | undefined; visibility?: WorldVisibility | undefined },
   ): Promise<World> {
     const caller = callerOf(ctx);
+    await consumeOrThrow(
+      this.limits.createLimiter,
+      caller.id,
+      'Too many worlds created; wait before creating more.',
+    );
     const now = ctx.now();
+    const { maxWorldsPerUser } = this.limits;
     try {
       const [world, room] = await ctx.em.transactional(async (em) => {
+        await lockOwnerWorlds(em, caller.id);
+        if ((await countWorldsOf(em, caller.id)) >= maxWorldsPerUser)
+          throw quotaExceeded(`An account owns at most ${maxWorldsPerUser} worlds.`, maxWorldsPerUser);
         const created = await insertWorld(em, {
           id: newId(),
           ownerId: caller.id,
@@ -137,7 +156,7 @@ export class WorldsService {
 
   async get(ctx: Ctx, worldId: string): Promise<World> {
     const world = await this.readable(ctx, worldId);
-    return worldView(world, await roomsOf(ctx.em, world.id, { limit: MAX_ROOMS_PER_WORLD }));
+    return worldView(world, await roomsOf(ctx.em, world.id, { limit: this.limits.maxRoomsPerWorld }));
   }
 
   async update(
@@ -163,7 +182,7 @@ export class WorldsService {
     if (!updated) throw worldNotFound();
     if (world.visibility !== 'private' && updated.visibility === 'private')
       await this.streams.publishHidden(world.id);
-    return worldView(updated, await roomsOf(ctx.em, world.id, { limit: MAX_ROOMS_PER_WORLD }));
+    return worldView(updated, await roomsOf(ctx.em, world.id, { limit: this.limits.maxRoomsPerWorld }));
   }
 
   async delete(ctx: Ctx, worldId: string): Promise<void> {
@@ -189,8 +208,9 @@ export class WorldsService {
       return await ctx.em.transactional(async (em) => {
         // The lock makes the count and the insert one step, so the cap holds under concurrency.
         const world = await this.owned(ctx, worldId, em, true);
-        if ((await countRooms(em, world.id)) >= MAX_ROOMS_PER_WORLD)
-          throw new AppError(ErrorCode.CONFLICT, `A world has at most ${MAX_ROOMS_PER_WORLD} rooms.`);
+        const { maxRoomsPerWorld } = this.limits;
+        if ((await countRooms(em, world.id)) >= maxRoomsPerWorld)
+          throw quotaExceeded(`A world has at most ${maxRoomsPerWorld} rooms.`, maxRoomsPerWorld);
         return roomView(
           await insertRoom(em, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
         );
