@@ -65,7 +65,7 @@ const tag = 'moderation';
 export const reportsCreate = operation('reports.create', {
   tag,
   summary:
-    'Report a message the caller can see (reason 1-200 characters after trimming). Once per message and reporter: a second report answers 409; reporting your own message 422.',
+    'Report a message the caller can see (reason 1-200 characters after trimming). Once per message and reporter: a second report answers 409; reporting your own message 422. At most REPORT_RATE_LIMIT_COUNT reports per user and window (429).',
   rest: { method: 'POST', path: '/api/chat/messages/:message_id/reports', status: 201 },
   request: z
     .object({
@@ -75,7 +75,7 @@ export const reportsCreate = operation('reports.create', {
     })
     .strict(),
   response: reportSchema,
-  errors: [401, 404, 409, 422],
+  errors: [401, 404, 409, 422, 429],
 });
 
 export const reportsList = operation('reports.list', {

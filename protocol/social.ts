@@ -38,7 +38,7 @@ const tag = 'social';
 export const friendRequestsCreate = operation('friendRequests.create', {
   tag,
   summary:
-    'Ask a user to be friends: 201 pending. When that user already asked the caller, this accepts their request instead: 200 accepted.',
+    'Ask a user to be friends: 201 pending. When that user already asked the caller, this accepts their request instead: 200 accepted. Friend requests and follows share a per-user rate (SOCIAL_RATE_LIMIT_COUNT per window, 429).',
   rest: {
     method: 'POST',
     path: '/api/friends/requests',
@@ -46,7 +46,7 @@ export const friendRequestsCreate = operation('friendRequests.create', {
   },
   request: target,
   response: friendshipAnswer,
-  errors: [401, 403, 404, 409, 422],
+  errors: [401, 403, 404, 409, 422, 429],
 });
 
 export const friendRequestsAccept = operation('friendRequests.accept', {
@@ -106,11 +106,12 @@ export const friendsDelete = operation('friends.delete', {
 
 export const followsPut = operation('follows.put', {
   tag,
-  summary: 'Follow a user (idempotent).',
+  summary:
+    'Follow a user (idempotent). Follows and friend requests share a per-user rate (SOCIAL_RATE_LIMIT_COUNT per window, 429).',
   rest: { method: 'PUT', path: '/api/follows/:user_id', status: 204 },
   request: target,
   response: z.null(),
-  errors: [401, 403, 404, 422],
+  errors: [401, 403, 404, 422, 429],
 });
 
 export const followsDelete = operation('follows.delete', {

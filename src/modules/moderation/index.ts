@@ -1,6 +1,7 @@
 import { reportsCreate, reportsList, reportsUpdate } from '../../../protocol/moderation.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ModerationService } from './moderation.service.js';
 
@@ -9,8 +10,15 @@ export const moderationModule = defineModule({
   name: 'moderation',
   entities: [],
   needs: ['worlds'],
-  setup(_platform, { worlds }: { worlds: WorldsApi }) {
-    const moderation = new ModerationService({ worlds });
+  setup({ kv, config }, { worlds }: { worlds: WorldsApi }) {
+    const moderation = new ModerationService({
+      worlds,
+      reportLimiter: createLimiter(kv, {
+        keyPrefix: 'report',
+        points: config.REPORT_RATE_LIMIT_COUNT,
+        durationSeconds: config.REPORT_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
     return {
       api: {},
       operations: [

@@ -1,3 +1,4 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import {
   type ModerationReport,
   REPORT_REASON_MAX,
@@ -11,6 +12,7 @@ import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { trimmedText } from '../../platform/trimmed-text.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
@@ -27,6 +29,8 @@ import {
 
 export interface ModerationDeps {
   worlds: Pick<WorldsApi, 'readable'>;
+  /** Reports per user and window, shared by the nodes through Redis: each one lands in a moderator's queue. */
+  reportLimiter: RateLimiterAbstract;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -86,6 +90,7 @@ export class ModerationService {
     const reason = trimmedText(input.reason, { path: 'reason', max: REPORT_REASON_MAX });
     const details = trimmedText(input.details, { path: 'details', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(messageId)) throw noSuchMessage();
+    await consumeOrThrow(this.deps.reportLimiter, me, 'Too many reports; wait before reporting more.');
     const id = canonicalId(messageId);
     const message = await messageTarget(ctx.em, id);
     if (!message || !(await this.canSee(ctx, me, message))) throw noSuchMessage();

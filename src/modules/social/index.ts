@@ -17,6 +17,7 @@ import {
 } from '../../../protocol/social.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { relationsOf } from './relations.js';
 import { lockPair } from './social.repository.js';
@@ -42,8 +43,16 @@ export const socialModule = defineModule({
   name: 'social',
   entities: [],
   needs: ['profiles'],
-  setup({ bus }, { profiles }: { profiles: ProfilesApi }) {
-    const social = new SocialService({ bus, privacy: profiles });
+  setup({ bus, kv, config }, { profiles }: { profiles: ProfilesApi }) {
+    const social = new SocialService({
+      bus,
+      privacy: profiles,
+      reachLimiter: createLimiter(kv, {
+        keyPrefix: 'social-reach',
+        points: config.SOCIAL_RATE_LIMIT_COUNT,
+        durationSeconds: config.SOCIAL_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
     const api: SocialApi = {
       relationsOf,
       holdPair: (em, a, b) => lockPair(em, a, b, true),

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import type { FriendRequest, RelatedUser, SocialUser } from '../../../protocol/social.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
@@ -7,6 +8,7 @@ import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { relationsOf } from './relations.js';
 import {
@@ -49,11 +51,31 @@ type PageOf<Item> = { items: Item[]; next_cursor: string | null };
 export interface SocialDeps {
   bus: EventBus;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
+  /**
+   * Friend requests and follows per user and window (together), shared by the nodes through
+   * Redis: each one may reach the other user, so a flood of request and withdraw cycles is bounded.
+   */
+  reachLimiter: RateLimiterAbstract;
 }
 
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const blocked = () =>
   new AppError(ErrorCode.FORBIDDEN, 'A block between you and this user stands in the way.');
+
+/**
+ * The canonical id of the other user of a pair: an id that cannot name a user answers 404 like an
+ * unknown one; the caller's own id answers 422.
+ */
+function otherIdOf(callerId: string, userId: string): string {
+  if (!isId(userId)) throw noSuchUser();
+  const otherId = canonicalId(userId);
+  if (otherId === callerId) {
+    throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot do this to yourself.', {
+      errors: [{ path: 'user_id', message: 'must be another user' }],
+    });
+  }
+  return otherId;
+}
 
 const related = (row: ListRow): RelatedUser => ({
   user: { id: row.id, username: row.username },
@@ -85,6 +107,7 @@ export class SocialService {
 
   /** Asks `userId` to be friends, or accepts their request when they asked first. */
   async request(ctx: Ctx, userId: string): Promise<{ status: 'pending' | 'accepted' }> {
+    await this.spendReach(ctx, userId);
     const outcome = await this.inPair(ctx, userId, async (em, me, them) => {
       if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
       const existing = await friendshipBetween(em, me.id, them.id);
@@ -143,6 +166,7 @@ export class SocialService {
   }
 
   async follow(ctx: Ctx, userId: string): Promise<void> {
+    await this.spendReach(ctx, userId);
     await this.inPair(ctx, userId, async (em, me, them) => {
       if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
       await insertFollow(em, me.id, them.id, ctx.now());
@@ -244,8 +268,7 @@ export class SocialService {
 
   /**
    * Runs `work` about the caller and the user `userId` in one transaction holding the pair's lock,
-   * with both accounts read inside it. An id that cannot name a user answers 404 like an unknown
-   * one; the caller's own id answers 422.
+   * with both accounts read inside it (`otherIdOf` checks the id first).
    */
   private async inPair<T>(
     ctx: Ctx,
@@ -253,13 +276,7 @@ export class SocialService {
     work: (em: EntityManager, me: SocialUser, them: SocialUser) => Promise<T>,
   ): Promise<T> {
     const caller = callerOf(ctx);
-    if (!isId(userId)) throw noSuchUser();
-    const otherId = canonicalId(userId);
-    if (otherId === caller.id) {
-      throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot do this to yourself.', {
-        errors: [{ path: 'user_id', message: 'must be another user' }],
-      });
-    }
+    const otherId = otherIdOf(caller.id, userId);
     try {
       return await ctx.em.transactional(async (em) => {
         await lockPair(em, caller.id, otherId);
@@ -276,6 +293,20 @@ export class SocialService {
       if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchUser();
       throw error;
     }
+  }
+
+  /**
+   * Spends one of the caller's friend requests and follows (429 RATE_LIMITED past the limit), once
+   * the target is known to be another user's id, so a refused self-request costs nothing.
+   */
+  private async spendReach(ctx: Ctx, userId: string): Promise<void> {
+    const caller = callerOf(ctx);
+    otherIdOf(caller.id, userId);
+    await consumeOrThrow(
+      this.deps.reachLimiter,
+      caller.id,
+      'Too many friend requests and follows; wait before making more.',
+    );
   }
 
   /** Tells a user's sockets, on every node. The change is committed: a lost event is logged, not an error. */
