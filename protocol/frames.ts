@@ -120,6 +120,11 @@ export const CloseCode = {
   SESSION_ENDED: 4403,
   /** The client read too slowly: more than the allowed bytes were waiting to be sent to it. */
   SLOW_CONSUMER: 4408,
+  /**
+   * The user already holds WS_MAX_SOCKETS_PER_USER authenticated sockets (across every node): the
+   * auth frame is answered QUOTA_EXCEEDED and the socket closed.
+   */
+  TOO_MANY_SOCKETS: 4409,
   /** The client kept sending frames far above its rate limit. */
   FLOOD: 4429,
 } as const;

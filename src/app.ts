@@ -124,7 +124,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       maxLen: config.EVENT_HISTORY_SIZE,
       ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000,
     });
-    const gateway = new Gateway({ config, log, metrics, bus });
+    const gateway = new Gateway({ config, log, metrics, bus, kv });
     if (!gateway.native) {
       log.warn(
         'uWebSockets.js is running its slow JavaScript fallback on this Node version; see docs/operations.md for the native install.',

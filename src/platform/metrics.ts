@@ -31,7 +31,7 @@ export function createMetrics() {
     }),
     wsClosedByServer: new Counter({
       name: 'atrium_ws_closed_by_server_total',
-      help: 'Connections the gateway closed, by reason (auth_timeout, session_ended, slow_consumer, flood).',
+      help: 'Connections the gateway closed, by reason (auth_timeout, session_ended, slow_consumer, flood, too_many_sockets).',
       labelNames: ['reason'] as const,
       registers: [registry],
     }),

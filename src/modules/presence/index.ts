@@ -64,6 +64,8 @@ export const presenceModule = defineModule({
       relations: deps.social,
     });
     tracker.attach(presence);
+    // Sockets per user are counted across the nodes whose lease is current: a killed node's go.
+    gateway.useNodeLiveness(tracker.lease);
     // Subscription filters keep the relation they were decided with, so a new block ends the two
     // users' subscriptions to each other on every node at once instead of at the next subscribe.
     gateway.onUserEvent(USER_BLOCKED, (connection, event) =>

@@ -66,6 +66,15 @@ export class NodeLease {
     this.timer.unref();
   }
 
+  /** The ids among these whose lease is current (this node's counts as current). */
+  async alive(nodeIds: readonly string[]): Promise<Set<string>> {
+    const others = nodeIds.filter((id) => id !== this.nodeId);
+    const leases = others.length > 0 ? await this.deps.kv.mget(others.map(nodeLeaseKey)) : [];
+    const alive = new Set(others.filter((_, i) => leases[i] !== null));
+    if (nodeIds.includes(this.nodeId)) alive.add(this.nodeId);
+    return alive;
+  }
+
   /** The user's first socket on this node opened. */
   joined(userId: string): Promise<number> {
     return this.deps.kv.sadd(nodeUsersKey(this.nodeId), userId);

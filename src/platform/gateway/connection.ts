@@ -27,6 +27,8 @@ export class Connection implements Expiring {
    * send only the frames that accept game servers (its world's chunk stream).
    */
   gameServer: GameServerPrincipal | undefined;
+  /** The connection's number on this node (its place among the sockets of its user, SocketQuota). */
+  number = 0;
   /** Topics this connection receives events from; created with the first subscription. */
   topics: Set<string> | undefined;
   /** Closes the connection unless it authenticates in time; cleared by the first auth frame. */

@@ -6,13 +6,15 @@ import type { AuthUser } from '../auth/access-tokens.js';
 import type { GameServerPrincipal } from '../auth/game-server-auth.js';
 import { type BusEvent, type EventBus, type Recovery, userTopic } from '../bus.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
-import type { StreamPosition } from '../kv/kv.js';
+import type { Kv, StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { quotaExceeded } from '../quota.js';
 import { rateLimited } from '../rate-limit.js';
 import { Connection, type SocketData } from './connection.js';
 import { ExpiryQueue } from './expiry-queue.js';
 import { FrameDecoder, FrameError } from './frame-decoder.js';
+import { type NodeLiveness, SocketQuota } from './socket-quota.js';
 import { type DeliveryFilter, encodeEvent, TopicRouter } from './topics.js';
 import { UserIndex } from './user-index.js';
 import {
@@ -77,6 +79,8 @@ export class Gateway {
   private readonly handlers = new Map<string, Registration>();
   private readonly connections = new Set<Connection>();
   private readonly usersHere = new UserIndex<Connection>();
+  private readonly socketQuota: SocketQuota;
+  private connectionsOpened = 0;
   private readonly tokenExpiry = new ExpiryQueue<Connection>((connection) =>
     this.endSession(connection, 'access token expired'),
   );
@@ -90,8 +94,11 @@ export class Gateway {
   private inflight = 0;
   private readonly idleWaiters: (() => void)[] = [];
 
-  constructor(private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus }) {
+  constructor(
+    private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus; kv: Kv },
+  ) {
     const { config } = deps;
+    this.socketQuota = new SocketQuota(deps.kv, config.WS_MAX_SOCKETS_PER_USER);
     this.decoder = new FrameDecoder(config.WS_MAX_FRAME_BYTES);
     this.topics = new TopicRouter(deps.bus, deps.log, (topic, event, members) =>
       this.consumeUserEvent(topic, event, members),
@@ -174,6 +181,7 @@ export class Gateway {
    * where in the topic's history it now is.
    */
   async authenticate(connection: Connection, user: AuthUser, since?: StreamPosition): Promise<CaughtUp> {
+    if (connection.user?.id !== user.id) await this.admit(connection, user);
     const previous = connection.user;
     if (connection.gameServer) {
       this.topics.removeAll(connection);
@@ -245,6 +253,36 @@ export class Gateway {
     const below = this.deps.config.WS_MAX_BUFFERED_BYTES / 2;
     if (connection.bufferedBytes > below) await connection.drained(below);
     return connection.sendPaced(bytes) === 'sent';
+  }
+
+  /**
+   * Counts the connection among its user's sockets on every node (SocketQuota); over
+   * WS_MAX_SOCKETS_PER_USER the auth frame is refused with QUOTA_EXCEEDED and, once that error
+   * frame went out, the socket is closed with 4409.
+   */
+  private async admit(connection: Connection, user: AuthUser): Promise<void> {
+    const quota = this.socketQuota;
+    const member = quota.memberOf(connection.number);
+    const here = this.usersHere.connectionsOf(user.id).map((c) => quota.memberOf(c.number));
+    if (await quota.admit(user.id, member, here)) {
+      // Closed while it was being counted: nothing will release it later.
+      if (connection.closed) this.releaseSocket(user.id, connection);
+      return;
+    }
+    this.deps.metrics.wsClosedByServer.inc({ reason: 'too_many_sockets' });
+    setImmediate(() => connection.close(CloseCode.TOO_MANY_SOCKETS, 'too many sockets for this user'));
+    throw quotaExceeded(`A user holds at most ${quota.limit} sockets at once.`, quota.limit);
+  }
+
+  private releaseSocket(userId: string, connection: Connection): void {
+    this.socketQuota
+      .release(userId, this.socketQuota.memberOf(connection.number))
+      .catch((err) => this.deps.log.warn({ err, userId }, 'a closed socket could not be uncounted'));
+  }
+
+  /** Sockets per user count across the nodes this tells alive (the presence module's leases). */
+  useNodeLiveness(liveness: NodeLiveness): void {
+    this.socketQuota.useLiveness(liveness);
   }
 
   private async announceConnected(user: AuthUser, firstOnThisNode: boolean): Promise<void> {
@@ -382,6 +420,7 @@ export class Gateway {
       config.WS_MAX_BUFFERED_BYTES,
       this.onSlowConsumer,
     );
+    connection.number = ++this.connectionsOpened;
     attachConnection(ws, connection);
     this.connections.add(connection);
     metrics.wsConnections.inc();
@@ -420,6 +459,7 @@ export class Gateway {
   }
 
   private forgetUser(connection: Connection, userId: string): void {
+    this.releaseSocket(userId, connection);
     const last = this.usersHere.delete(userId, connection);
     if (last === undefined) return;
     for (const listener of this.sessionListeners) {

@@ -35,6 +35,13 @@ export class UserIndex<C> {
     return false;
   }
 
+  /** The user's connections on this node. */
+  connectionsOf(userId: string): C[] {
+    const entry = this.byUser.get(userId);
+    if (entry === undefined) return [];
+    return entry instanceof Set ? [...entry] : [entry];
+  }
+
   userIds(): string[] {
     return [...this.byUser.keys()];
   }
