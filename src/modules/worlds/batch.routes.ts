@@ -51,6 +51,15 @@ function decodeMsgpack(body: Buffer): unknown {
   }
 }
 
+const msgpackTooLarge = () =>
+  new AppError(
+    ErrorCode.PAYLOAD_TOO_LARGE,
+    `A msgpack batch is at most ${MSGPACK_BODY_LIMIT} bytes; send fewer or smaller chunks per batch.`,
+  );
+
+const isMsgpack = (request: FastifyRequest) =>
+  /^application\/msgpack\b/i.test(request.headers['content-type'] ?? '');
+
 function validationFailed(error: z.ZodError): AppError {
   const errors = error.issues.map((issue) => ({
     path: ['body', ...issue.path].join('.'),
@@ -131,6 +140,8 @@ export function registerBatchRoute(
       { parseAs: 'buffer', bodyLimit: MSGPACK_BODY_LIMIT },
       (_request, body, done) => {
         try {
+          // A body sent without Content-Length (chunked) is only known once read.
+          if ((body as Buffer).byteLength > MSGPACK_BODY_LIMIT) throw msgpackTooLarge();
           done(null, decodeMsgpack(body as Buffer));
         } catch (error) {
           done(error as Error, undefined);
@@ -140,7 +151,14 @@ export function registerBatchRoute(
     scope.post(
       '/api/worlds/:world_id/chunks/batch',
       {
+        // The route's limit is the larger, JSON's; it would override the msgpack parser's own, so a
+        // msgpack body announcing more than its limit is refused here, before a byte is read.
         bodyLimit: JSON_BODY_LIMIT,
+        preParsing: (request, _reply, payload, done) => {
+          if (isMsgpack(request) && Number(request.headers['content-length']) > MSGPACK_BODY_LIMIT)
+            done(msgpackTooLarge());
+          else done(null, payload);
+        },
         // The body is validated in the handler: one schema for JSON (base64), one for msgpack (bin).
         validatorCompiler: () => (value) => ({ value }),
         schema: {
