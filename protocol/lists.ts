@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { wireIntegerOr } from './numbers.js';
 
 /**
  * The one list shape of the API: `{items, next_cursor}`, read with `?limit=` (default 50, at most
@@ -9,9 +10,9 @@ import { z } from 'zod';
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
 
-/** Query-string fields of a list operation; coerced, since a query string carries text. */
+/** Query-string fields of a list operation (a query string carries text: wireInteger). */
 export const listQuery = {
-  limit: z.coerce.number().int().min(1).max(LIST_MAX_LIMIT).default(LIST_DEFAULT_LIMIT),
+  limit: wireIntegerOr(LIST_DEFAULT_LIMIT, 1, LIST_MAX_LIMIT),
   cursor: z.string().min(1).max(512).optional(),
 };
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { listQuery, pageOf } from './lists.js';
+import { wireInteger } from './numbers.js';
 import { operation } from './operation.js';
 import { text } from './text.js';
 
@@ -22,7 +23,7 @@ export const MAIN_ROOM_NAME = 'main';
 const id = z.string().max(64);
 export const INT32 = { min: -2147483648, max: 2147483647 };
 /** A chunk coordinate: a 32-bit signed integer (from a path segment, text). */
-export const chunkCoordinate = z.coerce.number().int().min(INT32.min).max(INT32.max);
+export const chunkCoordinate = wireInteger(INT32.min, INT32.max);
 
 export const roomSummarySchema = z.object({ id: z.string(), name: z.string() });
 
@@ -57,7 +58,7 @@ export const chunkKeySchema = z.object({
 });
 
 /** A revision id from a query string (text). */
-const revisionId = z.coerce.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+const revisionId = wireInteger(0, Number.MAX_SAFE_INTEGER);
 
 /** One revision of a world's content: a chunk write, or a delete (a tombstone). */
 export const revisionSchema = z.object({
