@@ -37,7 +37,7 @@ const PATH = '/api/worlds/:world_id/rooms/:room_id/chunks/:x/:y/:z';
 const JSON_BODY_LIMIT = 8 * MAX_CHUNK_BYTES;
 
 const etag = (revision: number) => `"${revision}"`;
-const ETAG_VALUE = /^(?:W\/)?"(\d{1,15})"$|^(\d{1,15})$/;
+const ETAG_VALUE = /^(W\/)?"(\d{1,15})"$|^(\d{1,15})$/;
 
 /** The write's precondition from If-Match / If-None-Match; undefined when the client sent neither. */
 export function preconditionOf(headers: FastifyRequest['headers']): Precondition | undefined {
@@ -55,7 +55,9 @@ export function preconditionOf(headers: FastifyRequest['headers']): Precondition
   if (ifMatch === '*') return { live: true };
   const match = ETAG_VALUE.exec(ifMatch);
   if (!match) throw refuse('if-match', 'must be * or one revision as an ETag, e.g. "42"');
-  return { revision: Number(match[1] ?? match[2]) };
+  // If-Match compares strongly (RFC 9110, 13.1.1): a weak tag never matches, whatever it names.
+  if (match[1]) return { never: true };
+  return { revision: Number(match[2] ?? match[3]) };
 }
 
 const wantsJson = (request: FastifyRequest) =>

@@ -18,9 +18,10 @@ import type { WorldsService } from './worlds.service.js';
 /**
  * What a write expects the chunk to be: `revision` its current revision (If-Match; a tombstone's
  * revision too, to write over a deletion), `absent` that it does not exist or is deleted
- * (If-None-Match: *), `live` that it exists (If-Match: *).
+ * (If-None-Match: *), `live` that it exists (If-Match: *); `never` holds for no chunk (If-Match
+ * with a weak tag, which strong comparison never matches).
  */
-export type Precondition = { revision: number } | { absent: true } | { live: true };
+export type Precondition = { revision: number } | { absent: true } | { live: true } | { never: true };
 
 /** One write of a commit: codec bytes, or null to delete (a tombstone revision). */
 export interface PlannedWrite {
@@ -104,6 +105,7 @@ function conflict(head: HeadState | undefined, contentRevision: number): AppErro
 
 /** Whether the chunk's head is what the write expected. */
 function holds(precondition: Precondition, head: HeadState | undefined): boolean {
+  if ('never' in precondition) return false;
   if ('revision' in precondition) return head?.revision === precondition.revision;
   const live = head !== undefined && !head.deleted;
   return 'live' in precondition ? live : !live;
