@@ -5,7 +5,12 @@
  *
  * Floats are kept as float32 bit patterns from end to end: the binary path copies the 32 bits and
  * never reads them into a JS number, because V8 quiets a signalling NaN on the way through one.
+ *
+ * Every string (ids, asset ids, props keys and values) follows the shared text rule
+ * (storable-text.ts: no U+0000, no unpaired surrogates), so a chunk's strings read back the same
+ * through the JSON view, Postgres jsonb and any client's string type.
  */
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.js';
 
 export const CHUNK_CODEC_VERSION = 1;
 
@@ -71,11 +76,6 @@ const FLOAT_FIELDS = [
 const utf8 = new TextEncoder();
 /** ignoreBOM keeps a leading U+FEFF in an id as data instead of silently dropping it. */
 const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-/**
- * Unpaired surrogates, which UTF-8 cannot hold (TextEncoder would write U+FFFD). Without a
- * lookbehind, which browsers older than Safari 16.4 cannot parse.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?:^|[^\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 /** How the JSON view writes the floats JSON cannot hold, and the bits it reads them back as. */
 const NON_FINITE_BITS = new Map<unknown, number>([
   ['NaN', 0x7fc00000],
@@ -117,7 +117,11 @@ function propsProblem(props: unknown, path: string): [at: string, problem: strin
   const pending: [unknown, string, number][] = [[props, path, 1]];
   for (let next = pending.pop(); next; next = pending.pop()) {
     const [value, at, depth] = next;
-    if (value === null || typeof value === 'string' || typeof value === 'boolean') continue;
+    if (typeof value === 'string') {
+      if (isStorableText(value)) continue;
+      return [at, UNSTORABLE_TEXT_MESSAGE];
+    }
+    if (value === null || typeof value === 'boolean') continue;
     if (typeof value === 'number') {
       if (Number.isFinite(value)) continue;
       return [at, `must be a finite number, got ${value}`];
@@ -128,7 +132,10 @@ function propsProblem(props: unknown, path: string): [at: string, problem: strin
       for (let index = 0; index < value.length; index++)
         pending.push([value[index], `${at}[${index}]`, depth + 1]);
     } else {
-      for (const [key, item] of Object.entries(value)) pending.push([item, keyPath(at, key), depth + 1]);
+      for (const [key, item] of Object.entries(value)) {
+        if (!isStorableText(key)) return [keyPath(at, key), `is a key that ${UNSTORABLE_TEXT_MESSAGE}`];
+        pending.push([item, keyPath(at, key), depth + 1]);
+      }
     }
   }
   return undefined;
@@ -138,7 +145,7 @@ function textBytes(value: unknown, max: number, path: string): Uint8Array {
   if (typeof value !== 'string') throw new ChunkValueError(path, `must be a string, got ${describe(value)}`);
   // A string never takes fewer UTF-8 bytes than UTF-16 units, so a long one is refused unencoded.
   if (value.length > max) throw new ChunkValueError(path, `is longer than ${max} UTF-8 bytes`);
-  if (LONE_SURROGATE.test(value)) throw new ChunkValueError(path, 'must not contain unpaired surrogates');
+  if (!isStorableText(value)) throw new ChunkValueError(path, UNSTORABLE_TEXT_MESSAGE);
   const bytes = utf8.encode(value);
   if (bytes.length < 1 || bytes.length > max)
     throw new ChunkValueError(path, `is ${bytes.length} UTF-8 bytes; it must be 1..${max}`);
@@ -280,7 +287,12 @@ class Reader {
     const length = this.u8(`${field} length`);
     if (length < 1 || length > max)
       throw new ChunkCodecError(at, `${field} length ${length} is outside 1..${max}`);
-    return this.utf8(length, field);
+    const text = this.utf8(length, field);
+    // Strict UTF-8 holds no surrogates at all, so of the text rule only U+0000 is left to refuse,
+    // at the byte that holds it.
+    if (!isStorableText(text))
+      throw new ChunkCodecError(this.bytes.indexOf(0, at + 1), `the ${field} ${UNSTORABLE_TEXT_MESSAGE}`);
+    return text;
   }
 }
 

@@ -1,18 +1,8 @@
 import { z } from 'zod';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.js';
 
-/**
- * The one rule for text a client sends. Strings end up in Postgres text or jsonb, which cannot
- * hold U+0000, and lone UTF-16 surrogates would be stored as U+FFFD by the driver: refusing both
- * at the edge (422) keeps what is read back identical to what was written, and keeps a NUL from
- * turning into a database error deep inside a request.
- */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-export const UNSTORABLE_TEXT_MESSAGE = 'must not contain U+0000 or unpaired surrogates';
-
-export function isStorableText(value: string): boolean {
-  return !value.includes('\u0000') && !LONE_SURROGATE.test(value);
-}
+/** The shared text rule lives in storable-text.ts, which the chunk codec uses too. */
+export { isStorableText, UNSTORABLE_TEXT_MESSAGE };
 
 /**
  * A text field of `min` to `max` characters under the shared rule. Lengths count characters

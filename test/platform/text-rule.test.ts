@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createWorld } from '../helpers/worlds.js';
 import { authedSocket, request } from '../helpers/ws-client.js';
 
 /** NUL cannot be stored in Postgres text; a lone surrogate would be stored as U+FFFD. */
@@ -99,5 +100,88 @@ describe('the shared text rule', () => {
     });
     expect(response.json()).toEqual({ status_message: 'party 🎉' });
     expect(await statusOf(user.id)).toBe('party 🎉');
+  });
+
+  describe('in chunks', () => {
+    const revisionsOf = async (worldId: string) =>
+      (
+        await queryRows<{ n: number }>(
+          app().db,
+          'select count(*)::int as n from chunk_revisions where world_id = ?',
+          [worldId],
+        )
+      )[0]?.n;
+    const chunkUrl = (worldId: string, roomId: string) =>
+      `/api/worlds/${worldId}/rooms/${roomId}/chunks/0/0/0`;
+    const putChunk = (token: string, url: string, contentType: string, payload: string | Buffer) =>
+      app().http.inject({
+        method: 'PUT',
+        url,
+        headers: { ...bearer(token), 'content-type': contentType, 'if-none-match': '*' },
+        payload,
+      });
+    const view = (props: string) =>
+      `{"objects":[{"id":"lamp","asset_id":"asset/lamp","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1],"props":${props}}]}`;
+
+    it('refuses codec bytes with U+0000 in an id with 422 INVALID_CHUNK at its byte offset, and writes nothing', async () => {
+      const { access_token } = await registerUser(app());
+      const { worldId, mainRoomId } = await createWorld(app(), access_token);
+      // The header takes 10 bytes and the id length one: the id "dooor" sits at 11-15.
+      const bytes = chunkBytes('dooor');
+      bytes[13] = 0;
+      const response = await putChunk(
+        access_token,
+        chunkUrl(worldId, mainRoomId),
+        'application/octet-stream',
+        bytes,
+      );
+      expect(response.statusCode).toBe(422);
+      expect(response.json()).toMatchObject({ code: 'INVALID_CHUNK', offset: 13 });
+      expect(await revisionsOf(worldId)).toBe(0);
+    });
+
+    it.each([
+      ['U+0000 in a props value', view('{"label":"lamp\\u0000"}'), 'objects[0].props.label'],
+      ['an unpaired surrogate in a props value', view('{"label":"\\ud800"}'), 'objects[0].props.label'],
+      ['U+0000 in a props key', view('{"a\\u0000":1}'), 'objects[0].props["a\\u0000"]'],
+      [
+        'U+0000 in an asset id',
+        '{"objects":[{"id":"lamp","asset_id":"a\\u0000","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1]}]}',
+        'objects[0].asset_id',
+      ],
+    ])(
+      'refuses a JSON view with %s with 422 naming the field, and writes nothing',
+      async (_case, body, path) => {
+        const { access_token } = await registerUser(app());
+        const { worldId, mainRoomId } = await createWorld(app(), access_token);
+        const response = await putChunk(
+          access_token,
+          chunkUrl(worldId, mainRoomId),
+          'application/json',
+          body,
+        );
+        expect(response.statusCode).toBe(422);
+        expect(response.json()).toMatchObject({ code: 'VALIDATION_FAILED', errors: [{ path }] });
+        expect(await revisionsOf(worldId)).toBe(0);
+      },
+    );
+
+    it('refuses a JSON batch whose chunk holds an unpaired surrogate with 422 naming the field, and writes nothing', async () => {
+      const { access_token } = await registerUser(app());
+      const { worldId, mainRoomId } = await createWorld(app(), access_token);
+      const write = `{"room_id":"${mainRoomId}","x":0,"y":0,"z":0,"expected_revision":null,"chunk":${view('{"label":"\\udc00"}')}}`;
+      const response = await app().http.inject({
+        method: 'POST',
+        url: `/api/worlds/${worldId}/chunks/batch`,
+        headers: { ...bearer(access_token), 'content-type': 'application/json' },
+        payload: `{"writes":[${write}]}`,
+      });
+      expect(response.statusCode).toBe(422);
+      expect(response.json()).toMatchObject({
+        code: 'VALIDATION_FAILED',
+        errors: [{ path: 'body.writes.0.chunk.objects[0].props.label' }],
+      });
+      expect(await revisionsOf(worldId)).toBe(0);
+    });
   });
 });

@@ -12,6 +12,7 @@ import {
   encodeChunk,
   MAX_CHUNK_OBJECTS,
 } from '../../protocol/chunk-codec.js';
+import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from '../../protocol/storable-text.js';
 
 const utf8 = new TextEncoder();
 const QUIET_NAN = 0x7fc00000;
@@ -67,6 +68,22 @@ function decodeOrRefusal(bytes: Uint8Array): Chunk | ChunkCodecError {
   }
 }
 
+/** Every string of an object: its id and asset id, its props' keys and string values. */
+function stringsOf(object: ChunkObject): string[] {
+  const strings = [object.id, object.asset_id];
+  const pending: unknown[] = object.props ? [object.props] : [];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value === 'string') strings.push(value);
+    else if (Array.isArray(value)) pending.push(...value);
+    else if (typeof value === 'object' && value !== null) {
+      strings.push(...Object.keys(value));
+      pending.push(...Object.values(value));
+    }
+  }
+  return strings;
+}
+
 function refusal(run: () => unknown): ChunkCodecError | ChunkValueError {
   try {
     run();
@@ -96,15 +113,18 @@ const floatBits = fc.oneof(
 const floats = (length: number) =>
   fc.array(floatBits, { minLength: length, maxLength: length }).map((bits) => fromBits(...bits));
 
-/** Text of 1 to `max` UTF-8 bytes: ASCII, or any code points (multi-byte, NUL, U+FEFF included). */
+/**
+ * Text of 1 to `max` UTF-8 bytes: ASCII, or any code points (multi-byte, U+FEFF included) but
+ * U+0000, which the text rule refuses.
+ */
 const text = (max: number) =>
   fc
     .oneof(
       fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: max }),
       fc.string({ unit: 'binary', minLength: 1, maxLength: max / 4 }),
-      fc.constantFrom('\ufeffbom', '\u0000', 'é', '😀'),
+      fc.constantFrom('\ufeffbom', 'é', '😀'),
     )
-    .filter((value) => utf8.encode(value).length <= max);
+    .filter((value) => isStorableText(value) && utf8.encode(value).length <= max);
 
 const propsKey = fc.oneof(fc.string(), fc.constantFrom('__proto__', 'constructor', 'prototype', '1', '-0'));
 const props = fc.dictionary(propsKey, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 });
@@ -193,7 +213,9 @@ describe('chunk codec: binary format', () => {
       [object(''), 'objects[0].id', 'is 0 UTF-8 bytes; it must be 1..64'],
       [object('é'.repeat(33)), 'objects[0].id', 'is 66 UTF-8 bytes; it must be 1..64'],
       [object('x'.repeat(65)), 'objects[0].id', 'is longer than 64 UTF-8 bytes'],
-      [object('\ud800'), 'objects[0].id', 'must not contain unpaired surrogates'],
+      [object('\ud800'), 'objects[0].id', UNSTORABLE_TEXT_MESSAGE],
+      [object('do\u0000or'), 'objects[0].id', UNSTORABLE_TEXT_MESSAGE],
+      [object('x', { asset_id: 'asset\u0000' }), 'objects[0].asset_id', UNSTORABLE_TEXT_MESSAGE],
       [object(7 as unknown as string), 'objects[0].id', 'must be a string, got number 7'],
       [object('x', { asset_id: '' }), 'objects[0].asset_id', 'is 0 UTF-8 bytes; it must be 1..128'],
       [object('x', { asset_id: 'a'.repeat(129) }), 'objects[0].asset_id', 'is longer than 128 UTF-8 bytes'],
@@ -243,6 +265,9 @@ describe('chunk codec: binary format', () => {
       [{ 'a b': () => 1 }, 'objects[0].props["a b"]', 'must be JSON, got a function'],
       [nested(17), `objects[0].props${'.a'.repeat(16)}`, 'is nested more than 16 levels deep'],
       [cycle, `objects[0].props${'.self'.repeat(16)}`, 'is nested more than 16 levels deep'],
+      [{ label: 'lamp\u0000' }, 'objects[0].props.label', UNSTORABLE_TEXT_MESSAGE],
+      [{ tags: ['ok', '\udc00'] }, 'objects[0].props.tags[1]', UNSTORABLE_TEXT_MESSAGE],
+      [{ 'a\u0000': 1 }, 'objects[0].props["a\\u0000"]', `is a key that ${UNSTORABLE_TEXT_MESSAGE}`],
     ];
     for (const [value, path, message] of cases) {
       const error = refusal(() =>
@@ -398,6 +423,51 @@ describe('chunk codec: strict decoding', () => {
     expect(error).toMatchObject({ offset, message: `byte ${offset}: ${problem}` });
   });
 
+  it('refuses U+0000 in an id or an asset id at the byte that holds it', () => {
+    expect(refusal(() => decodeChunk(concat(header(1), rawObject('do\u0000or'))))).toMatchObject({
+      offset: 13,
+      message: `byte 13: the id ${UNSTORABLE_TEXT_MESSAGE}`,
+    });
+    const assetId = concat(header(1), raw(1, 'x', 3, 'a\u0000b', TEN_FLOATS, u32(0)));
+    expect(refusal(() => decodeChunk(assetId))).toMatchObject({
+      offset: 14,
+      message: `byte 14: the asset id ${UNSTORABLE_TEXT_MESSAGE}`,
+    });
+  });
+
+  it.each([
+    ['U+0000 in a value', '{"a":"\\u0000"}', 'props.a'],
+    ['an unpaired surrogate in a value', '{"a":["\\ud800"]}', 'props.a[0]'],
+    ['U+0000 in a key', '{"\\u0000":1}', 'props["\\u0000"] is a key that'],
+  ])('refuses props holding %s at the first byte of the props', (_name, props, path) => {
+    expect(refusal(() => decodeChunk(concat(header(1), rawObject('x', props))))).toMatchObject({
+      offset: 58,
+      message: `byte 58: ${path} ${UNSTORABLE_TEXT_MESSAGE}`,
+    });
+  });
+
+  it.each([
+    ['an overlong U+0000', [0xc0, 0x80]],
+    ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+    ['a lone continuation byte', [0x80]],
+    ['a sequence cut short', [0xe2, 0x82]],
+    ['a byte UTF-8 never uses', [0xff]],
+  ])('refuses %s in a string instead of reading it as U+FFFD', (_name, bytes) => {
+    const id = concat(header(1), raw(bytes.length, bytes, 1, 'a', TEN_FLOATS, u32(0)));
+    expect(refusal(() => decodeChunk(id))).toMatchObject({
+      offset: 11,
+      message: 'byte 11: the id bytes are not valid UTF-8',
+    });
+    const props = concat(
+      header(1),
+      raw(1, 'x', 1, 'a', TEN_FLOATS, u32(bytes.length + 8), '{"a":"', bytes, '"}'),
+    );
+    expect(refusal(() => decodeChunk(props))).toMatchObject({
+      offset: 58,
+      message: 'byte 58: the props bytes are not valid UTF-8',
+    });
+  });
+
   it('refuses a count of 4 billion, or of 100,000, in a 10-byte input before reading any object', () => {
     expect(refusal(() => decodeChunk(header(0xffffffff)))).toMatchObject({
       offset: 6,
@@ -424,7 +494,9 @@ describe('chunk codec: strict decoding', () => {
     );
     fc.assert(
       fc.property(anyBytes, (bytes) => {
-        decodeOrRefusal(bytes);
+        const result = decodeOrRefusal(bytes);
+        if (result instanceof ChunkCodecError) return;
+        expect(result.objects.flatMap(stringsOf).filter((value) => !isStorableText(value))).toEqual([]);
       }),
       { numRuns: 2000 },
     );
@@ -464,7 +536,9 @@ describe('chunk codec: strict decoding', () => {
           }
         }
         const result = decodeOrRefusal(bytes);
-        if (!(result instanceof ChunkCodecError)) expect(encodeChunk(result)).toEqual(bytes);
+        if (result instanceof ChunkCodecError) return;
+        expect(encodeChunk(result)).toEqual(bytes);
+        expect(result.objects.flatMap(stringsOf).filter((value) => !isStorableText(value))).toEqual([]);
       }),
       { numRuns: 1000 },
     );
@@ -661,7 +735,39 @@ describe('chunk codec: JSON view', () => {
         '{"objects":[{"id":"\\ud800","asset_id":"a","position":[0,0,0],"rotation":[0,0,0,1],"scale":[1,1,1]}]}',
       ),
       'objects[0].id',
-      'objects[0].id must not contain unpaired surrogates',
+      `objects[0].id ${UNSTORABLE_TEXT_MESSAGE}`,
+    ],
+    [
+      'U+0000 in an id',
+      { objects: [jsonObject('do\u0000or')] },
+      'objects[0].id',
+      `objects[0].id ${UNSTORABLE_TEXT_MESSAGE}`,
+    ],
+    [
+      'U+0000 in an asset id',
+      { objects: [jsonObject('x', { asset_id: 'asset\u0000' })] },
+      'objects[0].asset_id',
+      `objects[0].asset_id ${UNSTORABLE_TEXT_MESSAGE}`,
+    ],
+    [
+      'U+0000 in a props value',
+      { objects: [jsonObject('x', { props: { label: { text: 'a\u0000' } } })] },
+      'objects[0].props.label.text',
+      `objects[0].props.label.text ${UNSTORABLE_TEXT_MESSAGE}`,
+    ],
+    [
+      'an unpaired surrogate in a props value',
+      JSON.parse(
+        `{"objects":[${JSON.stringify(jsonObject('x')).slice(0, -1)},"props":{"label":"\\udc00"}}]}`,
+      ),
+      'objects[0].props.label',
+      `objects[0].props.label ${UNSTORABLE_TEXT_MESSAGE}`,
+    ],
+    [
+      'U+0000 in a props key',
+      { objects: [jsonObject('x', { props: { 'a\u0000': 1 } })] },
+      'objects[0].props["a\\u0000"]',
+      `objects[0].props["a\\u0000"] is a key that ${UNSTORABLE_TEXT_MESSAGE}`,
     ],
     [
       'a repeated id',
