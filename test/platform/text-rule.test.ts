@@ -102,6 +102,47 @@ describe('the shared text rule', () => {
     expect(await statusOf(user.id)).toBe('party 🎉');
   });
 
+  it('stores a status message without bidirectional controls, as chat bodies are', async () => {
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
+      method: 'PUT',
+      url: '/api/presence/status',
+      headers: bearer(access_token),
+      payload: { status_message: ' \u202eafk\u202c until 9 ' },
+    });
+    expect(response.json()).toEqual({ status_message: 'afk until 9' });
+    expect(await statusOf(user.id)).toBe('afk until 9');
+  });
+
+  it('clears the status message when it shows nothing: only zero-width characters', async () => {
+    const { user, access_token } = await registerUser(app());
+    const put = (status_message: string) =>
+      app().http.inject({
+        method: 'PUT',
+        url: '/api/presence/status',
+        headers: bearer(access_token),
+        payload: { status_message },
+      });
+    expect((await put('building')).statusCode).toBe(200);
+    expect((await put('\u200b\u2060\ufeff')).json()).toEqual({ status_message: null });
+    expect(await statusOf(user.id)).toBeNull();
+  });
+
+  it('stores a bio without bidirectional controls and otherwise as written', async () => {
+    const { user, access_token } = await registerUser(app());
+    const response = await app().http.inject({
+      method: 'PUT',
+      url: '/api/profile/me',
+      headers: bearer(access_token),
+      payload: { bio: ' builder of \u2067towers\u2069\n👨\u200d👩\u200d👧 ' },
+    });
+    expect(response.json().bio).toBe(' builder of towers\n👨\u200d👩\u200d👧 ');
+    const stored = await queryRows<{ bio: string }>(app().db, 'select bio from profiles where user_id = ?', [
+      user.id,
+    ]);
+    expect(stored).toEqual([{ bio: ' builder of towers\n👨\u200d👩\u200d👧 ' }]);
+  });
+
   describe('in chunks', () => {
     const revisionsOf = async (worldId: string) =>
       (

@@ -4,6 +4,7 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
+import { shownText } from '../../platform/trimmed-text.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { Relation, SocialApi } from '../social/index.js';
 import { existingUserIds, storedStatusMessage } from '../users/index.js';
@@ -171,12 +172,13 @@ export class PresenceService {
   }
 
   /**
-   * Sets (or, when empty after trimming, clears) the caller's status message and tells
-   * subscribers at once; the database gets it coalesced (StatusMessages).
+   * Sets (or, when nothing visible is left after trimming, clears) the caller's status message,
+   * without bidirectional controls as chat bodies (shownText), and tells subscribers at once; the
+   * database gets it coalesced (StatusMessages).
    */
   async setStatus(ctx: Ctx, statusMessage: string): Promise<{ status_message: string | null }> {
     const caller = callerOf(ctx);
-    const trimmed = statusMessage.trim();
+    const trimmed = shownText(statusMessage);
     if (trimmed.length > STATUS_MESSAGE_MAX) {
       throw new AppError(
         ErrorCode.VALIDATION_FAILED,

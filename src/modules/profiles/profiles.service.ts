@@ -5,6 +5,7 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { executeBound } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId, toUuidArray } from '../../platform/ids.js';
+import { withoutBidiControls } from '../../platform/trimmed-text.js';
 import { type Profile, ProfileSchema } from './profile.entity.js';
 
 export type { Privacy };
@@ -66,7 +67,8 @@ export class ProfilesService {
   async update(ctx: Ctx, patch: ProfileUpdate): Promise<ProfileView> {
     const caller = callerOf(ctx);
     const data: EntityData<Profile> = {};
-    if (patch.bio !== undefined) data.bio = patch.bio;
+    // Other users read the bio: bidirectional controls are removed as from chat (trimmed-text.ts).
+    if (patch.bio !== undefined) data.bio = withoutBidiControls(patch.bio);
     if (patch.avatar_asset_id !== undefined) data.avatarAssetId = patch.avatar_asset_id;
     const privacy = patch.privacy ?? {};
     if (privacy.profile_visibility !== undefined) data.profileVisibility = privacy.profile_visibility;
