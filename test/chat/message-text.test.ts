@@ -23,6 +23,33 @@ describe('the text of chat messages', () => {
   const worldChat = worldChatCalls(app);
   const user = () => registerUser(app());
 
+  it.each([
+    ['circled letters', 'what the ⓕⓤⓒⓚ', 'what the ****'],
+    ['mathematical script letters', '𝓯𝓾𝓬𝓴 this', '**** this'],
+    ['small capitals', 'ꜰᴜᴄᴋ off', '**** off'],
+    ['letters spelled out one by one', 'oh f u c k', 'oh *******'],
+    ['a combining mark on a letter', 'f\u0301uck that', '***** that'],
+    ['zero-width joiners inside the word', 'f\u200du\u200dck it', '****** it'],
+  ])(
+    'stores a direct message disguising a word with %s masked, and answers it masked',
+    async (_case, body, masked) => {
+      const [alice, bob] = [await user(), await user()];
+      expect(await dm.sent(alice, bob, body)).toMatchObject({ body: masked, filtered: true });
+      expect((await dm.rowsOf(alice.user.id)).messages).toEqual([{ body: masked, filtered: true }]);
+    },
+  );
+
+  it('masks a disguised word in world and room chat too', async () => {
+    const owner = await user();
+    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token);
+    await worldChat.sent(owner, { worldId }, 'ⓕⓤⓒⓚ');
+    await worldChat.sent(owner, { worldId, roomId: mainRoomId }, 's h i t');
+    expect((await worldChat.rowsOf(worldId)).map(({ body, filtered }) => ({ body, filtered }))).toEqual([
+      { body: '****', filtered: true },
+      { body: '*******', filtered: true },
+    ]);
+  });
+
   it.each(INVISIBLE)(
     'refuses a direct message of only %s with 422 VALIDATION_FAILED naming body, and writes nothing',
     async (_case, body) => {

@@ -1,11 +1,6 @@
-import {
-  asteriskCensorStrategy,
-  englishDataset,
-  englishRecommendedTransformers,
-  RegExpMatcher,
-  TextCensor,
-} from 'obscenity';
+import { englishDataset, englishRecommendedTransformers, RegExpMatcher } from 'obscenity';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import { readingOf, spanInMessage } from './text-reading.js';
 
 export type FilterMode = 'mask' | 'reject';
 
@@ -19,23 +14,27 @@ export interface Filtered {
 
 /**
  * The text filter of chat messages: obscenity's English word list, matched through its
- * transformers (leetspeak, look-alike characters, repeated letters), except matches without a
- * letter (numbers). `mask` replaces each matched
- * character with `*`, so the length never grows past the limit the body was checked against;
- * `reject` refuses the message with 422 MESSAGE_REJECTED.
+ * transformers (leetspeak, look-alike characters, repeated letters) against the body as
+ * `readingOf` reads it (compatibility forms such as ⓕ and 𝓯 as plain letters, combining marks and
+ * invisible characters dropped, small capitals and other look-alikes folded, letters spelled out
+ * one by one joined), except matches without a letter (numbers). `mask` replaces each character
+ * the sender wrote for a matched word with one `*`, so the body keeps its length in characters
+ * and never grows past the limit it was checked against; `reject` refuses the message with 422
+ * MESSAGE_REJECTED.
  */
 export function createTextFilter(mode: FilterMode): (body: string) => Filtered {
   const matcher = new RegExpMatcher({ ...englishDataset.build(), ...englishRecommendedTransformers });
   const mayMatch = anyTermTest(matcher);
-  const censor = new TextCensor().setStrategy(asteriskCensorStrategy());
   return (body) => {
-    if (!mayMatch(body)) return { body, filtered: false };
+    const reading = readingOf(body);
+    if (!mayMatch(reading.text)) return { body, filtered: false };
     // Leetspeak reads digits as letters ("455" as "ass"), but a match made of digits alone is a
     // number (a score, a price, a time), never a word: those are left alone.
-    const matches = matcher
-      .getAllMatches(body)
-      .filter(({ startIndex, endIndex }) => LETTER.test(body.slice(startIndex, endIndex + 1)));
-    if (matches.length === 0) return { body, filtered: false };
+    const spans = matcher
+      .getAllMatches(reading.text)
+      .filter(({ startIndex, endIndex }) => LETTER.test(reading.text.slice(startIndex, endIndex + 1)))
+      .map(({ startIndex, endIndex }) => spanInMessage(reading, body, startIndex, endIndex));
+    if (spans.length === 0) return { body, filtered: false };
     if (mode === 'reject') {
       throw new AppError(
         ErrorCode.MESSAGE_REJECTED,
@@ -45,8 +44,23 @@ export function createTextFilter(mode: FilterMode): (body: string) => Filtered {
         },
       );
     }
-    return { body: censor.applyTo(body, matches), filtered: true };
+    return { body: masked(body, spans), filtered: true };
   };
+}
+
+/** `text` with every character (code point) inside one of the spans replaced by `*`. */
+function masked(text: string, spans: [start: number, end: number][]): string {
+  spans.sort(([a], [b]) => a - b);
+  let result = '';
+  let copied = 0;
+  for (const [start, end] of spans) {
+    if (end <= copied) continue;
+    const from = Math.max(start, copied);
+    result += text.slice(copied, from);
+    result += '*'.repeat([...text.slice(from, end)].length);
+    copied = end;
+  }
+  return result + text.slice(copied);
 }
 
 /** The members of obscenity's RegExpMatcher (0.4) that `anyTermTest` reads; private in its types. */
