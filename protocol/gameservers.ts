@@ -4,8 +4,9 @@ import { operation } from './operation.js';
 /**
  * Dedicated game servers (docs/gameservers.md). A world's owner (or an admin) spawns and stops
  * servers; any user who may read a world joins it, which hands out the address of a ready server
- * with room, starting one when there is none. A server is ready only once it reports
- * `ready: true` itself (or Agones says Ready), never because a port opened.
+ * with room, starting one when there is none. A user holds one join reservation at a time. A
+ * server is ready only once it reports `ready: true` itself (or Agones says Ready), never because
+ * a port opened.
  */
 
 export const gameServerStatusSchema = z.enum(['starting', 'ready', 'failed', 'stopped']);
@@ -22,7 +23,10 @@ export const gameServerSchema = z.object({
   address: z.string().nullable(),
   /** Why it failed (or stopped on its own); null otherwise. */
   error: z.string().nullable(),
-  /** Players handed to it by joins, or as it last reported. */
+  /**
+   * Its players as it last reported them, plus the join reservations made since (each user
+   * counts once; docs/gameservers.md, "Reservations").
+   */
   players: z.number().int(),
   max_players: z.number().int(),
   backend: z.enum(['local', 'agones']),
@@ -76,7 +80,7 @@ export const worldJoinSchema = z.object({
 export const worldsJoin = operation('worlds.join', {
   tag,
   summary:
-    'The address of a ready game server of the world with room for one more player, starting one when there is none (concurrent joins share it) and waiting for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.',
+    "The address of a ready game server of the world for the caller: the one they already hold a reservation on, or the fullest with room, where the caller's one reservation moves. With none, it starts one (concurrent joins share it) and waits for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.",
   rest: { method: 'POST', path: '/api/worlds/:world_id/join' },
   request: z.object({ world_id: id }).strict(),
   response: worldJoinSchema,

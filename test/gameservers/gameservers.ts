@@ -2,10 +2,12 @@ import { expect, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { GameServer } from '../../protocol/gameservers.js';
 import type { App } from '../../src/app.js';
+import type { Database } from '../../src/platform/db.js';
 import { bearer, callsAs } from '../helpers/accounts.js';
+import { queryRows } from '../helpers/database.js';
 import { chunkBytes } from '../helpers/worlds.js';
 
-export { launchesOf, recordingCommand } from './fixtures/launches.js';
+export { launchesOf, recordingCommand, silentCommand } from './fixtures/launches.js';
 
 export function gameServerCalls(app: () => App) {
   const { call, expectStatus } = callsAs(app);
@@ -44,5 +46,28 @@ export function gameServerCalls(app: () => App) {
     });
     expect(put.statusCode, put.body).toBe(200);
   };
-  return { call, expectStatus, spawn, get, settled, internal, putChunk };
+  const join = async (user: TokenResponse, worldId: string) =>
+    (await expectStatus(200, 'POST', `/api/worlds/${worldId}/join`, user)).json() as {
+      server_id: string;
+      address: string;
+    };
+  /** The server's own report of how many players it has, with its token. */
+  const reportPlayers = async (token: string, players: number) => {
+    const report = await internal(token, '/internal/servers/self/status', {
+      method: 'PUT',
+      payload: { ready: false, players },
+    });
+    expect(report.statusCode, report.body).toBe(200);
+  };
+  return { call, expectStatus, spawn, get, settled, internal, putChunk, join, reportPlayers };
+}
+
+/** The servers a user's join reservations point at (at most one). */
+export async function reservationsOf(db: Database, userId: string): Promise<string[]> {
+  const rows = await queryRows<{ server_id: string }>(
+    db,
+    'select server_id from game_server_reservations where user_id = ?',
+    [userId],
+  );
+  return rows.map((row) => row.server_id);
 }

@@ -110,7 +110,10 @@ export async function failOverdue(
 
 /**
  * A server's own report. `ready: true` makes a starting server ready (within its deadline) at
- * `address`; the player count is taken when given. Undefined when the server is not live.
+ * `address`; the player count is taken when given, and the join reservations made before it stop
+ * counting (the server sees those players now, or they never came). A ready server is busy now
+ * when it becomes ready, and when it has players or had some until this report (the idle clock).
+ * Undefined when the server is not live.
  */
 export async function applyReport(
   em: EntityManager,
@@ -124,7 +127,12 @@ export async function applyReport(
        status = case when $2 then 'ready'::game_server_status else status end,
        address = case when $2 then $3 else address end,
        ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
-       players = coalesce($4, players)
+       players = coalesce($4, players),
+       players_reported_at = case when $4::integer is null then players_reported_at else $5 end,
+       busy_at = case
+         when status = 'starting' and not $2 then busy_at
+         when players > 0 or coalesce($4, players) > 0 then $5
+         else coalesce(busy_at, $5) end
      where id = $1 and (status = 'ready' or (status = 'starting' and ready_deadline > $5))
      returning ${COLUMNS}`,
     [serverId, report.ready, report.address, report.players, now],
@@ -152,21 +160,6 @@ export async function lockWorldJoins(em: EntityManager, worldId: string): Promis
   ]);
 }
 
-/** Takes a player slot on the fullest ready server of the world that still has one. */
-export async function reserveSlot(em: EntityManager, worldId: string): Promise<GameServerRow | undefined> {
-  const [row] = await executeBound<GameServerRow>(
-    em,
-    `update game_servers set players = players + 1
-     where id = (
-       select id from game_servers
-       where world_id = $1 and status = 'ready' and players < max_players
-       order by players desc, created_at limit 1)
-     returning ${COLUMNS}`,
-    [worldId],
-  );
-  return row;
-}
-
 /** The oldest starting server of the world, which a join waits for rather than start another. */
 export async function startingServer(em: EntityManager, worldId: string): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
@@ -180,4 +173,44 @@ export async function startingServer(em: EntityManager, worldId: string): Promis
 /** Forgets a spawn the spawner refused before starting anything (capacity). */
 export async function deleteServer(em: EntityManager, serverId: string): Promise<void> {
   await executeBound(em, 'delete from game_servers where id = $1', [serverId]);
+}
+
+/**
+ * The condition of a server idle since the time in parameter `since`: ready, no players in its
+ * last report, not busy since then and no reservation live after it. Shared by the sweep's search
+ * and its stop, which checks it again under the world's lock.
+ */
+const idleSince = (since: string) => `s.status = 'ready' and s.players = 0 and s.busy_at <= ${since}
+  and not exists (select 1 from game_server_reservations r where r.server_id = s.id and r.expires_at > ${since})`;
+
+/** Servers idle since `since` (at most 100 a sweep), oldest first. */
+export async function idleServers(
+  em: EntityManager,
+  since: Date,
+): Promise<{ id: string; world_id: string }[]> {
+  return executeBound<{ id: string; world_id: string }>(
+    em,
+    `select s.id, s.world_id from game_servers s where ${idleSince('$1')} order by s.busy_at limit 100`,
+    [since],
+  );
+}
+
+/**
+ * Stops a server if it is still idle since `since`, its token cleared; returns it when this call
+ * stopped it. Of several nodes sweeping at once, one stops it: the others find it ended.
+ */
+export async function stopIfIdle(
+  em: EntityManager,
+  serverId: string,
+  since: Date,
+  outcome: { error: string; at: Date },
+): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(
+    em,
+    `update game_servers s set status = 'stopped', error = $3, ended_at = $4, token_hash = null
+     where s.id = $1 and ${idleSince('$2')}
+     returning ${COLUMNS}`,
+    [serverId, since, outcome.error, outcome.at],
+  );
+  return row;
 }

@@ -2,54 +2,52 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GameServer } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { GameServerPrincipal } from '../../platform/auth/game-server-auth.js';
-import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId, newId } from '../../platform/ids.js';
-import type { Logger } from '../../platform/log.js';
+import { isId } from '../../platform/ids.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
   applyReport,
-  deleteServer,
   endServer,
   failOverdue,
   findServer,
   type GameServerRow,
-  insertServer,
+  idleServers,
   lockWorldJoins,
-  markReady,
-  reserveSlot,
   serverOfToken,
   startingServer,
+  stopIfIdle,
 } from './gameservers.repository.js';
-import { hashServerToken, looksLikeServerToken, newServerToken } from './server-tokens.js';
-import type { Spawner, SpawnListener } from './spawner.js';
+import {
+  extendReservation,
+  freshReservations,
+  type ReservedSlot,
+  reserveRoomiest,
+} from './reservations.repository.js';
+import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
+import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
 
-export interface GameServersDeps {
-  spawner: Spawner;
+export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
-  bus: EventBus;
-  log: Logger;
-  readyTimeoutMs: number;
-  maxPlayers: number;
-  /** The internal API's base URL and the gateway's, known once the service listens. */
-  apiUrl(): string;
-  wsUrl(): string;
-  /** An entity manager outside any request, for the spawner's reports and the timers. */
-  systemEm(): EntityManager;
+  /** A ready server with no players and no live reservation for this long is stopped. */
+  idleStopMs: number;
 }
 
-const statusTopic = (serverId: string) => `gameserver:${serverId}`;
-/** Every node hears of ended servers here, and closes their sockets (their tokens are dead). */
-export const ENDED_SERVERS_TOPIC = 'gameservers:ended';
 /** Joins re-check for a ready server this many times at most before giving up. */
 const JOIN_ATTEMPTS = 5;
+/**
+ * How long a join reservation lasts (never longer than the idle time): long enough for a player
+ * to connect and their server to report them, short enough that a player who never connects stops
+ * counting soon and does not keep an empty server running for long.
+ */
+const RESERVATION_MS = 60_000;
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');
 const tokenDead = () =>
   new AppError(ErrorCode.UNAUTHENTICATED, 'The server token is invalid, or its server has ended.');
 
-function view(row: GameServerRow): GameServer {
+/** The API's view of a server; `reserved` is its live reservations made since its last report. */
+function view(row: GameServerRow, reserved = 0): GameServer {
   const iso = (date: Date | null) => (date ? date.toISOString() : null);
   return {
     server_id: row.id,
@@ -57,7 +55,7 @@ function view(row: GameServerRow): GameServer {
     status: row.status,
     address: row.address,
     error: row.error,
-    players: row.players,
+    players: row.players + reserved,
     max_players: row.max_players,
     backend: row.backend,
     created_at: row.created_at.toISOString(),
@@ -72,27 +70,16 @@ const isAdmin = (user: AuthUser) => user.roles.includes('admin');
 /**
  * Game servers (docs/gameservers.md): their records, tokens and states. The spawner runs them; this
  * service decides. A server is `starting` until it reports ready itself (or Agones says Ready),
- * `failed` when it misses its deadline, crashes or cannot be launched, `stopped` when asked to or
- * when it exits cleanly. Ending a server clears its token hash, which is what revokes the token.
+ * `failed` when it misses its deadline, crashes or cannot be launched, `stopped` when asked to,
+ * when it exits cleanly or when it has been idle too long. Ending a server clears its token hash,
+ * which is what revokes the token. Users hold one join reservation each.
  */
 export class GameServersService {
-  private readonly deadlines = new Map<string, NodeJS.Timeout>();
-  readonly listener: SpawnListener = {
-    ready: (serverId, address) => {
-      this.settle(serverId, () => markReady(this.deps.systemEm(), serverId, address, new Date()));
-    },
-    ended: (serverId, { failed, reason }) => {
-      this.settle(serverId, () =>
-        endServer(this.deps.systemEm(), serverId, {
-          status: failed ? 'failed' : 'stopped',
-          error: failed ? reason : null,
-          at: new Date(),
-        }),
-      );
-    },
-  };
+  private readonly lifecycle: ServerLifecycle;
 
-  constructor(private readonly deps: GameServersDeps) {}
+  constructor(private readonly deps: GameServersDeps) {
+    this.lifecycle = new ServerLifecycle(deps);
+  }
 
   /** The /internal token check: the live server a token belongs to. */
   async principalOf(ctx: Ctx, token: string): Promise<GameServerPrincipal> {
@@ -105,15 +92,15 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const { row, token } = await this.insertStarting(ctx.em, world.id, caller.id, ctx.now());
-    await this.launch(row, token);
-    return view(row);
+    const spawn = await this.lifecycle.insertStarting(ctx.em, world.id, caller.id, ctx.now());
+    await this.lifecycle.launch(spawn);
+    return view(spawn.row);
   }
 
   async get(ctx: Ctx, serverId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
-    return view(row);
+    return view(row, await freshReservations(ctx.em, row.id, ctx.now()));
   }
 
   /** Stops a server; an ended one stays as it is (the call is idempotent). */
@@ -123,7 +110,7 @@ export class GameServersService {
     if (!isAdmin(caller) && (await this.deps.worlds.lookup(ctx, row.world_id))?.ownerId !== caller.id)
       throw new AppError(ErrorCode.FORBIDDEN, "Only the world's owner or an admin can stop its servers.");
     const ended = await endServer(ctx.em, row.id, { status: 'stopped', error: null, at: ctx.now() });
-    if (ended) await this.afterEnd(ended);
+    if (ended) await this.lifecycle.afterEnd(ended);
   }
 
   /** A server's report on itself through the internal API. */
@@ -146,44 +133,35 @@ export class GameServersService {
       ctx.now(),
     );
     if (!row) throw tokenDead();
-    if (report.ready) this.clearDeadline(row.id);
-    await this.publishStatus(row);
+    if (report.ready) this.lifecycle.clearDeadline(row.id);
+    await this.lifecycle.publishStatus(row);
     return view(row);
   }
 
   /**
-   * The address of a ready server of the world with a free player slot. Without one, the join
-   * waits for a starting server, or starts one; joins of a world take turns on a lock, so
-   * concurrent joins share one spawn.
+   * The address of a ready server of the world for the caller: the one they hold a reservation on,
+   * or the fullest with room, where their one reservation moves. Without one, the join waits for a
+   * starting server, or starts one; joins of a world take turns on a lock, so concurrent joins
+   * share one spawn.
    */
   async join(ctx: Ctx, worldId: string): Promise<{ server_id: string; world_id: string; address: string }> {
     const caller = callerOf(ctx);
     const world = await this.deps.worlds.readable(ctx, worldId);
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const now = ctx.now();
       const step = await ctx.em.transactional(async (em) => {
         await lockWorldJoins(em, world.id);
-        const overdue = await failOverdue(em, now, this.missedDeadline, world.id);
-        const slot = await reserveSlot(em, world.id);
-        if (slot) {
-          await this.deps.worlds.recordVisit(em, {
-            worldId: world.id,
-            userId: caller.id,
-            serverId: slot.id,
-            at: now,
-          });
-          return { slot, overdue };
-        }
-        const starting = await startingServer(em, world.id);
+        const now = ctx.now();
+        const overdue = await failOverdue(em, now, this.lifecycle.missedDeadline, world.id);
+        const { slot, starting } = await this.reserve(em, caller.id, world.id, now);
+        if (slot) return { slot, overdue };
         if (starting) return { wait: starting, overdue };
-        return { launch: await this.insertStarting(em, world.id, caller.id, now), overdue };
+        return { launch: await this.lifecycle.insertStarting(em, world.id, caller.id, now), overdue };
       });
-      for (const row of step.overdue) await this.afterEnd(row);
-      if (step.slot)
-        return { server_id: step.slot.id, world_id: world.id, address: step.slot.address as string };
+      for (const row of step.overdue) await this.lifecycle.afterEnd(row);
+      if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
       const pending = step.launch?.row ?? (step.wait as GameServerRow);
-      if (step.launch) await this.launch(step.launch.row, step.launch.token);
-      const settled = await this.settled(ctx, pending);
+      if (step.launch) await this.lifecycle.launch(step.launch);
+      const settled = await this.lifecycle.settled(ctx.em, pending);
       if (settled.status !== 'ready') {
         throw new AppError(
           ErrorCode.GAMESERVER_UNAVAILABLE,
@@ -195,13 +173,37 @@ export class GameServersService {
   }
 
   /**
+   * Stops the ready servers with no players and no live reservation for the idle time before
+   * `now`, as a stop through the API would (token, sockets, process); returns the ones this call
+   * stopped. Each stop is checked again under its world's join lock, so a join that reserves a
+   * place on the server first keeps it running, and of several nodes sweeping one stops it.
+   */
+  async stopIdle(now: Date): Promise<string[]> {
+    const em = this.deps.systemEm();
+    const since = new Date(now.getTime() - this.deps.idleStopMs);
+    const error = `The server had no players and no join reservation for ${this.deps.idleStopMs / 1000} s.`;
+    const stopped: string[] = [];
+    for (const candidate of await idleServers(em, since)) {
+      const row = await em.transactional(async (tx) => {
+        await lockWorldJoins(tx, candidate.world_id);
+        return stopIfIdle(tx, candidate.id, since, { error, at: now });
+      });
+      if (!row) continue;
+      await this.lifecycle.afterEnd(row);
+      stopped.push(row.id);
+    }
+    return stopped;
+  }
+
+  /**
    * Ends what the records and the spawner disagree on: servers past their deadline (a timer lost
-   * with another node), and servers this node runs whose record ended or is gone (stopped through
+   * with another node), idle servers, and servers this node runs whose record ended or is gone (stopped through
    * another node, or their world deleted).
    */
   async reconcile(): Promise<void> {
     const em = this.deps.systemEm();
-    await this.endOverdue(em, new Date());
+    await this.lifecycle.endOverdue(em, new Date());
+    await this.stopIdle(new Date());
     for (const id of this.deps.spawner.runningIds()) {
       const row = await findServer(em, id);
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
@@ -210,8 +212,7 @@ export class GameServersService {
 
   /** Stops everything this node runs (shutdown): their records end as stopped. */
   async close(): Promise<void> {
-    for (const timer of this.deadlines.values()) clearTimeout(timer);
-    this.deadlines.clear();
+    this.lifecycle.clearDeadlines();
     const em = this.deps.systemEm();
     const ids = this.deps.spawner.runningIds();
     await this.deps.spawner.close();
@@ -220,6 +221,35 @@ export class GameServersService {
         (err) => this.deps.log.warn({ err, serverId: id }, 'could not record a stopped game server'),
       );
     }
+  }
+
+  /**
+   * The caller's place on a ready server of the world: the reservation they hold there, extended,
+   * or a new one on the fullest server with room (their reservation moves; the visit is recorded
+   * in the join's transaction). Without one, the starting server to wait for, if any.
+   */
+  private async reserve(
+    em: EntityManager,
+    userId: string,
+    worldId: string,
+    now: Date,
+  ): Promise<{ slot?: ReservedSlot; starting?: GameServerRow }> {
+    const request = {
+      userId,
+      worldId,
+      now,
+      expiresAt: new Date(now.getTime() + Math.min(RESERVATION_MS, this.deps.idleStopMs)),
+    };
+    const held = await extendReservation(em, request);
+    if (held) return { slot: held };
+    // Read before the ready servers: each statement sees the database as it is then, so a server
+    // that turns ready in between is seen starting here or ready below, never neither (which
+    // would start a second server).
+    const starting = await startingServer(em, worldId);
+    const reserved = await reserveRoomiest(em, request);
+    if (!reserved) return starting ? { starting } : {};
+    await this.deps.worlds.recordVisit(em, { worldId, userId, serverId: reserved.id, at: now });
+    return { slot: reserved };
   }
 
   private async managedWorld(ctx: Ctx, caller: AuthUser, worldId: string): Promise<WorldAccess> {
@@ -243,165 +273,9 @@ export class GameServersService {
       if (world?.ownerId !== caller.id) throw notFound();
     }
     if (row.status === 'starting' && row.ready_deadline <= ctx.now()) {
-      await this.endOverdue(ctx.em, ctx.now(), row.world_id);
+      await this.lifecycle.endOverdue(ctx.em, ctx.now(), row.world_id);
       row = (await findServer(ctx.em, serverId)) ?? row;
     }
     return row;
-  }
-
-  private async insertStarting(
-    em: EntityManager,
-    worldId: string,
-    requestedBy: string,
-    now: Date,
-  ): Promise<{ row: GameServerRow; token: string }> {
-    const { token, hash } = newServerToken();
-    const row = await insertServer(
-      em,
-      {
-        id: newId(),
-        world_id: worldId,
-        requested_by: requestedBy,
-        backend: this.deps.spawner.kind,
-        max_players: this.deps.maxPlayers,
-        created_at: now,
-        ready_deadline: new Date(now.getTime() + this.deps.readyTimeoutMs),
-      },
-      hash,
-    );
-    return { row, token };
-  }
-
-  /** Hands a committed `starting` row to the spawner; a launch that fails ends the row `failed`. */
-  private async launch(row: GameServerRow, token: string): Promise<void> {
-    this.armDeadline(row);
-    try {
-      await this.deps.spawner.start(
-        {
-          serverId: row.id,
-          worldId: row.world_id,
-          token,
-          apiUrl: this.deps.apiUrl(),
-          wsUrl: this.deps.wsUrl(),
-        },
-        this.listener,
-      );
-    } catch (error) {
-      this.clearDeadline(row.id);
-      // Refused for capacity, nothing was started: no record of it is kept.
-      if (error instanceof AppError && error.code === ErrorCode.GAMESERVER_CAPACITY) {
-        await deleteServer(this.deps.systemEm(), row.id);
-        throw error;
-      }
-      const reason = error instanceof AppError ? error.message : 'The game server could not be started.';
-      const ended = await endServer(this.deps.systemEm(), row.id, {
-        status: 'failed',
-        error: reason,
-        at: new Date(),
-      });
-      if (ended) await this.afterEnd(ended);
-      throw error instanceof AppError ? error : new AppError(ErrorCode.GAMESERVER_UNAVAILABLE, reason);
-    }
-  }
-
-  /**
-   * Why a server that missed its deadline failed: the same words whichever finds it first, its
-   * node's timer or a sweep (reconcile, a join, a read).
-   */
-  private get missedDeadline(): string {
-    return `The server did not report ready within ${this.deps.readyTimeoutMs} ms.`;
-  }
-
-  /** Past the readiness deadline a starting server fails, and its process or GameServer goes. */
-  private armDeadline(row: GameServerRow): void {
-    const timer = setTimeout(
-      () => {
-        this.deadlines.delete(row.id);
-        this.settle(row.id, () =>
-          endServer(this.deps.systemEm(), row.id, {
-            status: 'failed',
-            error: this.missedDeadline,
-            at: new Date(),
-            onlyIfStarting: true,
-          }),
-        );
-      },
-      Math.max(0, row.ready_deadline.getTime() - Date.now()),
-    );
-    timer.unref();
-    this.deadlines.set(row.id, timer);
-  }
-
-  private clearDeadline(serverId: string): void {
-    clearTimeout(this.deadlines.get(serverId));
-    this.deadlines.delete(serverId);
-  }
-
-  /** Applies a change the spawner or a timer saw, then stops and announces as needed. */
-  private settle(serverId: string, change: () => Promise<GameServerRow | undefined>): void {
-    change()
-      .then(async (row) => {
-        if (!row) return;
-        if (row.status === 'ready') {
-          this.clearDeadline(row.id);
-          await this.publishStatus(row);
-        } else await this.afterEnd(row);
-      })
-      .catch((err) => this.deps.log.error({ err, serverId }, 'could not record a game server change'));
-  }
-
-  /**
-   * Fails the starting servers past their deadline (of one world, or all) and ends each as the
-   * deadline timer would: sockets closed, process stopped, waiting joins told.
-   */
-  private async endOverdue(em: EntityManager, now: Date, worldId?: string): Promise<void> {
-    for (const row of await failOverdue(em, now, this.missedDeadline, worldId)) await this.afterEnd(row);
-  }
-
-  private async afterEnd(row: GameServerRow): Promise<void> {
-    this.clearDeadline(row.id);
-    await this.deps.bus.publishCommitted(
-      ENDED_SERVERS_TOPIC,
-      { t: 'gameservers.ended', d: { server_ids: [row.id] } },
-      this.deps.log,
-    );
-    await this.deps.spawner.stop(row.id);
-    await this.publishStatus(row);
-  }
-
-  private async publishStatus(row: GameServerRow): Promise<void> {
-    await this.deps.bus.publishCommitted(
-      statusTopic(row.id),
-      { t: 'gameserver.status', d: { server_id: row.id, status: row.status } },
-      this.deps.log,
-    );
-  }
-
-  /** Waits until a starting server is ready or ended (or its deadline passed), and returns it then. */
-  private async settled(ctx: Ctx, row: GameServerRow): Promise<GameServerRow> {
-    let wake: () => void = () => undefined;
-    const unsubscribe = await this.deps.bus.subscribe(statusTopic(row.id), () => wake());
-    try {
-      for (;;) {
-        const current = await findServer(ctx.em, row.id);
-        // Gone: the spawn was refused for capacity (its record dropped), or its world deleted.
-        if (!current) return { ...row, status: 'stopped', error: 'The server is gone.' };
-        if (current.status !== 'starting') return current;
-        const left = current.ready_deadline.getTime() - Date.now();
-        if (left <= 0) {
-          await this.endOverdue(ctx.em, new Date(), row.world_id);
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, Math.min(left + 10, 1000));
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-      }
-    } finally {
-      await unsubscribe().catch(() => undefined);
-    }
   }
 }

@@ -12,9 +12,10 @@ import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { StartupError } from '../../platform/startup-error.js';
 import type { WorldsApi } from '../worlds/index.js';
-import { ENDED_SERVERS_TOPIC, GameServersService } from './gameservers.service.js';
+import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
 import { LocalSpawner } from './local-spawner.js';
+import { ENDED_SERVERS_TOPIC } from './server-lifecycle.js';
 import type { Spawner } from './spawner.js';
 
 /**
@@ -64,9 +65,13 @@ function readTemplate(path: string): string {
 /** How often the records and the running servers are reconciled (docs/gameservers.md). */
 const RECONCILE_INTERVAL_MS = 2_000;
 
-/** What tests may look at: the spawner, which knows the servers this node runs. */
+/**
+ * What tests may look at: the spawner, which knows the servers this node runs, and the idle sweep,
+ * run at a chosen time (the reconcile timer runs it at the present).
+ */
 export interface GameServersApi {
   spawner: Spawner;
+  stopIdle(now: Date): Promise<string[]>;
 }
 
 /**
@@ -94,6 +99,7 @@ export const gameServersModule = defineModule({
       log,
       readyTimeoutMs: config.GAMESERVER_READY_TIMEOUT_MS,
       maxPlayers: config.GAMESERVER_MAX_PLAYERS,
+      idleStopMs: config.GAMESERVER_IDLE_STOP_SECONDS * 1000,
       apiUrl: () => apiUrl,
       wsUrl: () => wsUrl,
       systemEm: () => systemCtx().em,
@@ -102,7 +108,7 @@ export const gameServersModule = defineModule({
     let reconciler: NodeJS.Timeout | undefined;
     let stopClosingSockets: (() => Promise<void>) | undefined;
     return {
-      api: { spawner } satisfies GameServersApi,
+      api: { spawner, stopIdle: (now) => service.stopIdle(now) } satisfies GameServersApi,
       operations: [
         serve(gameServersSpawn, (ctx, { world_id }) => service.spawn(ctx, world_id)),
         serve(gameServersGet, (ctx, { server_id }) => service.get(ctx, server_id)),

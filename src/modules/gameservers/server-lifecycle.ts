@@ -1,0 +1,230 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { EventBus } from '../../platform/bus.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { Logger } from '../../platform/log.js';
+import {
+  deleteServer,
+  endServer,
+  failOverdue,
+  findServer,
+  type GameServerRow,
+  insertServer,
+  markReady,
+} from './gameservers.repository.js';
+import { newServerToken } from './server-tokens.js';
+import type { Spawner, SpawnListener } from './spawner.js';
+
+export interface ServerLifecycleDeps {
+  spawner: Spawner;
+  bus: EventBus;
+  log: Logger;
+  readyTimeoutMs: number;
+  maxPlayers: number;
+  /** The internal API's base URL and the gateway's, known once the service listens. */
+  apiUrl(): string;
+  wsUrl(): string;
+  /** An entity manager outside any request, for the spawner's reports and the timers. */
+  systemEm(): EntityManager;
+}
+
+/** A recorded `starting` server with its token in the clear, ready to be launched. */
+export interface PendingLaunch {
+  row: GameServerRow;
+  token: string;
+}
+
+const statusTopic = (serverId: string) => `gameserver:${serverId}`;
+/** Every node hears of ended servers here, and closes their sockets (their tokens are dead). */
+export const ENDED_SERVERS_TOPIC = 'gameservers:ended';
+
+/**
+ * A server's way through its states once recorded: launched by the spawner under a readiness
+ * deadline, ready when the spawner or the server says so, and ended (token revoked, sockets closed,
+ * process stopped, waiting joins told) whoever ends it. The service decides when; this carries
+ * it out the same way every time.
+ */
+export class ServerLifecycle {
+  private readonly deadlines = new Map<string, NodeJS.Timeout>();
+  private readonly listener: SpawnListener = {
+    ready: (serverId, address) => {
+      this.settle(serverId, () => markReady(this.deps.systemEm(), serverId, address, new Date()));
+    },
+    ended: (serverId, { failed, reason }) => {
+      this.settle(serverId, () =>
+        endServer(this.deps.systemEm(), serverId, {
+          status: failed ? 'failed' : 'stopped',
+          error: failed ? reason : null,
+          at: new Date(),
+        }),
+      );
+    },
+  };
+
+  constructor(private readonly deps: ServerLifecycleDeps) {}
+
+  /** Forgets the deadline timers (shutdown). */
+  clearDeadlines(): void {
+    for (const timer of this.deadlines.values()) clearTimeout(timer);
+    this.deadlines.clear();
+  }
+
+  /** Records a `starting` server with a new token, in the caller's transaction. */
+  async insertStarting(
+    em: EntityManager,
+    worldId: string,
+    requestedBy: string,
+    now: Date,
+  ): Promise<{ row: GameServerRow; token: string }> {
+    const { token, hash } = newServerToken();
+    const row = await insertServer(
+      em,
+      {
+        id: newId(),
+        world_id: worldId,
+        requested_by: requestedBy,
+        backend: this.deps.spawner.kind,
+        max_players: this.deps.maxPlayers,
+        created_at: now,
+        ready_deadline: new Date(now.getTime() + this.deps.readyTimeoutMs),
+      },
+      hash,
+    );
+    return { row, token };
+  }
+
+  /** Hands a committed `starting` row to the spawner; a launch that fails ends the row `failed`. */
+  async launch({ row, token }: PendingLaunch): Promise<void> {
+    this.armDeadline(row);
+    try {
+      await this.deps.spawner.start(
+        {
+          serverId: row.id,
+          worldId: row.world_id,
+          token,
+          apiUrl: this.deps.apiUrl(),
+          wsUrl: this.deps.wsUrl(),
+        },
+        this.listener,
+      );
+    } catch (error) {
+      this.clearDeadline(row.id);
+      // Refused for capacity, nothing was started: no record of it is kept.
+      if (error instanceof AppError && error.code === ErrorCode.GAMESERVER_CAPACITY) {
+        await deleteServer(this.deps.systemEm(), row.id);
+        throw error;
+      }
+      const reason = error instanceof AppError ? error.message : 'The game server could not be started.';
+      const ended = await endServer(this.deps.systemEm(), row.id, {
+        status: 'failed',
+        error: reason,
+        at: new Date(),
+      });
+      if (ended) await this.afterEnd(ended);
+      throw error instanceof AppError ? error : new AppError(ErrorCode.GAMESERVER_UNAVAILABLE, reason);
+    }
+  }
+
+  /**
+   * Why a server that missed its deadline failed: the same words whichever finds it first, its
+   * node's timer or a sweep (reconcile, a join, a read).
+   */
+  get missedDeadline(): string {
+    return `The server did not report ready within ${this.deps.readyTimeoutMs} ms.`;
+  }
+
+  /** Past the readiness deadline a starting server fails, and its process or GameServer goes. */
+  private armDeadline(row: GameServerRow): void {
+    const timer = setTimeout(
+      () => {
+        this.deadlines.delete(row.id);
+        this.settle(row.id, () =>
+          endServer(this.deps.systemEm(), row.id, {
+            status: 'failed',
+            error: this.missedDeadline,
+            at: new Date(),
+            onlyIfStarting: true,
+          }),
+        );
+      },
+      Math.max(0, row.ready_deadline.getTime() - Date.now()),
+    );
+    timer.unref();
+    this.deadlines.set(row.id, timer);
+  }
+
+  clearDeadline(serverId: string): void {
+    clearTimeout(this.deadlines.get(serverId));
+    this.deadlines.delete(serverId);
+  }
+
+  /** Applies a change the spawner or a timer saw, then stops and announces as needed. */
+  private settle(serverId: string, change: () => Promise<GameServerRow | undefined>): void {
+    change()
+      .then(async (row) => {
+        if (!row) return;
+        if (row.status === 'ready') {
+          this.clearDeadline(row.id);
+          await this.publishStatus(row);
+        } else await this.afterEnd(row);
+      })
+      .catch((err) => this.deps.log.error({ err, serverId }, 'could not record a game server change'));
+  }
+
+  /**
+   * Fails the starting servers past their deadline (of one world, or all) and ends each as the
+   * deadline timer would: sockets closed, process stopped, waiting joins told.
+   */
+  async endOverdue(em: EntityManager, now: Date, worldId?: string): Promise<void> {
+    for (const row of await failOverdue(em, now, this.missedDeadline, worldId)) await this.afterEnd(row);
+  }
+
+  /** What follows a server's end, whoever ended it: sockets closed, process stopped, joins told. */
+  async afterEnd(row: GameServerRow): Promise<void> {
+    this.clearDeadline(row.id);
+    await this.deps.bus.publishCommitted(
+      ENDED_SERVERS_TOPIC,
+      { t: 'gameservers.ended', d: { server_ids: [row.id] } },
+      this.deps.log,
+    );
+    await this.deps.spawner.stop(row.id);
+    await this.publishStatus(row);
+  }
+
+  /** Wakes the joins waiting for the server (on every node). */
+  async publishStatus(row: GameServerRow): Promise<void> {
+    await this.deps.bus.publishCommitted(
+      statusTopic(row.id),
+      { t: 'gameserver.status', d: { server_id: row.id, status: row.status } },
+      this.deps.log,
+    );
+  }
+
+  /** Waits until a starting server is ready or ended (or its deadline passed), and returns it then. */
+  async settled(em: EntityManager, row: GameServerRow): Promise<GameServerRow> {
+    let wake: () => void = () => undefined;
+    const unsubscribe = await this.deps.bus.subscribe(statusTopic(row.id), () => wake());
+    try {
+      for (;;) {
+        const current = await findServer(em, row.id);
+        // Gone: the spawn was refused for capacity (its record dropped), or its world deleted.
+        if (!current) return { ...row, status: 'stopped', error: 'The server is gone.' };
+        if (current.status !== 'starting') return current;
+        const left = current.ready_deadline.getTime() - Date.now();
+        if (left <= 0) {
+          await this.endOverdue(em, new Date(), row.world_id);
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(left + 10, 1000));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    } finally {
+      await unsubscribe().catch(() => undefined);
+    }
+  }
+}
