@@ -45,6 +45,8 @@ async function measure(backend: Backend, seconds: number): Promise<Results> {
       ...WORLDS_ENV,
       GAMESERVER_COMMAND: launches.command,
       GAMESERVER_MAX_PLAYERS: '100000',
+      // One user spawns every server of the run, one after another.
+      GAMESERVER_SPAWN_RATE_LIMIT_COUNT: '100000',
     });
     try {
       const api = new Api(`http://127.0.0.1:${atrium.httpPort}`);

@@ -39,5 +39,9 @@ export class Migration0020GameServerReservations extends Migration {
     this.addSql(
       `create index game_servers_idle on game_servers (busy_at) where status = 'ready' and players = 0`,
     );
+    // Spawn admission counts the live servers a user caused.
+    this.addSql(
+      `create index game_servers_live_by_requester on game_servers (requested_by) where status in ('starting', 'ready')`,
+    );
   }
 }

@@ -44,11 +44,11 @@ const id = z.string().max(64);
 export const gameServersSpawn = operation('gameservers.spawn', {
   tag,
   summary:
-    'Start a dedicated game server for the world (owner or admin). Answers 202 at once with status starting; poll GET /api/servers/{server_id} (or join) for ready, failed past the readiness deadline.',
+    'Start a dedicated game server for the world (owner or admin). Answers 202 at once with status starting; poll GET /api/servers/{server_id} (or join) for ready, failed past the readiness deadline. Spawn limits: 409 QUOTA_EXCEEDED past the live servers one user may have started, 429 RATE_LIMITED past the spawn rate, 503 GAMESERVER_CAPACITY when the node has no slot for this user.',
   rest: { method: 'POST', path: '/api/worlds/:world_id/servers', status: 202 },
   request: z.object({ world_id: id }).strict(),
   response: gameServerSchema,
-  errors: [401, 403, 404, 503],
+  errors: [401, 403, 404, 409, 429, 503],
 });
 
 export const gameServersGet = operation('gameservers.get', {
@@ -80,11 +80,11 @@ export const worldJoinSchema = z.object({
 export const worldsJoin = operation('worlds.join', {
   tag,
   summary:
-    "The address of a ready game server of the world for the caller: the one they already hold a reservation on, or the fullest with room, where the caller's one reservation moves. With none, it starts one (concurrent joins share it) and waits for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.",
+    "The address of a ready game server of the world for the caller: the one they already hold a reservation on, or the fullest with room, where the caller's one reservation moves. With none, it starts one (concurrent joins share it; the spawn limits of gameservers.spawn apply, 409 or 429) and waits for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.",
   rest: { method: 'POST', path: '/api/worlds/:world_id/join' },
   request: z.object({ world_id: id }).strict(),
   response: worldJoinSchema,
-  errors: [401, 404, 503],
+  errors: [401, 404, 409, 429, 503],
 });
 
 export const gameServerReportSchema = z

@@ -6,7 +6,7 @@ import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
 import { FakeKubernetes } from './fake-kubernetes.js';
-import { gameServerCalls } from './gameservers.js';
+import { gameServerCalls, serversOfWorlds } from './gameservers.js';
 
 /**
  * The service with GAMESERVER_SPAWNER=agones, through the module as deployed: the client finds the
@@ -84,5 +84,21 @@ describe('game servers on Agones (create mode)', () => {
     } finally {
       fake.clearFailures();
     }
+  });
+
+  it('caps the live servers one user caused at GAMESERVER_SPAWN_RATE_LIMIT_COUNT, the capacity of a fleet being unknown here: one more is 409 QUOTA_EXCEEDED, recording nothing', async () => {
+    fake.autoReady(100);
+    const owner = await registerUser(app());
+    const worldIds: string[] = [];
+    for (let i = 0; i < 4; i++) worldIds.push((await createWorld(app(), owner.access_token)).worldId);
+    const servers = [];
+    for (const worldId of worldIds.slice(0, 3)) servers.push(await spawn(owner, worldId));
+    const refused = await expectStatus(409, 'POST', `/api/worlds/${worldIds[3]}/servers`, owner);
+    expect(refused.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', limit: 3 });
+    expect(new Set(await serversOfWorlds(app().db, worldIds))).toEqual(
+      new Set(servers.map((server) => server.server_id)),
+    );
+    for (const server of servers)
+      await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
   });
 });

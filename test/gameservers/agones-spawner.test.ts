@@ -82,6 +82,7 @@ function request(): SpawnRequest {
     token: TOKEN,
     apiUrl: 'http://atrium.default.svc:8080',
     wsUrl: 'ws://atrium.default.svc:8081/ws',
+    mayTakeLastSlots: true,
   };
 }
 

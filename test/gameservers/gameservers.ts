@@ -71,3 +71,13 @@ export async function reservationsOf(db: Database, userId: string): Promise<stri
   );
   return rows.map((row) => row.server_id);
 }
+
+/** The game-server rows of these worlds: what a refused spawn must not have written. */
+export async function serversOfWorlds(db: Database, worldIds: string[]): Promise<string[]> {
+  const rows = await queryRows<{ id: string }>(
+    db,
+    'select id from game_servers where world_id = any(?::uuid[]) order by created_at',
+    [`{${worldIds.join(',')}}`],
+  );
+  return rows.map((row) => row.id);
+}

@@ -6,7 +6,7 @@ import { gameServerCalls, launchesOf, reservationsOf, silentCommand } from './ga
 
 /**
  * What several nodes share of the game-server limits (docs/gameservers.md): one join reservation
- * per user, and idle servers stopped once.
+ * per user, the spawn rate, and idle servers stopped once.
  */
 describe('game server limits across two nodes', () => {
   const { command, dir } = silentCommand();
@@ -16,6 +16,7 @@ describe('game server limits across two nodes', () => {
       GAMESERVER_COMMAND: command,
       GAMESERVER_MAX_PLAYERS: 2,
       GAMESERVER_IDLE_STOP_SECONDS: 60,
+      GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 2,
     });
   });
   afterAll(() => cluster?.close());
@@ -34,6 +35,24 @@ describe('game server limits across two nodes', () => {
     expect(launchesOf(dir, worldId)).toHaveLength(1);
     expect((await gameServerCalls(b).get(owner, serverId)).players).toBe(1);
     expect(await reservationsOf(a().db, player.user.id)).toEqual([serverId]);
+  });
+
+  // The embedded mode is one process: nodes share the rate through Redis.
+  it.skipIf(!process.env.REDIS_URL)('shares the spawn rate between nodes through Redis', async () => {
+    const owner = await registerUser(a());
+    const { worldId } = await createWorld(a(), owner.access_token);
+    for (const node of [a, b]) {
+      const calls = gameServerCalls(node);
+      const server = await calls.spawn(owner, worldId);
+      await calls.expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
+    }
+    const refused = await gameServerCalls(a).expectStatus(
+      429,
+      'POST',
+      `/api/worlds/${worldId}/servers`,
+      owner,
+    );
+    expect(refused.json()).toMatchObject({ code: 'RATE_LIMITED' });
   });
 
   it('stops an idle server once, whichever nodes sweep, only after its last reservation has been over for the idle time; the node running it stops its process', async () => {

@@ -176,6 +176,29 @@ export async function deleteServer(em: EntityManager, serverId: string): Promise
 }
 
 /**
+ * Spawns a user causes take turns (a transaction-scoped advisory lock on the user id), so the
+ * count of their live servers and the spawn it admits are one step.
+ */
+export async function lockUserSpawns(em: EntityManager, userId: string): Promise<void> {
+  await executeBound(
+    em,
+    `select pg_advisory_xact_lock(hashtextextended('game_servers:user:' || $1::text, 0))`,
+    [userId],
+  );
+}
+
+/** How many live (starting or ready) servers a user caused, by a join or a spawn. */
+export async function liveServersCausedBy(em: EntityManager, userId: string): Promise<number> {
+  const [row] = await executeBound<{ count: number }>(
+    em,
+    `select count(*)::integer as count from game_servers
+     where requested_by = $1 and status in ('starting', 'ready')`,
+    [userId],
+  );
+  return row?.count ?? 0;
+}
+
+/**
  * The condition of a server idle since the time in parameter `since`: ready, no players in its
  * last report, not busy since then and no reservation live after it. Shared by the sweep's search
  * and its stop, which checks it again under the world's lock.

@@ -26,9 +26,12 @@ import {
 } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
+import type { SpawnAdmission } from './spawn-admission.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
+  /** Whether a user may cause one more server: their live servers, the node's room, their rate. */
+  admission: SpawnAdmission;
   /** A ready server with no players and no live reservation for this long is stopped. */
   idleStopMs: number;
 }
@@ -72,7 +75,8 @@ const isAdmin = (user: AuthUser) => user.roles.includes('admin');
  * service decides. A server is `starting` until it reports ready itself (or Agones says Ready),
  * `failed` when it misses its deadline, crashes or cannot be launched, `stopped` when asked to,
  * when it exits cleanly or when it has been idle too long. Ending a server clears its token hash,
- * which is what revokes the token. Users hold one join reservation each.
+ * which is what revokes the token. Users hold one join reservation each, and the spawns they cause
+ * pass the spawn admission (spawn-admission.ts).
  */
 export class GameServersService {
   private readonly lifecycle: ServerLifecycle;
@@ -92,7 +96,13 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const spawn = await this.lifecycle.insertStarting(ctx.em, world.id, caller.id, ctx.now());
+    const spawn = await ctx.em.transactional(async (em) => {
+      const { mayTakeLastSlots } = await this.deps.admission.admit(em, caller.id);
+      return {
+        ...(await this.lifecycle.insertStarting(em, world.id, caller.id, ctx.now())),
+        mayTakeLastSlots,
+      };
+    });
     await this.lifecycle.launch(spawn);
     return view(spawn.row);
   }
@@ -141,8 +151,8 @@ export class GameServersService {
   /**
    * The address of a ready server of the world for the caller: the one they hold a reservation on,
    * or the fullest with room, where their one reservation moves. Without one, the join waits for a
-   * starting server, or starts one; joins of a world take turns on a lock, so concurrent joins
-   * share one spawn.
+   * starting server, or starts one if the caller may (spawn admission); joins of a world take turns
+   * on a lock, so concurrent joins share one spawn.
    */
   async join(ctx: Ctx, worldId: string): Promise<{ server_id: string; world_id: string; address: string }> {
     const caller = callerOf(ctx);
@@ -155,7 +165,9 @@ export class GameServersService {
         const { slot, starting } = await this.reserve(em, caller.id, world.id, now);
         if (slot) return { slot, overdue };
         if (starting) return { wait: starting, overdue };
-        return { launch: await this.lifecycle.insertStarting(em, world.id, caller.id, now), overdue };
+        const { mayTakeLastSlots } = await this.deps.admission.admit(em, caller.id);
+        const launch = await this.lifecycle.insertStarting(em, world.id, caller.id, now);
+        return { launch: { ...launch, mayTakeLastSlots }, overdue };
       });
       for (const row of step.overdue) await this.lifecycle.afterEnd(row);
       if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };

@@ -10,12 +10,14 @@ import {
 import type { Logger } from '../../platform/log.js';
 import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
 import { StartupError } from '../../platform/startup-error.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
 import { LocalSpawner } from './local-spawner.js';
 import { ENDED_SERVERS_TOPIC } from './server-lifecycle.js';
+import { SpawnAdmission } from './spawn-admission.js';
 import type { Spawner } from './spawner.js';
 
 /**
@@ -83,7 +85,7 @@ export const gameServersModule = defineModule({
   entities: [],
   needs: ['worlds'],
   async setup(platform, { worlds }: { worlds: WorldsApi }) {
-    const { config, log, bus } = platform;
+    const { config, log, bus, kv } = platform;
     const spawner = await spawnerFor(config, log);
     // A wildcard bind address is not one to call: local servers call over loopback then. An IPv6
     // address takes brackets in a URL.
@@ -97,6 +99,15 @@ export const gameServersModule = defineModule({
       worlds,
       bus,
       log,
+      admission: new SpawnAdmission({
+        spawner,
+        limiter: createLimiter(kv, {
+          keyPrefix: 'gameserver-spawn',
+          points: config.GAMESERVER_SPAWN_RATE_LIMIT_COUNT,
+          durationSeconds: config.GAMESERVER_SPAWN_RATE_LIMIT_WINDOW_SECONDS,
+        }),
+        liveLimit: config.GAMESERVER_SPAWN_RATE_LIMIT_COUNT,
+      }),
       readyTimeoutMs: config.GAMESERVER_READY_TIMEOUT_MS,
       maxPlayers: config.GAMESERVER_MAX_PLAYERS,
       idleStopMs: config.GAMESERVER_IDLE_STOP_SECONDS * 1000,

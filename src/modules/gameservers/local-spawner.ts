@@ -38,8 +38,17 @@ export interface LocalSpawnerOptions {
 export class LocalSpawner implements Spawner {
   readonly kind = 'local' as const;
   private readonly servers = new Map<string, Running>();
+  /** Starts past the capacity check that have not taken their place in `servers` yet. */
+  private launching = 0;
+  /**
+   * The last slots, kept for spawns by users who run no server (a quarter of the node, at least
+   * one), so that one user can never take every slot from the others.
+   */
+  private readonly keptSlots: number;
 
-  constructor(private readonly options: LocalSpawnerOptions) {}
+  constructor(private readonly options: LocalSpawnerOptions) {
+    this.keptSlots = Math.max(1, Math.floor(options.maxRunning / 4));
+  }
 
   get running(): number {
     return this.servers.size;
@@ -49,15 +58,37 @@ export class LocalSpawner implements Spawner {
     return [...this.servers.keys()];
   }
 
-  async start(request: SpawnRequest, listener: SpawnListener): Promise<void> {
-    const { maxRunning, command, log } = this.options;
-    if (this.servers.size >= maxRunning) {
-      throw new AppError(
+  capacityRefusal(mayTakeLastSlots: boolean): AppError | undefined {
+    const { maxRunning } = this.options;
+    const taken = this.servers.size + this.launching;
+    if (taken >= maxRunning) {
+      return new AppError(
         ErrorCode.GAMESERVER_CAPACITY,
         `This node already runs ${maxRunning} game servers (GAMESERVER_MAX_RUNNING); try again later.`,
       );
     }
-    const port = await freePort();
+    if (!mayTakeLastSlots && taken >= maxRunning - this.keptSlots) {
+      return new AppError(
+        ErrorCode.GAMESERVER_CAPACITY,
+        `This node keeps its last ${this.keptSlots} game server slots for players who run none, and a server you started still runs; try again later.`,
+      );
+    }
+    return undefined;
+  }
+
+  async start(request: SpawnRequest, listener: SpawnListener): Promise<void> {
+    const { command, log } = this.options;
+    const refusal = this.capacityRefusal(request.mayTakeLastSlots);
+    if (refusal) throw refusal;
+    // The slot is taken from here on: concurrent starts must not all pass the check above while
+    // this one looks for a port.
+    this.launching++;
+    let port: number;
+    try {
+      port = await freePort();
+    } finally {
+      this.launching--;
+    }
     const [program, ...own] = command as [string, ...string[]];
     const env = Object.fromEntries(
       INHERITED_ENV.filter((name) => process.env[name] !== undefined).map((name) => [

@@ -32,6 +32,8 @@ export interface ServerLifecycleDeps {
 export interface PendingLaunch {
   row: GameServerRow;
   token: string;
+  /** Whether the spawn may take the node's last slots (its requester runs no other server). */
+  mayTakeLastSlots: boolean;
 }
 
 const statusTopic = (serverId: string) => `gameserver:${serverId}`;
@@ -94,7 +96,7 @@ export class ServerLifecycle {
   }
 
   /** Hands a committed `starting` row to the spawner; a launch that fails ends the row `failed`. */
-  async launch({ row, token }: PendingLaunch): Promise<void> {
+  async launch({ row, token, mayTakeLastSlots }: PendingLaunch): Promise<void> {
     this.armDeadline(row);
     try {
       await this.deps.spawner.start(
@@ -104,6 +106,7 @@ export class ServerLifecycle {
           token,
           apiUrl: this.deps.apiUrl(),
           wsUrl: this.deps.wsUrl(),
+          mayTakeLastSlots,
         },
         this.listener,
       );

@@ -1,3 +1,5 @@
+import type { AppError } from '../../platform/errors.js';
+
 /**
  * How a dedicated game server gets started and stopped. The service keeps the server's record,
  * token and state (gameservers.service.ts); a spawner only runs the server somewhere and reports
@@ -15,6 +17,11 @@ export interface SpawnRequest {
   apiUrl: string;
   /** The gateway's URL, where the server follows its world's chunk stream (`--ws-url`). */
   wsUrl: string;
+  /**
+   * Whether the spawn may take the last slots a node keeps (docs/gameservers.md, "Spawn
+   * limits"): true when the user who causes it has no other live server.
+   */
+  mayTakeLastSlots: boolean;
 }
 
 /** What a spawner tells the service about a server it started. */
@@ -41,6 +48,13 @@ export interface Spawner {
    * GAMESERVER_UNAVAILABLE (503) when the backend refuses or cannot be reached.
    */
   start(request: SpawnRequest, listener: SpawnListener): Promise<void>;
+  /**
+   * The GAMESERVER_CAPACITY refusal `start` would answer now for a spawn that may (or may not)
+   * take the last slots, or undefined when it has room: the service asks before it records a
+   * spawn. Absent where the capacity is not known here: Agones answers for it when it allocates
+   * or schedules (docs/gameservers-agones.md).
+   */
+  capacityRefusal?(mayTakeLastSlots: boolean): AppError | undefined;
   /**
    * Stops the server if this spawner runs it (a no-op otherwise): SIGTERM then SIGKILL after a
    * grace period, or deleting the GameServer. Resolves once it is gone or the deletion accepted;
