@@ -47,6 +47,7 @@ async function measure(backend: Backend, seconds: number): Promise<Results> {
       GAMESERVER_MAX_PLAYERS: '100000',
       // One user spawns every server of the run, one after another.
       GAMESERVER_SPAWN_RATE_LIMIT_COUNT: '100000',
+      GAMESERVER_MAX_LIVE_PER_USER: '10000',
     });
     try {
       const api = new Api(`http://127.0.0.1:${atrium.httpPort}`);

@@ -202,6 +202,8 @@ export const configSchema = z.object({
     .optional(),
   /** A server with no players and no join reservation for this long is stopped. */
   GAMESERVER_IDLE_STOP_SECONDS: positiveInt(120, 86_400),
+  /** Live game servers (starting or ready) one user may have caused at once. */
+  GAMESERVER_MAX_LIVE_PER_USER: positiveInt(3, 10_000),
   /** Game servers one user may cause to start (by a join or as the owner) per window. */
   GAMESERVER_SPAWN_RATE_LIMIT_COUNT: positiveInt(3, 100_000),
   GAMESERVER_SPAWN_RATE_LIMIT_WINDOW_SECONDS: positiveInt(600, 86_400),

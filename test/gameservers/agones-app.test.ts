@@ -86,7 +86,7 @@ describe('game servers on Agones (create mode)', () => {
     }
   });
 
-  it('caps the live servers one user caused at GAMESERVER_SPAWN_RATE_LIMIT_COUNT, the capacity of a fleet being unknown here: one more is 409 QUOTA_EXCEEDED, recording nothing', async () => {
+  it('caps the live servers one user caused at GAMESERVER_MAX_LIVE_PER_USER, the capacity of a fleet being unknown here: one more is 409 QUOTA_EXCEEDED, recording nothing', async () => {
     fake.autoReady(100);
     const owner = await registerUser(app());
     const worldIds: string[] = [];

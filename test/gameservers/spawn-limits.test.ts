@@ -68,6 +68,7 @@ describe('the last slots of a node', () => {
     GAMESERVER_COMMAND: command,
     GAMESERVER_MAX_RUNNING: 4,
     GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 10,
+    GAMESERVER_MAX_LIVE_PER_USER: 10,
   });
   const { spawn, expectStatus } = gameServerCalls(app);
 

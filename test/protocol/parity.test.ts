@@ -598,6 +598,7 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
       GAMESERVER_COMMAND: gameServerLaunches.command,
       CREATE_RATE_LIMIT_COUNT: 100_000,
       GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100_000,
+      GAMESERVER_MAX_LIVE_PER_USER: 10_000,
     });
     accounts = { me: await registerUser(app), other: await registerUser(app) };
     // Counts the REST requests of the socket client: a frame row must not make any.

@@ -106,7 +106,7 @@ export const gameServersModule = defineModule({
           points: config.GAMESERVER_SPAWN_RATE_LIMIT_COUNT,
           durationSeconds: config.GAMESERVER_SPAWN_RATE_LIMIT_WINDOW_SECONDS,
         }),
-        liveLimit: config.GAMESERVER_SPAWN_RATE_LIMIT_COUNT,
+        liveLimit: config.GAMESERVER_MAX_LIVE_PER_USER,
       }),
       readyTimeoutMs: config.GAMESERVER_READY_TIMEOUT_MS,
       maxPlayers: config.GAMESERVER_MAX_PLAYERS,
