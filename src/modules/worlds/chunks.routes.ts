@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import {
+  ChunkCodecError,
   ChunkValueError,
   chunkFromJson,
   chunkToJson,
@@ -58,6 +59,24 @@ export function preconditionOf(headers: FastifyRequest['headers']): Precondition
   // If-Match compares strongly (RFC 9110, 13.1.1): a weak tag never matches, whatever it names.
   if (match[1]) return { never: true };
   return { revision: Number(match[2] ?? match[3]) };
+}
+
+/**
+ * The JSON view of stored codec bytes. Bytes stored before a rule of the codec tightened (strings
+ * with U+0000 were accepted once) no longer decode: they answer 422 INVALID_CHUNK with the offset,
+ * like a write of them would, and stay readable as bytes.
+ */
+function jsonViewOf(payload: Uint8Array) {
+  try {
+    return chunkToJson(decodeChunk(payload));
+  } catch (error) {
+    if (!(error instanceof ChunkCodecError)) throw error;
+    throw new AppError(
+      ErrorCode.INVALID_CHUNK,
+      `The stored chunk has no JSON view under the codec's current rules (${error.message}); read it as application/octet-stream.`,
+      { details: { offset: error.offset } },
+    );
+  }
 }
 
 const wantsJson = (request: FastifyRequest) =>
@@ -130,8 +149,7 @@ export function registerChunkRoutes(
           const chunk = await chunks.read(ctxOf(request), p.world_id, p.room_id, key(p));
           reply.header('etag', etag(chunk.revision)).header('cache-control', 'private, no-cache');
           if (request.headers['if-none-match'] === etag(chunk.revision)) return reply.code(304).send();
-          if (wantsJson(request))
-            return reply.type('application/json').send(chunkToJson(decodeChunk(chunk.payload)));
+          if (wantsJson(request)) return reply.type('application/json').send(jsonViewOf(chunk.payload));
           return reply
             .type('application/octet-stream')
             .send(Buffer.from(chunk.payload.buffer, chunk.payload.byteOffset, chunk.payload.byteLength));
