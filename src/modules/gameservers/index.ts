@@ -118,6 +118,15 @@ export const gameServersModule = defineModule({
     platform.gameServerCredentials.provide((token) => service.principalOf(systemCtx(), token));
     let reconciler: NodeJS.Timeout | undefined;
     let stopClosingSockets: (() => Promise<void>) | undefined;
+    // A deleted world's servers went with it (their rows cascade, so their tokens are dead): every
+    // node closes their sockets with 4403 now, and each node's reconcile stops the processes.
+    worlds.onDeleted((worldId) =>
+      bus.publishCommitted(
+        ENDED_SERVERS_TOPIC,
+        { t: 'gameservers.ended', d: { server_ids: [], world_ids: [worldId] } },
+        log,
+      ),
+    );
     return {
       api: { spawner, stopIdle: (now) => service.stopIdle(now) } satisfies GameServersApi,
       operations: [
@@ -131,9 +140,10 @@ export const gameServersModule = defineModule({
         serve(internalStatusReport, (ctx, report) => service.report(ctx, report)),
       ],
       start: async ({ httpPort, wsPort }) => {
-        stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) =>
-          platform.gateway.closeGameServers((event.d as { server_ids: string[] }).server_ids),
-        );
+        stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) => {
+          const { server_ids, world_ids } = event.d as { server_ids: string[]; world_ids?: string[] };
+          platform.gateway.closeGameServers(server_ids, world_ids);
+        });
         // Port 0 picks a free port: the servers are told the one chosen.
         if (!config.GAMESERVER_API_URL) apiUrl = `http://${host}:${httpPort}`;
         if (!config.GAMESERVER_WS_URL) wsUrl = `ws://${host}:${wsPort}/ws`;

@@ -56,6 +56,11 @@ export interface WorldsApi {
   lookup(ctx: Ctx, worldId: string): Promise<WorldAccess | undefined>;
   /** The world if the caller may read it; 404 NOT_FOUND otherwise (unknown, malformed id or private). */
   readable(ctx: Ctx, worldId: string): Promise<WorldAccess>;
+  /**
+   * Registers a listener told on the deleting node once a world was deleted: for modules whose
+   * rows went with it by cascade and who must act beyond the database (game servers' sockets).
+   */
+  onDeleted(listener: (worldId: string) => Promise<void>): void;
   /** A room of a world the caller may read; 404 also when the room belongs to another world. */
   readableRoom(
     ctx: Ctx,
@@ -96,6 +101,7 @@ export const worldsModule = defineModule({
       lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.em, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
+      onDeleted: (listener) => worlds.onDeleted(listener),
     };
     return {
       api,

@@ -189,7 +189,15 @@ export class WorldsService {
     const world = await this.owned(ctx, worldId);
     await deleteWorld(ctx.em, world.id);
     await this.streams.publishWorldDeleted(world.id);
+    for (const listener of this.deletionListeners) await listener(world.id);
   }
+
+  /** Told after a world was deleted (its rows, and the rows of other modules that cascade, are gone). */
+  onDeleted(listener: (worldId: string) => Promise<void>): void {
+    this.deletionListeners.push(listener);
+  }
+
+  private readonly deletionListeners: ((worldId: string) => Promise<void>)[] = [];
 
   async listRooms(
     ctx: Ctx,

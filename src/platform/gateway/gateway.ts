@@ -351,11 +351,16 @@ export class Gateway {
     connection.authDeadline = undefined;
   }
 
-  /** Closes this node's connections of these game servers (stopped or failed: their tokens are dead). */
-  closeGameServers(serverIds: readonly string[]): void {
+  /**
+   * Closes this node's connections of these game servers, and of every game server of these worlds
+   * (stopped, failed, or gone with a deleted world: their tokens are dead).
+   */
+  closeGameServers(serverIds: readonly string[], worldIds: readonly string[] = []): void {
     const ended = new Set(serverIds);
+    const gone = new Set(worldIds);
     for (const connection of this.connections) {
-      if (connection.gameServer && ended.has(connection.gameServer.serverId))
+      const server = connection.gameServer;
+      if (server && (ended.has(server.serverId) || gone.has(server.worldId)))
         this.endSession(connection, 'game server ended');
     }
   }
