@@ -76,7 +76,8 @@ export interface RestCase {
   /** Path and query, already percent-encoded (or deliberately mis-encoded). */
   url: string;
   headers: Record<string, string>;
-  auth: { kind: 'token' } | { kind: 'none' } | { kind: 'bad'; value: string };
+  /** The fuzz user's token, a live game server's token (scoped to one world), none, or a forged one. */
+  auth: { kind: 'token' } | { kind: 'server' } | { kind: 'none' } | { kind: 'bad'; value: string };
   body: BodyPlan;
   /** Set for the share of cases sent over a real TCP connection instead of inject. */
   raw: RawMutation | undefined;
@@ -113,8 +114,31 @@ const HOSTILE_TYPES = [
   `application/json; x=${'y'.repeat(4000)}`,
 ];
 
+/**
+ * Spellings of integers a URL must not accept (only decimal digits and a leading minus are
+ * numbers) and integers just outside the ranges the service takes (int32 coordinates, exact
+ * JSON integers), percent-encoded where they hold spaces or signs.
+ */
+const NUMERIC_EDGES = [
+  '%20',
+  '%201',
+  '0x10',
+  '1e3',
+  '%2B5',
+  '1.0',
+  '-0',
+  '00',
+  '2147483648',
+  '-2147483649',
+  '9007199254740993',
+  '1_000',
+  '%D9%A3',
+  'Infinity',
+];
+
 /** Path segments that are not ids at all, many of them deliberately broken percent-encoding. */
 const JUNK_SEGMENTS = [
+  ...NUMERIC_EDGES,
   '%',
   '%zz',
   '%00',
@@ -149,6 +173,7 @@ const QUERY_KEYS = [
   'x',
 ];
 const QUERY_VALUES = [
+  ...NUMERIC_EDGES,
   '',
   '-1',
   '0',
@@ -217,6 +242,40 @@ function pathParamArbitrary(param: { name: string; schema: JsonSchema }, context
     { weight: 3, arbitrary: fc.constantFrom(...JUNK_SEGMENTS).map((v) => ({ text: v, junk: true })) },
   );
 }
+
+/**
+ * A time key as a list cursor spells it (`YYYY-MM-DDTHH:MM:SS.ffffffZ`) with any digits: mostly
+ * impossible instants (month 13, day 45, hour 99), which pass a shape check and fail in SQL.
+ */
+const anyTimeKey = fc
+  .tuple(
+    fc.integer({ min: 0, max: 9999 }),
+    ...Array.from({ length: 5 }, () => fc.integer({ min: 0, max: 99 })),
+    fc.integer({ min: 0, max: 999_999 }),
+  )
+  .map(([year, ...rest]) => {
+    const [month, day, hour, minute, second, micro] = rest.map((n) => String(n).padStart(2, '0'));
+    return `${String(year).padStart(4, '0')}-${month}-${day}T${hour}:${minute}:${second}.${String(micro).padStart(6, '0')}Z`;
+  });
+
+/** Well-formed cursors (base64url JSON of a key) holding values no list gave out. */
+const forgedCursor = fc
+  .array(
+    fc.oneof(
+      { weight: 3, arbitrary: anyTimeKey },
+      { weight: 2, arbitrary: fc.uuid() },
+      { weight: 1, arbitrary: fc.string({ maxLength: 40 }) },
+      { weight: 1, arbitrary: fc.integer() },
+      { weight: 1, arbitrary: fc.double() },
+      { weight: 1, arbitrary: fc.constantFrom(2 ** 31, -(2 ** 31) - 1, 2 ** 53, -1, 0, 1e308, null) },
+    ),
+    { maxLength: 4 },
+  )
+  .map((key) => Buffer.from(JSON.stringify(key)).toString('base64url'));
+
+const forgedCursorQuery = fc
+  .tuple(fc.constantFrom('cursor', 'before'), forgedCursor)
+  .map(([key, cursor]) => `${key}=${cursor}`);
 
 const junkQuery = fc
   .array(fc.tuple(fc.constantFrom(...QUERY_KEYS), fc.constantFrom(...QUERY_VALUES)), {
@@ -295,8 +354,10 @@ function bodyArbitrary(
 /** The generator of one operation's cases: valid-ish requests mixed with every kind of damage. */
 export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arbitrary<RestCase> {
   const params = fc.tuple(...op.pathParams.map((p) => pathParamArbitrary(p, context)));
+  const internal = op.path.startsWith('/internal/');
   const auth = fc.oneof(
     { weight: 3, arbitrary: fc.constant({ kind: 'token' } as RestCase['auth']) },
+    { weight: internal ? 4 : 1, arbitrary: fc.constant({ kind: 'server' } as RestCase['auth']) },
     { weight: 2, arbitrary: fc.constant({ kind: 'none' } as RestCase['auth']) },
     {
       weight: 1,
@@ -311,7 +372,7 @@ export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arb
       ),
       params,
       query: queryArbitrary(op, context),
-      junkQuery: sometimes(junkQuery, 6),
+      junkQuery: sometimes(fc.oneof(junkQuery, forgedCursorQuery), 6),
       body: bodyArbitrary(op, context),
       contentType: fc.oneof(
         { weight: 8, arbitrary: fc.constantFrom(...JSON_TYPES) },

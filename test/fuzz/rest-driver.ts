@@ -10,6 +10,8 @@ const RAW_TIMEOUT_MS = 5000;
 export interface RestTarget {
   app: TestApp;
   token: string;
+  /** A live game server's token, scoped to the world it was spawned for. */
+  serverToken: string;
 }
 
 function payloadOf(c: RestCase): string | Buffer | undefined {
@@ -19,8 +21,9 @@ function payloadOf(c: RestCase): string | Buffer | undefined {
   return typeof built === 'string' ? built : Buffer.from(built);
 }
 
-function authorization(c: RestCase, token: string): Record<string, string> {
-  if (c.auth.kind === 'token') return { authorization: `Bearer ${token}` };
+function authorization(c: RestCase, target: RestTarget): Record<string, string> {
+  if (c.auth.kind === 'token') return { authorization: `Bearer ${target.token}` };
+  if (c.auth.kind === 'server') return { authorization: `Bearer ${target.serverToken}` };
   if (c.auth.kind === 'bad') return { authorization: c.auth.value };
   return {};
 }
@@ -102,7 +105,7 @@ async function viaInject(target: RestTarget, c: RestCase): Promise<Outcome> {
     response = await target.app.http.inject({
       method: c.method as 'GET',
       url: c.url,
-      headers: { ...c.headers, ...authorization(c, target.token) },
+      headers: { ...c.headers, ...authorization(c, target) },
       ...(c.body.kind === 'none' ? {} : { payload: payloadOf(c) }),
     });
   } catch (error) {
@@ -131,7 +134,7 @@ function rawRequest(c: RestCase, target: RestTarget, payload: Buffer | undefined
   const headers: [string, string][] = [
     ['host', new URL(target.app.httpUrl).host],
     ['connection', 'close'],
-    ...Object.entries({ ...c.headers, ...authorization(c, target.token) }),
+    ...Object.entries({ ...c.headers, ...authorization(c, target) }),
   ];
   let body = payload ?? Buffer.alloc(0);
   const length = String(body.byteLength);

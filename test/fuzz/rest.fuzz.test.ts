@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
-import { registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { launchesOf, silentCommand } from '../gameservers/fixtures/launches.js';
+import { bearer, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp } from '../helpers/app.js';
+import { createWorld } from '../helpers/worlds.js';
 import { boundedMemory, runTarget, settings, summary, type TargetStats } from './harness.js';
 import { type OpenApiDocument, operationsOf, restCaseArbitrary } from './rest-cases.js';
 import { describeRestCase, sendRestCase } from './rest-driver.js';
@@ -14,12 +16,49 @@ import type { SchemaContext } from './schema-arbitrary.js';
  */
 const CASES = settings.cases || 20;
 
-// The token must outlive a long run, which takes longer than the default 15 minutes.
-const app = await buildTestApp({ ACCESS_TOKEN_TTL_SECONDS: 86_400 });
+const servers = silentCommand();
+const app = await buildTestApp({
+  // The token must outlive a long run, which takes longer than the default 15 minutes.
+  ACCESS_TOKEN_TTL_SECONDS: 86_400,
+  // Per-user limits low enough that a run meets them: their refusals are fuzzed too.
+  MAX_WORLDS_PER_USER: 3,
+  MAX_ROOMS_PER_WORLD: 3,
+  CREATE_RATE_LIMIT_COUNT: 5,
+  SOCIAL_RATE_LIMIT_COUNT: 5,
+  REPORT_RATE_LIMIT_COUNT: 3,
+  DM_RATE_LIMIT_COUNT: 5,
+  GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 2,
+  GAMESERVER_MAX_LIVE_PER_USER: 1,
+  GAMESERVER_MAX_RUNNING: 4,
+  GAMESERVER_COMMAND: servers.command,
+  // The peer's server below stays up for the whole run, its token live for the /internal cases.
+  GAMESERVER_IDLE_STOP_SECONDS: 86_400,
+});
 // Neither password is ever generated, so no case can delete or sign out the fuzz account.
 const peerPassword = randomBytes(12).toString('hex');
 const fuzzUser = await registerUser(app, uniqueUsername('fuzz'), randomBytes(12).toString('hex'));
 const peer = await registerUser(app, uniqueUsername('peer'), peerPassword);
+// A public world of the peer's (the fuzz user can read it, never delete it) with a ready game
+// server, whose token signs the cases sent as a game server.
+const world = await createWorld(app, peer.access_token, { visibility: 'public' });
+const spawned = await app.http.inject({
+  method: 'POST',
+  url: `/api/worlds/${world.worldId}/servers`,
+  headers: bearer(peer.access_token),
+});
+const serverId = (spawned.json() as { server_id: string }).server_id;
+await vi.waitFor(
+  async () => {
+    const server = await app.http.inject({
+      method: 'GET',
+      url: `/api/servers/${serverId}`,
+      headers: bearer(peer.access_token),
+    });
+    expect(server.json()).toMatchObject({ status: 'ready' });
+  },
+  { timeout: 20_000, interval: 50 },
+);
+const serverToken = launchesOf(servers.dir, world.worldId)[0]?.['server-token'] as string;
 const doc = (await app.http.inject({ method: 'GET', url: '/openapi.json' })).json() as OpenApiDocument;
 const operations = operationsOf(doc).filter((op) => op.id.includes(settings.only));
 
@@ -31,6 +70,9 @@ const context: SchemaContext = {
     username: [peer.user.username],
     password: [peerPassword],
     refresh_token: [peer.refresh_token],
+    world_id: [world.worldId],
+    room_id: [world.mainRoomId],
+    server_id: [serverId],
   },
 };
 
@@ -58,7 +100,7 @@ describe('REST fuzzing of every OpenAPI operation', () => {
           target: op.id,
           arbitrary: restCaseArbitrary(op, context),
           count: CASES,
-          execute: (c) => sendRestCase({ app, token: fuzzUser.access_token }, c),
+          execute: (c) => sendRestCase({ app, token: fuzzUser.access_token, serverToken }, c),
           describe: describeRestCase,
           checkpoint: async () => {
             const ready = await fetch(`${app.httpUrl}/readyz`);
@@ -72,6 +114,15 @@ describe('REST fuzzing of every OpenAPI operation', () => {
       Math.max(60_000, CASES * 100),
     );
   }
+
+  it("keeps the game server's token live, so the /internal cases ran as a server", async () => {
+    const read = await app.http.inject({
+      method: 'GET',
+      url: `/internal/worlds/${world.worldId}`,
+      headers: bearer(serverToken),
+    });
+    expect(read.statusCode).toBe(200);
+  });
 
   it('keeps the fuzz account signed in, so the authenticated half of the cases ran as a user', async () => {
     const me = await app.http.inject({
