@@ -9,7 +9,7 @@ export interface SpawnAdmissionDeps {
   spawner: Spawner;
   /** Spawns per user and window (GAMESERVER_SPAWN_RATE_LIMIT_*), shared by every node. */
   limiter: RateLimiterAbstract;
-  /** Live servers one user may have caused at once: as many as they may start in one window. */
+  /** Live servers one user may have caused at once (GAMESERVER_MAX_LIVE_PER_USER). */
   liveLimit: number;
 }
 
