@@ -3,6 +3,7 @@ import { ChunkCodecError, decodeChunk, MAX_CHUNK_BYTES } from '../../../protocol
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
+import { quotaExceeded } from '../../platform/quota.js';
 import type { ChunkStreams } from './chunk-streams.js';
 import {
   type ChunkKey,
@@ -116,6 +117,8 @@ export class ChunksService {
   constructor(
     private readonly worlds: WorldsService,
     private readonly streams: ChunkStreams,
+    /** MAX_WORLD_CONTENT_BYTES: the live payload bytes a world may hold. */
+    private readonly maxContentBytes: number,
   ) {}
 
   /** A live chunk's payload and revision, in a world the caller may read. */
@@ -181,7 +184,12 @@ export class ChunksService {
         if (write.precondition && !holds(write.precondition, head))
           throw about(conflict(head, world.contentRevision), at(i));
       });
-      return this.append(em, world.id, caller.id, writes, plan.revisions, now);
+      const bytesDelta = writes.reduce(
+        (sum, write, i) => sum + (write.payload?.byteLength ?? 0) - (plan.heads[i]?.bytes ?? 0),
+        0,
+      );
+      refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
+      return this.append(em, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };
@@ -216,8 +224,13 @@ export class ChunksService {
       const writes = await changesSince(em, world.id, target);
       if (writes.length === 0)
         return { writes, committed: undefined, contentRevision: world.contentRevision };
-      const { revisions } = await prepareCommit(em, world.id, [], writes);
-      const committed = await this.append(em, world.id, caller.id, writes, revisions, now);
+      const plan = await prepareCommit(em, world.id, [], writes);
+      const bytesDelta = writes.reduce(
+        (sum, write, i) => sum + (write.payload?.byteLength ?? 0) - (plan.heads[i]?.bytes ?? 0),
+        0,
+      );
+      refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
+      const committed = await this.append(em, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
       return { writes, committed, contentRevision: committed.contentRevision };
     });
     if (outcome.committed) await this.publish(outcome.committed, caller.id, outcome.writes);
@@ -232,8 +245,9 @@ export class ChunksService {
     writes: readonly RevisionWrite[],
     revisions: number[],
     now: Date,
+    bytesDelta: number,
   ): Promise<Committed> {
-    const seq = await writeCommit(em, { worldId, authorId, now, writes, revisions });
+    const seq = await writeCommit(em, { worldId, authorId, now, writes, revisions, bytesDelta });
     return { worldId, revisions, contentRevision: Math.max(...revisions), seq };
   }
 
@@ -262,6 +276,18 @@ export class ChunksService {
     const result = await this.commit(ctx, { worldId, writes: [write] });
     return { revision: result.revisions[0] as number, content_revision: result.content_revision };
   }
+}
+
+/**
+ * Refuses a commit that would take the world's live content bytes over the limit. A commit that
+ * adds nothing (or frees bytes) always passes, so a world over a lowered limit can still shrink.
+ */
+export function refuseOverQuota(contentBytes: number, bytesDelta: number, limit: number): void {
+  if (bytesDelta > 0 && contentBytes + bytesDelta > limit)
+    throw quotaExceeded(
+      `A world holds at most ${limit} bytes of live chunk payloads; it holds ${contentBytes} and this would add ${bytesDelta}.`,
+      limit,
+    );
 }
 
 /** A batch writes each chunk at most once: two writes to one chunk would race inside the batch. */

@@ -90,7 +90,7 @@ export const worldsModule = defineModule({
         durationSeconds: config.CREATE_RATE_LIMIT_WINDOW_SECONDS,
       }),
     });
-    const chunks = new ChunksService(worlds, streams);
+    const chunks = new ChunksService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
     const favorites = new FavoritesService();
     const roomContent = new RoomContentService(worlds);
     const history = new HistoryService(worlds);

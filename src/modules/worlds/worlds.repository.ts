@@ -190,7 +190,9 @@ export async function renameRoom(
 
 /**
  * Deletes a room (its chunks and revisions go with it) and records that as a content commit: the
- * content revision becomes the largest revision id left, read from the (world_id, id desc) index.
+ * content revision becomes the largest revision id left, read from the (world_id, id desc) index,
+ * and the world's live content bytes give back the room's. The second statement runs after the
+ * first, so it reads the revisions that are left.
  */
 export async function deleteRoom(
   em: EntityManager,
@@ -198,13 +200,22 @@ export async function deleteRoom(
   roomId: string,
   now: Date,
 ): Promise<{ seq: number; contentRevision: number }> {
-  await executeBound(em, 'delete from rooms where id = $1', [roomId]);
+  const [freed] = await executeBound<{ bytes: string | number }>(
+    em,
+    `with freed as (
+       select coalesce(sum(octet_length(r.payload)), 0) as bytes
+       from chunks c join chunk_revisions r on r.id = c.revision where c.room_id = $1 and not c.deleted
+     ), gone as (delete from rooms where id = $1)
+     select bytes from freed`,
+    [roomId],
+  );
   const [row] = await executeBound<{ stream_seq: string | number; content_revision: string | number }>(
     em,
     `update worlds set updated_at = $2, stream_seq = stream_seq + 1, content_revision = coalesce(
-       (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0)
+       (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0),
+       content_bytes = content_bytes - $3
      where id = $1 returning stream_seq, content_revision`,
-    [worldId, now],
+    [worldId, now, Number(freed?.bytes ?? 0)],
   );
   return { seq: Number(row?.stream_seq), contentRevision: Number(row?.content_revision) };
 }
