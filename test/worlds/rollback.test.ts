@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { chunkBytes, createWorld } from '../helpers/worlds.js';
+import { chunkBytes, createRoom, createWorld } from '../helpers/worlds.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
 const bytesOf = (id: string) => chunkBytes(id);
@@ -78,17 +78,48 @@ describe('rollback', () => {
     expect(await revisionCount()).toBe(count + 1);
   });
 
-  it('streams the rollback as one commit to subscribers', async () => {
+  it('streams a rollback without payloads: followers of its rooms resync from the revision they had, followers of other rooms hear nothing', async () => {
     const { token, worldId, write, rollback } = await setup();
     const a = await write(1, bytesOf('a'), { 'if-none-match': '*' });
-    await write(1, bytesOf('b'), { 'if-match': `"${a}"` });
-    const socket = await open(token);
-    await request(socket, 'chunks.subscribe', { world_id: worldId });
-    await rollback({ revision: a });
-    const event = await socket.next((f) => f.t === 'chunks.commit');
-    const revisions = (event.d as { revisions: { payload: Uint8Array; deleted: boolean }[] }).revisions;
-    expect(revisions).toHaveLength(1);
-    expect(Buffer.from(revisions[0]?.payload as Uint8Array).equals(bytesOf('a'))).toBe(true);
+    const b = await write(1, bytesOf('b'), { 'if-match': `"${a}"` });
+    const hall = await createRoom(app(), token, worldId, 'hall');
+    const world = await open(token);
+    const hallOnly = await open(token);
+    await request(world, 'chunks.subscribe', { world_id: worldId });
+    await request(hallOnly, 'chunks.subscribe', { world_id: worldId, room_id: hall });
+
+    expect((await rollback({ revision: a })).statusCode).toBe(200);
+    const streamed = (frame: { t: string }) => frame.t === 'chunks.commit' || frame.t === 'chunks.resync';
+    expect(await world.next(streamed)).toEqual({
+      t: 'chunks.resync',
+      d: { world_id: worldId, from_revision: b, reason: 'large_commit' },
+    });
+    const inHall = await app().http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/rooms/${hall}/chunks/0/0/0`,
+      headers: { ...bearer(token), 'if-none-match': '*', 'content-type': 'application/octet-stream' },
+      payload: bytesOf('h'),
+    });
+    expect(inHall.statusCode).toBe(200);
+    // The hall's follower gets the hall's commit first: the rollback touched only the main room.
+    const first = await hallOnly.next(streamed);
+    expect(first.t).toBe('chunks.commit');
+    expect((first.d as { content_revision: number }).content_revision).toBe(inHall.json().content_revision);
+  });
+
+  it('refuses a revision of another world with 404 and writes nothing', async () => {
+    const mine = await setup();
+    const theirs = await setup();
+    const own = await mine.write(1, bytesOf('a'), { 'if-none-match': '*' });
+    const foreign = await theirs.write(1, bytesOf('z'), { 'if-none-match': '*' });
+    await mine.write(1, bytesOf('b'), { 'if-match': `"${own}"` });
+    const count = await mine.revisionCount();
+
+    const response = await mine.rollback({ revision: foreign });
+    expect(response.statusCode).toBe(404);
+    expect(response.json().code).toBe('NOT_FOUND');
+    expect(await mine.revisionCount()).toBe(count);
+    expect((await mine.read(1)).rawPayload.equals(bytesOf('b'))).toBe(true);
   });
 
   it.each([

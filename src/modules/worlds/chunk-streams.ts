@@ -32,8 +32,12 @@ const encoder = new Encoder({ ignoreUndefined: true });
 const encodeFrame = (t: string, d: unknown) => encoder.encode({ t, d });
 export const worldTopic = (worldId: string) => `world:${worldId}`;
 
-/** A commit as published: the client event, and whether its payloads were left out for size. */
-type PublishedCommit = ChunksCommitEvent & { partial?: boolean };
+/**
+ * A commit as published: the client event, and whether its payloads were left out (for size, or
+ * a rollback, whose payloads never leave the database). A rollback names the rooms it touched
+ * instead of listing its revisions, which may be a whole world's.
+ */
+type PublishedCommit = ChunksCommitEvent & { partial?: boolean; rooms?: string[] };
 /** Not sent to clients: a world turned private, so only its owner may keep following it. */
 const HIDDEN = 'chunks.hidden';
 
@@ -87,6 +91,19 @@ export class ChunkStreams {
         ? { ...commit, partial: true, revisions: commit.revisions.map((r) => ({ ...r, payload: null })) }
         : commit;
     await this.publish(commit.world_id, { t: 'chunks.commit', d, seq });
+  }
+
+  /**
+   * Publishes a rollback after its transaction committed. Its revisions are not streamed: every
+   * subscriber following one of `rooms` is told to resync from the revision it had, and reloads
+   * what changed (as for a commit too large to stream).
+   */
+  publishRollback(
+    seq: number,
+    rollback: Omit<ChunksCommitEvent, 'revisions'> & { rooms: string[] },
+  ): Promise<void> {
+    const d: PublishedCommit = { ...rollback, revisions: [], partial: true };
+    return this.publish(rollback.world_id, { t: 'chunks.commit', d, seq });
   }
 
   publishRoomDeleted(seq: number, event: ChunksRoomDeletedEvent): Promise<void> {
@@ -305,11 +322,14 @@ export class ChunkStreams {
         if (member.rooms?.size === 0) this.remove(member, stream.worldId);
         continue;
       }
-      const { partial, ...commit } = event.d as PublishedCommit;
+      const { partial, rooms, ...commit } = event.d as PublishedCommit;
       const revisions = member.rooms
         ? commit.revisions.filter((r) => member.rooms?.has(r.room_id))
         : commit.revisions;
-      if (revisions.length === 0) {
+      const touched = rooms
+        ? member.rooms === null || rooms.some((room) => member.rooms?.has(room))
+        : revisions.length > 0;
+      if (!touched) {
         if (!member.behind && !member.pending) member.lastRevision = commit.content_revision;
         continue;
       }

@@ -177,33 +177,3 @@ export async function writeCommit(
   );
   return Number(row?.stream_seq);
 }
-
-/**
- * What rolling the world back to `target` has to write: each chunk changed since, with its
- * payload as of `target` (null when it did not exist then or was deleted). Chunks already deleted
- * and absent at `target` need nothing and are left out.
- */
-export async function changesSince(
-  em: EntityManager,
-  worldId: string,
-  target: number,
-): Promise<RevisionWrite[]> {
-  const rows = await executeBound<{
-    room_id: string;
-    x: number;
-    y: number;
-    z: number;
-    payload: Uint8Array | null;
-  }>(
-    em,
-    `select c.room_id, c.x, c.y, c.z, t.payload
-     from chunks c
-     left join lateral (
-       select r.payload from chunk_revisions r where r.chunk_id = c.id and r.id <= $2 order by r.id desc limit 1
-     ) t on true
-     where c.world_id = $1 and c.revision > $2 and not (c.deleted and t.payload is null)
-     order by c.room_id, c.x, c.y, c.z`,
-    [worldId, target],
-  );
-  return rows.map((r) => ({ roomId: r.room_id, key: { x: r.x, y: r.y, z: r.z }, payload: r.payload }));
-}

@@ -7,7 +7,6 @@ import { quotaExceeded } from '../../platform/quota.js';
 import type { ChunkStreams } from './chunk-streams.js';
 import {
   type ChunkKey,
-  changesSince,
   type HeadState,
   livePayload,
   prepareCommit,
@@ -49,7 +48,7 @@ export interface CommitResult {
 
 const chunkNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such chunk.');
 const roomNotFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such room in this world.');
-const staleWorld = (current: number, expected: number) =>
+export const staleWorld = (current: number, expected: number) =>
   new AppError(
     ErrorCode.REVISION_CONFLICT,
     `The world is at content revision ${current}; reload and write again.`,
@@ -193,48 +192,6 @@ export class ChunksService {
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };
-  }
-
-  /**
-   * Restores every chunk of the world as it was at `target` by appending revisions (chunks deleted
-   * since come back, chunks created since become tombstones); history is never rewritten.
-   */
-  async rollback(
-    ctx: Ctx,
-    worldId: string,
-    target: number,
-    expectedContentRevision?: number,
-  ): Promise<{ content_revision: number; restored: number }> {
-    const caller = callerOf(ctx);
-    const now = ctx.now();
-    const outcome = await ctx.em.transactional(async (em) => {
-      const world = await this.worlds.owned(ctx, worldId, em, true);
-      if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
-        throw staleWorld(world.contentRevision, expectedContentRevision);
-      if (target > world.contentRevision)
-        throw new AppError(
-          ErrorCode.VALIDATION_FAILED,
-          `body.revision: the world is at ${world.contentRevision}`,
-          {
-            errors: [
-              { path: 'body.revision', message: `is after the content revision ${world.contentRevision}` },
-            ],
-          },
-        );
-      const writes = await changesSince(em, world.id, target);
-      if (writes.length === 0)
-        return { writes, committed: undefined, contentRevision: world.contentRevision };
-      const plan = await prepareCommit(em, world.id, [], writes);
-      const bytesDelta = writes.reduce(
-        (sum, write, i) => sum + (write.payload?.byteLength ?? 0) - (plan.heads[i]?.bytes ?? 0),
-        0,
-      );
-      refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
-      const committed = await this.append(em, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
-      return { writes, committed, contentRevision: committed.contentRevision };
-    });
-    if (outcome.committed) await this.publish(outcome.committed, caller.id, outcome.writes);
-    return { content_revision: outcome.contentRevision, restored: outcome.writes.length };
   }
 
   /** Appends the revisions and records the commit in the world's row; the caller holds the world's lock. */

@@ -35,6 +35,7 @@ import { registerChunkRoutes } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
 import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
+import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
 import { findWorld, recordVisit, streamPosition, type WorldRow } from './worlds.repository.js';
@@ -91,6 +92,7 @@ export const worldsModule = defineModule({
       }),
     });
     const chunks = new ChunksService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
+    const rollbacks = new RollbackService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
     const favorites = new FavoritesService();
     const roomContent = new RoomContentService(worlds);
     const history = new HistoryService(worlds);
@@ -145,7 +147,7 @@ export const worldsModule = defineModule({
           );
         }),
         serve(worldsRollback, (ctx, { world_id, revision, expected_content_revision }) =>
-          chunks.rollback(ctx, world_id, revision, expected_content_revision),
+          rollbacks.rollback(ctx, world_id, revision, expected_content_revision),
         ),
         serve(chunksPut, (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
           chunks.write(ctx, world_id, {

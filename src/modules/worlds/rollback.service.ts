@@ -1,0 +1,91 @@
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { ChunkStreams } from './chunk-streams.js';
+import { refuseOverQuota, staleWorld } from './chunks.service.js';
+import { finishRollback, restorePage, rollbackBounds } from './rollback.repository.js';
+import type { WorldsService } from './worlds.service.js';
+
+const afterContentRevision = (contentRevision: number) =>
+  new AppError(ErrorCode.VALIDATION_FAILED, `body.revision: the world is at ${contentRevision}`, {
+    errors: [{ path: 'body.revision', message: `is after the content revision ${contentRevision}` }],
+  });
+
+/** The revisions a rollback to `target` would copy may have been pruned: the horizon says how far back it can go. */
+const beforeHorizon = (target: number, horizon: number) =>
+  new AppError(
+    ErrorCode.CONFLICT,
+    `Revision ${target} is before the world's history horizon ${horizon}: roll back to ${horizon} or later, or to 0.`,
+    { details: { horizon } },
+  );
+
+/**
+ * Rolling a world back (docs/worlds.md, "Rollback"). The database copies the payloads, in pages of
+ * bounded size within one transaction that holds the world's lock throughout: the revision ids
+ * drawn page after page still increase in commit order within the world, and the commit is all
+ * or nothing. The service only counts.
+ */
+export class RollbackService {
+  constructor(
+    private readonly worlds: WorldsService,
+    private readonly streams: ChunkStreams,
+    /** MAX_WORLD_CONTENT_BYTES: the live payload bytes a world may hold. */
+    private readonly maxContentBytes: number,
+  ) {}
+
+  /**
+   * Restores every chunk of the world as it was at `target` by appending revisions (chunks deleted
+   * since come back, chunks created since become tombstones); history is never rewritten. Target
+   * 0 is the empty world, always reachable; any other target must be a revision of this world no
+   * older than its history horizon.
+   */
+  async rollback(
+    ctx: Ctx,
+    worldId: string,
+    target: number,
+    expectedContentRevision?: number,
+  ): Promise<{ content_revision: number; restored: number }> {
+    const caller = callerOf(ctx);
+    const now = ctx.now();
+    const outcome = await ctx.em.transactional(async (em) => {
+      const world = await this.worlds.owned(ctx, worldId, em, true);
+      if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
+        throw staleWorld(world.contentRevision, expectedContentRevision);
+      if (target > world.contentRevision) throw afterContentRevision(world.contentRevision);
+      const bounds = await rollbackBounds(em, world.id, target);
+      if (target !== 0 && target < bounds.horizon) throw beforeHorizon(target, bounds.horizon);
+      if (target !== 0 && !bounds.targetExists)
+        throw new AppError(ErrorCode.NOT_FOUND, `Revision ${target} is not a revision of this world.`);
+
+      let restored = 0;
+      let bytesDelta = 0;
+      let contentRevision = world.contentRevision;
+      const rooms = new Set<string>();
+      for (let afterChunk = 0, more = true; more; ) {
+        const page = await restorePage(em, {
+          worldId: world.id,
+          target,
+          afterChunk,
+          authorId: caller.id,
+          now,
+        });
+        restored += page.restored;
+        bytesDelta += page.bytesDelta;
+        contentRevision = Math.max(contentRevision, page.lastRevision);
+        for (const room of page.rooms) rooms.add(room);
+        ({ more, lastChunk: afterChunk } = page);
+      }
+      if (restored === 0) return { worldId: world.id, restored, contentRevision, seq: undefined, rooms };
+      refuseOverQuota(bounds.contentBytes, bytesDelta, this.maxContentBytes);
+      const seq = await finishRollback(em, { worldId: world.id, contentRevision, bytesDelta, now });
+      return { worldId: world.id, restored, contentRevision, seq, rooms };
+    });
+    if (outcome.seq !== undefined)
+      await this.streams.publishRollback(outcome.seq, {
+        world_id: outcome.worldId,
+        content_revision: outcome.contentRevision,
+        author_id: caller.id,
+        rooms: [...outcome.rooms],
+      });
+    return { content_revision: outcome.contentRevision, restored: outcome.restored };
+  }
+}
