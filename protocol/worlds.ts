@@ -199,7 +199,15 @@ export const revisionsList = operation('revisions.list', {
       since: revisionId.optional(),
     })
     .strict(),
-  response: pageOf(revisionSchema).extend({ content_revision: z.number().int() }),
+  response: pageOf(revisionSchema).extend({
+    content_revision: z.number().int(),
+    horizon: z
+      .number()
+      .int()
+      .describe(
+        "The world's history horizon: older revisions may have been pruned, and a rollback may target this revision or a later one (or 0).",
+      ),
+  }),
   errors: [401, 404, 422],
 });
 

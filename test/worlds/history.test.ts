@@ -124,6 +124,7 @@ describe('revision history', () => {
       items: [],
       next_cursor: null,
       content_revision: 0,
+      horizon: 0,
     });
   });
 

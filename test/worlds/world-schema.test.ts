@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
+import { executeBound } from '../../src/platform/db.js';
 import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
 import {
   createEmptyDatabase,
@@ -88,6 +89,40 @@ describe('world content schema', () => {
     expect(await revisionCount(world)).toBe(2);
   });
 
+  /** Runs `statement` in a transaction, armed as the pruning pass arms it when `armed`. */
+  const inTransaction = (statement: string, params: unknown[], armed: boolean) =>
+    t.db.orm.em.fork().transactional(async (em) => {
+      if (armed) await executeBound(em, `select set_config('atrium.pruning_revisions', 'on', true)`, []);
+      await executeBound(em, statement, params);
+    });
+
+  it("lets the pruning pass delete only a revision below its world's horizon that its chunk has moved past", async () => {
+    const { world, chunk, revisions } = await worldWithRevisions(await user());
+    const [older, head] = revisions as [string, string];
+    const deleteRevision = 'delete from chunk_revisions where id = $1';
+    await sql('update worlds set history_horizon = ? where id = ?', [head, world]);
+    // Not armed: refused, as every DELETE.
+    await expect(inTransaction(deleteRevision, [older], false)).rejects.toThrow(/append-only/);
+    // Armed: never the chunk's head, never an UPDATE.
+    await expect(inTransaction(deleteRevision, [head], true)).rejects.toThrow(/append-only/);
+    await expect(
+      inTransaction(`update chunk_revisions set payload = '\\x01'::bytea where id = $1`, [older], true),
+    ).rejects.toThrow(/append-only/);
+    // Armed, but the revision is not below the horizon.
+    await sql('update worlds set history_horizon = ? where id = ?', [older, world]);
+    await expect(inTransaction(deleteRevision, [older], true)).rejects.toThrow(/append-only/);
+    expect(await revisionCount(world)).toBe(2);
+
+    await sql('update worlds set history_horizon = ? where id = ?', [head, world]);
+    await inTransaction(deleteRevision, [older], true);
+    const left = await sql<{ id: string }>('select id::text as id from chunk_revisions where chunk_id = ?', [
+      chunk,
+    ]);
+    expect(left).toEqual([{ id: head }]);
+    // The setting lasts one transaction: the next delete is refused again.
+    await expect(sql('delete from chunk_revisions where id = ?', [head])).rejects.toThrow(/append-only/);
+  });
+
   it('deletes rooms, chunks and revisions with their world', async () => {
     const { world } = await worldWithRevisions(await user());
     await sql('delete from worlds where id = ?', [world]);
@@ -160,6 +195,62 @@ describe('migration 0005 on a database migrated before it existed', () => {
       expect((await migrationStatus(db)).pending).toEqual(['0005_world_content']);
       expect(await migrateUp(db, url)).toEqual(['0005_world_content']);
       expect((await migrationStatus(db)).executed.sort()).toEqual([...names].sort());
+    } finally {
+      await empty.drop();
+    }
+  });
+});
+
+describe('migration 0019 on a database that already holds worlds', () => {
+  it("computes each world's live content bytes and makes the worlds with history due for a pruning pass", async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const { db, url } = empty;
+      const run = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+        queryRows<Row>(db, text, params);
+      // A database from before 0019: everything else applied, 0019 taken back by hand.
+      await migrateUp(db, url);
+      await run(`delete from atrium_migrations where name = '0019_world_content_limits'`);
+      await run(`alter table worlds drop column content_bytes, drop column history_horizon,
+        drop column history_pruned_through, drop column history_checked_through, drop column history_due_at`);
+      await run('drop index chunks_world_id_id_idx; create index chunks_world_id_idx on chunks (world_id)');
+      const owner = randomUUID();
+      await run(
+        `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+         values (?, 'migrated', 'x', now(), now())`,
+        [owner],
+      );
+      const [full, empty0] = [randomUUID(), randomUUID()];
+      const room = randomUUID();
+      await run(
+        `insert into worlds (id, owner_id, name, content_revision) values (?, ?, 'full', 3), (?, ?, 'empty', 0)`,
+        [full, owner, empty0, owner],
+      );
+      await run(`insert into rooms (id, world_id, name) values (?, ?, 'main')`, [room, full]);
+      // Chunk 1 live at its second revision (5 bytes, the first had 3), chunk 2 deleted.
+      await run(
+        `insert into chunks (id, room_id, world_id, x, y, z, revision, deleted) overriding system value
+        values (901, ?, ?, 0, 0, 0, 2, false), (902, ?, ?, 1, 0, 0, 3, true)`,
+        [room, full, room, full],
+      );
+      await run(
+        `insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone) values
+        (1, 901, ?, ?, 0, 0, 0, '\\x010203'::bytea, false),
+        (2, 901, ?, ?, 0, 0, 0, '\\x0102030405'::bytea, false),
+        (3, 902, ?, ?, 1, 0, 0, null, true)`,
+        [full, room, full, room, full, room],
+      );
+
+      expect(await migrateUp(db, url)).toEqual(['0019_world_content_limits']);
+      const rows = await run<{ id: string; content_bytes: string; due: boolean }>(
+        'select id, content_bytes::text as content_bytes, history_due_at is not null as due from worlds',
+      );
+      expect(rows.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+        [
+          { id: full, content_bytes: '5', due: true },
+          { id: empty0, content_bytes: '0', due: false },
+        ].sort((a, b) => a.id.localeCompare(b.id)),
+      );
     } finally {
       await empty.drop();
     }

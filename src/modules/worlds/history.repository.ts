@@ -86,3 +86,13 @@ export async function revisionsPage(
 export async function planForValues(em: EntityManager): Promise<void> {
   await executeBound(em, 'set local plan_cache_mode = force_custom_plan', []);
 }
+
+/** The world's history horizon (docs/worlds.md, "Retention"): revisions before it may be pruned. */
+export async function historyHorizon(em: EntityManager, worldId: string): Promise<number> {
+  const [row] = await executeBound<{ history_horizon: string | number }>(
+    em,
+    'select history_horizon from worlds where id = $1',
+    [worldId],
+  );
+  return Number(row?.history_horizon ?? 0);
+}

@@ -4,7 +4,13 @@ import type { Ctx } from '../../platform/context.js';
 import { decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkKey } from './chunks.repository.js';
-import { type HistoryScope, planForValues, type RevisionRow, revisionsPage } from './history.repository.js';
+import {
+  type HistoryScope,
+  historyHorizon,
+  planForValues,
+  type RevisionRow,
+  revisionsPage,
+} from './history.repository.js';
 import type { WorldsService } from './worlds.service.js';
 
 export interface HistoryQuery {
@@ -21,6 +27,7 @@ export interface HistoryPage {
   items: Revision[];
   next_cursor: string | null;
   content_revision: number;
+  horizon: number;
 }
 
 const isRevisionKey = (value: unknown): value is [number] =>
@@ -84,6 +91,7 @@ export class HistoryService {
         return {
           ...pageFrom(rows, query.limit, revisionView, (row) => [row.id]),
           content_revision: world.contentRevision,
+          horizon: await historyHorizon(em, world.id),
         };
       },
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },

@@ -35,6 +35,7 @@ import { registerChunkRoutes } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
 import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
+import { HistoryRetention } from './history-retention.js';
 import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
@@ -93,6 +94,15 @@ export const worldsModule = defineModule({
     });
     const chunks = new ChunksService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
     const rollbacks = new RollbackService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
+    const retention = new HistoryRetention({
+      em: () => platform.ctx({ user: null, log: platform.log, ip: 'internal' }).em,
+      log: platform.log,
+      settings: {
+        retentionSeconds: config.WORLD_HISTORY_RETENTION_SECONDS,
+        maxRevisions: config.WORLD_HISTORY_MAX_REVISIONS,
+      },
+      intervalSeconds: config.WORLD_HISTORY_PRUNE_INTERVAL_SECONDS,
+    });
     const favorites = new FavoritesService();
     const roomContent = new RoomContentService(worlds);
     const history = new HistoryService(worlds);
@@ -191,6 +201,8 @@ export const worldsModule = defineModule({
         serve(favoritesGet, (ctx) => favorites.get(ctx)),
         serve(favoritesPut, (ctx, { world_ids }) => favorites.replace(ctx, world_ids)),
       ],
+      start: async () => retention.start(),
+      stop: () => retention.stop(),
     };
   },
 });
