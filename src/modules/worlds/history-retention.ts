@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Logger } from '../../platform/log.js';
 import {
@@ -103,6 +104,8 @@ export class HistoryRetention {
       horizon = to;
     };
     for (let statements = 0; statements < STATEMENTS_PER_TURN; statements++) {
+      // On the embedded database each statement runs in this process: let requests in between.
+      await setImmediate();
       if (prunedThrough < horizon) {
         prunedThrough = await pruneWindow(em, state.worldId, prunedThrough, horizon);
         continue;

@@ -10,13 +10,14 @@ import { executeBound } from '../../platform/db.js';
 /** How much one page statement restores: at most this many chunks... */
 export const ROLLBACK_PAGE_CHUNKS = 256;
 /**
- * ...and at most this many payload bytes, plus the one chunk that crosses the line (a page always
- * restores at least one). Copying a MiB takes some 5 ms on Postgres and 5 to 10 ms in PGlite,
- * which runs in the service process and holds its event loop for the whole statement, so a page
- * stays near 50 ms on either: well inside DATABASE_QUERY_TIMEOUT_MS, and short enough that the
- * process keeps answering (measured: bench/results/worlds-rollback.md).
+ * ...and at most this many payload bytes (a page always restores at least one chunk, so a page
+ * of one chunk may hold up to MAX_CHUNK_BYTES). Copying a MiB takes some 5 ms on an idle Postgres
+ * and 10 ms in PGlite, which runs in the service process and holds its event loop for the whole
+ * statement, several times that on a busy machine: a page stays well inside
+ * DATABASE_QUERY_TIMEOUT_MS, and short enough that the process keeps answering (measured:
+ * bench/results/worlds-rollback.md).
  */
-export const ROLLBACK_PAGE_BYTES = 8 * 1024 * 1024;
+export const ROLLBACK_PAGE_BYTES = 4 * 1024 * 1024;
 
 /** Where a world's history stands, read under the world's lock before a rollback. */
 export interface RollbackBounds {
@@ -100,10 +101,9 @@ export async function restorePage(
        order by c.id limit $4
      ), page as (
        select s.*, nextval('chunk_revision_ids') as revision from (
-         select candidates.*,
-           sum(coalesce(new_bytes, 0)) over (order by chunk_id) - coalesce(new_bytes, 0) as bytes_before
+         select candidates.*, sum(coalesce(new_bytes, 0)) over (order by chunk_id) as bytes_through
          from candidates
-       ) s where s.bytes_before < $5
+       ) s where s.bytes_through <= $5 or s.chunk_id = (select min(chunk_id) from candidates)
      ), appended as (
        insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
        select p.revision, p.chunk_id, $1, p.room_id, p.x, p.y, p.z, s.payload, s.payload is null, $6, $7

@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkStreams } from './chunk-streams.js';
@@ -73,6 +74,10 @@ export class RollbackService {
         contentRevision = Math.max(contentRevision, page.lastRevision);
         for (const room of page.rooms) rooms.add(room);
         ({ more, lastChunk: afterChunk } = page);
+        // PGlite runs in this process and answers without an I/O wait, so the pages would follow
+        // each other without the event loop ever polling: let the requests that came meanwhile
+        // (a liveness probe) be served between pages.
+        await setImmediate();
       }
       if (restored === 0) return { worldId: world.id, restored, contentRevision, seq: undefined, rooms };
       refuseOverQuota(bounds.contentBytes, bytesDelta, this.maxContentBytes);
