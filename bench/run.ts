@@ -16,6 +16,8 @@ import { parseArgs } from 'node:util';
  *   worlds                room content loads (REST, socket) beside plain SQL, batch writes, chunk PUTs,
  *                         co-editing across two instances, history pages over 1,000,000 revisions
  *                         (bench/results/worlds.md); also takes --backends embedded,postgres
+ *   worlds-rollback       a rollback of 1,000 chunks of 1 MiB: duration, RSS growth, worst /healthz
+ *                         (bench/results/worlds-rollback.md); also takes --backends embedded,postgres
  *   chat                  direct messages: latency across two instances at 1,000/s, dm.send frames and
  *                         REST sends beside a pgbench ceiling, history pages beside pgbench running
  *                         the page's SELECT, recovery of 1,000 missed events
@@ -31,6 +33,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   'node-flags': () => import('./node-flags.js'),
   datapath: () => import('./datapath.js'),
   worlds: () => import('./worlds.js'),
+  'worlds-rollback': () => import('./worlds-rollback.js'),
   chat: () => import('./chat.js'),
   gameservers: () => import('./gameservers.js'),
 };
