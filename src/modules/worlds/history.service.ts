@@ -1,7 +1,7 @@
 import { IsolationLevel } from '@mikro-orm/postgresql';
 import type { Revision } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
-import { decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkKey } from './chunks.repository.js';
 import {
@@ -30,8 +30,7 @@ export interface HistoryPage {
   horizon: number;
 }
 
-const isRevisionKey = (value: unknown): value is [number] =>
-  Array.isArray(value) && value.length === 1 && Number.isSafeInteger(value[0]) && value[0] > 0;
+const isRevisionKey = cursorKey(cursorField.positive);
 
 const revisionView = (row: RevisionRow): Revision => ({
   revision: row.id,
