@@ -64,7 +64,8 @@ const commitArbitrary = fc.uniqueArray(
 );
 
 describe('revision retention', () => {
-  const app = useTestApp();
+  // The property makes a world per run, all as one user: more than the per-user creation rate allows.
+  const app = useTestApp({ CREATE_RATE_LIMIT_COUNT: 100_000 });
   let owner: TokenResponse;
   beforeAll(async () => {
     owner = await registerUser(app());
