@@ -65,10 +65,15 @@ export const timeOfKey = (key: string) => `${key.slice(0, 23)}Z`;
 /**
  * The SQL condition "after the key" of a newest-first (time, id) keyset: the key binds as $2 (its
  * time, null for the first page) and $3 (its id), the order every keyset list here uses
- * (`timeIdKeyParams`).
+ * (`timeIdKeyParams`). A first page compares with the largest key there is rather than skipping
+ * the comparison ("$2 is null or ..."): one row comparison stays an index condition in a generic
+ * plan, so a page is a range scan of the list's index in its order, where the "or" made Postgres
+ * read every row of the conversation and sort them (a DM history page cost 0.9 ms instead of 0.2).
  */
+const MAX_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
+
 export const beforeTimeIdKey = (timeColumn: string, idColumn: string) =>
-  `($2::timestamptz is null or (${timeColumn}, ${idColumn}) < ($2::timestamptz, $3::uuid))`;
+  `(${timeColumn}, ${idColumn}) < (coalesce($2::timestamptz, 'infinity'), coalesce($3::uuid, '${MAX_UUID}'))`;
 
 /** A decoded (time, id) key as the $2 and $3 of `beforeTimeIdKey`: nulls on the first page. */
 export const timeIdKeyParams = (

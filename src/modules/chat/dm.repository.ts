@@ -298,23 +298,23 @@ const HISTORY_READ_SQL = `with conv as (
      and conv.peer_wrote_at > coalesce(p.last_read_at, '-infinity')
    returning p.last_read_at
  ), page as (${historyPageSql('(select id from conv)', '$4')})
- select (select id from conv) as conv_id,
+ select h.*, page.* from (select (select id from conv) as conv_id,
         coalesce((select blocked from conv), false) as blocked,
         ${userExistsSql('$5')} as peer_exists,
-        (select last_read_at from marked) as moved_read_mark,
-        (select coalesce(json_agg(page order by page.created_key desc, page.id desc), '[]')::text from page) as page`;
+        (select last_read_at from marked) as moved_read_mark) h left join page on true
+ order by page.created_key desc, page.id desc`;
 
-interface HistoryRow {
+/**
+ * A row of the history read: the head's columns, with one message of the page (all null when the
+ * page is empty). Rows, not one JSON array built by Postgres: json_agg cost Postgres about 100 µs
+ * a page, more than decoding the rows saves the service.
+ */
+type HistoryRow = {
   conv_id: string | null;
   blocked: boolean;
   peer_exists: boolean;
   moved_read_mark: Date | null;
-  /**
-   * The page's rows as one JSON array: the driver then decodes one field instead of six per row,
-   * and JSON.parse builds the rows at native speed (about a third less CPU for a page of 50).
-   */
-  page: string;
-}
+} & { [K in keyof MessageRow]: MessageRow[K] | null };
 
 /** Reads a page of the pair's history as `reader` at `at`, moving their read mark when it should. */
 export async function readHistory(
@@ -323,7 +323,7 @@ export async function readHistory(
 ): Promise<HistoryRead> {
   const [userA, userB] = orderedPair(read.reader, read.peer);
   const [keyTime, keyId] = timeIdKeyParams(read.before);
-  const [row] = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
+  const rows = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
     read.reader,
     keyTime,
     keyId,
@@ -333,13 +333,15 @@ export async function readHistory(
     userA,
     userB,
   ]);
-  if (!row) throw new Error('readHistory: the statement answers one row');
+  const [row] = rows;
+  if (!row) throw new Error('readHistory: the statement answers at least one row');
   return {
     peerExists: row.peer_exists,
     conversationId: row.conv_id,
     blocked: row.blocked,
     movedReadMark: row.moved_read_mark,
-    messages: JSON.parse(row.page) as MessageRow[],
+    // A row carries the head's columns too; they are simply not read as the message's.
+    messages: rows.filter((r) => r.id !== null) as MessageRow[],
   };
 }
 
