@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
 import { socialUserSchema } from './social.js';
-import { text } from './text.js';
+import { visibleText } from './text.js';
 
 /**
  * Direct messages (docs/chat.md). A conversation is the pair of the caller and the peer named by
@@ -47,7 +47,7 @@ export const dmSend = operation('dm.send', {
     'Send a direct message to the user (1-2000 characters after trimming). The text filter masks disallowed words and sets filtered, or refuses the message with 422 MESSAGE_REJECTED when so configured.',
   frame: true,
   rest: { method: 'POST', path: '/api/chat/dm/:user_id/messages', status: 201 },
-  request: z.object({ user_id: id, body: text(1, MESSAGE_BODY_RAW_MAX) }).strict(),
+  request: z.object({ user_id: id, body: visibleText(1, MESSAGE_BODY_RAW_MAX) }).strict(),
   response: messageSchema,
   errors: [401, 403, 404, 422, 429],
 });

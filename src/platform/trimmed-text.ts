@@ -1,38 +1,15 @@
+import { showsNothing, withoutBidiControls } from '../../protocol/text.js';
 import { AppError, ErrorCode } from './errors.js';
 
-/**
- * The explicit bidirectional controls: embeddings and overrides (U+202A-U+202E) and isolates
- * (U+2066-U+2069). They are removed from text other users are shown, not refused: they are
- * invisible, so a sender could not see what to take out, and keyboards and copy-paste from
- * right-to-left apps insert them unasked. Left in, an override shows characters in another
- * order than they are stored (a Trojan Source reordering: a link or a command that reads as
- * something else), and one left open reorders what a client draws after the text, such as the
- * next message or a name. Without them the Unicode bidirectional algorithm orders the visible
- * characters alone, the same way for every reader. The implicit marks (U+200E, U+200F, U+061C)
- * stay: they open nothing that could reach past the text, and right-to-left writing needs them.
- */
-const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
-
-/**
- * Text that shows nothing: whitespace and default-ignorable code points (zero-width space and
- * joiners, word joiner, byte-order mark, soft hyphen, variation selectors, Hangul fillers, tag
- * characters...). Such characters stay in the text (joiners build emoji and Persian words), but
- * a text of nothing else is empty.
- */
-const NOTHING_SHOWN = /^[\p{White_Space}\p{Default_Ignorable_Code_Point}]*$/u;
+export { withoutBidiControls };
 
 /**
  * A text as other users are shown it: without bidirectional controls, trimmed, and empty when
  * nothing visible is left.
  */
 export function shownText(value: string): string {
-  const trimmed = value.replace(BIDI_CONTROLS, '').trim();
-  return NOTHING_SHOWN.test(trimmed) ? '' : trimmed;
-}
-
-/** A text without its bidirectional controls, for fields kept as written otherwise. */
-export function withoutBidiControls(value: string): string {
-  return value.replace(BIDI_CONTROLS, '');
+  const trimmed = withoutBidiControls(value).trim();
+  return showsNothing(trimmed) ? '' : trimmed;
 }
 
 /**

@@ -137,7 +137,7 @@ describe('world and room chat over the socket', () => {
     expect(await request(socket, 'chat.send', { world_id: worldId, body: '   ' })).toMatchObject({
       t: 'error',
       code: 'VALIDATION_FAILED',
-      errors: [{ path: 'body' }],
+      errors: [{ path: 'd.body' }],
     });
     expect(await request(socket, 'chat.send', { world_id: worldId, body: 'a\u0000b' })).toMatchObject({
       t: 'error',

@@ -58,9 +58,9 @@ describe('world and room chat', () => {
   });
 
   it.each([
-    ['empty after trimming', ' \n\t ', 'body'],
     ['over 2000 characters after trimming', ` ${'x'.repeat(2001)} `, 'body'],
-    // The text rule of the request schema, which names the field by where it came from.
+    // The rules of the request schema, which names the field by where it came from.
+    ['that shows nothing', ' \n\t ', 'body.body'],
     ['holding U+0000', 'a\u0000b', 'body.body'],
     ['holding a lone surrogate', 'a\uD800b', 'body.body'],
   ])('refuses a body %s with 422 VALIDATION_FAILED and writes nothing', async (_case, body, path) => {
