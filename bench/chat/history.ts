@@ -1,5 +1,5 @@
 import { historyPageSql } from '../../src/modules/chat/dm.repository.js';
-import { type PgbenchWindow, pgbenchContender } from '../datapath/pgbench.js';
+import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { databaseCpuSeconds } from '../realtime/process-stats.js';
 import { type RestWindow, restContender } from '../realtime/rest-load.js';
 import {
@@ -83,15 +83,9 @@ export async function measureHistory(
       },
     },
   );
-  const url = new URL(databaseUrl);
   const ceiling = await pgbenchContender(
     `pgbench -c ${poolSize}`,
-    {
-      host: url.hostname,
-      port: Number(url.port || 5432),
-      user: url.username,
-      database: url.pathname.slice(1),
-    },
+    pgbenchTargetOf(databaseUrl),
     historyPageScript(n, idPrefix),
     {},
     poolSize,

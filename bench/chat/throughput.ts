@@ -1,4 +1,4 @@
-import { type PgbenchWindow, pgbenchContender } from '../datapath/pgbench.js';
+import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { type FrameWindow, frameClients } from '../realtime/frame-load.js';
 import { type RestWindow, restContender } from '../realtime/rest-load.js';
 import { type ContenderRounds, interleavedRounds, type RoundSchedule } from '../realtime/rounds.js';
@@ -69,15 +69,9 @@ export async function measureThroughput(
       },
     },
   );
-  const url = new URL(databaseUrl);
   const ceiling = await pgbenchContender(
     `pgbench -c ${poolSize}`,
-    {
-      host: url.hostname,
-      port: Number(url.port || 5432),
-      user: url.username,
-      database: url.pathname.slice(1),
-    },
+    pgbenchTargetOf(databaseUrl),
     dmSendScript(n, idPrefix),
     { body: BODY },
     poolSize,

@@ -21,6 +21,17 @@ export interface PgbenchTarget {
   database: string;
 }
 
+/** The pgbench target of a postgres:// URL. */
+export function pgbenchTargetOf(databaseUrl: string): PgbenchTarget {
+  const url = new URL(databaseUrl);
+  return {
+    host: url.hostname,
+    port: Number(url.port || 5432),
+    user: url.username,
+    database: url.pathname.slice(1),
+  };
+}
+
 /**
  * pgbench running one SQL statement with `clients` connections, prepared (`-M prepared`, so each
  * `:name` is a bound parameter, as in the service), one run per window. Its server is Postgres'

@@ -26,6 +26,13 @@ describe('the shared text rule', () => {
       )
     )[0]?.status_message;
   };
+  const putStatus = (accessToken: string, status_message: string) =>
+    app().http.inject({
+      method: 'PUT',
+      url: '/api/presence/status',
+      headers: bearer(accessToken),
+      payload: { status_message },
+    });
   const sessionCount = async () =>
     (await queryRows<{ n: number }>(app().db, 'select count(*)::int as n from sessions'))[0]?.n;
 
@@ -52,15 +59,8 @@ describe('the shared text rule', () => {
     'refuses a REST status message holding %s with 422 and keeps the stored one',
     async (_name, bad) => {
       const { user, access_token } = await registerUser(app());
-      const put = (status_message: string) =>
-        app().http.inject({
-          method: 'PUT',
-          url: '/api/presence/status',
-          headers: bearer(access_token),
-          payload: { status_message },
-        });
-      expect((await put('building')).statusCode).toBe(200);
-      const response = await put(bad);
+      expect((await putStatus(access_token, 'building')).statusCode).toBe(200);
+      const response = await putStatus(access_token, bad);
       expect(response.statusCode).toBe(422);
       expect(response.json()).toMatchObject({
         code: 'VALIDATION_FAILED',
@@ -92,39 +92,22 @@ describe('the shared text rule', () => {
 
   it('stores a status message with a paired surrogate (an emoji) as sent', async () => {
     const { user, access_token } = await registerUser(app());
-    const response = await app().http.inject({
-      method: 'PUT',
-      url: '/api/presence/status',
-      headers: bearer(access_token),
-      payload: { status_message: 'party 🎉' },
-    });
+    const response = await putStatus(access_token, 'party 🎉');
     expect(response.json()).toEqual({ status_message: 'party 🎉' });
     expect(await statusOf(user.id)).toBe('party 🎉');
   });
 
   it('stores a status message without bidirectional controls, as chat bodies are', async () => {
     const { user, access_token } = await registerUser(app());
-    const response = await app().http.inject({
-      method: 'PUT',
-      url: '/api/presence/status',
-      headers: bearer(access_token),
-      payload: { status_message: ' \u202eafk\u202c until 9 ' },
-    });
+    const response = await putStatus(access_token, ' \u202eafk\u202c until 9 ');
     expect(response.json()).toEqual({ status_message: 'afk until 9' });
     expect(await statusOf(user.id)).toBe('afk until 9');
   });
 
   it('clears the status message when it shows nothing: only zero-width characters', async () => {
     const { user, access_token } = await registerUser(app());
-    const put = (status_message: string) =>
-      app().http.inject({
-        method: 'PUT',
-        url: '/api/presence/status',
-        headers: bearer(access_token),
-        payload: { status_message },
-      });
-    expect((await put('building')).statusCode).toBe(200);
-    expect((await put('\u200b\u2060\ufeff')).json()).toEqual({ status_message: null });
+    expect((await putStatus(access_token, 'building')).statusCode).toBe(200);
+    expect((await putStatus(access_token, '\u200b\u2060\ufeff')).json()).toEqual({ status_message: null });
     expect(await statusOf(user.id)).toBeNull();
   });
 
