@@ -1,7 +1,7 @@
 import { historyPageSql } from '../../src/modules/chat/dm.repository.js';
 import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { databaseCpuSeconds } from '../realtime/process-stats.js';
-import { type RestWindow, restContender } from '../realtime/rest-load.js';
+import type { RestWindow } from '../realtime/rest-load.js';
 import {
   type Contender,
   type ContenderRounds,
@@ -11,6 +11,7 @@ import {
 import type { Atrium } from '../realtime/servers.js';
 import { pgbenchSafeTimeKey, pgbenchUuid } from './ceiling.js';
 import type { User } from './latency.js';
+import { peerRequests } from './throughput.js';
 
 /**
  * Measurement 4: DM history pages per second (`GET /api/chat/dm/{user_id}/messages?limit=50`, 50
@@ -64,29 +65,19 @@ export async function measureHistory(
   poolSize: number,
   schedule: RoundSchedule,
 ): Promise<HistoryResults> {
-  const n = users.length;
-  const peerOf = (i: number) => (users[(i + 1) % n] as User).id;
-  const rest = restContender(
+  const rest = peerRequests(
     `GET messages?limit=${PAGE}`,
-    `http://127.0.0.1:${atrium.httpPort}/api/chat/dm/${peerOf(0)}/messages?limit=${PAGE}`,
-    atrium.pid,
-    {},
+    atrium,
+    users,
+    (peer) => `/api/chat/dm/${peer}/messages?limit=${PAGE}`,
     {
       method: 'GET',
-      setup: (request) => {
-        const i = Math.floor(Math.random() * n);
-        return {
-          ...request,
-          path: `/api/chat/dm/${peerOf(i)}/messages?limit=${PAGE}`,
-          headers: { ...request.headers, authorization: `Bearer ${(users[i] as User).token}` },
-        };
-      },
     },
   );
   const ceiling = await pgbenchContender(
     `pgbench -c ${poolSize}`,
     pgbenchTargetOf(databaseUrl),
-    historyPageScript(n, idPrefix),
+    historyPageScript(users.length, idPrefix),
     {},
     poolSize,
   );

@@ -1,6 +1,6 @@
 import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { type FrameWindow, frameClients } from '../realtime/frame-load.js';
-import { type RestWindow, restContender } from '../realtime/rest-load.js';
+import { type RestRequest, type RestWindow, restContender } from '../realtime/rest-load.js';
 import { type ContenderRounds, interleavedRounds, type RoundSchedule } from '../realtime/rounds.js';
 import type { Atrium } from '../realtime/servers.js';
 import { dmSendScript } from './ceiling.js';
@@ -34,6 +34,34 @@ async function storeBatches(httpPort: number): Promise<{ statements: number; mes
   return { statements: value('count'), messages: value('sum') };
 }
 
+/**
+ * REST requests of every seeded user to their peer: each request picks a user at random (user i's
+ * peer is user i + 1, the last one's the first) and goes to `pathOf(peer)` with their token.
+ */
+export function peerRequests(
+  name: string,
+  atrium: Atrium,
+  users: readonly User[],
+  pathOf: (peerId: string) => string,
+  request: RestRequest = {},
+) {
+  const peerOf = (i: number) => (users[(i + 1) % users.length] as User).id;
+  return restContender(
+    name,
+    `http://127.0.0.1:${atrium.httpPort}${pathOf(peerOf(0))}`,
+    atrium.pid,
+    {},
+    {
+      ...request,
+      setup: (sent) => {
+        const i = Math.floor(Math.random() * users.length);
+        const authorization = `Bearer ${(users[i] as User).token}`;
+        return { ...sent, path: pathOf(peerOf(i)), headers: { ...sent.headers, authorization } };
+      },
+    },
+  );
+}
+
 export async function measureThroughput(
   atrium: Atrium,
   users: readonly User[],
@@ -51,24 +79,9 @@ export async function measureThroughput(
     atrium.pid,
     { frame: (id, i) => ({ t: 'dm.send', id, d: { user_id: peerOf(i), body: BODY } }), inFlight: 1 },
   );
-  const rest = restContender(
-    'POST messages',
-    `http://127.0.0.1:${atrium.httpPort}/api/chat/dm/${peerOf(0)}/messages`,
-    atrium.pid,
-    {},
-    {
-      body: JSON.stringify({ body: BODY }),
-      setup: (request) => {
-        const i = Math.floor(Math.random() * n);
-        const authorization = `Bearer ${(users[i] as User).token}`;
-        return {
-          ...request,
-          path: `/api/chat/dm/${peerOf(i)}/messages`,
-          headers: { ...request.headers, authorization },
-        };
-      },
-    },
-  );
+  const rest = peerRequests('POST messages', atrium, users, (peer) => `/api/chat/dm/${peer}/messages`, {
+    body: JSON.stringify({ body: BODY }),
+  });
   const ceiling = await pgbenchContender(
     `pgbench -c ${poolSize}`,
     pgbenchTargetOf(databaseUrl),
