@@ -172,6 +172,14 @@ function ormOptions(target: ConnectionTarget) {
 }
 
 /**
+ * Holds a transaction-scoped advisory lock named by `key` (its 64-bit text hash) until the
+ * transaction of `em` ends: writes that must count and insert as one step take turns on it.
+ */
+export async function lockNamed(em: EntityManager, key: string): Promise<void> {
+  await executeBound(em, 'select pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+}
+
+/**
  * The lean path for repository statements: SQL with `$1..$n` placeholders, its values bound as
  * parameters, run on a connection of the ORM's own pool (the caller's transaction when there is
  * one) without the ORM's query building, hydration or unit of work. MikroORM's `execute` formats

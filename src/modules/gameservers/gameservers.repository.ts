@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GameServerStatus } from '../../../protocol/gameservers.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, lockNamed } from '../../platform/db.js';
 
 /**
  * A game server's row (migration 0008). Token hashes travel as hex text (`decode($n, 'hex')`):
@@ -155,9 +155,7 @@ export async function markReady(
  * concurrent joins see each other's reservations and spawns: ten joins start one server.
  */
 export async function lockWorldJoins(em: EntityManager, worldId: string): Promise<void> {
-  await executeBound(em, `select pg_advisory_xact_lock(hashtextextended('game_servers:' || $1::text, 0))`, [
-    worldId,
-  ]);
+  await lockNamed(em, `game_servers:${worldId}`);
 }
 
 /** The oldest starting server of the world, which a join waits for rather than start another. */
@@ -180,11 +178,7 @@ export async function deleteServer(em: EntityManager, serverId: string): Promise
  * count of their live servers and the spawn it admits are one step.
  */
 export async function lockUserSpawns(em: EntityManager, userId: string): Promise<void> {
-  await executeBound(
-    em,
-    `select pg_advisory_xact_lock(hashtextextended('game_servers:user:' || $1::text, 0))`,
-    [userId],
-  );
+  await lockNamed(em, `game_servers:user:${userId}`);
 }
 
 /** How many live (starting or ready) servers a user caused, by a join or a spawn. */

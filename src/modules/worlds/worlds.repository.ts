@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { WorldVisibility } from '../../../protocol/worlds.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, lockNamed } from '../../platform/db.js';
 
 /**
  * The SQL of worlds and rooms. Revision ids are bigint: the drivers hand them back as text or
@@ -138,9 +138,7 @@ export async function roomsOf(
  * count must be a statement of its own after this one: a statement reads as of its start.
  */
 export async function lockOwnerWorlds(em: EntityManager, ownerId: string): Promise<void> {
-  await executeBound(em, `select pg_advisory_xact_lock(hashtextextended('worlds:owner:' || $1::text, 0))`, [
-    ownerId,
-  ]);
+  await lockNamed(em, `worlds:owner:${ownerId}`);
 }
 
 export async function countWorldsOf(em: EntityManager, ownerId: string): Promise<number> {
