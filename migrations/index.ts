@@ -9,12 +9,14 @@ import { Migration0008GameServers } from './0008_game_servers.js';
 import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_history.js';
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
+import { Migration0012Groups } from './0012_groups.js';
 import { Migration0015WorldDiscovery } from './0015_world_discovery.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
 import { Migration0019WorldContentLimits } from './0019_world_content_limits.js';
 import { Migration0020GameServerReservations } from './0020_game_server_reservations.js';
 import { Migration0021ConversationSides } from './0021_conversation_sides.js';
+import { Migration0022GroupChat } from './0022_group_chat.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -33,10 +35,12 @@ export const migrationsList = [
   { name: '0009_world_streams_and_history', class: Migration0009WorldStreamsAndHistory },
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
+  { name: '0012_groups', class: Migration0012Groups },
   { name: '0015_world_discovery', class: Migration0015WorldDiscovery },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
   { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },
   { name: '0019_world_content_limits', class: Migration0019WorldContentLimits },
   { name: '0020_game_server_reservations', class: Migration0020GameServerReservations },
   { name: '0021_conversation_sides', class: Migration0021ConversationSides },
+  { name: '0022_group_chat', class: Migration0022GroupChat },
 ];

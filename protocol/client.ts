@@ -70,18 +70,24 @@ export type CallResult<N extends OperationName> = OutputOf<Operations[N]>;
 export type AuthAck = z.output<typeof userAuthAckSchema>;
 
 /** What `onMissedEvents` listeners are told to refetch. */
-export type MissedEvents = { stream: 'user' } | { stream: 'chat'; world_id: string; room_id: string | null };
+export type MissedEvents =
+  | { stream: 'user' }
+  | { stream: 'chat'; world_id: string; room_id: string | null }
+  | { stream: 'group'; group_id: string };
 
 type ChatJoinInput = SentInputOf<Operations['chat.join']>;
 
-/** The `stream` of a chat's event positions: its topic, with the ids as the server spells them (lowercase). */
-function chatStream({
-  world_id,
-  room_id,
-}: {
+/**
+ * The `stream` of a chat's event positions: its topic (`chat:<world_id>[:<room_id>]`, or
+ * `group:<group_id>`), with the ids as the server spells them (lowercase).
+ */
+function chatStream(chat: {
   world_id?: string;
   room_id?: string | null;
+  group_id?: string;
 }): string | undefined {
+  if (typeof chat.group_id === 'string') return `group:${chat.group_id.toLowerCase()}`;
+  const { world_id, room_id } = chat;
   if (typeof world_id !== 'string') return undefined;
   const world = world_id.toLowerCase();
   return room_id ? `chat:${world}:${room_id.toLowerCase()}` : `chat:${world}`;
@@ -216,7 +222,8 @@ export class AtriumClient {
    * Calls `listener` when a reconnect could not replay every event missed while disconnected (the
    * server no longer had them all): refetch what you show through the history routes. For the
    * user's stream (`{stream: 'user'}`): DM conversations and histories, friend lists; for a chat
-   * joined again (`{stream: 'chat', world_id, room_id}`): that chat's history. When it could, the
+   * joined again (`{stream: 'chat', world_id, room_id}`, or `{stream: 'group', group_id}`): that
+   * chat's history (a group's roster events too: reread its roster). When it could, the
    * missed events went to the `on` handlers, in order, before the client became `ready` again
    * (before the `chat.join` call resolved, for a chat).
    */
@@ -350,7 +357,11 @@ export class AtriumClient {
     )) as CallResult<'chat.join'>;
     if (ack.position) socket.streamPositions.set(chatStream(ack) as string, ack.position);
     if (ack.recovered === false && input.recover === undefined)
-      this.reportMissed({ stream: 'chat', world_id: ack.world_id, room_id: ack.room_id });
+      this.reportMissed(
+        'group_id' in ack
+          ? { stream: 'group', group_id: ack.group_id }
+          : { stream: 'chat', world_id: ack.world_id, room_id: ack.room_id },
+      );
     return ack;
   }
 

@@ -67,6 +67,8 @@ export const ErrorCode = {
    * world, ...): the body carries `limit`; nothing was written (docs/limits.md).
    */
   QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
+  /** The group has GROUP_MAX_MEMBERS members: a join or an approval waits for someone to leave. */
+  GROUP_FULL: 'GROUP_FULL',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -109,6 +111,7 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   GAMESERVER_CAPACITY: 503,
   GAMESERVER_UNAVAILABLE: 503,
   QUOTA_EXCEEDED: 409,
+  GROUP_FULL: 409,
   INTERNAL: 500,
 };
 

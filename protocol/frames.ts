@@ -6,6 +6,16 @@ import type {
   ChunksRoomDeletedEvent,
   ChunksStreamEndedEvent,
 } from './chunks.js';
+import type {
+  GroupDeletedEvent,
+  GroupMemberEvent,
+  GroupMemberGoneEvent,
+  GroupMessage,
+  GroupOwnerEvent,
+  GroupRequestEvent,
+  GroupRoleEvent,
+  GroupUpdatedEvent,
+} from './groups.js';
 import { operation } from './operation.js';
 import type { ChunksPage } from './room-content.js';
 import type { FriendChangeEvent, FriendRequestEvent } from './social.js';
@@ -70,8 +80,22 @@ export interface EventPayloads {
   /** A direct message, to the peer's sockets and the sender's (protocol/chat.ts). */
   'dm.message': Message;
   'dm.read': DmReadEvent;
-  /** A world or room chat message, to the sockets that joined that chat (protocol/world-chat.ts). */
-  'chat.message': WorldMessage;
+  /** A world, room or group chat message, to the sockets that joined that chat (protocol/world-chat.ts, protocol/groups.ts). */
+  'chat.message': WorldMessage | GroupMessage;
+  /**
+   * Roster changes of a group, to the sockets that joined its chat and to the affected user's own
+   * sockets; join requests made and declined go to the requester and the group's owner and admins
+   * instead (protocol/groups.ts). An approval is a member_joined whose `by` is the approver.
+   */
+  'group.member_joined': GroupMemberEvent;
+  'group.member_left': GroupMemberGoneEvent;
+  'group.member_kicked': GroupMemberGoneEvent;
+  'group.role_changed': GroupRoleEvent;
+  'group.ownership_changed': GroupOwnerEvent;
+  'group.join_requested': GroupRequestEvent;
+  'group.request_declined': GroupRequestEvent;
+  'group.updated': GroupUpdatedEvent;
+  'group.deleted': GroupDeletedEvent;
 }
 
 export interface PongFrame {

@@ -34,7 +34,7 @@ export const reportSchema = z.object({
 });
 export type Report = z.infer<typeof reportSchema>;
 
-/** The reported message as it stands now: exactly one of conversation_id and world_id is set. */
+/** The reported message as it stands now: exactly one of conversation_id, world_id and group_id is set. */
 export const reportedMessageSchema = z.object({
   id: z.string(),
   /** Null once the sender's account was deleted. */
@@ -45,6 +45,7 @@ export const reportedMessageSchema = z.object({
   world_id: z.string().nullable(),
   /** Set for a message of one of the world's rooms. */
   room_id: z.string().nullable(),
+  group_id: z.string().nullable(),
 });
 
 /** A report as moderators see it. */

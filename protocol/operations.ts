@@ -5,6 +5,7 @@ import { chunkOperations } from './chunks.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
+import { groupOperations } from './groups.js';
 import { internalOperations } from './internal.js';
 import { moderationOperations } from './moderation.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
@@ -21,6 +22,7 @@ export * from './chat.js';
 export * from './chunks.js';
 export * from './favorites.js';
 export * from './gameservers.js';
+export * from './groups.js';
 export * from './internal.js';
 export * from './moderation.js';
 export * from './presence.js';
@@ -50,6 +52,7 @@ const all = [
   ...chatOperations,
   ...worldChatOperations,
   ...moderationOperations,
+  ...groupOperations,
   ...gameServerOperations,
   ...internalOperations,
 ] as const;

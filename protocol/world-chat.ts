@@ -75,6 +75,33 @@ export const chatRoomHistory = operation('chat.roomHistory', {
 
 /** The channel of a frame: the world's own without room_id, else the room's. */
 const channel = { world_id: id, room_id: id.optional() };
+/**
+ * The chat a socket joins or leaves: a world's own (world_id), a room's (world_id and room_id), or
+ * a group's (group_id; members only, docs/groups.md). One object rather than a union, so a bad
+ * field is named in the 422 rather than the whole payload.
+ */
+const chatNames = { world_id: id.optional(), room_id: id.optional(), group_id: id.optional() };
+type ChatNames = {
+  world_id?: string | undefined;
+  room_id?: string | undefined;
+  group_id?: string | undefined;
+};
+
+function namesOneChat(value: ChatNames, ctx: z.RefinementCtx): void {
+  if ((value.world_id === undefined) === (value.group_id === undefined))
+    ctx.addIssue({ code: 'custom', path: ['world_id'], message: 'name either world_id or group_id' });
+  else if (value.group_id !== undefined && value.room_id !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['room_id'], message: 'a group chat has no rooms' });
+}
+
+/** The chat a joinable payload names, once its refinement passed. */
+export function joinedChat(
+  input: ChatNames,
+): { group_id: string } | { world_id: string; room_id: string | undefined } {
+  return input.group_id !== undefined
+    ? { group_id: input.group_id }
+    : { world_id: input.world_id ?? '', room_id: input.room_id };
+}
 
 export const chatSend = operation('chat.send', {
   tag,
@@ -92,29 +119,36 @@ export const chatSend = operation('chat.send', {
 const eventsOnlyOnTheSocket =
   'joining a chat delivers its chat.message events, which only the socket can; REST readers page the history';
 
+const recover = streamPositionSchema.optional();
+/** Where the chat's stream stands for this socket (as the auth ack's `position`); absent when already joined. */
+const joinedAt = {
+  position: streamPositionSchema.optional(),
+  /** Answers `recover`: whether every missed message was sent before this ack. */
+  recovered: z.boolean().optional(),
+};
+
 export const chatJoin = operation('chat.join', {
   tag,
   summary:
-    "Receive the chat.message events of the world's chat, or of one room's with room_id, until chat.leave or the end of the connection. With `recover` (the `pos` of the last chat.message of this chat an earlier connection received), the messages missed since come first (docs/recovery.md).",
+    "Receive the chat.message events of the world's chat, of one room's with room_id, or of a group's with group_id (members only; its roster events too), until chat.leave, the end of the connection or, for a group, the end of the membership. With `recover` (the `pos` of the last event of this chat an earlier connection received), the events missed since come first (docs/recovery.md).",
   frame: true,
   socketOnly: eventsOnlyOnTheSocket,
-  request: z.object({ ...channel, recover: streamPositionSchema.optional() }).strict(),
-  response: z.object({
-    world_id: z.string(),
-    room_id: z.string().nullable(),
-    /** Where the chat's stream stands for this socket (as the auth ack's `position`); absent when already joined. */
-    position: streamPositionSchema.optional(),
-    /** Answers `recover`: whether every missed message was sent before this ack. */
-    recovered: z.boolean().optional(),
-  }),
+  request: z
+    .object({ ...chatNames, recover })
+    .strict()
+    .superRefine(namesOneChat),
+  response: z.union([
+    z.object({ world_id: z.string(), room_id: z.string().nullable(), ...joinedAt }),
+    z.object({ group_id: z.string(), ...joinedAt }),
+  ]),
 });
 
 export const chatLeave = operation('chat.leave', {
   tag,
-  summary: "Stop receiving the world's chat (without room_id) or one room's.",
+  summary: "Stop receiving the world's chat (without room_id), one room's, or a group's (group_id).",
   frame: true,
   socketOnly: eventsOnlyOnTheSocket,
-  request: z.object(channel).strict(),
+  request: z.object(chatNames).strict().superRefine(namesOneChat),
   response: z.object({}),
 });
 

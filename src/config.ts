@@ -141,6 +141,9 @@ export const configSchema = z.object({
    */
   MAX_WORLDS_PER_USER: positiveInt(100, 1_000_000),
   MAX_ROOMS_PER_WORLD: positiveInt(100, 10_000),
+  MAX_GROUPS_PER_USER: positiveInt(20, 10_000),
+  GROUP_MAX_MEMBERS: positiveInt(100, 100_000),
+  GROUP_MAX_MEMBERSHIPS_PER_USER: positiveInt(100, 10_000),
   /** Live chunk payload bytes per world: the sum of its live chunks' current payloads. */
   MAX_WORLD_CONTENT_BYTES: positiveInt(256 * 1024 * 1024, 2 ** 50),
   /** Authenticated sockets one user may hold at once, across every node; one more is closed with 4409. */
@@ -148,7 +151,7 @@ export const configSchema = z.object({
   /** Message reports one user may file per window. */
   REPORT_RATE_LIMIT_COUNT: positiveInt(10, 100_000),
   REPORT_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
-  /** Friend requests and follows one user may make per window (together). */
+  /** Friend requests and follows one user may make per window (together); group joins and requests apart. */
   SOCIAL_RATE_LIMIT_COUNT: positiveInt(30, 100_000),
   SOCIAL_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
   /** Worlds (and groups) one user may create per window. */

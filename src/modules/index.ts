@@ -3,6 +3,7 @@ import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
 import { gameServersModule } from './gameservers/index.js';
+import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
 import { moderationModule } from './moderation/index.js';
 import { presenceModule } from './presence/index.js';
@@ -21,6 +22,7 @@ export const modules = [
   profilesModule,
   socialModule,
   worldsModule,
+  groupsModule,
   chatModule,
   presenceModule,
   authModule,

@@ -1,3 +1,4 @@
+import { isStorableText } from '../../protocol/storable-text.js';
 import { AppError, ErrorCode } from './errors.js';
 import { isId } from './ids.js';
 
@@ -93,6 +94,14 @@ export const cursorField = {
   int32: (value: unknown): value is number => Number.isInteger(value) && value === ((value as number) | 0),
   /** A positive bigint id that JSON carries exactly (revision ids). */
   positive: (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0,
+  /** A text the database can store (no NUL, no lone surrogate), of at most 256 characters (names). */
+  text: (value: unknown): value is string =>
+    typeof value === 'string' && value.length <= 256 && isStorableText(value),
+  /** One of a fixed set of words (an enum column), so SQL never casts an unknown label. */
+  oneOf:
+    <const Word extends string>(words: readonly Word[]) =>
+    (value: unknown): value is Word =>
+      typeof value === 'string' && (words as readonly string[]).includes(value),
 } as const;
 
 type FieldCheck<T> = (value: unknown) => value is T;

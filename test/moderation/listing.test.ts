@@ -48,6 +48,7 @@ describe('the report queue', () => {
             conversation_id: null,
             world_id: worldId,
             room_id: mainRoomId,
+            group_id: null,
           },
         },
         {
@@ -61,6 +62,7 @@ describe('the report queue', () => {
             conversation_id: expect.any(String),
             world_id: null,
             room_id: null,
+            group_id: null,
           },
         },
       ],

@@ -294,6 +294,114 @@ const rows: { [N in RestName]: Row<N> } = {
   'chat.roomHistory': {
     prepare: async ({ me }) => ({ token: me.access_token, input: await chatWorld(me) }),
   },
+  // Groups: a run acts on a group of its own where it changes one; reads share one built once.
+  'groups.create': {
+    fresh: true,
+    prepare: ({ me }) => ({
+      token: me.access_token,
+      input: { name: groupName(), description: 'parity', join_policy: 'closed' },
+    }),
+  },
+  'groups.get': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { group_id: (await groupCircle()).groupId },
+    }),
+  },
+  'groups.update': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { group_id: await newGroup(me), description: 'changed', join_policy: 'closed' },
+    }),
+  },
+  'groups.delete': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { group_id: await newGroup(me) } }),
+  },
+  'groups.search': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { q: (await groupCircle()).name, limit: 5 },
+    }),
+  },
+  'groups.mine': { prepare: async () => ({ token: (await groupCircle()).owner.access_token }) },
+  'groups.members': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { group_id: (await groupCircle()).groupId },
+    }),
+  },
+  'groups.requests': {
+    prepare: async () => {
+      const { owner, groupId } = await groupCircle();
+      return { token: owner.access_token, input: { group_id: groupId } };
+    },
+  },
+  'groups.join': {
+    prepare: async ({ me, other }) => ({
+      token: me.access_token,
+      input: { group_id: await newGroup(other, 'closed') },
+    }),
+  },
+  'groups.approve': {
+    fresh: true,
+    prepare: async ({ me }) => {
+      const group_id = await newGroup(me, 'closed');
+      const user_id = await joiner(group_id);
+      return { token: me.access_token, input: { group_id, user_id } };
+    },
+  },
+  'groups.decline': {
+    prepare: async ({ me }) => {
+      const group_id = await newGroup(me, 'closed');
+      return { token: me.access_token, input: { group_id, user_id: await joiner(group_id) } };
+    },
+  },
+  'groups.removeMember': {
+    prepare: async ({ me }) => {
+      const group_id = await newGroup(me);
+      return { token: me.access_token, input: { group_id, user_id: await joiner(group_id) } };
+    },
+  },
+  'groups.setRole': {
+    fresh: true,
+    prepare: async ({ me }) => {
+      const group_id = await newGroup(me);
+      return { token: me.access_token, input: { group_id, user_id: await joiner(group_id), role: 'admin' } };
+    },
+  },
+  'groups.transfer': {
+    fresh: true,
+    prepare: async ({ me }) => {
+      const group_id = await newGroup(me);
+      return { token: me.access_token, input: { group_id, user_id: await joiner(group_id) } };
+    },
+  },
+  'groups.claim': {
+    fresh: true,
+    prepare: async () => {
+      const owner = await registerUser(app);
+      const group_id = await newGroup(owner);
+      const admin = await registerUser(app);
+      await api(admin, 'POST', `/api/groups/${group_id}/members`);
+      await api(owner, 'PATCH', `/api/groups/${group_id}/members/${admin.user.id}`, { role: 'admin' });
+      await api(owner, 'DELETE', '/api/users/me', { password: PASSWORD });
+      return { token: admin.access_token, input: { group_id } };
+    },
+  },
+  'chat.sendToGroup': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { group_id: await myGroup(me), body: ' parity ' },
+    }),
+  },
+  'chat.groupHistory': {
+    prepare: async () => {
+      const { owner, groupId } = await groupCircle();
+      return { token: owner.access_token, input: { group_id: groupId } };
+    },
+  },
   // Game servers: real reference servers, started by the app under test.
   'gameservers.spawn': {
     fresh: true,
@@ -456,6 +564,58 @@ function chatWorld(me: TokenResponse) {
   return chatted;
 }
 
+/** A request made while preparing a row; it must succeed. Answers the JSON body, if any. */
+async function api(user: TokenResponse, method: 'POST' | 'PATCH' | 'DELETE', url: string, payload?: object) {
+  const response = await app.http.inject({
+    method,
+    url,
+    headers: bearer(user.access_token),
+    ...(payload ? { payload } : {}),
+  });
+  expect(response.statusCode, response.body).toBeLessThan(300);
+  return response.body ? response.json() : undefined;
+}
+
+const groupName = () => `Parity ${newId().slice(-12)}`;
+
+/** A new group of the user; answers its id. */
+async function newGroup(owner: TokenResponse, join_policy: 'open' | 'closed' = 'open'): Promise<string> {
+  return (await api(owner, 'POST', '/api/groups', { name: groupName(), join_policy })).id;
+}
+
+/** A new user who joined (or asked to join) the group; answers their id. */
+async function joiner(groupId: string): Promise<string> {
+  const user = await registerUser(app);
+  await api(user, 'POST', `/api/groups/${groupId}/members`);
+  return user.user.id;
+}
+
+let groupOnce: Promise<{ owner: TokenResponse; groupId: string; name: string }> | undefined;
+/** A closed group with an admin, a member, a pending request and two chat messages, built once for the read rows. */
+function groupCircle() {
+  groupOnce ??= (async () => {
+    const owner = await registerUser(app);
+    const name = groupName();
+    const groupId = (await api(owner, 'POST', '/api/groups', { name, description: 'read twice' })).id;
+    const admin = await joiner(groupId);
+    await joiner(groupId);
+    await api(owner, 'PATCH', `/api/groups/${groupId}/members/${admin}`, { role: 'admin' });
+    await api(owner, 'PATCH', `/api/groups/${groupId}`, { join_policy: 'closed' });
+    await joiner(groupId);
+    for (const body of ['first', 'second'])
+      await api(owner, 'POST', `/api/groups/${groupId}/messages`, { body });
+    return { owner, groupId, name };
+  })();
+  return groupOnce;
+}
+
+let mine: Promise<string> | undefined;
+/** A group of the socket user, for the frame rows that write to its chat. */
+function myGroup(me: TokenResponse): Promise<string> {
+  mine ??= newGroup(me);
+  return mine;
+}
+
 /** A social graph write made by `user` while preparing a row; it must succeed. */
 async function social(user: TokenResponse, method: 'POST' | 'PUT', url: string, payload?: object) {
   const response = await app.http.inject({
@@ -538,7 +698,17 @@ async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {
 }
 
 const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
-const USER_NAMES = new Set(['id', 'username', 'user_id', 'world_id', 'reporter_id', 'server_id']);
+const USER_NAMES = new Set([
+  'id',
+  'username',
+  'user_id',
+  'world_id',
+  'reporter_id',
+  'server_id',
+  'group_id',
+  'owner_id',
+  'name',
+]);
 
 /** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
 function normalise(value: unknown, fresh: boolean): unknown {
@@ -597,6 +767,9 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
     app = await buildTestApp({
       GAMESERVER_COMMAND: gameServerLaunches.command,
       CREATE_RATE_LIMIT_COUNT: 100_000,
+      SOCIAL_RATE_LIMIT_COUNT: 100_000,
+      MAX_GROUPS_PER_USER: 10_000,
+      GROUP_MAX_MEMBERSHIPS_PER_USER: 10_000,
       GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100_000,
       GAMESERVER_MAX_LIVE_PER_USER: 10_000,
     });

@@ -1,4 +1,5 @@
 import { dmConversations, dmHistory, dmSend } from '../../../protocol/chat.js';
+import { chatGroupHistory, chatSendToGroup } from '../../../protocol/groups.js';
 import {
   chatJoin,
   chatLeave,
@@ -7,6 +8,7 @@ import {
   chatSendToRoom,
   chatSendToWorld,
   chatWorldHistory,
+  joinedChat,
 } from '../../../protocol/world-chat.js';
 import { statementsAtOnce } from '../../platform/batcher.js';
 import { callerOf } from '../../platform/context.js';
@@ -14,6 +16,7 @@ import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import { type GroupsApi, groupTopic } from '../groups/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
@@ -26,15 +29,15 @@ export { chatTopic };
 
 /**
  * Direct messages (sending through the text filter and rate limit, history, conversation list) and
- * world and room chat (docs/chat.md).
+ * world, room and group chat (docs/chat.md).
  */
 export const chatModule = defineModule({
   name: 'chat',
   entities: [],
-  needs: ['social', 'worlds'],
+  needs: ['social', 'worlds', 'groups'],
   setup(
     { bus, kv, config, gateway, metrics, db, log, ctx },
-    { social, worlds }: { social: SocialApi; worlds: WorldsApi },
+    { social, worlds, groups }: { social: SocialApi; worlds: WorldsApi; groups: GroupsApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
     // A conversation's `blocked` marker follows the blocks, in the block's own transaction.
@@ -67,6 +70,7 @@ export const chatModule = defineModule({
     const worldChat = new WorldChatService({
       bus,
       worlds,
+      groups,
       sendLimiter: sendLimiter('world-chat-send'),
       filter,
     });
@@ -87,20 +91,37 @@ export const chatModule = defineModule({
         serve(chatRoomHistory, (ctx, { world_id, room_id, ...page }) =>
           worldChat.history(ctx, world_id, room_id, page),
         ),
+        serve(chatSendToGroup, (ctx, { group_id, body }) => worldChat.sendToGroup(ctx, group_id, body)),
+        serve(chatGroupHistory, (ctx, { group_id, ...page }) => worldChat.groupHistory(ctx, group_id, page)),
         // Over WS_MAX_SUBSCRIPTIONS the gateway refuses with SUBSCRIPTION_LIMIT and subscribes nothing.
         // With `recover`, the messages missed since are sent before the ack (docs/recovery.md).
-        serve(chatJoin, async (ctx, { world_id, room_id, recover }, connection) => {
-          const { topic, ...joined } = await worldChat.joinable(ctx, world_id, room_id);
+        serve(chatJoin, async (ctx, input, connection) => {
+          const chat = joinedChat(input);
+          if ('group_id' in chat) {
+            const { topic, ...joined } = await worldChat.joinableGroup(ctx, chat.group_id);
+            return {
+              ...joined,
+              ...(await gateway.subscribeRecovering(connection, { topic }, input.recover)),
+            };
+          }
+          const { topic, ...joined } = await worldChat.joinable(ctx, chat.world_id, chat.room_id);
           const filter = chatDeliveryFilter(callerOf(ctx).id);
           return {
             ...joined,
-            ...(await gateway.subscribeRecovering(connection, { topic, filter }, recover)),
+            ...(await gateway.subscribeRecovering(connection, { topic, filter }, input.recover)),
           };
         }),
         // Joins are kept under canonical ids (as the database spells them), so match them that way.
-        serve(chatLeave, (_ctx, { world_id, room_id }, connection) => {
-          const room = room_id === undefined ? null : canonicalId(room_id);
-          gateway.unsubscribe(connection, [chatTopic(canonicalId(world_id), room)]);
+        serve(chatLeave, (_ctx, input, connection) => {
+          const chat = joinedChat(input);
+          const topic =
+            'group_id' in chat
+              ? groupTopic(canonicalId(chat.group_id))
+              : chatTopic(
+                  canonicalId(chat.world_id),
+                  chat.room_id === undefined ? null : canonicalId(chat.room_id),
+                );
+          gateway.unsubscribe(connection, [topic]);
           return {};
         }),
       ],

@@ -1,16 +1,19 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
+import { groupMemberSql } from '../groups/index.js';
 
 /**
- * The SQL of world and room chat (the `messages` table of migration 0002, linked to worlds and
- * rooms by 0011). A world's own messages have room_id null; a room's carry both ids.
+ * The SQL of world, room and group chat (the `messages` table of migration 0002, linked to worlds
+ * and rooms by 0011 and to groups by 0022). A world's own messages have room_id null; a room's
+ * carry both ids; a group's carry only group_id.
  */
 
 export interface WorldMessageRow {
   id: string;
-  world_id: string;
+  world_id: string | null;
   room_id: string | null;
+  group_id: string | null;
   sender_id: string | null;
   body: string;
   filtered: boolean;
@@ -21,7 +24,7 @@ export interface WorldMessageRow {
 
 type Key = readonly [timeKey: string, id: string] | undefined;
 
-const COLUMNS = `id, world_id, room_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`;
+const COLUMNS = `id, world_id, room_id, group_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`;
 const BEFORE = beforeTimeIdKey('created_at', 'id');
 
 export async function insertWorldMessage(
@@ -87,5 +90,39 @@ export function roomMessagesOf(
      order by created_at desc, id desc
      limit $4`,
     [roomId, ...timeIdKeyParams(page.before), page.limit],
+  );
+}
+
+/**
+ * Stores a group chat message when its sender is a member, in one statement (groups' exported
+ * membership fragment); undefined when they are not (or the group is gone).
+ */
+export async function insertGroupMessage(
+  em: EntityManager,
+  message: { id: string; groupId: string; senderId: string; body: string; filtered: boolean; at: Date },
+): Promise<WorldMessageRow | undefined> {
+  const [row] = await executeBound<WorldMessageRow>(
+    em,
+    `insert into messages (id, group_id, sender_id, body, filtered, created_at)
+     select $1, $2, $3, $4, $5, $6 where ${groupMemberSql('$2::uuid', '$3::uuid')}
+     returning ${COLUMNS}`,
+    [message.id, message.groupId, message.senderId, message.body, message.filtered, message.at],
+  );
+  return row;
+}
+
+/** A page of the group's messages, newest first, from the group's history index (migration 0022). */
+export function groupMessagesOf(
+  em: EntityManager,
+  groupId: string,
+  page: { before: Key; limit: number },
+): Promise<WorldMessageRow[]> {
+  return executeBound<WorldMessageRow>(
+    em,
+    `select ${COLUMNS} from messages
+     where group_id = $1 and ${BEFORE}
+     order by created_at desc, id desc
+     limit $4`,
+    [groupId, ...timeIdKeyParams(page.before), page.limit],
   );
 }

@@ -2,6 +2,7 @@ import { reportsCreate, reportsList, reportsUpdate } from '../../../protocol/mod
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ModerationService } from './moderation.service.js';
 
@@ -9,10 +10,11 @@ import { ModerationService } from './moderation.service.js';
 export const moderationModule = defineModule({
   name: 'moderation',
   entities: [],
-  needs: ['worlds'],
-  setup({ kv, config }, { worlds }: { worlds: WorldsApi }) {
+  needs: ['worlds', 'groups'],
+  setup({ kv, config }, { worlds, groups }: { worlds: WorldsApi; groups: GroupsApi }) {
     const moderation = new ModerationService({
       worlds,
+      groups,
       reportLimiter: createLimiter(kv, {
         keyPrefix: 'report',
         points: config.REPORT_RATE_LIMIT_COUNT,

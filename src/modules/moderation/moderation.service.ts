@@ -14,6 +14,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { trimmedText } from '../../platform/trimmed-text.js';
+import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
   closeReport,
@@ -29,6 +30,7 @@ import {
 
 export interface ModerationDeps {
   worlds: Pick<WorldsApi, 'readable'>;
+  groups: Pick<GroupsApi, 'memberOf'>;
   /** Reports per user and window, shared by the nodes through Redis: each one lands in a moderator's queue. */
   reportLimiter: RateLimiterAbstract;
 }
@@ -70,6 +72,7 @@ const toModerationReport = (row: ReportRow): ModerationReport => ({
           conversation_id: row.m_conversation_id,
           world_id: row.m_world_id,
           room_id: row.m_room_id,
+          group_id: row.m_group_id,
         },
 });
 
@@ -153,14 +156,23 @@ export class ModerationService {
     return toModerationReport(row);
   }
 
-  /** A conversation's message is seen by its two users, a world's by whoever may read the world. */
+  /**
+   * A conversation's message is seen by its two users, a world's by whoever may read the world, a
+   * group's by its members.
+   */
   private async canSee(ctx: Ctx, me: string, message: MessageTargetRow): Promise<boolean> {
-    if (message.world_id === null) return message.user_a_id === me || message.user_b_id === me;
+    const { world_id, group_id } = message;
+    if (world_id === null && group_id === null) return message.user_a_id === me || message.user_b_id === me;
     try {
-      await this.deps.worlds.readable(ctx, message.world_id);
+      if (world_id !== null) await this.deps.worlds.readable(ctx, world_id);
+      else if (group_id !== null) await this.deps.groups.memberOf(ctx, group_id);
       return true;
     } catch (error) {
-      if (error instanceof AppError && error.code === ErrorCode.NOT_FOUND) return false;
+      if (
+        error instanceof AppError &&
+        (error.code === ErrorCode.NOT_FOUND || error.code === ErrorCode.FORBIDDEN)
+      )
+        return false;
       throw error;
     }
   }

@@ -8,10 +8,11 @@ import { executeBound } from '../../platform/db.js';
  * `messages` table of the chat module directly: a report's message is part of what it shows.
  */
 
-/** A message with what decides who may see it: its conversation's pair, or its world. */
+/** A message with what decides who may see it: its conversation's pair, its world, or its group. */
 export interface MessageTargetRow {
   sender_id: string | null;
   world_id: string | null;
+  group_id: string | null;
   user_a_id: string | null;
   user_b_id: string | null;
 }
@@ -36,6 +37,7 @@ export interface ReportRow {
   m_conversation_id: string | null;
   m_world_id: string | null;
   m_room_id: string | null;
+  m_group_id: string | null;
 }
 
 type Key = readonly [timeKey: string, id: string] | undefined;
@@ -46,7 +48,7 @@ export async function messageTarget(
 ): Promise<MessageTargetRow | undefined> {
   const [row] = await executeBound<MessageTargetRow>(
     em,
-    `select m.sender_id, m.world_id, c.user_a_id, c.user_b_id
+    `select m.sender_id, m.world_id, m.group_id, c.user_a_id, c.user_b_id
      from messages m left join conversations c on c.id = m.conversation_id
      where m.id = $1`,
     [messageId],
@@ -86,7 +88,8 @@ export async function insertReport(
 const reportColumns = `r.id, r.message_id, r.reporter_id, r.moderator_id, r.state::text as state, r.reason,
   r.details, r.note, r.created_at, r.resolved_at, ${timeKeySql('r.created_at')} as created_key,
   m.sender_id as m_sender_id, m.body as m_body, m.created_at as m_created_at,
-  m.conversation_id as m_conversation_id, m.world_id as m_world_id, m.room_id as m_room_id`;
+  m.conversation_id as m_conversation_id, m.world_id as m_world_id, m.room_id as m_room_id,
+  m.group_id as m_group_id`;
 
 export async function reportById(em: EntityManager, reportId: string): Promise<ReportRow | undefined> {
   const [row] = await executeBound<ReportRow>(

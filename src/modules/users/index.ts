@@ -13,6 +13,7 @@ export {
   findAccounts,
   storedStatusMessage,
   userExistsSql,
+  usernameSql,
   writeStatusMessages,
 } from './users.repository.js';
 export { changeRole, findUserByUsername } from './users.service.js';

@@ -56,6 +56,12 @@ export async function existingUserIds(em: EntityManager, userIds: readonly strin
  */
 export const userExistsSql = (idSql: string) => `exists (select 1 from users where id = ${idSql})`;
 
+/**
+ * SQL whose value is the username of the account `idSql` names (null when there is none): for
+ * other modules' lists of users (a group's roster) to carry names in the same statement.
+ */
+export const usernameSql = (idSql: string) => `(select username from users where id = ${idSql})`;
+
 /** The stored status message; undefined when the account does not exist. */
 export async function storedStatusMessage(
   em: EntityManager,

@@ -1,0 +1,59 @@
+import type { EventPayloads } from '../../../protocol/frames.js';
+import { type EventBus, userTopic } from '../../platform/bus.js';
+import type { Ctx } from '../../platform/context.js';
+
+/**
+ * A group's events go out once, on its topic (the sockets that joined its chat) and the affected
+ * user's own topic together: one publish, one Redis command, however large the roster
+ * (EventBus.publish), instead of one per member.
+ */
+
+/** The bus topic of a group: its chat messages and roster events. Recorded, so a socket recovers them. */
+export const GROUP_TOPIC_PREFIX = 'group:';
+export const groupTopic = (groupId: string) => `${GROUP_TOPIC_PREFIX}${groupId}`;
+
+/**
+ * Published on a user's own topic when they stop being a member, and handled on the nodes rather
+ * than sent to clients (Gateway.onUserEvent): their sockets leave the group's topic at once,
+ * everywhere, so a kicked member hears nothing more of the group.
+ */
+export const GROUP_MEMBERSHIP_ENDED = 'groups.membership_ended';
+export interface GroupMembershipEndedEvent {
+  group_id: string;
+}
+
+type GroupEventType = Extract<keyof EventPayloads, `group.${string}`>;
+
+export class GroupEvents {
+  constructor(private readonly bus: EventBus) {}
+
+  /** To the group's topic and to the own sockets of the users the change is about. */
+  async roster<T extends GroupEventType>(
+    ctx: Ctx,
+    groupId: string,
+    userIds: readonly string[],
+    t: T,
+    d: EventPayloads[T],
+  ): Promise<void> {
+    await this.bus.publishCommitted([groupTopic(groupId), ...userIds.map(userTopic)], { t, d }, ctx.log);
+  }
+
+  /** Join requests are the owner's and admins' business: to them and the requester, not the roster. */
+  async request(
+    ctx: Ctx,
+    t: 'group.join_requested' | 'group.request_declined',
+    d: EventPayloads['group.join_requested'],
+    managerIds: readonly string[],
+  ): Promise<void> {
+    const userIds = new Set([d.user_id, ...managerIds]);
+    await this.bus.publishCommitted([...userIds].map(userTopic), { t, d }, ctx.log);
+  }
+
+  /** Ends the user's sockets' subscription to the group (GROUP_MEMBERSHIP_ENDED), before the roster hears of it. */
+  async membershipEnded(ctx: Ctx, groupId: string, userId: string): Promise<void> {
+    const d: GroupMembershipEndedEvent = { group_id: groupId };
+    await this.bus.publishCommitted(userTopic(userId), { t: GROUP_MEMBERSHIP_ENDED, d }, ctx.log, {
+      transient: true,
+    });
+  }
+}

@@ -1,0 +1,132 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { GroupRole } from '../../../protocol/groups.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+import { usernameSql } from '../users/index.js';
+import {
+  GROUP_COLUMNS,
+  type GroupRow,
+  MEMBER_COLUMNS,
+  type MemberRow,
+  NAME_KEY,
+} from './groups.repository.js';
+
+/**
+ * The keyset pages of groups (migration 0012's indexes serve each one in its order). Ascending
+ * keysets compare a first page with the smallest key there is, so the comparison stays an index
+ * condition on a generic plan (docs/modules.md, "Keep keyset conditions index conditions").
+ */
+
+const MIN_UUID = '00000000-0000-0000-0000-000000000000';
+
+export type RosterKey = readonly [role: GroupRole, joinedKey: string, userId: string];
+
+/** The roster in role order (owner, admins, members), each by join time; `role` keeps one role. */
+export function rosterPage(
+  em: EntityManager,
+  groupId: string,
+  page: { role: GroupRole | undefined; after: RosterKey | undefined; limit: number },
+): Promise<MemberRow[]> {
+  return executeBound<MemberRow>(
+    em,
+    `select ${MEMBER_COLUMNS} from group_members
+     where group_id = $1
+       and role >= coalesce($2::group_role, 'owner') and role <= coalesce($2::group_role, 'member')
+       and (role, joined_at, user_id) > (coalesce($3::group_role, 'owner'), coalesce($4::timestamptz, '-infinity'),
+                                         coalesce($5::uuid, '${MIN_UUID}'))
+     order by group_members.role, joined_at, user_id
+     limit $6`,
+    [
+      groupId,
+      page.role ?? null,
+      page.after?.[0] ?? null,
+      page.after?.[1] ?? null,
+      page.after?.[2] ?? null,
+      page.limit,
+    ],
+  );
+}
+
+export interface MembershipRow extends GroupRow {
+  role: GroupRole;
+  joined_at: Date;
+  joined_key: string;
+}
+
+/** A user's groups with their role, most recently joined first. */
+export function membershipsPage(
+  em: EntityManager,
+  userId: string,
+  page: { before: readonly [string, string] | undefined; limit: number },
+): Promise<MembershipRow[]> {
+  return executeBound<MembershipRow>(
+    em,
+    `select g.id, g.name, g.description, g.join_policy, g.owner_id, g.member_count, g.created_at,
+            m.role::text as role, m.joined_at, ${timeKeySql('m.joined_at')} as joined_key
+     from group_members m join groups g on g.id = m.group_id
+     where m.user_id = $1 and ${beforeTimeIdKey('m.joined_at', 'm.group_id')}
+     order by m.joined_at desc, m.group_id desc
+     limit $4`,
+    [userId, ...timeIdKeyParams(page.before), page.limit],
+  );
+}
+
+export interface RequestRow {
+  user_id: string;
+  username: string;
+  created_at: Date;
+  created_key: string;
+}
+
+/** Pending join requests, oldest first. */
+export function requestsPage(
+  em: EntityManager,
+  groupId: string,
+  page: { after: readonly [string, string] | undefined; limit: number },
+): Promise<RequestRow[]> {
+  return executeBound<RequestRow>(
+    em,
+    `select user_id, ${usernameSql('user_id')} as username, created_at,
+            ${timeKeySql('created_at')} as created_key
+     from group_join_requests
+     where group_id = $1
+       and (created_at, user_id) > (coalesce($2::timestamptz, '-infinity'), coalesce($3::uuid, '${MIN_UUID}'))
+     order by created_at, user_id
+     limit $4`,
+    [groupId, ...timeIdKeyParams(page.after), page.limit],
+  );
+}
+
+export interface SearchRow extends GroupRow {
+  name_key: string;
+}
+
+/**
+ * Groups in name order (the unique index's), after `after`; with a query, those whose name starts
+ * with `prefix` (a LIKE pattern, escaped) or has words starting with each of `words` (a tsquery).
+ */
+export function searchPage(
+  em: EntityManager,
+  page: {
+    query: { prefix: string; words: string | null } | undefined;
+    after: string | undefined;
+    limit: number;
+  },
+): Promise<SearchRow[]> {
+  const columns = `${GROUP_COLUMNS}, ${NAME_KEY} as name_key`;
+  if (!page.query) {
+    return executeBound<SearchRow>(
+      em,
+      `select ${columns} from groups where ${NAME_KEY} > $1 order by ${NAME_KEY} limit $2`,
+      [page.after ?? '', page.limit],
+    );
+  }
+  return executeBound<SearchRow>(
+    em,
+    `select ${columns} from groups
+     where (${NAME_KEY} like $2 or to_tsvector('simple', name) @@ to_tsquery('simple', $3))
+       and ${NAME_KEY} > $1
+     order by ${NAME_KEY} limit $4`,
+    [page.after ?? '', page.query.prefix, page.query.words, page.limit],
+  );
+}

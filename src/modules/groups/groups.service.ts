@@ -1,0 +1,244 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type {
+  Group,
+  GroupJoinPolicy,
+  GroupJoinRequest,
+  GroupMember,
+  GroupMembership,
+  GroupRole,
+} from '../../../protocol/groups.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { cursorField, cursorKey, decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { quotaExceeded } from '../../platform/quota.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { GroupEvents } from './group-events.js';
+import { membershipsPage, requestsPage, rosterPage, searchPage } from './group-lists.repository.js';
+import {
+  forbidden,
+  groupIdOf,
+  inLockedGroup,
+  isManager,
+  noSuchGroup,
+  toGroup,
+  toMember,
+} from './group-views.js';
+import {
+  countMembershipsOf,
+  countOwnedBy,
+  deleteGroup,
+  groupById,
+  insertGroup,
+  insertMember,
+  lockMemberships,
+  lockOwnedGroups,
+  rolesIn,
+  updateGroup,
+} from './groups.repository.js';
+
+export interface GroupLimits {
+  maxOwnedPerUser: number;
+  maxMembershipsPerUser: number;
+  /** Group creations per user and window (CREATE_RATE_LIMIT_*, a bucket apart from worlds'). */
+  createLimiter: RateLimiterAbstract;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+
+const isRosterKey = cursorKey(
+  cursorField.oneOf(['owner', 'admin', 'member'] as const),
+  cursorField.time,
+  cursorField.id,
+);
+const isNameKey = cursorKey(cursorField.text);
+
+const nameTaken = () =>
+  new AppError(ErrorCode.CONFLICT, 'A group with this name exists (names ignore case).');
+
+/** At most this many words of a search query count; more only narrow an already narrow search. */
+const SEARCH_WORDS_MAX = 8;
+
+/**
+ * A search as SQL matches it: the lower-cased query as a LIKE prefix (its wildcards escaped), and
+ * each of its words as a tsquery prefix; undefined when the query is blank (every group).
+ */
+export function searchTerms(q: string | undefined): { prefix: string; words: string | null } | undefined {
+  const query = q?.trim().toLowerCase();
+  if (!query) return undefined;
+  const words = query
+    .split(/[^\p{L}\p{N}]+/u)
+    .filter((word) => word.length > 0)
+    .slice(0, SEARCH_WORDS_MAX);
+  return {
+    prefix: `${query.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
+    words: words.length > 0 ? words.map((word) => `${word}:*`).join(' & ') : null,
+  };
+}
+
+/** Groups, their settings and their lists (docs/groups.md); roster changes are RosterService's. */
+export class GroupsService {
+  constructor(
+    private readonly events: GroupEvents,
+    private readonly limits: GroupLimits,
+  ) {}
+
+  /** Creates the group with the caller as its owner and first member. */
+  async create(
+    ctx: Ctx,
+    input: { name: string; description?: string | undefined; join_policy?: GroupJoinPolicy | undefined },
+  ): Promise<Group> {
+    const me = callerOf(ctx).id;
+    await consumeOrThrow(
+      this.limits.createLimiter,
+      me,
+      'Too many groups created; wait before creating more.',
+    );
+    const { maxOwnedPerUser, maxMembershipsPerUser } = this.limits;
+    const id = newId();
+    const at = ctx.now();
+    const joinPolicy = input.join_policy ?? 'open';
+    const description = input.description ?? '';
+    try {
+      await ctx.em.transactional(async (em) => {
+        await lockOwnedGroups(em, me);
+        if ((await countOwnedBy(em, me)) >= maxOwnedPerUser)
+          throw quotaExceeded(`An account owns at most ${maxOwnedPerUser} groups.`, maxOwnedPerUser);
+        await lockMemberships(em, me);
+        if ((await countMembershipsOf(em, me)) >= maxMembershipsPerUser)
+          throw quotaExceeded(
+            `An account belongs to at most ${maxMembershipsPerUser} groups, pending requests included.`,
+            maxMembershipsPerUser,
+          );
+        await insertGroup(em, { id, name: input.name, description, joinPolicy, ownerId: me, at });
+        await insertMember(em, { groupId: id, userId: me, role: 'owner', at });
+      });
+    } catch (error) {
+      if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw nameTaken();
+      // The token outlived its account by a moment: the group would have no owner to reference.
+      if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION))
+        throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
+      throw error;
+    }
+    return toGroup({
+      id,
+      name: input.name,
+      description,
+      join_policy: joinPolicy,
+      owner_id: me,
+      member_count: 1,
+      created_at: at,
+    });
+  }
+
+  async get(ctx: Ctx, groupId: string): Promise<Group> {
+    const row = await groupById(ctx.em, groupIdOf(groupId));
+    if (!row) throw noSuchGroup();
+    return toGroup(row);
+  }
+
+  /** Owner and admins change the name, description and join policy. */
+  async update(
+    ctx: Ctx,
+    groupId: string,
+    change: {
+      name?: string | undefined;
+      description?: string | undefined;
+      join_policy?: GroupJoinPolicy | undefined;
+    },
+  ): Promise<Group> {
+    const me = callerOf(ctx).id;
+    let group: Group;
+    try {
+      group = await inLockedGroup(ctx, groupId, async (em, locked) => {
+        if (!isManager((await rolesIn(em, locked.id, [me])).get(me)))
+          throw forbidden("Only the group's owner and admins change its settings.");
+        const updated = await updateGroup(em, locked.id, {
+          name: change.name,
+          description: change.description,
+          joinPolicy: change.join_policy,
+          at: ctx.now(),
+        });
+        if (!updated) throw noSuchGroup();
+        return toGroup(updated);
+      });
+    } catch (error) {
+      if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw nameTaken();
+      throw error;
+    }
+    await this.events.roster(ctx, group.id, [], 'group.updated', { group });
+    return group;
+  }
+
+  /** Deletes the group with its roster, requests and chat: the owner only. */
+  async delete(ctx: Ctx, groupId: string): Promise<void> {
+    const me = callerOf(ctx).id;
+    const id = await inLockedGroup(ctx, groupId, async (em, group) => {
+      if (group.owner_id !== me) throw forbidden('Only the owner deletes a group.');
+      await deleteGroup(em, group.id);
+      return group.id;
+    });
+    await this.events.roster(ctx, id, [], 'group.deleted', { group_id: id });
+  }
+
+  async search(ctx: Ctx, q: string | undefined, page: Page) {
+    const after = decodeCursor(page.cursor, isNameKey);
+    const rows = await searchPage(ctx.em, {
+      query: searchTerms(q),
+      after: after?.[0],
+      limit: page.limit + 1,
+    });
+    return pageFrom(rows, page.limit, toGroup, (row) => [row.name_key]);
+  }
+
+  async mine(ctx: Ctx, page: Page): Promise<{ items: GroupMembership[]; next_cursor: string | null }> {
+    const before = decodeCursor(page.cursor, isTimeIdKey);
+    const rows = await membershipsPage(ctx.em, callerOf(ctx).id, { before, limit: page.limit + 1 });
+    return pageFrom(
+      rows,
+      page.limit,
+      (row) => ({ group: toGroup(row), role: row.role, joined_at: new Date(row.joined_at).toISOString() }),
+      (row) => [row.joined_key, row.id],
+    );
+  }
+
+  /** The roster: anyone signed in may read it. */
+  async members(
+    ctx: Ctx,
+    groupId: string,
+    page: Page & { role?: GroupRole | undefined },
+  ): Promise<{ items: GroupMember[]; next_cursor: string | null }> {
+    const id = groupIdOf(groupId);
+    const after = decodeCursor(page.cursor, isRosterKey);
+    const rows = await rosterPage(ctx.em, id, { role: page.role, after, limit: page.limit + 1 });
+    // An empty page of a group that exists (filtered, or past its end) is an answer; of none, 404.
+    if (rows.length === 0 && !(await groupById(ctx.em, id))) throw noSuchGroup();
+    return pageFrom(rows, page.limit, toMember, (row) => [row.role, row.joined_key, row.user_id]);
+  }
+
+  /** Pending join requests: the owner and admins only. */
+  async requests(
+    ctx: Ctx,
+    groupId: string,
+    page: Page,
+  ): Promise<{ items: GroupJoinRequest[]; next_cursor: string | null }> {
+    const me = callerOf(ctx).id;
+    const id = groupIdOf(groupId);
+    const after = decodeCursor(page.cursor, isTimeIdKey);
+    if (!(await groupById(ctx.em, id))) throw noSuchGroup();
+    if (!isManager((await rolesIn(ctx.em, id, [me])).get(me)))
+      throw forbidden("Only the group's owner and admins see its join requests.");
+    const rows = await requestsPage(ctx.em, id, { after, limit: page.limit + 1 });
+    return pageFrom(
+      rows,
+      page.limit,
+      (row) => ({
+        user_id: row.user_id,
+        username: row.username,
+        created_at: new Date(row.created_at).toISOString(),
+      }),
+      (row) => [row.created_key, row.user_id],
+    );
+  }
+}

@@ -1,0 +1,105 @@
+import {
+  groupsApprove,
+  groupsClaim,
+  groupsCreate,
+  groupsDecline,
+  groupsDelete,
+  groupsGet,
+  groupsJoin,
+  groupsMembers,
+  groupsMine,
+  groupsRemoveMember,
+  groupsRequests,
+  groupsSearch,
+  groupsSetRole,
+  groupsTransfer,
+  groupsUpdate,
+} from '../../../protocol/groups.js';
+import type { Ctx } from '../../platform/context.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
+import {
+  GROUP_MEMBERSHIP_ENDED,
+  GROUP_TOPIC_PREFIX,
+  GroupEvents,
+  type GroupMembershipEndedEvent,
+  groupTopic,
+} from './group-events.js';
+import { GroupsService } from './groups.service.js';
+import { RosterService } from './roster.service.js';
+
+export { groupMemberSql } from './groups.repository.js';
+export { groupTopic };
+
+/** What other modules may use of groups: who may use a group's chat, and where its events go. */
+export interface GroupsApi {
+  /** The group's canonical id when the caller is a member: 404 for no such group, 403 otherwise. */
+  memberOf(ctx: Ctx, groupId: string): Promise<string>;
+}
+
+/** Groups: settings, roster and roles, join requests, and their events (docs/groups.md). */
+export const groupsModule = defineModule({
+  name: 'groups',
+  entities: [],
+  needs: ['users'],
+  setup({ bus, kv, config, gateway }) {
+    // A socket that joins a group's chat again is sent what it missed, its roster events included.
+    bus.recordTopics(GROUP_TOPIC_PREFIX);
+    gateway.onUserEvent(GROUP_MEMBERSHIP_ENDED, (connection, event) =>
+      gateway.unsubscribe(connection, [groupTopic((event.d as GroupMembershipEndedEvent).group_id)]),
+    );
+    const events = new GroupEvents(bus);
+    const groups = new GroupsService(events, {
+      maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
+      maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
+      createLimiter: createLimiter(kv, {
+        keyPrefix: 'group-create',
+        points: config.CREATE_RATE_LIMIT_COUNT,
+        durationSeconds: config.CREATE_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
+    const roster = new RosterService(events, {
+      maxMembers: config.GROUP_MAX_MEMBERS,
+      maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
+      maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
+      joinLimiter: createLimiter(kv, {
+        keyPrefix: 'group-join',
+        points: config.SOCIAL_RATE_LIMIT_COUNT,
+        durationSeconds: config.SOCIAL_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
+    const api: GroupsApi = { memberOf: (ctx, groupId) => roster.memberOf(ctx, groupId) };
+    return {
+      api,
+      operations: [
+        serve(groupsCreate, (ctx, input) => groups.create(ctx, input)),
+        serve(groupsGet, (ctx, { group_id }) => groups.get(ctx, group_id)),
+        serve(groupsUpdate, (ctx, { group_id, ...change }) => groups.update(ctx, group_id, change)),
+        serve(groupsDelete, async (ctx, { group_id }) => {
+          await groups.delete(ctx, group_id);
+          return null;
+        }),
+        serve(groupsSearch, (ctx, { q, ...page }) => groups.search(ctx, q, page)),
+        serve(groupsMine, (ctx, page) => groups.mine(ctx, page)),
+        serve(groupsMembers, (ctx, { group_id, ...page }) => groups.members(ctx, group_id, page)),
+        serve(groupsRequests, (ctx, { group_id, ...page }) => groups.requests(ctx, group_id, page)),
+        serve(groupsJoin, (ctx, { group_id }) => roster.join(ctx, group_id)),
+        serve(groupsApprove, (ctx, { group_id, user_id }) => roster.approve(ctx, group_id, user_id)),
+        serve(groupsDecline, async (ctx, { group_id, user_id }) => {
+          await roster.decline(ctx, group_id, user_id);
+          return null;
+        }),
+        serve(groupsRemoveMember, async (ctx, { group_id, user_id }) => {
+          await roster.remove(ctx, group_id, user_id);
+          return null;
+        }),
+        serve(groupsSetRole, (ctx, { group_id, user_id, role }) =>
+          roster.setRole(ctx, group_id, user_id, role),
+        ),
+        serve(groupsTransfer, (ctx, { group_id, user_id }) => roster.transfer(ctx, group_id, user_id)),
+        serve(groupsClaim, (ctx, { group_id }) => roster.claim(ctx, group_id)),
+      ],
+    };
+  },
+});
