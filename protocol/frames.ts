@@ -84,7 +84,8 @@ export interface EventPayloads {
   'chat.message': WorldMessage | GroupMessage;
   /**
    * Roster changes of a group, to the sockets that joined its chat and to the affected user's own
-   * sockets; join requests made and declined go to the requester and the group's owner and admins
+   * sockets (once: a socket of that user that joined the chat gets it as a user event); join
+   * requests made, declined and withdrawn go to the requester and the group's owner and admins
    * instead (protocol/groups.ts). An approval is a member_joined whose `by` is the approver.
    */
   'group.member_joined': GroupMemberEvent;
@@ -94,6 +95,8 @@ export interface EventPayloads {
   'group.ownership_changed': GroupOwnerEvent;
   'group.join_requested': GroupRequestEvent;
   'group.request_declined': GroupRequestEvent;
+  /** The requester withdrew their request (`by` is the requester). */
+  'group.request_withdrawn': GroupRequestEvent;
   'group.updated': GroupUpdatedEvent;
   'group.deleted': GroupDeletedEvent;
 }

@@ -309,11 +309,11 @@ export interface GroupOwnerEvent {
   owner_id: string;
   previous_owner_id: string | null;
 }
-/** A join request made or declined: to the requester and to the group's owner and admins. */
+/** A join request made, declined or withdrawn: to the requester and to the group's owner and admins. */
 export interface GroupRequestEvent {
   group_id: string;
   user_id: string;
-  /** Who declined it; null for a new request. */
+  /** Who declined or withdrew it; null for a new request. */
   by: string | null;
 }
 export interface GroupUpdatedEvent {

@@ -10,6 +10,11 @@ export interface EventAudience {
   /** The user the event is about; always allowed to see it. */
   subject?: string;
   visibility?: 'everyone' | 'friends' | 'nobody';
+  /**
+   * Users who receive the event on their own topic, published with it: a subscription whose
+   * filter honours this skips them, so a user on both topics gets it once (group roster events).
+   */
+  toOwnTopic?: readonly string[];
 }
 
 /** An event as published: the client frame `{t, d}` plus its audience. */

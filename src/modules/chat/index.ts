@@ -16,7 +16,7 @@ import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
-import { type GroupsApi, groupTopic } from '../groups/index.js';
+import { type GroupsApi, groupDeliveryFilter, groupTopic } from '../groups/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
@@ -99,10 +99,17 @@ export const chatModule = defineModule({
           const chat = joinedChat(input);
           if ('group_id' in chat) {
             const { topic, ...joined } = await worldChat.joinableGroup(ctx, chat.group_id);
-            return {
-              ...joined,
-              ...(await gateway.subscribeRecovering(connection, { topic }, input.recover)),
-            };
+            const filter = groupDeliveryFilter(callerOf(ctx).id);
+            const caughtUp = await gateway.subscribeRecovering(connection, { topic, filter }, input.recover);
+            // A kick committed between the check and the subscription ended no subscription:
+            // checked again now that it exists, a later kick's unsubscribe finds it.
+            try {
+              await worldChat.joinableGroup(ctx, chat.group_id);
+            } catch (error) {
+              gateway.unsubscribe(connection, [topic]);
+              throw error;
+            }
+            return { ...joined, ...caughtUp };
           }
           const { topic, ...joined } = await worldChat.joinable(ctx, chat.world_id, chat.room_id);
           const filter = chatDeliveryFilter(callerOf(ctx).id);

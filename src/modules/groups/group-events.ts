@@ -1,5 +1,5 @@
 import type { EventPayloads } from '../../../protocol/frames.js';
-import { type EventBus, userTopic } from '../../platform/bus.js';
+import { type EventAudience, type EventBus, userTopic } from '../../platform/bus.js';
 import type { Ctx } from '../../platform/context.js';
 
 /**
@@ -24,10 +24,19 @@ export interface GroupMembershipEndedEvent {
 
 type GroupEventType = Extract<keyof EventPayloads, `group.${string}`>;
 
+/** The filter of a socket's subscription to a group's topic: what its user hears on their own topic is skipped. */
+export const groupDeliveryFilter =
+  (userId: string) =>
+  (audience: EventAudience | undefined): boolean =>
+    !audience?.toOwnTopic?.includes(userId);
+
 export class GroupEvents {
   constructor(private readonly bus: EventBus) {}
 
-  /** To the group's topic and to the own sockets of the users the change is about. */
+  /**
+   * To the group's topic and to the own sockets of the users the change is about; their sockets
+   * that joined the group's topic skip it there (groupDeliveryFilter), so each gets it once.
+   */
   async roster<T extends GroupEventType>(
     ctx: Ctx,
     groupId: string,
@@ -35,13 +44,18 @@ export class GroupEvents {
     t: T,
     d: EventPayloads[T],
   ): Promise<void> {
-    await this.bus.publishCommitted([groupTopic(groupId), ...userIds.map(userTopic)], { t, d }, ctx.log);
+    const audience = userIds.length > 0 ? { toOwnTopic: userIds } : undefined;
+    await this.bus.publishCommitted(
+      [groupTopic(groupId), ...userIds.map(userTopic)],
+      { t, d, audience },
+      ctx.log,
+    );
   }
 
   /** Join requests are the owner's and admins' business: to them and the requester, not the roster. */
   async request(
     ctx: Ctx,
-    t: 'group.join_requested' | 'group.request_declined',
+    t: 'group.join_requested' | 'group.request_declined' | 'group.request_withdrawn',
     d: EventPayloads['group.join_requested'],
     managerIds: readonly string[],
   ): Promise<void> {

@@ -24,13 +24,14 @@ import {
   GROUP_TOPIC_PREFIX,
   GroupEvents,
   type GroupMembershipEndedEvent,
+  groupDeliveryFilter,
   groupTopic,
 } from './group-events.js';
 import { GroupsService } from './groups.service.js';
 import { RosterService } from './roster.service.js';
 
 export { groupMemberSql } from './groups.repository.js';
-export { groupTopic };
+export { groupDeliveryFilter, groupTopic };
 
 /** What other modules may use of groups: who may use a group's chat, and where its events go. */
 export interface GroupsApi {

@@ -153,7 +153,8 @@ export class RosterService {
       const theirs = roles.get(target);
       if (target === me) {
         if (mine === undefined) {
-          if (await deleteRequest(em, group.id, me)) return { id: group.id, left: false };
+          if (await deleteRequest(em, group.id, me))
+            return { id: group.id, left: false, managers: await managersOf(em, group.id) };
           throw notAMember();
         }
         if (mine === 'owner')
@@ -168,9 +169,13 @@ export class RosterService {
           throw forbidden('Admins remove members only; the owner removes admins.');
       }
       await deleteMember(em, group.id, target);
-      return { id: group.id, left: true };
+      return { id: group.id, left: true, managers: [] };
     });
-    if (!outcome.left) return;
+    if (!outcome.left) {
+      const d = { group_id: outcome.id, user_id: me, by: me };
+      await this.events.request(ctx, 'group.request_withdrawn', d, outcome.managers);
+      return;
+    }
     // The sockets leave the group's topic before anything more of it is published.
     await this.events.membershipEnded(ctx, outcome.id, target);
     const kicked = target !== me;
