@@ -30,6 +30,9 @@ const app = await buildTestApp({
   GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 2,
   GAMESERVER_MAX_LIVE_PER_USER: 1,
   GAMESERVER_MAX_RUNNING: 4,
+  MAX_GROUPS_PER_USER: 2,
+  GROUP_MAX_MEMBERS: 3,
+  GROUP_MAX_MEMBERSHIPS_PER_USER: 3,
   GAMESERVER_COMMAND: servers.command,
   // The peer's server below stays up for the whole run, its token live for the /internal cases.
   GAMESERVER_IDLE_STOP_SECONDS: 86_400,
@@ -59,6 +62,30 @@ await vi.waitFor(
   { timeout: 20_000, interval: 50 },
 );
 const serverToken = launchesOf(servers.dir, world.worldId)[0]?.['server-token'] as string;
+// Groups of the peer's (the fuzz user may join, leave and chat, never delete them): one open with
+// the fuzz user as an admin, so roster changes reach their rules, and one closed.
+const peerGroup = async (name: string, join_policy: 'open' | 'closed') => {
+  const created = await app.http.inject({
+    method: 'POST',
+    url: '/api/groups',
+    headers: bearer(peer.access_token),
+    payload: { name: `${name} ${randomBytes(4).toString('hex')}`, join_policy },
+  });
+  return (created.json() as { id: string }).id;
+};
+const openGroup = await peerGroup('Fuzz open', 'open');
+const closedGroup = await peerGroup('Fuzz closed', 'closed');
+await app.http.inject({
+  method: 'POST',
+  url: `/api/groups/${openGroup}/members`,
+  headers: bearer(fuzzUser.access_token),
+});
+await app.http.inject({
+  method: 'PATCH',
+  url: `/api/groups/${openGroup}/members/${fuzzUser.user.id}`,
+  headers: bearer(peer.access_token),
+  payload: { role: 'admin' },
+});
 const doc = (await app.http.inject({ method: 'GET', url: '/openapi.json' })).json() as OpenApiDocument;
 const operations = operationsOf(doc).filter((op) => op.id.includes(settings.only));
 
@@ -73,6 +100,7 @@ const context: SchemaContext = {
     world_id: [world.worldId],
     room_id: [world.mainRoomId],
     server_id: [serverId],
+    group_id: [openGroup, closedGroup],
   },
 };
 
