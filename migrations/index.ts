@@ -13,6 +13,7 @@ import { Migration0012Groups } from './0012_groups.js';
 import { Migration0015WorldDiscovery } from './0015_world_discovery.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
+import { Migration0018Discovery } from './0018_discovery.js';
 import { Migration0019WorldContentLimits } from './0019_world_content_limits.js';
 import { Migration0020GameServerReservations } from './0020_game_server_reservations.js';
 import { Migration0021ConversationSides } from './0021_conversation_sides.js';
@@ -39,6 +40,7 @@ export const migrationsList = [
   { name: '0015_world_discovery', class: Migration0015WorldDiscovery },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
   { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },
+  { name: '0018_discovery', class: Migration0018Discovery },
   { name: '0019_world_content_limits', class: Migration0019WorldContentLimits },
   { name: '0020_game_server_reservations', class: Migration0020GameServerReservations },
   { name: '0021_conversation_sides', class: Migration0021ConversationSides },

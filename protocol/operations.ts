@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { authOperations } from './auth.js';
 import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
+import { discoveryOperations } from './discovery.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
@@ -20,6 +21,7 @@ import { worldOperations } from './worlds.js';
 export * from './auth.js';
 export * from './chat.js';
 export * from './chunks.js';
+export * from './discovery.js';
 export * from './favorites.js';
 export * from './gameservers.js';
 export * from './groups.js';
@@ -48,6 +50,7 @@ const all = [
   ...roomContentOperations,
   ...chunkOperations,
   ...favoriteOperations,
+  ...discoveryOperations,
   ...socialOperations,
   ...chatOperations,
   ...worldChatOperations,

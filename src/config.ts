@@ -142,6 +142,13 @@ export const configSchema = z.object({
   MAX_WORLDS_PER_USER: positiveInt(100, 1_000_000),
   MAX_ROOMS_PER_WORLD: positiveInt(100, 10_000),
   MAX_GROUPS_PER_USER: positiveInt(20, 10_000),
+  /**
+   * Discovery (docs/discovery.md): visits reach the counters at the next fold (what a kill -9 can
+   * leave uncounted until a node folds again), and popular and trending rank a snapshot at most
+   * this old.
+   */
+  DISCOVERY_FOLD_INTERVAL_SECONDS: positiveInt(5, 3600),
+  DISCOVERY_RANK_INTERVAL_SECONDS: positiveInt(60, 3600),
   GROUP_MAX_MEMBERS: positiveInt(100, 100_000),
   GROUP_MAX_MEMBERSHIPS_PER_USER: positiveInt(100, 10_000),
   /** Live chunk payload bytes per world: the sum of its live chunks' current payloads. */

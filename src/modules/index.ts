@@ -2,6 +2,7 @@ import { accountModule } from './account/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
+import { discoveryModule } from './discovery/index.js';
 import { gameServersModule } from './gameservers/index.js';
 import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
@@ -22,6 +23,7 @@ export const modules = [
   profilesModule,
   socialModule,
   worldsModule,
+  discoveryModule,
   groupsModule,
   chatModule,
   presenceModule,

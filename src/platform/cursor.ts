@@ -92,6 +92,8 @@ export const cursorField = {
   id: (value: unknown): value is string => typeof value === 'string' && isId(value),
   /** A 32-bit signed integer (chunk coordinates). */
   int32: (value: unknown): value is number => Number.isInteger(value) && value === ((value as number) | 0),
+  /** An integer JSON carries exactly (scores, which may be negative). */
+  integer: (value: unknown): value is number => Number.isSafeInteger(value),
   /** A positive bigint id that JSON carries exactly (revision ids). */
   positive: (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) > 0,
   /** A text the database can store (no NUL, no lone surrogate), of at most 256 characters (names). */

@@ -229,7 +229,7 @@ describe('group events over the socket', () => {
     await expectStatus(200, 'POST', `/api/groups/${group.id}/transfer`, owner, { user_id: member.user.id });
     const changed = await memberSocket.next(ofType('group.role_changed'));
     // Heard on the user's own stream (its position names no stream), not the group's.
-    expect(changed.pos?.stream).toBeUndefined();
+    expect((changed.pos as { stream?: string } | undefined)?.stream).toBeUndefined();
     await memberSocket.next(ofType('group.ownership_changed'));
     await sent(owner, group.id, 'after both');
     await memberSocket.next(isMessage('after both'));

@@ -294,6 +294,27 @@ const rows: { [N in RestName]: Row<N> } = {
   'chat.roomHistory': {
     prepare: async ({ me }) => ({ token: me.access_token, input: await chatWorld(me) }),
   },
+  'discovery.get': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await sharedWorld(me) } }),
+  },
+  'discovery.put': {
+    fresh: true,
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: {
+        world_id: await createWorld(me),
+        title: 'Parity',
+        tags: ['Same', 'same', 'other'],
+        category: 'creative',
+      },
+    }),
+  },
+  'discovery.search': {
+    prepare: async ({ me }) => ({
+      token: me.access_token,
+      input: { sort: 'new', tag: [await taggedWorld(me)] },
+    }),
+  },
   // Groups: a run acts on a group of its own where it changes one; reads share one built once.
   'groups.create': {
     fresh: true,
@@ -607,6 +628,25 @@ function groupCircle() {
     return { owner, groupId, name };
   })();
   return groupOnce;
+}
+
+let tagged: Promise<string> | undefined;
+/** A public world with a tag of its own, made once: both search runs find it alone. Answers the tag. */
+function taggedWorld(me: TokenResponse): Promise<string> {
+  tagged ??= (async () => {
+    const tag = `parity-${newId().slice(-8)}`;
+    const worldId = await createWorld(me);
+    await api(me, 'PATCH', `/api/worlds/${worldId}`, { visibility: 'public' });
+    const put = await app.http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/discovery`,
+      headers: bearer(me.access_token),
+      payload: { tags: [tag] },
+    });
+    expect(put.statusCode, put.body).toBe(200);
+    return tag;
+  })();
+  return tagged;
 }
 
 let mine: Promise<string> | undefined;

@@ -5,6 +5,7 @@ import type { GameServerPrincipal } from '../../platform/auth/game-server-auth.j
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId } from '../../platform/ids.js';
+import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
   applyReport,
@@ -30,6 +31,8 @@ import type { SpawnAdmission } from './spawn-admission.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
+  /** Where a join is recorded as a visit of the world, in the join's transaction. */
+  visits: Pick<DiscoveryApi, 'recordVisit'>;
   /** Whether a user may cause one more server: their live servers, the node's room, their rate. */
   admission: SpawnAdmission;
   /** A ready server with no players and no live reservation for this long is stopped. */
@@ -260,7 +263,7 @@ export class GameServersService {
     const starting = await startingServer(em, worldId);
     const reserved = await reserveRoomiest(em, request);
     if (!reserved) return starting ? { starting } : {};
-    await this.deps.worlds.recordVisit(em, { worldId, userId, serverId: reserved.id, at: now });
+    await this.deps.visits.recordVisit(em, { worldId, userId, serverId: reserved.id, at: now });
     return { slot: reserved };
   }
 

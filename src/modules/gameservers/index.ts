@@ -12,6 +12,7 @@ import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import { StartupError } from '../../platform/startup-error.js';
+import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
@@ -83,8 +84,8 @@ export interface GameServersApi {
 export const gameServersModule = defineModule({
   name: 'gameservers',
   entities: [],
-  needs: ['worlds'],
-  async setup(platform, { worlds }: { worlds: WorldsApi }) {
+  needs: ['worlds', 'discovery'],
+  async setup(platform, { worlds, discovery }: { worlds: WorldsApi; discovery: DiscoveryApi }) {
     const { config, log, bus, kv } = platform;
     const spawner = await spawnerFor(config, log);
     // A wildcard bind address is not one to call: local servers call over loopback then. An IPv6
@@ -97,6 +98,7 @@ export const gameServersModule = defineModule({
     const service = new GameServersService({
       spawner,
       worlds,
+      visits: discovery,
       bus,
       log,
       admission: new SpawnAdmission({

@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   chunksBatch,
   chunksDelete,
@@ -25,7 +24,7 @@ import {
 } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId, newId } from '../../platform/ids.js';
+import { canonicalId, isId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
@@ -39,21 +38,15 @@ import { HistoryRetention } from './history-retention.js';
 import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { findWorld, recordVisit, streamPosition, type WorldRow } from './worlds.repository.js';
-import { WorldsService } from './worlds.service.js';
+import { findWorld, streamPosition, type WorldRow } from './worlds.repository.js';
+import { type WorldSavedListener, WorldsService } from './worlds.service.js';
+
+export type { WorldRow, WorldSavedListener };
 
 /** What other modules see of a world: enough to decide who may read what belongs to it. */
 export type WorldAccess = Pick<WorldRow, 'id' | 'ownerId' | 'visibility'>;
 
 export interface WorldsApi {
-  /**
-   * Records that a user visited a world (joined it on a game server), in the caller's transaction:
-   * the visit and the world's discovery counters (migration 0015).
-   */
-  recordVisit(
-    em: EntityManager,
-    visit: { worldId: string; userId: string; serverId: string; at: Date },
-  ): Promise<void>;
   /** The world whatever the caller may see (undefined when none): for modules with their own rule. */
   lookup(ctx: Ctx, worldId: string): Promise<WorldAccess | undefined>;
   /** The world if the caller may read it; 404 NOT_FOUND otherwise (unknown, malformed id or private). */
@@ -63,6 +56,11 @@ export interface WorldsApi {
    * rows went with it by cascade and who must act beyond the database (game servers' sockets).
    */
   onDeleted(listener: (worldId: string) => Promise<void>): void;
+  /**
+   * Registers a listener run in the transaction that creates or updates a world, with the world as
+   * it now is: for modules that keep a copy of what they need of it (discovery's search rows).
+   */
+  onSaved(listener: WorldSavedListener): void;
   /** A room of a world the caller may read; 404 also when the room belongs to another world. */
   readableRoom(
     ctx: Ctx,
@@ -109,11 +107,11 @@ export const worldsModule = defineModule({
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
     const api: WorldsApi = {
-      recordVisit: (em, visit) => recordVisit(em, { id: newId(), ...visit }),
       lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.em, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
       onDeleted: (listener) => worlds.onDeleted(listener),
+      onSaved: (listener) => worlds.onSaved(listener),
     };
     return {
       api,

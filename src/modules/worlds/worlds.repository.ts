@@ -240,19 +240,3 @@ export async function lockWorld(em: EntityManager, worldId: string): Promise<Wor
   );
   return row && toWorld(row);
 }
-
-/** Records a user's visit of a world (a join) and counts it in the world's discovery metadata. */
-export async function recordVisit(
-  em: EntityManager,
-  visit: { id: string; worldId: string; userId: string; serverId: string; at: Date },
-): Promise<void> {
-  await executeBound(
-    em,
-    `with visit as (
-       insert into world_visits (id, world_id, user_id, server_id, visited_at) values ($1, $2, $3, $4, $5))
-     insert into world_discovery (world_id, visit_count, last_visited_at, updated_at) values ($2, 1, $5, $5)
-     on conflict (world_id) do update set visit_count = world_discovery.visit_count + 1,
-       last_visited_at = excluded.last_visited_at, updated_at = excluded.updated_at`,
-    [visit.id, visit.worldId, visit.userId, visit.serverId, visit.at],
-  );
-}

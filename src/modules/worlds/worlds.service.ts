@@ -62,6 +62,9 @@ export interface WorldLimits {
 }
 
 /** Worlds and rooms: who may read and write them, and their lifecycle. */
+/** Runs in the transaction that created or updated the world, with the world as it now is. */
+export type WorldSavedListener = (em: EntityManager, world: WorldRow) => Promise<void>;
+
 export class WorldsService {
   constructor(
     private readonly streams: ChunkStreams,
@@ -143,6 +146,7 @@ export class WorldsService {
           createdAt: now,
           updatedAt: now,
         });
+        await this.saved(em, created);
         return [created, main] as const;
       });
       return worldView(world, [room]);
@@ -169,16 +173,20 @@ export class WorldsService {
     },
   ): Promise<World> {
     const world = await this.owned(ctx, worldId);
-    const updated = await updateWorld(
-      ctx.em,
-      world.id,
-      {
-        name: patch.name ?? null,
-        description: patch.description ?? null,
-        visibility: patch.visibility ?? null,
-      },
-      ctx.now(),
-    );
+    const updated = await ctx.em.transactional(async (em) => {
+      const row = await updateWorld(
+        em,
+        world.id,
+        {
+          name: patch.name ?? null,
+          description: patch.description ?? null,
+          visibility: patch.visibility ?? null,
+        },
+        ctx.now(),
+      );
+      if (row) await this.saved(em, row);
+      return row;
+    });
     if (!updated) throw worldNotFound();
     if (world.visibility !== 'private' && updated.visibility === 'private')
       await this.streams.publishHidden(world.id);
@@ -198,6 +206,17 @@ export class WorldsService {
   }
 
   private readonly deletionListeners: ((worldId: string) => Promise<void>)[] = [];
+
+  /** Told in the transaction that created or updated a world. */
+  onSaved(listener: WorldSavedListener): void {
+    this.savedListeners.push(listener);
+  }
+
+  private readonly savedListeners: WorldSavedListener[] = [];
+
+  private async saved(em: EntityManager, world: WorldRow): Promise<void> {
+    for (const listener of this.savedListeners) await listener(em, world);
+  }
 
   async listRooms(
     ctx: Ctx,

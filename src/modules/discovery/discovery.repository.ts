@@ -1,0 +1,187 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DiscoveryCategory } from '../../../protocol/discovery.js';
+import { timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+
+/**
+ * The SQL of discovery metadata and visits (migrations 0015 and 0018). Joins only append (a visit
+ * row, a first-visit row); the fold job moves them into the counters and hourly buckets.
+ */
+
+export interface DiscoveryRow {
+  world_id: string;
+  owner_id: string;
+  title: string;
+  description: string;
+  tags: string[];
+  category: DiscoveryCategory;
+  thumbnail_asset_id: string | null;
+  visit_count: string | number;
+  unique_visitors: string | number;
+  last_visited_at: Date | null;
+  world_created_at: Date;
+  updated_at: Date;
+  /** The creation time to the microsecond: the `new` order's keyset position. */
+  created_key: string;
+}
+
+export const DISCOVERY_COLUMNS = `d.world_id, d.owner_id, coalesce(d.title, d.world_name) as title,
+  coalesce(d.description, d.world_description) as description, d.tags, d.category, d.thumbnail_asset_id,
+  d.visit_count, d.unique_visitors, d.last_visited_at, d.world_created_at, d.updated_at,
+  ${timeKeySql('d.world_created_at')} as created_key`;
+
+/** What discovery keeps of a world, written in the world's own create and update transactions. */
+export interface WorldCopy {
+  id: string;
+  ownerId: string;
+  name: string;
+  description: string;
+  visibility: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export async function syncWorld(em: EntityManager, world: WorldCopy): Promise<void> {
+  await executeBound(
+    em,
+    `insert into world_discovery (world_id, owner_id, world_name, world_description, is_public, world_created_at, updated_at)
+     values ($1, $2, $3, $4, $5, $6, $7)
+     on conflict (world_id) do update set owner_id = excluded.owner_id, world_name = excluded.world_name,
+       world_description = excluded.world_description, is_public = excluded.is_public,
+       world_created_at = excluded.world_created_at, updated_at = excluded.updated_at`,
+    [
+      world.id,
+      world.ownerId,
+      world.name,
+      world.description,
+      world.visibility === 'public',
+      world.createdAt,
+      world.updatedAt,
+    ],
+  );
+}
+
+export async function discoveryOf(em: EntityManager, worldId: string): Promise<DiscoveryRow | undefined> {
+  const [row] = await executeBound<DiscoveryRow>(
+    em,
+    `select ${DISCOVERY_COLUMNS} from world_discovery d where d.world_id = $1`,
+    [worldId],
+  );
+  return row;
+}
+
+/** Sets the fields given (undefined: unchanged; a null thumbnail clears it). */
+export async function updateDiscovery(
+  em: EntityManager,
+  worldId: string,
+  change: {
+    title?: string | undefined;
+    description?: string | undefined;
+    tags?: string[] | undefined;
+    category?: DiscoveryCategory | undefined;
+    thumbnail?: { id: string | null } | undefined;
+    at: Date;
+  },
+): Promise<DiscoveryRow | undefined> {
+  const [row] = await executeBound<DiscoveryRow>(
+    em,
+    `update world_discovery d set title = coalesce($2, d.title), description = coalesce($3, d.description),
+       tags = coalesce($4::text[], d.tags), category = coalesce($5, d.category),
+       thumbnail_asset_id = case when $6 then $7 else d.thumbnail_asset_id end, updated_at = $8
+     where d.world_id = $1
+     returning ${DISCOVERY_COLUMNS}`,
+    [
+      worldId,
+      change.title ?? null,
+      change.description ?? null,
+      change.tags ?? null,
+      change.category ?? null,
+      change.thumbnail !== undefined,
+      change.thumbnail?.id ?? null,
+      change.at,
+    ],
+  );
+  return row;
+}
+
+/**
+ * Records a join as a visit: one appended row, and a first-visit row unless the user visited
+ * before. Nothing other joins write is touched, so a hot world's joins do not queue here.
+ */
+export async function recordVisit(
+  em: EntityManager,
+  visit: { id: string; worldId: string; userId: string; serverId: string; at: Date },
+): Promise<void> {
+  await executeBound(
+    em,
+    `with visit as (
+       insert into world_visits (id, world_id, user_id, server_id, visited_at) values ($1, $2, $3, $4, $5))
+     insert into world_visitors (world_id, user_id, first_visited_at) values ($2, $3, $5)
+     on conflict do nothing`,
+    [visit.id, visit.worldId, visit.userId, visit.serverId, visit.at],
+  );
+}
+
+/**
+ * Makes the folds of all nodes take turns (a transaction advisory lock, tried: a node that finds
+ * it taken skips its turn), so two folds never lock counters in different orders.
+ */
+export async function tryFoldLock(em: EntityManager): Promise<boolean> {
+  const [row] = await executeBound<{ locked: boolean }>(
+    em,
+    `select pg_try_advisory_xact_lock(hashtextextended('discovery:fold', 0)) as locked`,
+    [],
+  );
+  return row?.locked === true;
+}
+
+/**
+ * Adds up to `limit` unfolded visits to their worlds' counters and hourly buckets, marking them
+ * folded in the same statement: each visit is counted once, whatever happens to the process.
+ * Answers how many it folded.
+ */
+export async function foldVisits(em: EntityManager, limit: number): Promise<number> {
+  const [row] = await executeBound<{ n: number }>(
+    em,
+    `with visits as (
+       update world_visits set folded = true
+       where id in (select id from world_visits where not folded order by visited_at limit $1 for update skip locked)
+       returning world_id, visited_at),
+     hours as (
+       insert into world_visit_hours (world_id, hour, visits)
+       select world_id, date_trunc('hour', visited_at), count(*) from visits group by 1, 2
+       on conflict (world_id, hour) do update set visits = world_visit_hours.visits + excluded.visits),
+     counts as (select world_id, count(*) as n, max(visited_at) as last from visits group by 1),
+     counted as (
+       update world_discovery d set visit_count = d.visit_count + c.n,
+         last_visited_at = greatest(d.last_visited_at, c.last)
+       from counts c where d.world_id = c.world_id)
+     select count(*)::int as n from visits`,
+    [limit],
+  );
+  return row?.n ?? 0;
+}
+
+/** The same for first visits: each adds one to its world's unique visitors, once. */
+export async function foldVisitors(em: EntityManager, limit: number): Promise<number> {
+  const [row] = await executeBound<{ n: number }>(
+    em,
+    `with visitors as (
+       update world_visitors set folded = true
+       where (world_id, user_id) in (
+         select world_id, user_id from world_visitors where not folded order by first_visited_at limit $1
+         for update skip locked)
+       returning world_id),
+     counts as (select world_id, count(*) as n from visitors group by 1),
+     counted as (
+       update world_discovery d set unique_visitors = d.unique_visitors + c.n from counts c where d.world_id = c.world_id)
+     select count(*)::int as n from visitors`,
+    [limit],
+  );
+  return row?.n ?? 0;
+}
+
+/** Drops hourly buckets older than the popular window needs. */
+export async function pruneVisitHours(em: EntityManager, before: Date): Promise<void> {
+  await executeBound(em, 'delete from world_visit_hours where hour < $1', [before]);
+}
