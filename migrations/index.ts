@@ -10,6 +10,8 @@ import { Migration0009WorldStreamsAndHistory } from './0009_world_streams_and_hi
 import { Migration0010Profiles } from './0010_profiles.js';
 import { Migration0011ConversationLastRead } from './0011_conversation_last_read.js';
 import { Migration0012Groups } from './0012_groups.js';
+import { Migration0013EconomyCatalog } from './0013_economy_catalog.js';
+import { Migration0014EconomyLedger } from './0014_economy_ledger.js';
 import { Migration0015WorldDiscovery } from './0015_world_discovery.js';
 import { Migration0016WorldChatHistory } from './0016_world_chat_history.js';
 import { Migration0017ConversationBlocked } from './0017_conversation_blocked.js';
@@ -37,6 +39,8 @@ export const migrationsList = [
   { name: '0010_profiles', class: Migration0010Profiles },
   { name: '0011_conversation_last_read', class: Migration0011ConversationLastRead },
   { name: '0012_groups', class: Migration0012Groups },
+  { name: '0013_economy_catalog', class: Migration0013EconomyCatalog },
+  { name: '0014_economy_ledger', class: Migration0014EconomyLedger },
   { name: '0015_world_discovery', class: Migration0015WorldDiscovery },
   { name: '0016_world_chat_history', class: Migration0016WorldChatHistory },
   { name: '0017_conversation_blocked', class: Migration0017ConversationBlocked },

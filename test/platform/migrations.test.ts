@@ -21,6 +21,8 @@ const enumTypes = [
   'purchase_state',
   'ledger_entry_kind',
   'payout_state',
+  'ledger_account',
+  'catalog_item_state',
 ];
 
 describe('database migrations', () => {
