@@ -9,11 +9,13 @@ import { wireIntegerOr } from './numbers.js';
  */
 export const LIST_DEFAULT_LIMIT = 50;
 export const LIST_MAX_LIMIT = 100;
+/** The longest cursor a list takes. */
+export const LIST_CURSOR_MAX = 512;
 
 /** Query-string fields of a list operation (a query string carries text: wireInteger). */
 export const listQuery = {
   limit: wireIntegerOr(LIST_DEFAULT_LIMIT, 1, LIST_MAX_LIMIT),
-  cursor: z.string().min(1).max(512).optional(),
+  cursor: z.string().min(1).max(LIST_CURSOR_MAX).optional(),
 };
 
 export function pageOf<Item extends z.ZodType>(item: Item) {

@@ -1,3 +1,4 @@
+import { isTimeKey } from '../../protocol/cursors.js';
 import { isStorableText } from '../../protocol/storable-text.js';
 import { AppError, ErrorCode } from './errors.js';
 import { isId } from './ids.js';
@@ -121,33 +122,3 @@ export function cursorKey<const Fields extends readonly FieldCheck<unknown>[]>(
 
 /** The key of every list ordered by (timestamp, id). */
 export const isTimeIdKey = cursorKey(cursorField.time, cursorField.id);
-
-const TIME_KEY = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.\d{6}Z$/;
-
-function isTimeKey(text: string): boolean {
-  const parts = TIME_KEY.exec(text);
-  if (!parts) return false;
-  const [year, month, day, hour, minute, second] = parts.slice(1).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  return (
-    year >= 1 &&
-    month >= 1 &&
-    month <= 12 &&
-    day >= 1 &&
-    day <= daysIn(year, month) &&
-    hour <= 23 &&
-    minute <= 59 &&
-    second <= 59
-  );
-}
-
-function daysIn(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return [4, 6, 9, 11].includes(month) ? 30 : 31;
-}
