@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { userAuthAckSchema } from './auth.js';
 import type { EventPayloads } from './frames.js';
 import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
-import { pathParams } from './operation.js';
+import { IDEMPOTENCY_KEY_FIELD, pathParams } from './operation.js';
 import { type OperationName, type Operations, operations } from './operations.js';
 import type { RequestArgs, RequestType, WebSocketConstructorLike, WebSocketLike } from './socket.js';
 import { AtriumError, AtriumSocket } from './socket.js';
@@ -248,8 +248,9 @@ export class AtriumClient {
   }
 
   private async overRest(op: Operation, rest: RestBinding, input: unknown): Promise<unknown> {
-    const { url, body } = restRequest(this.httpUrl, rest, input);
+    const { url, body, idempotencyKey } = restRequest(this.httpUrl, rest, input);
     const headers: Record<string, string> = { accept: 'application/json' };
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (!op.public && this.token !== null) headers.authorization = `Bearer ${this.token}`;
     const controller = new AbortController();
@@ -455,11 +456,22 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 /**
  * The URL and JSON body of an operation's REST twin: path fields go into the path, the others
  * into the body (GET: the query string). Without path fields the input is the body as it is, so
- * a user document keeps every key.
+ * a user document keeps every key. An operation's idempotency key goes in its header.
  */
-function restRequest(httpUrl: string, rest: RestBinding, input: unknown): { url: string; body?: string } {
+function restRequest(
+  httpUrl: string,
+  rest: RestBinding,
+  input: unknown,
+): { url: string; body?: string; idempotencyKey?: string } {
   const params = pathParams(rest.path);
-  const record = isRecord(input) ? input : {};
+  let record = isRecord(input) ? input : {};
+  let idempotencyKey: string | undefined;
+  if (rest.idempotencyKey) {
+    const { [IDEMPOTENCY_KEY_FIELD]: key, ...others } = record;
+    record = others;
+    if (typeof key === 'string') idempotencyKey = key;
+  }
+  const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
   const path = params.reduce(
     (filled, name) => filled.replace(`:${name}`, encodeURIComponent(String(record[name] ?? ''))),
     rest.path,
@@ -471,10 +483,15 @@ function restRequest(httpUrl: string, rest: RestBinding, input: unknown): { url:
       for (const item of [value].flat()) if (item !== undefined) query.append(key, `${item}`);
     }
     const search = query.toString();
-    return { url: `${httpUrl}${path}${search ? `?${search}` : ''}` };
+    return { url: `${httpUrl}${path}${search ? `?${search}` : ''}`, ...keyed };
   }
-  const body = params.length === 0 ? input : Object.keys(fields).length > 0 ? fields : undefined;
-  return { url: `${httpUrl}${path}`, ...(body === undefined ? {} : { body: JSON.stringify(body) }) };
+  const whole = rest.idempotencyKey ? record : input;
+  const body = params.length === 0 ? whole : Object.keys(fields).length > 0 ? fields : undefined;
+  return {
+    url: `${httpUrl}${path}`,
+    ...keyed,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  };
 }
 
 /** A problem+json answer as the AtriumError the socket's error frame would give. */

@@ -69,6 +69,14 @@ export const ErrorCode = {
   QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   /** The group has GROUP_MAX_MEMBERS members: a join or an approval waits for someone to leave. */
   GROUP_FULL: 'GROUP_FULL',
+  /** A purchase or payout needs more than the account holds: the body carries `balance` and `required`. */
+  INSUFFICIENT_FUNDS: 'INSUFFICIENT_FUNDS',
+  /** A purchase of a non-consumable item the buyer already owns. */
+  ALREADY_OWNED: 'ALREADY_OWNED',
+  /** An Idempotency-Key sent again with another request (method, path or body); nothing was done. */
+  IDEMPOTENCY_KEY_REUSED: 'IDEMPOTENCY_KEY_REUSED',
+  /** The first request with this Idempotency-Key is still running; retry it. */
+  IDEMPOTENCY_KEY_IN_USE: 'IDEMPOTENCY_KEY_IN_USE',
   INTERNAL: 'INTERNAL',
 } as const;
 
@@ -112,6 +120,10 @@ export const httpStatusByCode: Record<ErrorCode, number> = {
   GAMESERVER_UNAVAILABLE: 503,
   QUOTA_EXCEEDED: 409,
   GROUP_FULL: 409,
+  INSUFFICIENT_FUNDS: 409,
+  ALREADY_OWNED: 409,
+  IDEMPOTENCY_KEY_REUSED: 422,
+  IDEMPOTENCY_KEY_IN_USE: 409,
   INTERNAL: 500,
 };
 

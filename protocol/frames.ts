@@ -6,6 +6,7 @@ import type {
   ChunksRoomDeletedEvent,
   ChunksStreamEndedEvent,
 } from './chunks.js';
+import type { EconomyBalanceEvent, EconomyPayoutEvent, EconomySaleEvent } from './economy.js';
 import type {
   GroupDeletedEvent,
   GroupMemberEvent,
@@ -99,6 +100,10 @@ export interface EventPayloads {
   'group.request_withdrawn': GroupRequestEvent;
   'group.updated': GroupUpdatedEvent;
   'group.deleted': GroupDeletedEvent;
+  /** A balance of the user's changed (protocol/economy.ts); sales and payout moves on the user's topic. */
+  'economy.balance': EconomyBalanceEvent;
+  'economy.sale': EconomySaleEvent;
+  'economy.payout': EconomyPayoutEvent;
 }
 
 export interface PongFrame {

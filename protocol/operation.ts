@@ -20,7 +20,16 @@ export interface RestBinding {
    * as 201, the others with `status` (200). Both are documented, with the one response schema.
    */
   createdWhen?: (answer: never) => boolean;
+  /**
+   * The request's `idempotency_key` field travels as the `Idempotency-Key` header (required), not
+   * in the body; a frame carries it in its payload like any field. An answer the service replays
+   * for a retry goes out with `Idempotent-Replayed: true` (docs/economy.md, "Idempotency").
+   */
+  idempotencyKey?: true;
 }
+
+/** The request field an operation with `rest.idempotencyKey` takes from the Idempotency-Key header. */
+export const IDEMPOTENCY_KEY_FIELD = 'idempotency_key';
 
 /**
  * A REST twin the module registers as a plain route because HTTP carries part of it outside a

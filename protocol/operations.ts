@@ -3,6 +3,7 @@ import { authOperations } from './auth.js';
 import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
 import { discoveryOperations } from './discovery.js';
+import { economyOperations } from './economy.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
@@ -22,6 +23,7 @@ export * from './auth.js';
 export * from './chat.js';
 export * from './chunks.js';
 export * from './discovery.js';
+export * from './economy.js';
 export * from './favorites.js';
 export * from './gameservers.js';
 export * from './groups.js';
@@ -58,6 +60,7 @@ const all = [
   ...groupOperations,
   ...gameServerOperations,
   ...internalOperations,
+  ...economyOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -3,6 +3,7 @@ import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
 import { discoveryModule } from './discovery/index.js';
+import { economyModule } from './economy/index.js';
 import { gameServersModule } from './gameservers/index.js';
 import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
@@ -32,4 +33,5 @@ export const modules = [
   avatarModule,
   moderationModule,
   gameServersModule,
+  economyModule,
 ] as const;

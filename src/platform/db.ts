@@ -367,6 +367,7 @@ function rowsOf(
 export const SqlState = {
   UNIQUE_VIOLATION: '23505',
   FOREIGN_KEY_VIOLATION: '23503',
+  CHECK_VIOLATION: '23514',
 } as const;
 
 /** Whether a statement failed with this SQLSTATE (from executeBound on either database). */

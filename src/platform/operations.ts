@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import { z } from 'zod';
 import {
+  IDEMPOTENCY_KEY_FIELD,
   type InputOf,
   type Operation,
   pathParams,
@@ -12,6 +13,7 @@ import type { Connection } from './gateway/connection.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { HttpServer } from './http.js';
 import { errorResponses } from './http-schemas.js';
+import { wasReplayed } from './idempotency.js';
 import type { Logger } from './log.js';
 
 /** What a handler returns: the response; for an operation answering 204 (no body) it is ignored. */
@@ -104,11 +106,12 @@ export function registerRoutes(
       config: { public: op.public, gameServer: op.gameServer },
       schema,
       handler:
-        status === 200 && !createdWhen
+        status === 200 && !createdWhen && !rest.idempotencyKey
           ? async (request: FastifyRequest) => call(request)
           : async (request: FastifyRequest, reply: FastifyReply) => {
               const result = await call(request);
               reply.code(createdWhen?.(result) ? 201 : status);
+              if (wasReplayed(result)) reply.header('idempotent-replayed', 'true');
               return status === 204 ? reply.send(null) : result;
             },
     });
@@ -123,6 +126,7 @@ function requestShape(
   op: Operation,
   rest: RestBinding,
 ): { schema: FastifySchema; input: (request: FastifyRequest) => unknown } {
+  if (rest.idempotencyKey) return keyedRequestShape(op, rest);
   const request = op.request;
   const carrier = rest.method === 'GET' ? 'querystring' : 'body';
   const fromCarrier = (r: FastifyRequest) => (carrier === 'body' ? r.body : r.query);
@@ -143,3 +147,31 @@ function requestShape(
     input: (r) => ({ ...(r.params as object), ...(fromCarrier(r) as object) }),
   };
 }
+
+/**
+ * The request shape of an operation whose `idempotency_key` field is the Idempotency-Key header:
+ * the other fields as usual, the header validated (422 names `headers.idempotency-key`) and put
+ * into the input under the field's name, so the service sees one object on both transports.
+ */
+function keyedRequestShape(
+  op: Operation,
+  rest: RestBinding,
+): { schema: FastifySchema; input: (request: FastifyRequest) => unknown } {
+  const request = op.request;
+  const keySchema = request instanceof z.ZodObject ? request.shape[IDEMPOTENCY_KEY_FIELD] : undefined;
+  if (!(request instanceof z.ZodObject) || !(keySchema instanceof z.ZodType)) {
+    throw new Error(
+      `Operation ${op.name} takes an Idempotency-Key, so its request must have ${IDEMPOTENCY_KEY_FIELD}.`,
+    );
+  }
+  const inner = requestShape(
+    { ...op, request: request.omit({ [IDEMPOTENCY_KEY_FIELD]: true }) },
+    { method: rest.method, path: rest.path },
+  );
+  return {
+    schema: { ...inner.schema, headers: z.looseObject({ [HEADER]: keySchema }) },
+    input: (r) => ({ ...(inner.input(r) as object), [IDEMPOTENCY_KEY_FIELD]: r.headers[HEADER] }),
+  };
+}
+
+const HEADER = 'idempotency-key';

@@ -10,6 +10,8 @@ export interface Operation {
   path: string;
   pathParams: { name: string; schema: JsonSchema }[];
   queryParams: { name: string; schema: JsonSchema }[];
+  /** Header parameters (the economy's Idempotency-Key). */
+  headerParams: { name: string; schema: JsonSchema }[];
   body: JsonSchema | undefined;
 }
 
@@ -40,6 +42,7 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
           path,
           pathParams: pick('path'),
           queryParams: pick('query'),
+          headerParams: pick('header'),
           body: op.requestBody?.content?.['application/json']?.schema,
         };
       }),
@@ -382,6 +385,20 @@ export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arb
       auth,
       raw: sometimes(fc.constantFrom(...RAW_MUTATIONS), 20),
       requestId: sometimes(fc.constantFrom('../../x', 'a'.repeat(200), 'ok-id_1.2:3'), 10),
+      // Declared headers: mostly a valid value (a fresh key each case), sometimes one out of
+      // schema, sometimes none.
+      declaredHeaders: fc.tuple(
+        ...op.headerParams.map((p) =>
+          fc.oneof(
+            { weight: 6, arbitrary: fc.uuid().map((v) => [p.name, v] as const) },
+            {
+              weight: 1,
+              arbitrary: fc.constantFrom('', ' ', 'a'.repeat(300), 'a b').map((v) => [p.name, v] as const),
+            },
+            { weight: 1, arbitrary: fc.constant(null) },
+          ),
+        ),
+      ),
     })
     .map((c) => {
       let path = op.path;
@@ -394,6 +411,7 @@ export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arb
       const headers: Record<string, string> = {};
       if (hasBody && c.contentType !== undefined) headers['content-type'] = c.contentType;
       if (c.requestId !== null) headers['x-request-id'] = c.requestId;
+      for (const header of c.declaredHeaders) if (header !== null) headers[header[0]] = header[1];
       const junkUrl = c.junkQuery !== null || c.params.some((p) => p.junk);
       const labels = [
         c.body.label,

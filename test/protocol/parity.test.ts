@@ -3,13 +3,15 @@ import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { encodeChunk } from '../../protocol/chunk-codec.js';
 import { AtriumClient, type FetchLike } from '../../protocol/client.js';
-import { type Operation, pathParams, type RestBinding, type SentInputOf } from '../../protocol/operation.js';
-import { type OperationName, type Operations, operations } from '../../protocol/operations.js';
+import { type Operation, pathParams, type RestBinding } from '../../protocol/operation.js';
+import { operations } from '../../protocol/operations.js';
 import { newId } from '../../src/platform/ids.js';
 import { launchesOf, recordingCommand } from '../gameservers/gameservers.js';
 import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { economyRows } from './parity-economy.js';
+import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
 /**
  * Every operation with a REST twin, run once over plain REST and once through AtriumClient: over
@@ -17,29 +19,8 @@ import { queryRows } from '../helpers/database.js';
  * equal once volatile fields are normalised. A new operation with `rest` must add its row here.
  */
 
-type RestName = {
-  [N in OperationName]: Operations[N]['rest'] extends RestBinding ? N : never;
-}[OperationName];
-
-interface Accounts {
-  /** The account the client's socket is authenticated as: frame rows run as this user. */
-  me: TokenResponse;
-  other: TokenResponse;
-}
-
-interface Run<N extends RestName> {
-  token?: string;
-  input?: SentInputOf<Operations[N]>;
-}
-
-interface Row<N extends RestName> {
-  /** The token and input of one run, called once per transport: rows that spend or end a session take a fresh user each time. */
-  prepare(accounts: Accounts): Promise<Run<N>> | Run<N>;
-  /** Each run acts on a fresh user, so user ids and names differ between the two answers. */
-  fresh?: boolean;
-}
-
 const rows: { [N in RestName]: Row<N> } = {
+  ...economyRows(() => app),
   'auth.register': {
     fresh: true,
     prepare: () => ({
@@ -749,6 +730,8 @@ const USER_NAMES = new Set([
   'owner_id',
   'name',
 ]);
+/** Ids of ledger transactions, which each run of a money-moving row makes anew. */
+const TRANSACTION_IDS = new Set(['transaction_id', 'refund_transaction_id']);
 
 /** Replaces timestamps and tokens (and, for fresh-user rows, who the user is) with placeholders. */
 function normalise(value: unknown, fresh: boolean): unknown {
@@ -756,9 +739,10 @@ function normalise(value: unknown, fresh: boolean): unknown {
   if (typeof value !== 'object' || value === null) return value;
   return Object.fromEntries(
     Object.entries(value).map(([key, item]) => {
-      if (typeof item === 'string' && key.endsWith('_at')) return [key, '<time>'];
+      if (typeof item === 'string' && (key.endsWith('_at') || key.endsWith('_until'))) return [key, '<time>'];
       if (VOLATILE_TOKENS.has(key)) return [key, '<token>'];
       if (fresh && USER_NAMES.has(key)) return [key, '<fresh user>'];
+      if (fresh && TRANSACTION_IDS.has(key) && item !== null) return [key, '<transaction>'];
       return [key, normalise(item, fresh)];
     }),
   );
@@ -768,6 +752,9 @@ function normalise(value: unknown, fresh: boolean): unknown {
 async function overRest(rest: RestBinding, { token, input }: Run<RestName>): Promise<unknown> {
   const params = pathParams(rest.path);
   const fields = { ...(input as Record<string, unknown> | undefined) };
+  // An economy write's key is a header, not a body field.
+  const idempotencyKey = rest.idempotencyKey ? fields.idempotency_key : undefined;
+  if (rest.idempotencyKey) delete fields.idempotency_key;
   let url = rest.path;
   for (const name of params) {
     url = url.replace(`:${name}`, encodeURIComponent(String(fields[name])));
@@ -779,14 +766,19 @@ async function overRest(rest: RestBinding, { token, input }: Run<RestName>): Pro
     query !== undefined
       ? undefined
       : params.length === 0
-        ? input
+        ? rest.idempotencyKey
+          ? fields
+          : input
         : Object.keys(fields).length > 0
           ? fields
           : undefined;
   const response = await app.http.inject({
     method: rest.method,
     url,
-    headers: token ? bearer(token) : {},
+    headers: {
+      ...(token ? bearer(token) : {}),
+      ...(typeof idempotencyKey === 'string' ? { 'idempotency-key': idempotencyKey } : {}),
+    },
     ...(query === undefined ? {} : { query }),
     ...(body === undefined ? {} : { payload: body as Record<string, unknown> }),
   });

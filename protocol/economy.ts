@@ -1,0 +1,531 @@
+import { z } from 'zod';
+import { filterId, timeIdCursor } from './cursors.js';
+import { listQuery, pageOf } from './lists.js';
+import { operation } from './operation.js';
+import { text } from './text.js';
+
+/**
+ * The economy (docs/economy.md): wallets and creator balances kept by a double-entry ledger, a
+ * catalog of items, fixed-price listings, purchases with a platform fee and a hold, inventories,
+ * payouts and the admins' tools. Money is an integer of minor units of one currency, `coin`.
+ *
+ * Every POST and PATCH carries an idempotency key (REST: the `Idempotency-Key` header; a frame:
+ * its `idempotency_key` field): a retry with the same key and request replays the first answer
+ * and moves nothing, a retry with another request answers 422 IDEMPOTENCY_KEY_REUSED.
+ */
+
+export const CURRENCY = 'coin';
+/** The largest amount or price a request may name (JSON carries it exactly). */
+export const MAX_AMOUNT = 1_000_000_000_000;
+
+const id = z.string().max(64);
+const currency = z.literal(CURRENCY);
+/** A request amount or price: an integer of minor units, 1 to 10^12 (no strings, no fractions). */
+const amount = z.number().int().min(1).max(MAX_AMOUNT);
+/** A balance or entry amount as stored: a signed integer of minor units. */
+const money = z.number().int();
+
+/** The Idempotency-Key: 1-255 visible ASCII characters, chosen by the client per logical write. */
+export const idempotencyKeySchema = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII characters');
+const idempotent = { idempotency_key: idempotencyKeySchema };
+/** The query of a list ordered by (time, id), its cursor checked by the schema. */
+const page = { limit: listQuery.limit, cursor: timeIdCursor };
+
+export const assetTypeSchema = z.enum([
+  'avatar_body',
+  'avatar_item',
+  'clothing',
+  'accessory',
+  'emote',
+  'model',
+  'texture',
+  'audio',
+  'world_template',
+]);
+export const userAccountSchema = z.enum(['wallet', 'creator_pending', 'creator_available', 'creator_payout']);
+export const platformAccountSchema = z.enum(['platform_issuance', 'platform_revenue', 'platform_payouts']);
+export const accountSchema = z.enum([...userAccountSchema.options, ...platformAccountSchema.options]);
+export type AccountKind = z.infer<typeof accountSchema>;
+export const entryKindSchema = z.enum([
+  'grant',
+  'purchase',
+  'sale',
+  'fee',
+  'refund',
+  'payout',
+  'adjustment',
+  'release',
+]);
+export type EntryKind = z.infer<typeof entryKindSchema>;
+export const itemStateSchema = z.enum(['draft', 'published', 'retired']);
+export const listingStateSchema = z.enum(['active', 'sold', 'cancelled']);
+export const purchaseStateSchema = z.enum(['completed', 'refunded']);
+export const payoutStateSchema = z.enum(['requested', 'approved', 'rejected', 'paid']);
+export type PayoutState = z.infer<typeof payoutStateSchema>;
+
+export const settingsSchema = z.object({
+  currency,
+  /** The platform's fee in basis points of the price (3000: 30%), rounded down. */
+  fee_bps: z.number().int(),
+  /** How long a sale's earnings wait in creator_pending before they are available. */
+  hold_seconds: z.number().int(),
+  payout_minimum: z.number().int(),
+});
+
+export const walletSchema = z.object({
+  user_id: z.string(),
+  currency,
+  balance: money,
+  /** Null while the wallet never moved. */
+  updated_at: z.string().nullable(),
+});
+
+export const entrySchema = z.object({
+  id: z.string(),
+  transaction_id: z.string(),
+  account: accountSchema,
+  /** The account's owner; null on platform accounts and once the owner's account was deleted. */
+  user_id: z.string().nullable(),
+  kind: entryKindSchema,
+  /** Signed: positive credits the account. */
+  amount: money,
+  balance_after: money,
+  currency,
+  created_at: z.string(),
+});
+export type Entry = z.infer<typeof entrySchema>;
+
+export const transactionSchema = z.object({
+  id: z.string(),
+  kind: entryKindSchema,
+  created_at: z.string(),
+  purchase_id: z.string().nullable(),
+  payout_id: z.string().nullable(),
+  entries: z.array(entrySchema),
+});
+export type Transaction = z.infer<typeof transactionSchema>;
+
+export const itemSchema = z.object({
+  id: z.string(),
+  /** Null once the creator's account was deleted (the item is then retired). */
+  creator_id: z.string().nullable(),
+  name: z.string(),
+  description: z.string().nullable(),
+  asset_type: assetTypeSchema,
+  asset_id: z.string().nullable(),
+  consumable: z.boolean(),
+  state: itemStateSchema,
+  created_at: z.string(),
+  updated_at: z.string(),
+  published_at: z.string().nullable(),
+});
+export type Item = z.infer<typeof itemSchema>;
+
+export const listingSchema = z.object({
+  id: z.string(),
+  item_id: z.string(),
+  seller_id: z.string().nullable(),
+  price: money,
+  currency,
+  /** Null for an unlimited listing. */
+  quantity: z.number().int().nullable(),
+  sold_count: z.number().int(),
+  state: listingStateSchema,
+  created_at: z.string(),
+});
+export type Listing = z.infer<typeof listingSchema>;
+
+export const purchaseSchema = z.object({
+  id: z.string(),
+  listing_id: z.string(),
+  item_id: z.string(),
+  buyer_id: z.string().nullable(),
+  seller_id: z.string().nullable(),
+  price: money,
+  fee: money,
+  seller_amount: money,
+  currency,
+  state: purchaseStateSchema,
+  /** Until then the seller's share waits in creator_pending, and an admin may refund the purchase. */
+  hold_until: z.string(),
+  transaction_id: z.string(),
+  refund_transaction_id: z.string().nullable(),
+  created_at: z.string(),
+});
+export type Purchase = z.infer<typeof purchaseSchema>;
+
+export const inventoryEntrySchema = z.object({
+  item_id: z.string(),
+  item: itemSchema,
+  quantity: z.number().int(),
+  acquired_at: z.string(),
+});
+
+export const creatorBalanceSchema = z.object({
+  user_id: z.string(),
+  currency,
+  pending: money,
+  available: money,
+  in_payout: money,
+  paid_out: money,
+  /** When the next held sale becomes available; null when none is held. */
+  next_release_at: z.string().nullable(),
+});
+
+export const payoutSchema = z.object({
+  id: z.string(),
+  user_id: z.string().nullable(),
+  amount: money,
+  currency,
+  state: payoutStateSchema,
+  note: z.string().nullable(),
+  decided_by: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type Payout = z.infer<typeof payoutSchema>;
+
+export const grantSchema = z.object({
+  transaction_id: z.string(),
+  user_id: z.string(),
+  amount: money,
+  currency,
+  /** The wallet's balance after the grant. */
+  balance: money,
+});
+
+const tag = 'economy';
+const writeErrors = [401, 403, 404, 409, 422, 429] as const;
+
+export const economySettings = operation('economy.settings', {
+  tag,
+  summary: 'The economy settings: currency, fee (basis points), hold and payout minimum.',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/settings' },
+  response: settingsSchema,
+  errors: [401],
+});
+
+export const economyWallet = operation('economy.wallet', {
+  tag,
+  summary: "The caller's wallet; a wallet that never moved answers balance 0 and updated_at null.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/wallet' },
+  response: walletSchema,
+  errors: [401],
+});
+
+export const economyLedger = operation('economy.ledger', {
+  tag,
+  summary: "The caller's ledger entries, newest first; `account` narrows them to one of their accounts.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/ledger' },
+  request: z.object({ account: userAccountSchema.optional(), ...page }).strict(),
+  response: pageOf(entrySchema),
+  errors: [401, 422],
+});
+
+export const economyTransaction = operation('economy.transaction', {
+  tag,
+  summary:
+    'One ledger transaction with its entries: to admins and to owners of one of its accounts (else 404).',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/transactions/:transaction_id' },
+  request: z.object({ transaction_id: id }).strict(),
+  response: transactionSchema,
+  errors: [401, 404, 422],
+});
+
+export const itemsCreate = operation('economy.items.create', {
+  tag,
+  summary:
+    'Create a catalog item, as a draft (name 1-100 characters, description up to 2000). At most ECONOMY_CREATE_RATE_LIMIT_COUNT creations (items, listings, payout requests) per window (429).',
+  rest: { method: 'POST', path: '/api/economy/items', status: 201, idempotencyKey: true },
+  request: z
+    .object({
+      ...idempotent,
+      name: text(1, 100),
+      description: text(0, 2000).optional(),
+      asset_type: assetTypeSchema,
+      asset_id: text(1, 128).optional(),
+      consumable: z.boolean().optional(),
+    })
+    .strict(),
+  response: itemSchema,
+  errors: [401, 409, 422, 429],
+});
+
+export const itemsList = operation('economy.items.list', {
+  tag,
+  summary:
+    "Catalog items, newest first: published ones, or with `creator_id` a creator's (drafts only to the creator and admins), filtered by `asset_type` and `state`.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/items' },
+  request: z
+    .object({
+      creator_id: filterId.optional(),
+      asset_type: assetTypeSchema.optional(),
+      state: itemStateSchema.optional(),
+      ...page,
+    })
+    .strict(),
+  response: pageOf(itemSchema),
+  errors: [401, 422],
+});
+
+export const itemsGet = operation('economy.items.get', {
+  tag,
+  summary: 'One catalog item; a draft is 404 to all but its creator and admins.',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/items/:item_id' },
+  request: z.object({ item_id: id }).strict(),
+  response: itemSchema,
+  errors: [401, 404, 422],
+});
+
+export const itemsUpdate = operation('economy.items.update', {
+  tag,
+  summary:
+    'Edit an item or move its state (draft -> published -> retired, draft -> retired; other moves 409 with current_state). Creator only. Retiring cancels its listings; owners keep it.',
+  rest: { method: 'PATCH', path: '/api/economy/items/:item_id', idempotencyKey: true },
+  request: z
+    .object({
+      ...idempotent,
+      item_id: id,
+      name: text(1, 100).optional(),
+      description: text(0, 2000).optional(),
+      state: itemStateSchema.optional(),
+    })
+    .strict(),
+  response: itemSchema,
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const listingsCreate = operation('economy.listings.create', {
+  tag,
+  summary:
+    "List a published item of the caller's at a fixed price, optionally a limited quantity. The price never changes: relist instead.",
+  rest: { method: 'POST', path: '/api/economy/listings', status: 201, idempotencyKey: true },
+  request: z
+    .object({
+      ...idempotent,
+      item_id: id,
+      price: amount,
+      quantity: z.number().int().min(1).max(1_000_000_000).optional(),
+    })
+    .strict(),
+  response: listingSchema,
+  errors: writeErrors,
+});
+
+export const listingsList = operation('economy.listings.list', {
+  tag,
+  summary: 'Active listings, newest first, filtered by item, seller or asset type.',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/listings' },
+  request: z
+    .object({
+      item_id: filterId.optional(),
+      seller_id: filterId.optional(),
+      asset_type: assetTypeSchema.optional(),
+      ...page,
+    })
+    .strict(),
+  response: pageOf(listingSchema),
+  errors: [401, 422],
+});
+
+export const listingsGet = operation('economy.listings.get', {
+  tag,
+  summary: 'One listing, in any state.',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/listings/:listing_id' },
+  request: z.object({ listing_id: id }).strict(),
+  response: listingSchema,
+  errors: [401, 404, 422],
+});
+
+export const listingsCancel = operation('economy.listings.cancel', {
+  tag,
+  summary: 'Cancel a listing (its seller or an admin); a cancelled one answers 204 again, a sold one 409.',
+  rest: { method: 'DELETE', path: '/api/economy/listings/:listing_id', status: 204 },
+  request: z.object({ listing_id: id }).strict(),
+  response: z.null(),
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const purchasesCreate = operation('economy.purchases.create', {
+  tag,
+  summary:
+    "Buy from an active listing with the caller's wallet: 409 CONFLICT when the listing is not active, ALREADY_OWNED for a non-consumable the caller owns, INSUFFICIENT_FUNDS with balance and required; 422 for one's own listing. Nothing moves on a refusal.",
+  frame: true,
+  rest: { method: 'POST', path: '/api/economy/purchases', status: 201, idempotencyKey: true },
+  request: z.object({ ...idempotent, listing_id: id }).strict(),
+  response: purchaseSchema,
+  errors: [401, 404, 409, 422],
+});
+
+export const purchasesList = operation('economy.purchases.list', {
+  tag,
+  summary: "The caller's purchases (role=buyer, the default) or sales (role=seller), newest first.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/purchases' },
+  request: z.object({ role: z.enum(['buyer', 'seller']).default('buyer'), ...page }).strict(),
+  response: pageOf(purchaseSchema),
+  errors: [401, 422],
+});
+
+export const purchasesGet = operation('economy.purchases.get', {
+  tag,
+  summary: 'One purchase, to its buyer, its seller and admins (else 404).',
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/purchases/:purchase_id' },
+  request: z.object({ purchase_id: id }).strict(),
+  response: purchaseSchema,
+  errors: [401, 404, 422],
+});
+
+export const inventoryList = operation('economy.inventory', {
+  tag,
+  summary: "The caller's inventory, most recently acquired first; `item_id` narrows it to one item.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/inventory' },
+  request: z.object({ item_id: filterId.optional(), ...page }).strict(),
+  response: pageOf(inventoryEntrySchema),
+  errors: [401, 422],
+});
+
+export const creatorBalance = operation('economy.creator.balance', {
+  tag,
+  summary: "The caller's creator balances: pending (held sales), available, in payout and paid out.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/creator/balance' },
+  response: creatorBalanceSchema,
+  errors: [401],
+});
+
+export const payoutsCreate = operation('economy.payouts.create', {
+  tag,
+  summary:
+    "Request a payout of available earnings (at least ECONOMY_PAYOUT_MINIMUM, else 422; over what is available 409 INSUFFICIENT_FUNDS). The caller's due holds are released first.",
+  rest: { method: 'POST', path: '/api/economy/payouts', status: 201, idempotencyKey: true },
+  request: z.object({ ...idempotent, amount }).strict(),
+  response: payoutSchema,
+  errors: [401, 409, 422, 429],
+});
+
+export const payoutsList = operation('economy.payouts.list', {
+  tag,
+  summary: "The caller's payout requests, newest first.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/payouts' },
+  request: z.object({ ...page }).strict(),
+  response: pageOf(payoutSchema),
+  errors: [401, 422],
+});
+
+export const payoutsGet = operation('economy.payouts.get', {
+  tag,
+  summary: "One payout request: the caller's (admins: any), else 404.",
+  frame: true,
+  rest: { method: 'GET', path: '/api/economy/payouts/:payout_id' },
+  request: z.object({ payout_id: id }).strict(),
+  response: payoutSchema,
+  errors: [401, 404, 422],
+});
+
+export const adminGrant = operation('economy.admin.grant', {
+  tag,
+  summary: "Admins: credit a user's wallet from the platform's issuance account, with a reason.",
+  rest: { method: 'POST', path: '/api/economy/admin/grants', status: 201, idempotencyKey: true },
+  request: z.object({ ...idempotent, user_id: id, amount, reason: text(1, 500) }).strict(),
+  response: grantSchema,
+  errors: [401, 403, 404, 422],
+});
+
+export const adminLedger = operation('economy.admin.ledger', {
+  tag,
+  summary:
+    "Admins: ledger entries newest first, of a user's accounts (`user_id`, optionally one `account`) or of one platform account (`account` alone).",
+  rest: { method: 'GET', path: '/api/economy/admin/ledger' },
+  request: z.object({ user_id: filterId.optional(), account: accountSchema.optional(), ...page }).strict(),
+  response: pageOf(entrySchema),
+  errors: [401, 403, 422],
+});
+
+export const adminPayouts = operation('economy.admin.payouts', {
+  tag,
+  summary: 'Admins: payout requests, oldest first, optionally in one state.',
+  rest: { method: 'GET', path: '/api/economy/admin/payouts' },
+  request: z.object({ state: payoutStateSchema.optional(), ...page }).strict(),
+  response: pageOf(payoutSchema),
+  errors: [401, 403, 422],
+});
+
+export const adminPayoutDecide = operation('economy.admin.payouts.decide', {
+  tag,
+  summary:
+    'Admins: move a payout requested -> approved -> paid, or requested|approved -> rejected (funds back to available). Any other move 409 CONFLICT with current_state; of two deciders one wins.',
+  rest: { method: 'PATCH', path: '/api/economy/admin/payouts/:payout_id', idempotencyKey: true },
+  request: z
+    .object({
+      ...idempotent,
+      payout_id: id,
+      state: z.enum(['approved', 'paid', 'rejected']),
+      note: text(1, 2000).optional(),
+    })
+    .strict(),
+  response: payoutSchema,
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const adminRefund = operation('economy.admin.refund', {
+  tag,
+  summary:
+    "Admins: refund a purchase while its hold lasts (negated entries, one unit leaves the buyer's inventory); after the hold, or a second time, 409.",
+  rest: { method: 'POST', path: '/api/economy/admin/purchases/:purchase_id/refund', idempotencyKey: true },
+  request: z.object({ ...idempotent, purchase_id: id, reason: text(1, 500) }).strict(),
+  response: purchaseSchema,
+  errors: [401, 403, 404, 409, 422],
+});
+
+export const economyOperations = [
+  economySettings,
+  economyWallet,
+  economyLedger,
+  economyTransaction,
+  itemsCreate,
+  itemsList,
+  itemsGet,
+  itemsUpdate,
+  listingsCreate,
+  listingsList,
+  listingsGet,
+  listingsCancel,
+  purchasesCreate,
+  purchasesList,
+  purchasesGet,
+  inventoryList,
+  creatorBalance,
+  payoutsCreate,
+  payoutsList,
+  payoutsGet,
+  adminGrant,
+  adminLedger,
+  adminPayouts,
+  adminPayoutDecide,
+  adminRefund,
+] as const;
+
+/** Events on the user's own topic, so a live client updates without polling. */
+export interface EconomyBalanceEvent {
+  account: AccountKind;
+  balance: number;
+  transaction_id: string;
+}
+export type EconomySaleEvent = Purchase;
+export type EconomyPayoutEvent = Payout;

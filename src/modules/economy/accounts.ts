@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto';
+import type { AccountKind } from '../../../protocol/economy.js';
+
+/**
+ * Ledger accounts are named, not looked up: a user's account of a kind has an id derived from the
+ * user and the kind (a UUID of version 8, RFC 9562's custom kind), and the platform's three have
+ * fixed ids inserted by migration 0013. A posting can so name every account it touches without a
+ * read, and an account missing yet is created by the statement that first credits it.
+ */
+export type UserAccountKind = Exclude<AccountKind, PlatformAccountKind>;
+export type PlatformAccountKind = 'platform_issuance' | 'platform_revenue' | 'platform_payouts';
+
+export const USER_ACCOUNT_KINDS: readonly UserAccountKind[] = [
+  'wallet',
+  'creator_pending',
+  'creator_available',
+  'creator_payout',
+];
+
+export const PLATFORM_ACCOUNT_IDS: Record<PlatformAccountKind, string> = {
+  platform_issuance: '00000000-0000-8000-8000-000000000001',
+  platform_revenue: '00000000-0000-8000-8000-000000000002',
+  platform_payouts: '00000000-0000-8000-8000-000000000003',
+};
+
+export function isPlatformAccount(kind: AccountKind): kind is PlatformAccountKind {
+  return kind in PLATFORM_ACCOUNT_IDS;
+}
+
+/** The id of a user's account of one kind, whether or not it exists yet. */
+export function userAccountId(userId: string, kind: UserAccountKind): string {
+  const hash = createHash('sha256').update(`atrium-account:${userId.toLowerCase()}:${kind}`).digest();
+  hash[6] = ((hash[6] as number) & 0x0f) | 0x80;
+  hash[8] = ((hash[8] as number) & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** An account as a posting names it: enough to create it when it does not exist yet. */
+export interface AccountRef {
+  id: string;
+  userId: string | null;
+  kind: AccountKind;
+}
+
+export function userAccount(userId: string, kind: UserAccountKind): AccountRef {
+  return { id: userAccountId(userId, kind), userId, kind };
+}
+
+export function platformAccount(kind: PlatformAccountKind): AccountRef {
+  return { id: PLATFORM_ACCOUNT_IDS[kind], userId: null, kind };
+}

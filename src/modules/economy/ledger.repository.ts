@@ -1,0 +1,174 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { AccountKind, EntryKind } from '../../../protocol/economy.js';
+import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+import type { AccountRef } from './accounts.js';
+
+/** SQL of the ledger: accounts, transactions and their entries (migrations 0013 and 0014). */
+
+export interface Posting {
+  entryId: string;
+  accountId: string;
+  kind: EntryKind;
+  /** Signed minor units; never 0 (a posting of nothing is left out by the caller). */
+  amount: number;
+}
+
+export interface NewTransaction {
+  id: string;
+  kind: EntryKind;
+  purchaseId: string | null;
+  payoutId: string | null;
+  actorId: string | null;
+  reason: string | null;
+  at: Date;
+  postings: readonly Posting[];
+}
+
+/** An entry with its account's kind and owner; amounts as the driver gives bigints (text). */
+export interface EntryRow {
+  id: string;
+  transaction_id: string;
+  account_id: string;
+  account: AccountKind;
+  user_id: string | null;
+  kind: EntryKind;
+  amount: string;
+  balance_after: string;
+  created_at: Date;
+  created_key: string;
+}
+
+const ENTRY_COLUMNS = `e.id, e.transaction_id, e.account_id, a.kind::text as account, a.user_id, e.kind::text as kind,
+  e.amount::text as amount, e.balance_after::text as balance_after, e.created_at,
+  ${timeKeySql('e.created_at')} as created_key`;
+
+/** Creates the accounts that do not exist yet (balance 0); existing ones are left as they are. */
+export async function ensureAccounts(
+  em: EntityManager,
+  accounts: readonly AccountRef[],
+  at: Date,
+): Promise<void> {
+  await executeBound(
+    em,
+    `insert into economy_accounts (id, user_id, kind, created_at)
+     select id, user_id, kind::ledger_account, $4 from unnest($1::uuid[], $2::uuid[], $3::text[]) as a(id, user_id, kind)
+     on conflict (id) do nothing`,
+    [accounts.map((a) => a.id), accounts.map((a) => a.userId), accounts.map((a) => a.kind), at],
+  );
+}
+
+/**
+ * Locks the accounts a transaction will move, in id order so that two transactions never wait for
+ * each other, and gives their balances (an account that does not exist is absent).
+ */
+export async function lockAccounts(em: EntityManager, ids: readonly string[]): Promise<Map<string, number>> {
+  const rows = await executeBound<{ id: string; balance: string }>(
+    em,
+    'select id, balance::text as balance from economy_accounts where id = any($1::uuid[]) order by id for update',
+    [ids],
+  );
+  return new Map(rows.map((row) => [row.id, Number(row.balance)]));
+}
+
+/**
+ * Appends one transaction: its row, each account's new balance and the entries with the balance
+ * they left, in one statement. The accounts must be locked (lockAccounts) and exist. A user
+ * account taken below zero fails the statement (the check of migration 0013), and entries that do
+ * not sum to zero fail the commit (0014's deferred trigger).
+ */
+export async function postTransaction(em: EntityManager, tx: NewTransaction): Promise<EntryRow[]> {
+  return executeBound<EntryRow>(
+    em,
+    `with tx as (
+       insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
+       values ($1, $2::ledger_entry_kind, $3, $4, $5, $6, $7) returning id
+     ), moves as (
+       select * from unnest($8::uuid[], $9::uuid[], $10::text[], $11::bigint[]) with ordinality
+         as m(entry_id, account_id, kind, amount, n)
+     ), moved as (
+       update economy_accounts a set balance = a.balance + m.amount, updated_at = $7
+       from moves m where a.id = m.account_id
+       returning a.id, a.kind, a.user_id, a.balance
+     ), e as (
+       insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
+       select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, $7
+       from moves m join moved on moved.id = m.account_id
+       returning *
+     )
+     select ${ENTRY_COLUMNS}
+     from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id
+     order by m.n`,
+    [
+      tx.id,
+      tx.kind,
+      tx.purchaseId,
+      tx.payoutId,
+      tx.actorId,
+      tx.reason,
+      tx.at,
+      tx.postings.map((p) => p.entryId),
+      tx.postings.map((p) => p.accountId),
+      tx.postings.map((p) => p.kind),
+      tx.postings.map((p) => p.amount),
+    ],
+  );
+}
+
+/** A page of the entries of some accounts, newest first, after a (time, id) key. */
+export async function entriesOf(
+  em: EntityManager,
+  accountIds: readonly string[],
+  after: [string | null, string | null],
+  limit: number,
+): Promise<EntryRow[]> {
+  return executeBound<EntryRow>(
+    em,
+    `select ${ENTRY_COLUMNS}
+     from economy_entries e join economy_accounts a on a.id = e.account_id
+     where e.account_id = any($1::uuid[]) and ${beforeTimeIdKey('e.created_at', 'e.id')}
+     order by e.created_at desc, e.id desc limit $4`,
+    [accountIds, after[0], after[1], limit],
+  );
+}
+
+export interface TransactionRow {
+  id: string;
+  kind: EntryKind;
+  purchase_id: string | null;
+  payout_id: string | null;
+  created_at: Date;
+}
+
+export async function transactionById(
+  em: EntityManager,
+  id: string,
+): Promise<{ tx: TransactionRow; entries: EntryRow[] } | undefined> {
+  const [tx] = await executeBound<TransactionRow>(
+    em,
+    'select id, kind::text as kind, purchase_id, payout_id, created_at from economy_transactions where id = $1',
+    [id],
+  );
+  if (!tx) return undefined;
+  const entries = await executeBound<EntryRow>(
+    em,
+    `select ${ENTRY_COLUMNS}
+     from economy_entries e join economy_accounts a on a.id = e.account_id
+     where e.transaction_id = $1 order by e.id`,
+    [id],
+  );
+  return { tx, entries };
+}
+
+/** The balances and last movement of some accounts (absent when never created). */
+export async function accountsById(
+  em: EntityManager,
+  ids: readonly string[],
+): Promise<Map<string, { balance: number; updatedAt: Date | null }>> {
+  const rows = await executeBound<{ id: string; balance: string; updated_at: Date | null }>(
+    em,
+    'select id, balance::text as balance, updated_at from economy_accounts where id = any($1::uuid[])',
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, { balance: Number(r.balance), updatedAt: r.updated_at }]));
+}

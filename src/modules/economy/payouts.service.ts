@@ -1,0 +1,166 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Payout, PayoutState } from '../../../protocol/economy.js';
+import type { EventBus } from '../../platform/bus.js';
+import { userTopic } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
+import { platformAccount, userAccount } from './accounts.js';
+import type { IdempotentWrites, KeyedInput } from './idempotency.js';
+import { announceBalances, type Movement, post } from './ledger.js';
+import { ensureAccounts, lockAccounts } from './ledger.repository.js';
+import { decidePayout, insertPayout, payoutById, payoutQueue, payoutsOf } from './payouts.repository.js';
+import { releaseHolds } from './release.js';
+import { adminOf, conflictIn, idOr, insufficientFunds, isAdmin, toPayout } from './views.js';
+
+export interface PayoutsDeps {
+  writes: IdempotentWrites;
+  bus: EventBus;
+  minimum: number;
+  createLimiter: RateLimiterAbstract;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+type Decision = Exclude<PayoutState, 'requested'>;
+
+const noSuchPayout = () => new AppError(ErrorCode.NOT_FOUND, 'No such payout.');
+const PAID_OUT = platformAccount('platform_payouts');
+
+/** The moves an admin may make: requested -> approved -> paid, requested|approved -> rejected. */
+const ALLOWED: Record<PayoutState, readonly Decision[]> = {
+  requested: ['approved', 'rejected'],
+  approved: ['paid', 'rejected'],
+  paid: [],
+  rejected: [],
+};
+
+/**
+ * Creator payouts: a request moves available earnings into creator_payout, where they wait for an
+ * admin. Paid, they leave for platform_payouts; rejected, they go back to available.
+ */
+export class PayoutsService {
+  constructor(private readonly deps: PayoutsDeps) {}
+
+  request(ctx: Ctx, input: KeyedInput & { amount: number }): Promise<Payout> {
+    const me = callerOf(ctx).id;
+    if (input.amount < this.deps.minimum) {
+      throw new AppError(ErrorCode.VALIDATION_FAILED, `A payout is at least ${this.deps.minimum}.`, {
+        errors: [{ path: 'body.amount', message: `must be at least ${this.deps.minimum}` }],
+        details: { minimum: this.deps.minimum },
+      });
+    }
+    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (em) => {
+      await consumeOrThrow(this.deps.createLimiter, me, 'Too many requests; wait before making more.');
+      const at = ctx.now();
+      const available = userAccount(me, 'creator_available');
+      const inPayout = userAccount(me, 'creator_payout');
+      await ensureAccounts(em, [available, inPayout], at);
+      // The caller's due holds first, so what came due counts as available.
+      const released = await releaseHolds(em, {
+        at,
+        sellerId: me,
+        limit: 10_000,
+        skipLocked: false,
+        alsoLock: [available.id, inPayout.id],
+      });
+      const balance = released.balances.get(available.id) ?? 0;
+      if (balance < input.amount) throw insufficientFunds(balance, input.amount);
+      const row = await insertPayout(em, {
+        id: newId(),
+        userId: me,
+        amount: input.amount,
+        availableAccountId: available.id,
+        payoutAccountId: inPayout.id,
+        at,
+      });
+      const { entries } = await post(em, { kind: 'payout', payoutId: row.id, actorId: me, at }, [
+        { accountId: available.id, kind: 'payout', amount: -input.amount },
+        { accountId: inPayout.id, kind: 'payout', amount: input.amount },
+      ]);
+      const payout = toPayout(row);
+      return {
+        answer: payout,
+        afterCommit: async () => {
+          await announceBalances(this.deps.bus, ctx.log, [...released.entries, ...entries]);
+          await this.tell(ctx, payout);
+        },
+      };
+    });
+  }
+
+  async get(ctx: Ctx, payoutId: string): Promise<Payout> {
+    const caller = callerOf(ctx);
+    const row = await payoutById(ctx.em, idOr(payoutId, noSuchPayout));
+    if (!row || (row.user_id !== caller.id && !isAdmin(caller))) throw noSuchPayout();
+    return toPayout(row);
+  }
+
+  async list(ctx: Ctx, query: Page) {
+    const me = callerOf(ctx).id;
+    const after = decodeCursor(query.cursor, isTimeIdKey);
+    const rows = await payoutsOf(ctx.em, me, timeIdKeyParams(after), query.limit + 1);
+    return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
+  }
+
+  async queue(ctx: Ctx, query: Page & { state?: PayoutState | undefined }) {
+    adminOf(ctx);
+    const after = decodeCursor(query.cursor, isTimeIdKey);
+    const rows = await payoutQueue(ctx.em, query.state ?? null, timeIdKeyParams(after), query.limit + 1);
+    return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
+  }
+
+  /** An admin's decision; the payout row is locked, so of two deciders the second sees the first's move. */
+  decide(ctx: Ctx, input: KeyedInput & { payout_id: string; state: Decision; note?: string | undefined }) {
+    const admin = adminOf(ctx);
+    const payoutId = idOr(input.payout_id, noSuchPayout);
+    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (em) => {
+      const at = ctx.now();
+      const row = await payoutById(em, payoutId, true);
+      if (!row) throw noSuchPayout();
+      if (!ALLOWED[row.state].includes(input.state)) {
+        throw conflictIn(`A payout cannot move from ${row.state} to ${input.state}.`, row.state);
+      }
+      const amount = Number(row.amount);
+      const to = input.state === 'paid' ? PAID_OUT.id : row.available_account_id;
+      let entries: Awaited<ReturnType<typeof post>>['entries'] = [];
+      if (input.state !== 'approved') {
+        await lockAccounts(em, [row.payout_account_id, to]);
+        const movements: Movement[] = [
+          { accountId: row.payout_account_id, kind: 'payout', amount: -amount },
+          { accountId: to, kind: 'payout', amount },
+        ];
+        ({ entries } = await post(
+          em,
+          { kind: 'payout', payoutId, actorId: admin.id, reason: input.note ?? input.state, at },
+          movements,
+        ));
+      }
+      const payout = toPayout(
+        await decidePayout(em, payoutId, {
+          state: input.state,
+          note: input.note ?? null,
+          adminId: admin.id,
+          at,
+        }),
+      );
+      return {
+        answer: payout,
+        afterCommit: async () => {
+          await announceBalances(this.deps.bus, ctx.log, entries);
+          await this.tell(ctx, payout);
+        },
+      };
+    });
+  }
+
+  private async tell(ctx: Ctx, payout: Payout): Promise<void> {
+    if (payout.user_id === null) return;
+    await this.deps.bus.publishCommitted(
+      userTopic(payout.user_id),
+      { t: 'economy.payout', d: payout },
+      ctx.log,
+    );
+  }
+}

@@ -1,0 +1,257 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Purchase } from '../../../protocol/economy.js';
+import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import { executeBound } from '../../platform/db.js';
+import { ITEM_COLUMNS, type ItemRow } from './catalog.repository.js';
+
+/** SQL of purchases, holds and inventories (migrations 0013 and 0014). */
+
+export interface PurchaseRow {
+  id: string;
+  listing_id: string;
+  item_id: string;
+  buyer_id: string | null;
+  seller_id: string | null;
+  price: string;
+  fee: string;
+  seller_amount: string;
+  state: Purchase['state'];
+  hold_until: Date;
+  released_at: Date | null;
+  transaction_id: string;
+  refund_transaction_id: string | null;
+  seller_pending_account_id: string;
+  seller_available_account_id: string;
+  created_at: Date;
+  created_key: string;
+}
+
+const PURCHASE_COLUMNS = `p.id, p.listing_id, p.item_id, p.buyer_id, p.seller_id, p.price::text as price,
+  p.fee::text as fee, p.seller_amount::text as seller_amount, p.state::text as state, p.hold_until,
+  p.released_at, p.transaction_id, p.refund_transaction_id, p.seller_pending_account_id,
+  p.seller_available_account_id, p.created_at, ${timeKeySql('p.created_at')} as created_key`;
+
+export interface TakenListing {
+  id: string;
+  item_id: string;
+  seller_id: string;
+  price: string;
+  consumable: boolean;
+}
+
+/**
+ * Counts one sale on an active listing of someone else's, turning a limited one `sold` with its
+ * last unit; the row stays locked until the purchase commits, so a listing never oversells.
+ * Undefined when the listing cannot be bought from (the caller reads it to say why).
+ */
+export async function takeFromListing(
+  em: EntityManager,
+  listingId: string,
+  buyerId: string,
+  at: Date,
+): Promise<TakenListing | undefined> {
+  const [row] = await executeBound<TakenListing>(
+    em,
+    `update marketplace_listings l set
+       sold_count = l.sold_count + 1,
+       state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
+       updated_at = $3
+     from catalog_items i
+     where l.id = $1 and l.state = 'active' and l.seller_id <> $2 and i.id = l.item_id
+     returning l.id, l.item_id, l.seller_id, l.price::text as price, i.consumable`,
+    [listingId, buyerId, at],
+  );
+  return row;
+}
+
+/** One more unit in the buyer's inventory; false for a non-consumable they own already. */
+export async function addToInventory(
+  em: EntityManager,
+  userId: string,
+  itemId: string,
+  consumable: boolean,
+  at: Date,
+): Promise<boolean> {
+  const rows = await executeBound(
+    em,
+    `insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at) values ($1, $2, 1, $4, $4)
+     on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = $4 where $3::boolean
+     returning 1`,
+    [userId, itemId, consumable, at],
+  );
+  return rows.length > 0;
+}
+
+/** One unit less in an inventory (a refund); the row goes with its last unit. */
+export async function takeFromInventory(
+  em: EntityManager,
+  userId: string,
+  itemId: string,
+  at: Date,
+): Promise<void> {
+  await executeBound(
+    em,
+    `with gone as (delete from inventory_items where user_id = $1 and item_id = $2 and quantity = 1 returning 1)
+     update inventory_items set quantity = quantity - 1, updated_at = $3
+     where user_id = $1 and item_id = $2 and quantity > 1`,
+    [userId, itemId, at],
+  );
+}
+
+export async function insertPurchase(
+  em: EntityManager,
+  p: {
+    id: string;
+    listingId: string;
+    itemId: string;
+    buyerId: string;
+    sellerId: string;
+    price: number;
+    fee: number;
+    sellerAmount: number;
+    holdUntil: Date;
+    transactionId: string;
+    pendingAccountId: string;
+    availableAccountId: string;
+    at: Date;
+  },
+): Promise<PurchaseRow> {
+  const [row] = await executeBound<PurchaseRow>(
+    em,
+    `with p as (
+       insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
+         transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) returning *
+     ) select ${PURCHASE_COLUMNS} from p`,
+    [
+      p.id,
+      p.listingId,
+      p.itemId,
+      p.buyerId,
+      p.sellerId,
+      p.price,
+      p.fee,
+      p.sellerAmount,
+      p.holdUntil,
+      p.transactionId,
+      p.pendingAccountId,
+      p.availableAccountId,
+      p.at,
+    ],
+  );
+  return row as PurchaseRow;
+}
+
+export async function purchaseById(
+  em: EntityManager,
+  id: string,
+  forUpdate = false,
+): Promise<PurchaseRow | undefined> {
+  const [row] = await executeBound<PurchaseRow>(
+    em,
+    `select ${PURCHASE_COLUMNS} from purchases p where p.id = $1${forUpdate ? ' for update' : ''}`,
+    [id],
+  );
+  return row;
+}
+
+export async function markRefunded(
+  em: EntityManager,
+  id: string,
+  refundTransactionId: string,
+  at: Date,
+): Promise<PurchaseRow> {
+  const [row] = await executeBound<PurchaseRow>(
+    em,
+    `with p as (
+       update purchases set state = 'refunded', refund_transaction_id = $2, updated_at = $3 where id = $1 returning *
+     ) select ${PURCHASE_COLUMNS} from p`,
+    [id, refundTransactionId, at],
+  );
+  return row as PurchaseRow;
+}
+
+/** A page of a user's purchases (as buyer) or sales (as seller), newest first. */
+export async function purchasesOf(
+  em: EntityManager,
+  userId: string,
+  role: 'buyer' | 'seller',
+  after: [string | null, string | null],
+  limit: number,
+): Promise<PurchaseRow[]> {
+  const column = role === 'buyer' ? 'p.buyer_id' : 'p.seller_id';
+  return executeBound<PurchaseRow>(
+    em,
+    `select ${PURCHASE_COLUMNS} from purchases p
+     where ${column} = $1 and ${beforeTimeIdKey('p.created_at', 'p.id')}
+     order by p.created_at desc, p.id desc limit $4`,
+    [userId, after[0], after[1], limit],
+  );
+}
+
+/**
+ * Locks held purchases whose hold ended, oldest first: `skipLocked` for the job every node runs
+ * (each due purchase is taken by one node), waiting for a user's own (a payout request releases
+ * them and must see them all).
+ */
+export async function dueHolds(
+  em: EntityManager,
+  options: { at: Date; sellerId: string | null; limit: number; skipLocked: boolean },
+): Promise<PurchaseRow[]> {
+  return executeBound<PurchaseRow>(
+    em,
+    `select ${PURCHASE_COLUMNS} from purchases p
+     where p.state = 'completed' and p.released_at is null and p.hold_until <= $1
+       and ($2::uuid is null or p.seller_id = $2)
+     order by p.hold_until, p.id limit $3
+     for update${options.skipLocked ? ' skip locked' : ''}`,
+    [options.at, options.sellerId, options.limit],
+  );
+}
+
+export async function markReleased(
+  em: EntityManager,
+  releases: readonly { purchaseId: string; transactionId: string | null }[],
+  at: Date,
+): Promise<void> {
+  await executeBound(
+    em,
+    `update purchases p set released_at = $3, release_transaction_id = r.tx, updated_at = $3
+     from unnest($1::uuid[], $2::uuid[]) as r(id, tx) where p.id = r.id`,
+    [releases.map((r) => r.purchaseId), releases.map((r) => r.transactionId), at],
+  );
+}
+
+/** When a seller's next held sale becomes available; null when none is held. */
+export async function nextReleaseOf(em: EntityManager, sellerId: string): Promise<Date | null> {
+  const [row] = await executeBound<{ at: Date | null }>(
+    em,
+    `select min(hold_until) as at from purchases where seller_id = $1 and state = 'completed' and released_at is null`,
+    [sellerId],
+  );
+  return row?.at ?? null;
+}
+
+export interface InventoryRow extends ItemRow {
+  quantity: number;
+  acquired_at: Date;
+  acquired_key: string;
+}
+
+export async function inventoryOf(
+  em: EntityManager,
+  userId: string,
+  itemId: string | null,
+  after: [string | null, string | null],
+  limit: number,
+): Promise<InventoryRow[]> {
+  return executeBound<InventoryRow>(
+    em,
+    `select ${ITEM_COLUMNS}, v.quantity, v.acquired_at, ${timeKeySql('v.acquired_at')} as acquired_key
+     from inventory_items v join catalog_items i on i.id = v.item_id
+     where v.user_id = $1 and ${beforeTimeIdKey('v.acquired_at', 'v.item_id')}
+       and ($5::uuid is null or v.item_id = $5)
+     order by v.acquired_at desc, v.item_id desc limit $4`,
+    [userId, after[0], after[1], limit, itemId],
+  );
+}

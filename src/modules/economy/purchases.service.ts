@@ -1,0 +1,212 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Purchase } from '../../../protocol/economy.js';
+import type { EventBus } from '../../platform/bus.js';
+import { userTopic } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { newId } from '../../platform/ids.js';
+import type { LogSink } from '../../platform/log.js';
+import { platformAccount, userAccount } from './accounts.js';
+import { listingById } from './catalog.repository.js';
+import type { IdempotentWrites, KeyedInput } from './idempotency.js';
+import { announceBalances, post } from './ledger.js';
+import { ensureAccounts, lockAccounts, transactionById } from './ledger.repository.js';
+import {
+  addToInventory,
+  insertPurchase,
+  inventoryOf,
+  markRefunded,
+  purchaseById,
+  purchasesOf,
+  takeFromInventory,
+  takeFromListing,
+} from './purchases.repository.js';
+import {
+  adminOf,
+  conflictIn,
+  filterId,
+  idOr,
+  insufficientFunds,
+  isAdmin,
+  toItem,
+  toPurchase,
+} from './views.js';
+
+export interface PurchasesDeps {
+  writes: IdempotentWrites;
+  bus: EventBus;
+  feeBps: number;
+  holdSeconds: number;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+
+const noSuchListing = () => new AppError(ErrorCode.NOT_FOUND, 'No such listing.');
+const noSuchPurchase = () => new AppError(ErrorCode.NOT_FOUND, 'No such purchase.');
+const REVENUE = platformAccount('platform_revenue');
+
+/**
+ * Purchases: the buyer's wallet pays the price, the platform keeps its fee and the seller's share
+ * waits in their creator_pending account until the hold ends (the refund window), all in one
+ * ledger transaction with the sale counted on the listing and the unit added to the inventory.
+ */
+export class PurchasesService {
+  constructor(private readonly deps: PurchasesDeps) {}
+
+  buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
+    const buyer = callerOf(ctx).id;
+    const listingId = idOr(input.listing_id, noSuchListing);
+    return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em) => {
+      const at = ctx.now();
+      const listing = await takeFromListing(em, listingId, buyer, at);
+      if (!listing) throw await this.whyNotBuyable(em, listingId);
+      if (!(await addToInventory(em, buyer, listing.item_id, listing.consumable, at))) {
+        throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
+      }
+      const price = Number(listing.price);
+      const fee = Math.floor((price * this.deps.feeBps) / 10_000);
+      const wallet = userAccount(buyer, 'wallet');
+      const pending = userAccount(listing.seller_id, 'creator_pending');
+      const available = userAccount(listing.seller_id, 'creator_available');
+      await ensureAccounts(em, [pending, available], at);
+      const balances = await lockAccounts(em, [wallet.id, pending.id, REVENUE.id]);
+      const balance = balances.get(wallet.id) ?? 0;
+      if (balance < price) throw insufficientFunds(balance, price);
+      const transactionId = newId();
+      const row = await insertPurchase(em, {
+        id: newId(),
+        listingId,
+        itemId: listing.item_id,
+        buyerId: buyer,
+        sellerId: listing.seller_id,
+        price,
+        fee,
+        sellerAmount: price - fee,
+        holdUntil: new Date(at.getTime() + this.deps.holdSeconds * 1000),
+        transactionId,
+        pendingAccountId: pending.id,
+        availableAccountId: available.id,
+        at,
+      });
+      const { entries } = await post(
+        em,
+        { kind: 'purchase', purchaseId: row.id, at },
+        [
+          { accountId: wallet.id, kind: 'purchase', amount: -price },
+          { accountId: pending.id, kind: 'sale', amount: price - fee },
+          { accountId: REVENUE.id, kind: 'fee', amount: fee },
+        ],
+        transactionId,
+      );
+      const purchase = toPurchase(row);
+      return {
+        answer: purchase,
+        afterCommit: async () => {
+          await announceBalances(this.deps.bus, ctx.log, entries);
+          await this.tellSeller(ctx.log, listing.seller_id, purchase);
+        },
+      };
+    });
+  }
+
+  async get(ctx: Ctx, purchaseId: string): Promise<Purchase> {
+    const caller = callerOf(ctx);
+    const row = await purchaseById(ctx.em, idOr(purchaseId, noSuchPurchase));
+    if (!row || (row.buyer_id !== caller.id && row.seller_id !== caller.id && !isAdmin(caller))) {
+      throw noSuchPurchase();
+    }
+    return toPurchase(row);
+  }
+
+  async list(ctx: Ctx, query: Page & { role: 'buyer' | 'seller' }) {
+    const me = callerOf(ctx).id;
+    const after = decodeCursor(query.cursor, isTimeIdKey);
+    const rows = await purchasesOf(ctx.em, me, query.role, timeIdKeyParams(after), query.limit + 1);
+    return pageFrom(rows, query.limit, toPurchase, (row) => [row.created_key, row.id]);
+  }
+
+  async inventory(ctx: Ctx, query: Page & { item_id?: string | undefined }) {
+    const me = callerOf(ctx).id;
+    const after = decodeCursor(query.cursor, isTimeIdKey);
+    const itemId = filterId(query.item_id, 'item_id');
+    const rows = await inventoryOf(ctx.em, me, itemId, timeIdKeyParams(after), query.limit + 1);
+    return pageFrom(
+      rows,
+      query.limit,
+      (row) => ({
+        item_id: row.id,
+        item: toItem(row),
+        quantity: row.quantity,
+        acquired_at: new Date(row.acquired_at).toISOString(),
+      }),
+      (row) => [row.acquired_key, row.id],
+    );
+  }
+
+  /**
+   * Refunds a purchase while its earnings are held (the hold is the refund window): the purchase's
+   * entries are appended again negated, never edited, and one unit leaves the buyer's inventory.
+   */
+  refund(ctx: Ctx, input: KeyedInput & { purchase_id: string; reason: string }): Promise<Purchase> {
+    const admin = adminOf(ctx);
+    const purchaseId = idOr(input.purchase_id, noSuchPurchase);
+    return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (em) => {
+      const at = ctx.now();
+      const row = await purchaseById(em, purchaseId, true);
+      if (!row) throw noSuchPurchase();
+      if (row.state === 'refunded') throw conflictIn('This purchase was refunded already.', row.state);
+      if (row.released_at !== null || row.hold_until.getTime() <= at.getTime()) {
+        throw conflictIn("The hold is over: the seller's earnings were released.", row.state);
+      }
+      // Before the accounts, in the order a purchase takes them, so the two never wait for each other.
+      if (row.buyer_id !== null) await takeFromInventory(em, row.buyer_id, row.item_id, at);
+      const original = await transactionById(em, row.transaction_id);
+      const lines = original?.entries ?? [];
+      const locked = await lockAccounts(
+        em,
+        lines.map((entry) => entry.account_id),
+      );
+      const debited = lines.find(
+        (entry) => Number(entry.amount) > 0 && (locked.get(entry.account_id) ?? 0) < Number(entry.amount),
+      );
+      if (debited && debited.account !== 'platform_issuance') {
+        throw insufficientFunds(locked.get(debited.account_id) ?? 0, Number(debited.amount));
+      }
+      const refundTx = newId();
+      const { entries } = await post(
+        em,
+        { kind: 'refund', purchaseId, actorId: admin.id, reason: input.reason, at },
+        lines.map((entry) => ({
+          accountId: entry.account_id,
+          kind: 'refund',
+          amount: -Number(entry.amount),
+        })),
+        refundTx,
+      );
+      const purchase = toPurchase(await markRefunded(em, purchaseId, refundTx, at));
+      return {
+        answer: purchase,
+        afterCommit: async () => {
+          await announceBalances(this.deps.bus, ctx.log, entries);
+          await this.tellSeller(ctx.log, row.seller_id, purchase);
+        },
+      };
+    });
+  }
+
+  /** Why a listing cannot be bought from now: it does not exist, is not active, or is the buyer's own. */
+  private async whyNotBuyable(em: EntityManager, listingId: string): Promise<AppError> {
+    const listing = await listingById(em, listingId);
+    if (!listing) return noSuchListing();
+    if (listing.state !== 'active') return conflictIn('This listing is not active.', listing.state);
+    return new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot buy from your own listing.', {
+      errors: [{ path: 'listing_id', message: 'must be another user’s listing' }],
+    });
+  }
+
+  private async tellSeller(log: LogSink, sellerId: string | null, purchase: Purchase): Promise<void> {
+    if (sellerId === null) return;
+    await this.deps.bus.publishCommitted(userTopic(sellerId), { t: 'economy.sale', d: purchase }, log);
+  }
+}

@@ -1,0 +1,124 @@
+import {
+  CURRENCY,
+  type Entry,
+  type Item,
+  type Listing,
+  type Payout,
+  type Purchase,
+} from '../../../protocol/economy.js';
+import type { AuthUser } from '../../platform/auth/access-tokens.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId } from '../../platform/ids.js';
+import type { ItemRow, ListingRow } from './catalog.repository.js';
+import type { EntryRow } from './ledger.repository.js';
+import type { PayoutRow } from './payouts.repository.js';
+import type { PurchaseRow } from './purchases.repository.js';
+
+/** Rows as the API shows them, and the small checks every economy service shares. */
+
+const iso = (date: Date) => new Date(date).toISOString();
+const isoOrNull = (date: Date | null) => (date === null ? null : iso(date));
+
+export const toEntry = (row: EntryRow): Entry => ({
+  id: row.id,
+  transaction_id: row.transaction_id,
+  account: row.account,
+  user_id: row.user_id,
+  kind: row.kind,
+  amount: Number(row.amount),
+  balance_after: Number(row.balance_after),
+  currency: CURRENCY,
+  created_at: iso(row.created_at),
+});
+
+export const toItem = (row: ItemRow): Item => ({
+  id: row.id,
+  creator_id: row.creator_id,
+  name: row.name,
+  description: row.description,
+  asset_type: row.asset_type,
+  asset_id: row.asset_id,
+  consumable: row.consumable,
+  state: row.state,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+  published_at: isoOrNull(row.published_at),
+});
+
+export const toListing = (row: ListingRow): Listing => ({
+  id: row.id,
+  item_id: row.item_id,
+  seller_id: row.seller_id,
+  price: Number(row.price),
+  currency: CURRENCY,
+  quantity: row.quantity,
+  sold_count: row.sold_count,
+  state: row.state,
+  created_at: iso(row.created_at),
+});
+
+export const toPurchase = (row: PurchaseRow): Purchase => ({
+  id: row.id,
+  listing_id: row.listing_id,
+  item_id: row.item_id,
+  buyer_id: row.buyer_id,
+  seller_id: row.seller_id,
+  price: Number(row.price),
+  fee: Number(row.fee),
+  seller_amount: Number(row.seller_amount),
+  currency: CURRENCY,
+  state: row.state,
+  hold_until: iso(row.hold_until),
+  transaction_id: row.transaction_id,
+  refund_transaction_id: row.refund_transaction_id,
+  created_at: iso(row.created_at),
+});
+
+export const toPayout = (row: PayoutRow): Payout => ({
+  id: row.id,
+  user_id: row.user_id,
+  amount: Number(row.amount),
+  currency: CURRENCY,
+  state: row.state,
+  note: row.note,
+  decided_by: row.decided_by,
+  created_at: iso(row.created_at),
+  updated_at: iso(row.updated_at),
+});
+
+export function isAdmin(user: AuthUser): boolean {
+  return user.roles.includes('admin');
+}
+
+/** The caller if they hold the admin role (from their access token); moderators are not enough. */
+export function adminOf(ctx: Ctx): AuthUser {
+  const caller = callerOf(ctx);
+  if (!isAdmin(caller)) throw new AppError(ErrorCode.FORBIDDEN, 'Only admins may do this.');
+  return caller;
+}
+
+/** A client-given id in its one spelling, or the 404 `notFound` gives (a malformed id names nothing). */
+export function idOr(value: string, notFound: () => AppError): string {
+  if (!isId(value)) throw notFound();
+  return canonicalId(value);
+}
+
+/** An optional filter id: a malformed one matches nothing, so it is a 422 naming the field. */
+export function filterId(value: string | undefined, field: string): string | null {
+  if (value === undefined) return null;
+  if (!isId(value)) {
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `${field} is not an id.`, {
+      errors: [{ path: field, message: 'must be an id' }],
+    });
+  }
+  return canonicalId(value);
+}
+
+export const conflictIn = (message: string, currentState: string) =>
+  new AppError(ErrorCode.CONFLICT, message, { details: { current_state: currentState } });
+
+export const insufficientFunds = (balance: number, required: number) =>
+  new AppError(ErrorCode.INSUFFICIENT_FUNDS, 'The account does not hold enough for this.', {
+    details: { balance, required },
+  });

@@ -1,0 +1,196 @@
+import type { z } from 'zod';
+import {
+  type AccountKind,
+  CURRENCY,
+  type creatorBalanceSchema,
+  type grantSchema,
+  type settingsSchema,
+  type Transaction,
+  type walletSchema,
+} from '../../../protocol/economy.js';
+import type { EventBus } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId } from '../../platform/ids.js';
+import { existingUserIds } from '../users/index.js';
+import {
+  isPlatformAccount,
+  PLATFORM_ACCOUNT_IDS,
+  platformAccount,
+  USER_ACCOUNT_KINDS,
+  type UserAccountKind,
+  userAccount,
+  userAccountId,
+} from './accounts.js';
+import type { IdempotentWrites, KeyedInput } from './idempotency.js';
+import { announceBalances, post } from './ledger.js';
+import {
+  accountsById,
+  ensureAccounts,
+  entriesOf,
+  lockAccounts,
+  transactionById,
+} from './ledger.repository.js';
+import { paidOutTo } from './payouts.repository.js';
+import { nextReleaseOf } from './purchases.repository.js';
+import { adminOf, idOr, isAdmin, toEntry } from './views.js';
+
+export interface WalletDeps {
+  writes: IdempotentWrites;
+  bus: EventBus;
+  settings: z.infer<typeof settingsSchema>;
+}
+
+type Page = { limit: number; cursor?: string | undefined };
+
+const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
+const noSuchTransaction = () => new AppError(ErrorCode.NOT_FOUND, 'No such transaction.');
+const ISSUANCE = platformAccount('platform_issuance');
+
+/** Wallets, ledger reads, creator balances and admin grants. */
+export class WalletService {
+  constructor(private readonly deps: WalletDeps) {}
+
+  settings(ctx: Ctx): z.infer<typeof settingsSchema> {
+    callerOf(ctx);
+    return this.deps.settings;
+  }
+
+  async wallet(ctx: Ctx): Promise<z.infer<typeof walletSchema>> {
+    const me = callerOf(ctx).id;
+    const id = userAccountId(me, 'wallet');
+    const account = (await accountsById(ctx.em, [id])).get(id);
+    return {
+      user_id: me,
+      currency: CURRENCY,
+      balance: account?.balance ?? 0,
+      updated_at: account?.updatedAt ? account.updatedAt.toISOString() : null,
+    };
+  }
+
+  /** The caller's entries, newest first, of all their accounts or one. */
+  async ledger(ctx: Ctx, query: Page & { account?: UserAccountKind | undefined }) {
+    const me = callerOf(ctx).id;
+    const kinds = query.account ? [query.account] : USER_ACCOUNT_KINDS;
+    return this.entriesPage(
+      ctx,
+      kinds.map((kind) => userAccountId(me, kind)),
+      query,
+    );
+  }
+
+  /** Admins: a user's entries (optionally one account), or a platform account's. */
+  async adminLedger(
+    ctx: Ctx,
+    query: Page & { user_id?: string | undefined; account?: AccountKind | undefined },
+  ) {
+    adminOf(ctx);
+    const { account } = query;
+    if (query.user_id === undefined) {
+      if (account === undefined || !isPlatformAccount(account)) {
+        throw new AppError(ErrorCode.VALIDATION_FAILED, 'Name a user, or a platform account.', {
+          errors: [{ path: 'user_id', message: 'is required unless account names a platform account' }],
+        });
+      }
+      return this.entriesPage(ctx, [PLATFORM_ACCOUNT_IDS[account]], query);
+    }
+    if (account !== undefined && isPlatformAccount(account)) {
+      throw new AppError(ErrorCode.VALIDATION_FAILED, 'Platform accounts belong to no user.', {
+        errors: [{ path: 'account', message: 'must be a user account when user_id is given' }],
+      });
+    }
+    if (!isId(query.user_id)) return { items: [], next_cursor: null };
+    const userId = canonicalId(query.user_id);
+    const kinds = account ? [account] : USER_ACCOUNT_KINDS;
+    return this.entriesPage(
+      ctx,
+      kinds.map((kind) => userAccountId(userId, kind)),
+      query,
+    );
+  }
+
+  /** A transaction with its entries: to admins, and to owners of one of its accounts (404 to others). */
+  async transaction(ctx: Ctx, transactionId: string): Promise<Transaction> {
+    const caller = callerOf(ctx);
+    const found = await transactionById(ctx.em, idOr(transactionId, noSuchTransaction));
+    if (!found || (!isAdmin(caller) && !found.entries.some((entry) => entry.user_id === caller.id))) {
+      throw noSuchTransaction();
+    }
+    const { tx, entries } = found;
+    return {
+      id: tx.id,
+      kind: tx.kind,
+      created_at: new Date(tx.created_at).toISOString(),
+      purchase_id: tx.purchase_id,
+      payout_id: tx.payout_id,
+      entries: entries.map(toEntry),
+    };
+  }
+
+  async creatorBalance(ctx: Ctx): Promise<z.infer<typeof creatorBalanceSchema>> {
+    const me = callerOf(ctx).id;
+    const ids = {
+      pending: userAccountId(me, 'creator_pending'),
+      available: userAccountId(me, 'creator_available'),
+      inPayout: userAccountId(me, 'creator_payout'),
+    };
+    const [accounts, paidOut, nextRelease] = await Promise.all([
+      accountsById(ctx.em, Object.values(ids)),
+      paidOutTo(ctx.em, me),
+      nextReleaseOf(ctx.em, me),
+    ]);
+    const balance = (id: string) => accounts.get(id)?.balance ?? 0;
+    return {
+      user_id: me,
+      currency: CURRENCY,
+      pending: balance(ids.pending),
+      available: balance(ids.available),
+      in_payout: balance(ids.inPayout),
+      paid_out: paidOut,
+      next_release_at: nextRelease ? new Date(nextRelease).toISOString() : null,
+    };
+  }
+
+  /** Admins: credits a user's wallet from the issuance account (the one account allowed below zero). */
+  grant(
+    ctx: Ctx,
+    input: KeyedInput & { user_id: string; amount: number; reason: string },
+  ): Promise<z.infer<typeof grantSchema>> {
+    const admin = adminOf(ctx);
+    const userId = idOr(input.user_id, noSuchUser);
+    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (em) => {
+      const at = ctx.now();
+      const wallet = userAccount(userId, 'wallet');
+      // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
+      if ((await existingUserIds(em, [userId])).length === 0) throw noSuchUser();
+      await ensureAccounts(em, [wallet], at);
+      await lockAccounts(em, [wallet.id, ISSUANCE.id]);
+      const { transactionId, entries } = await post(
+        em,
+        { kind: 'grant', actorId: admin.id, reason: input.reason, at },
+        [
+          { accountId: ISSUANCE.id, kind: 'grant', amount: -input.amount },
+          { accountId: wallet.id, kind: 'grant', amount: input.amount },
+        ],
+      );
+      const credited = entries.find((entry) => entry.account_id === wallet.id);
+      return {
+        answer: {
+          transaction_id: transactionId,
+          user_id: userId,
+          amount: input.amount,
+          currency: CURRENCY,
+          balance: Number(credited?.balance_after ?? 0),
+        },
+        afterCommit: () => announceBalances(this.deps.bus, ctx.log, entries).then(() => undefined),
+      };
+    });
+  }
+
+  private async entriesPage(ctx: Ctx, accountIds: string[], query: Page) {
+    const after = decodeCursor(query.cursor, isTimeIdKey);
+    const rows = await entriesOf(ctx.em, accountIds, timeIdKeyParams(after), query.limit + 1);
+    return pageFrom(rows, query.limit, toEntry, (row) => [row.created_key, row.id]);
+  }
+}
