@@ -1,0 +1,189 @@
+import { describe, expect, it } from 'vitest';
+import type { PayoutState } from '../../protocol/economy.js';
+import { verifyLedger } from '../../src/modules/economy/index.js';
+import { executeBound } from '../../src/platform/db.js';
+import type { Services, ServiceUser } from '../helpers/services.js';
+import { useServices } from '../helpers/services.js';
+import { asAdmin, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
+
+/** A creator with `sales` released sales of 1000 (700 each after the fee) available. */
+async function earningCreator(s: Services, admin: ServiceUser, sales: number): Promise<ServiceUser> {
+  const creator = await s.createUser();
+  const buyer = await fundedUser(s, admin, 1000 * sales);
+  const { listing } = await listedItem(s, creator, { price: 1000, consumable: true });
+  for (let i = 0; i < sales; i++) await buy(s, buyer, listing.id);
+  await executeBound(
+    s.db.orm.em,
+    `update purchases set hold_until = now() - interval '1 second' where seller_id = $1`,
+    [creator.user.id],
+  );
+  return creator;
+}
+
+const request = (s: Services, user: ServiceUser, amount: number) =>
+  s.call('economy.payouts.create', s.ctxFor(user.user), { idempotency_key: key(), amount });
+const decide = (s: Services, admin: ServiceUser, payoutId: string, state: 'approved' | 'paid' | 'rejected') =>
+  s.call('economy.admin.payouts.decide', s.ctxFor(asAdmin(admin.user)), {
+    idempotency_key: key(),
+    payout_id: payoutId,
+    state,
+  });
+
+describe('payouts', () => {
+  const services = useServices();
+
+  it('releases the due holds first, then moves the amount from available to in payout', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 3);
+    const payout = await request(s, creator, 1500);
+    expect(payout).toMatchObject({
+      user_id: creator.user.id,
+      amount: 1500,
+      state: 'requested',
+      decided_by: null,
+    });
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ pending: 0, available: 600, in_payout: 1500, paid_out: 0 });
+    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+
+  it('refuses an amount below the minimum with 422 naming body.amount and the minimum, and one over available with INSUFFICIENT_FUNDS', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 2);
+    const before = await ledgerCounts(s);
+    await expect(request(s, creator, 999)).rejects.toMatchObject({
+      code: 'VALIDATION_FAILED',
+      extra: { errors: [{ path: 'body.amount' }], details: { minimum: 1000 } },
+    });
+    await expect(request(s, creator, 1401)).rejects.toMatchObject({
+      code: 'INSUFFICIENT_FUNDS',
+      extra: { details: { balance: 1400, required: 1401 } },
+    });
+    expect(await ledgerCounts(s)).toEqual(before);
+  });
+
+  it('pays an approved payout into platform_payouts and counts it as paid out', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 2);
+    const payout = await request(s, creator, 1000);
+    expect(await decide(s, admin, payout.id, 'approved')).toMatchObject({
+      state: 'approved',
+      decided_by: admin.user.id,
+    });
+    expect(await decide(s, admin, payout.id, 'paid')).toMatchObject({ state: 'paid' });
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ available: 400, in_payout: 0, paid_out: 1000 });
+    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+
+  it('gives a rejected payout back to available', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 2);
+    const payout = await request(s, creator, 1000);
+    await decide(s, admin, payout.id, 'approved');
+    expect(await decide(s, admin, payout.id, 'rejected')).toMatchObject({ state: 'rejected' });
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ available: 1400, in_payout: 0, paid_out: 0 });
+  });
+
+  const illegal: [PayoutState[], 'approved' | 'paid' | 'rejected'][] = [
+    [[], 'paid'],
+    [['approved'], 'approved'],
+    [['approved', 'paid'], 'approved'],
+    [['approved', 'paid'], 'paid'],
+    [['approved', 'paid'], 'rejected'],
+    [['rejected'], 'approved'],
+    [['rejected'], 'paid'],
+    [['rejected'], 'rejected'],
+  ];
+  it.each(illegal)(
+    'refuses the move after %j to %s with CONFLICT and current_state, moving nothing',
+    async (path, move) => {
+      const s = services();
+      const admin = await s.createUser();
+      const creator = await earningCreator(s, admin, 2);
+      const payout = await request(s, creator, 1000);
+      for (const step of path) await decide(s, admin, payout.id, step as 'approved' | 'paid' | 'rejected');
+      const before = await ledgerCounts(s);
+      await expect(decide(s, admin, payout.id, move)).rejects.toMatchObject({
+        code: 'CONFLICT',
+        extra: { details: { current_state: path.at(-1) ?? 'requested' } },
+      });
+      expect(await ledgerCounts(s)).toEqual(before);
+    },
+  );
+
+  it('lets one of two admins deciding the same payout at once win', async () => {
+    const s = services();
+    const [first, second] = [await s.createUser(), await s.createUser()];
+    const creator = await earningCreator(s, first, 2);
+    const payout = await request(s, creator, 1000);
+    const results = await Promise.allSettled([
+      decide(s, first, payout.id, 'rejected'),
+      decide(s, second, payout.id, 'rejected'),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'CONFLICT' } });
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ available: 1400, in_payout: 0 });
+    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+
+  it('shows payouts to their creator and admins, and queues them oldest first for admins only', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 3);
+    const stranger = await s.createUser();
+    const a = await request(s, creator, 1000);
+    const b = await request(s, creator, 1000);
+    expect((await s.call('economy.payouts.list', s.ctxFor(creator.user), {})).items.map((p) => p.id)).toEqual(
+      [b.id, a.id],
+    );
+    await expect(
+      s.call('economy.payouts.get', s.ctxFor(stranger.user), { payout_id: a.id }),
+    ).rejects.toMatchObject({
+      code: 'NOT_FOUND',
+    });
+    expect(
+      (await s.call('economy.payouts.get', s.ctxFor(asAdmin(stranger.user)), { payout_id: a.id })).id,
+    ).toBe(a.id);
+    const queue = await s.call('economy.admin.payouts', s.ctxFor(asAdmin(admin.user)), {
+      state: 'requested',
+    });
+    const ours = queue.items.map((p) => p.id).filter((id) => id === a.id || id === b.id);
+    expect(ours).toEqual([a.id, b.id]);
+    await expect(s.call('economy.admin.payouts', s.ctxFor(creator.user), {})).rejects.toMatchObject({
+      code: 'FORBIDDEN',
+    });
+  });
+});
+
+describe('the hold release job', () => {
+  const services = useServices({ ECONOMY_HOLD_SECONDS: 0 });
+
+  it('releases each due hold exactly once, however many passes run at once', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await s.createUser();
+    const buyer = await fundedUser(s, admin, 10_000);
+    const { listing } = await listedItem(s, creator, { price: 100, consumable: true });
+    for (let i = 0; i < 12; i++) await buy(s, buyer, listing.id);
+    // Each pass joins one already running on this node; a second services instance is another node.
+    await Promise.all([s.apis.economy.releaseDue(), s.apis.economy.releaseDue()]);
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ pending: 0, available: 840, next_release_at: null });
+    const releases = await executeBound<{ n: string }>(
+      s.db.orm.em,
+      `select count(*)::text as n from economy_transactions t join purchases p on p.id = t.purchase_id
+       where t.kind = 'release' and p.seller_id = $1`,
+      [creator.user.id],
+    );
+    expect(releases[0]?.n).toBe('12');
+    await s.apis.economy.releaseDue();
+    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+});
