@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { appEntities, buildApp } from './app.js';
 import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
+import { verifyLedger } from './modules/economy/index.js';
 import { changeRole } from './modules/users/index.js';
 import { createSigningKey } from './platform/auth/keys.js';
 import { openDatabase } from './platform/db.js';
@@ -20,6 +21,8 @@ Commands:
   keys create         Create an RS256 signing key pair under DATA_DIR/keys (the newest signs).
   admin grant <username> <role>    Give an account a role (user, moderator, admin).
   admin revoke <username> <role>   Take a role away again.
+  economy verify      Recompute every balance from the ledger and print the differences; exits 1
+                      when there are any (docs/economy.md, "Verify and reconcile").
   openapi [--out <file>]  Write the OpenAPI document of the REST API as JSON (stdout by default).
   help                Show this text.
 
@@ -41,6 +44,9 @@ async function main(argv: string[]): Promise<number> {
       return migrate(config, sub ?? 'up');
     case 'admin':
       return admin(config, argv.slice(1));
+    case 'economy':
+      if (sub !== 'verify' || argv.length !== 2) break;
+      return economyVerify(config);
     case 'keys': {
       if (sub !== 'create') break;
       const key = await createSigningKey(config.DATA_DIR);
@@ -97,6 +103,27 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     console.error(error.message);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
+/**
+ * `economy verify`: every stored balance against the sum of its entries, every transaction's sum,
+ * every entry's balance_after, read in one snapshot. One line per difference, then a summary.
+ */
+async function economyVerify(config: ReturnType<typeof loadConfig>): Promise<number> {
+  const db = await openDatabase(config, { entities: appEntities });
+  try {
+    await migrateUp(db, config.DATABASE_URL);
+    const differences = await verifyLedger(db.orm.em.fork());
+    for (const difference of differences) console.log(JSON.stringify(difference));
+    if (differences.length === 0) {
+      console.log('ledger verified: every balance equals the sum of its entries');
+      return 0;
+    }
+    console.error(`ledger differences: ${differences.length}`);
     return 1;
   } finally {
     await db.close();

@@ -139,4 +139,31 @@ describe('wallets, grants and the ledger', () => {
     ).rejects.toThrow(/does not sum to zero/);
     expect(await verifyLedger(em)).toEqual([]);
   });
+
+  it('makes verify report a stored balance that is not the sum of its entries', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const user = await fundedUser(s, admin, 100);
+    const em = s.db.orm.em.fork();
+    await executeBound(
+      em,
+      `update economy_accounts set balance = 90 where user_id = $1 and kind = 'wallet'`,
+      [user.user.id],
+    );
+    expect(await verifyLedger(em)).toEqual([
+      expect.objectContaining({
+        kind: 'balance',
+        account: 'wallet',
+        user_id: user.user.id,
+        stored: 90,
+        entries: 100,
+      }),
+    ]);
+    await executeBound(
+      em,
+      `update economy_accounts set balance = 100 where user_id = $1 and kind = 'wallet'`,
+      [user.user.id],
+    );
+    expect(await verifyLedger(em)).toEqual([]);
+  });
 });

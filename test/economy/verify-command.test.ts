@@ -1,0 +1,60 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { configFrom } from '../../src/config.js';
+import { openDatabase } from '../../src/platform/db.js';
+import { migrateUp } from '../../src/platform/migrate.js';
+
+/**
+ * `atrium economy verify` as an operator runs it, on an embedded database of its own (the command
+ * opens DATA_DIR's database, which one process holds at a time).
+ */
+describe('atrium economy verify', () => {
+  const run = (dataDir: string, ...args: string[]) =>
+    spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'economy', ...args], {
+      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'silent' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+
+  it('exits 0 on a clean ledger, and prints each difference and exits 1 when a balance is not its entries’ sum', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'atrium-verify-'));
+    try {
+      const clean = run(dataDir, 'verify');
+      expect(clean.stderr).toBe('');
+      expect(clean.status).toBe(0);
+      expect(clean.stdout).toContain('ledger verified');
+      // A balance changed behind the ledger's back (accounts are not append-only; entries are).
+      const db = await openDatabase(configFrom({ DATA_DIR: dataDir }));
+      try {
+        await migrateUp(db, undefined);
+        await db.orm.em
+          .fork()
+          .getConnection()
+          .execute(`update economy_accounts set balance = balance + 5 where kind = 'platform_revenue'`);
+      } finally {
+        await db.close();
+      }
+      const dirty = run(dataDir, 'verify');
+      expect(dirty.status).toBe(1);
+      const lines = dirty.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(lines).toEqual([
+        expect.objectContaining({ kind: 'balance', account: 'platform_revenue', stored: 5, entries: 0 }),
+      ]);
+      expect(dirty.stderr).toContain('ledger differences: 1');
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+
+  it('answers a usage mistake with exit code 2', () => {
+    const usage = run(tmpdir(), 'verify', 'extra');
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toContain('economy verify');
+  });
+});
