@@ -9,6 +9,7 @@ import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
 import { groupOperations } from './groups.js';
 import { internalOperations } from './internal.js';
+import { marketplaceOperations } from './marketplace.js';
 import { moderationOperations } from './moderation.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
 import { presenceOperations } from './presence.js';
@@ -28,6 +29,7 @@ export * from './favorites.js';
 export * from './gameservers.js';
 export * from './groups.js';
 export * from './internal.js';
+export * from './marketplace.js';
 export * from './moderation.js';
 export * from './presence.js';
 export * from './profiles.js';
@@ -61,6 +63,7 @@ const all = [
   ...gameServerOperations,
   ...internalOperations,
   ...economyOperations,
+  ...marketplaceOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -90,7 +90,7 @@ export class CatalogService {
     const rows = await itemsPage(
       ctx.em,
       {
-        creatorId: filterId(query.creator_id, 'creator_id'),
+        creatorId: filterId(query.creator_id),
         assetType: query.asset_type ?? null,
         state: query.state ?? null,
         viewerId: caller.id,
@@ -181,8 +181,8 @@ export class CatalogService {
     const rows = await listingsPage(
       ctx.em,
       {
-        itemId: filterId(query.item_id, 'item_id'),
-        sellerId: filterId(query.seller_id, 'seller_id'),
+        itemId: filterId(query.item_id),
+        sellerId: filterId(query.seller_id),
         assetType: query.asset_type ?? null,
       },
       timeIdKeyParams(after),

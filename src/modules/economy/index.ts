@@ -10,6 +10,11 @@ import {
   economySettings,
   economyTransaction,
   economyWallet,
+  payoutsCreate,
+  payoutsGet,
+  payoutsList,
+} from '../../../protocol/economy.js';
+import {
   inventoryList,
   itemsCreate,
   itemsGet,
@@ -19,13 +24,10 @@ import {
   listingsCreate,
   listingsGet,
   listingsList,
-  payoutsCreate,
-  payoutsGet,
-  payoutsList,
   purchasesCreate,
   purchasesGet,
   purchasesList,
-} from '../../../protocol/economy.js';
+} from '../../../protocol/marketplace.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';

@@ -129,7 +129,7 @@ export class PurchasesService {
   async inventory(ctx: Ctx, query: Page & { item_id?: string | undefined }) {
     const me = callerOf(ctx).id;
     const after = decodeCursor(query.cursor, isTimeIdKey);
-    const itemId = filterId(query.item_id, 'item_id');
+    const itemId = filterId(query.item_id);
     const rows = await inventoryOf(ctx.em, me, itemId, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(
       rows,

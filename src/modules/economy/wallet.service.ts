@@ -12,7 +12,7 @@ import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId } from '../../platform/ids.js';
+import { canonicalId } from '../../platform/ids.js';
 import { existingUserIds } from '../users/index.js';
 import {
   isPlatformAccount,
@@ -100,7 +100,6 @@ export class WalletService {
         errors: [{ path: 'account', message: 'must be a user account when user_id is given' }],
       });
     }
-    if (!isId(query.user_id)) return { items: [], next_cursor: null };
     const userId = canonicalId(query.user_id);
     const kinds = account ? [account] : USER_ACCOUNT_KINDS;
     return this.entriesPage(
