@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AccountKind, EntryKind } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
-import type { AccountRef } from './accounts.js';
+import { type AccountRef, PLATFORM_ACCOUNT_IDS } from './accounts.js';
 
 /** SQL of the ledger: accounts, transactions and their entries (migrations 0013 and 0014). */
 
@@ -59,17 +59,22 @@ export async function ensureAccounts(
 }
 
 /**
- * Locks the accounts a transaction will move, in id order so that two transactions never wait for
- * each other, and gives their balances (an account that does not exist is absent).
+ * Locks the user accounts a transaction will move, in id order, so that two transactions never
+ * wait for each other in a cycle, and gives their balances (an account that does not exist is
+ * absent). Platform accounts are left to the posting statement, which locks them last: each
+ * transaction moves at most one, and they are the rows every purchase (or grant) waits for, so
+ * they are held for the shortest time.
  */
 export async function lockAccounts(em: EntityManager, ids: readonly string[]): Promise<Map<string, number>> {
   const rows = await executeBound<{ id: string; balance: string }>(
     em,
     'select id, balance::text as balance from economy_accounts where id = any($1::uuid[]) order by id for update',
-    [ids],
+    [ids.filter((id) => !PLATFORM_IDS.has(id))],
   );
   return new Map(rows.map((row) => [row.id, Number(row.balance)]));
 }
+
+const PLATFORM_IDS: ReadonlySet<string> = new Set(Object.values(PLATFORM_ACCOUNT_IDS));
 
 /**
  * Appends one transaction: its row, each account's new balance and the entries with the balance

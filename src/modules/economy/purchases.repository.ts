@@ -31,35 +31,25 @@ const PURCHASE_COLUMNS = `p.id, p.listing_id, p.item_id, p.buyer_id, p.seller_id
   p.released_at, p.transaction_id, p.refund_transaction_id, p.seller_pending_account_id,
   p.seller_available_account_id, p.created_at, ${timeKeySql('p.created_at')} as created_key`;
 
-export interface TakenListing {
+export interface BuyableListing {
   id: string;
   item_id: string;
-  seller_id: string;
+  seller_id: string | null;
   price: string;
+  state: 'active' | 'sold' | 'cancelled';
   consumable: boolean;
 }
 
-/**
- * Counts one sale on an active listing of someone else's, turning a limited one `sold` with its
- * last unit; the row stays locked until the purchase commits, so a listing never oversells.
- * Undefined when the listing cannot be bought from (the caller reads it to say why).
- */
-export async function takeFromListing(
+/** A listing with what a purchase needs of its item; read without a lock (sellFromListing decides). */
+export async function buyableListing(
   em: EntityManager,
   listingId: string,
-  buyerId: string,
-  at: Date,
-): Promise<TakenListing | undefined> {
-  const [row] = await executeBound<TakenListing>(
+): Promise<BuyableListing | undefined> {
+  const [row] = await executeBound<BuyableListing>(
     em,
-    `update marketplace_listings l set
-       sold_count = l.sold_count + 1,
-       state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
-       updated_at = $3
-     from catalog_items i
-     where l.id = $1 and l.state = 'active' and l.seller_id <> $2 and i.id = l.item_id
-     returning l.id, l.item_id, l.seller_id, l.price::text as price, i.consumable`,
-    [listingId, buyerId, at],
+    `select l.id, l.item_id, l.seller_id, l.price::text as price, l.state::text as state, i.consumable
+     from marketplace_listings l join catalog_items i on i.id = l.item_id where l.id = $1`,
+    [listingId],
   );
   return row;
 }
@@ -98,7 +88,14 @@ export async function takeFromInventory(
   );
 }
 
-export async function insertPurchase(
+/**
+ * Counts the sale on the listing, if it is still active at this price, and inserts the purchase,
+ * in one statement; a limited listing turns `sold` with its last unit (its check makes overselling
+ * impossible). The listing row stays locked until the purchase commits: taken this late, after the
+ * buyer's accounts, so buyers of one listing queue on it for the shortest time. Undefined when the
+ * listing stopped being buyable since it was read.
+ */
+export async function sellFromListing(
   em: EntityManager,
   p: {
     id: string;
@@ -115,13 +112,20 @@ export async function insertPurchase(
     availableAccountId: string;
     at: Date;
   },
-): Promise<PurchaseRow> {
+): Promise<PurchaseRow | undefined> {
   const [row] = await executeBound<PurchaseRow>(
     em,
-    `with p as (
+    `with l as (
+       update marketplace_listings l set
+         sold_count = l.sold_count + 1,
+         state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
+         updated_at = $13
+       where l.id = $2 and l.state = 'active' and l.price = $6 and l.seller_id = $5
+       returning l.id
+     ), p as (
        insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
          transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13) returning *
+       select $1, l.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13 from l returning *
      ) select ${PURCHASE_COLUMNS} from p`,
     [
       p.id,
@@ -139,7 +143,7 @@ export async function insertPurchase(
       p.at,
     ],
   );
-  return row as PurchaseRow;
+  return row;
 }
 
 export async function purchaseById(

@@ -14,13 +14,13 @@ import { announceBalances, post } from './ledger.js';
 import { ensureAccounts, lockAccounts, transactionById } from './ledger.repository.js';
 import {
   addToInventory,
-  insertPurchase,
+  buyableListing,
   inventoryOf,
   markRefunded,
   purchaseById,
   purchasesOf,
+  sellFromListing,
   takeFromInventory,
-  takeFromListing,
 } from './purchases.repository.js';
 import {
   adminOf,
@@ -59,8 +59,16 @@ export class PurchasesService {
     const listingId = idOr(input.listing_id, noSuchListing);
     return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em) => {
       const at = ctx.now();
-      const listing = await takeFromListing(em, listingId, buyer, at);
-      if (!listing) throw await this.whyNotBuyable(em, listingId);
+      const listing = await buyableListing(em, listingId);
+      if (!listing) throw noSuchListing();
+      if (listing.state !== 'active' || listing.seller_id === null) {
+        throw conflictIn('This listing is not active.', listing.state);
+      }
+      if (listing.seller_id === buyer) {
+        throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot buy from your own listing.', {
+          errors: [{ path: 'listing_id', message: 'must be another user’s listing' }],
+        });
+      }
       if (!(await addToInventory(em, buyer, listing.item_id, listing.consumable, at))) {
         throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
       }
@@ -70,11 +78,13 @@ export class PurchasesService {
       const pending = userAccount(listing.seller_id, 'creator_pending');
       const available = userAccount(listing.seller_id, 'creator_available');
       await ensureAccounts(em, [pending, available], at);
-      const balances = await lockAccounts(em, [wallet.id, pending.id, REVENUE.id]);
+      // The user accounts now; the revenue account, which every purchase moves, is locked last by
+      // the posting statement itself, so it is held the shortest time.
+      const balances = await lockAccounts(em, [wallet.id, pending.id]);
       const balance = balances.get(wallet.id) ?? 0;
       if (balance < price) throw insufficientFunds(balance, price);
       const transactionId = newId();
-      const row = await insertPurchase(em, {
+      const row = await sellFromListing(em, {
         id: newId(),
         listingId,
         itemId: listing.item_id,
@@ -89,6 +99,12 @@ export class PurchasesService {
         availableAccountId: available.id,
         at,
       });
+      if (!row) {
+        // Sold out or cancelled since it was read.
+        const now = await listingById(em, listingId);
+        throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
+      }
+      const sellerId = listing.seller_id;
       const { entries } = await post(
         em,
         { kind: 'purchase', purchaseId: row.id, at },
@@ -104,7 +120,7 @@ export class PurchasesService {
         answer: purchase,
         afterCommit: async () => {
           await announceBalances(this.deps.bus, ctx.log, entries);
-          await this.tellSeller(ctx.log, listing.seller_id, purchase);
+          await this.tellSeller(ctx.log, sellerId, purchase);
         },
       };
     });
@@ -167,12 +183,11 @@ export class PurchasesService {
         em,
         lines.map((entry) => entry.account_id),
       );
+      // What the refund takes back from a user account must be there (the seller's pending share).
       const debited = lines.find(
-        (entry) => Number(entry.amount) > 0 && (locked.get(entry.account_id) ?? 0) < Number(entry.amount),
+        (entry) => locked.has(entry.account_id) && (locked.get(entry.account_id) ?? 0) < Number(entry.amount),
       );
-      if (debited && debited.account !== 'platform_issuance') {
-        throw insufficientFunds(locked.get(debited.account_id) ?? 0, Number(debited.amount));
-      }
+      if (debited) throw insufficientFunds(locked.get(debited.account_id) ?? 0, Number(debited.amount));
       const refundTx = newId();
       const { entries } = await post(
         em,
@@ -192,16 +207,6 @@ export class PurchasesService {
           await this.tellSeller(ctx.log, row.seller_id, purchase);
         },
       };
-    });
-  }
-
-  /** Why a listing cannot be bought from now: it does not exist, is not active, or is the buyer's own. */
-  private async whyNotBuyable(em: EntityManager, listingId: string): Promise<AppError> {
-    const listing = await listingById(em, listingId);
-    if (!listing) return noSuchListing();
-    if (listing.state !== 'active') return conflictIn('This listing is not active.', listing.state);
-    return new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot buy from your own listing.', {
-      errors: [{ path: 'listing_id', message: 'must be another user’s listing' }],
     });
   }
 
