@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Purchase } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
