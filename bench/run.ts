@@ -25,6 +25,9 @@ import { parseArgs } from 'node:util';
  *   gameservers           spawn-to-ready with the reference server, join latency, internal bulk
  *                         loads beside the users' REST load (bench/results/gameservers.md); also
  *                         takes --backends embedded,postgres
+ *   groups                roster pages of a 10,000-member group and joins beside pgbench, group chat
+ *                         latency with 500 members online on two instances (bench/results/groups.md);
+ *                         also takes --backends embedded,postgres
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -36,6 +39,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   'worlds-rollback': () => import('./worlds-rollback.js'),
   chat: () => import('./chat.js'),
   gameservers: () => import('./gameservers.js'),
+  groups: () => import('./groups.js'),
 };
 
 const { values, positionals } = parseArgs({
