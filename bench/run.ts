@@ -28,6 +28,9 @@ import { parseArgs } from 'node:util';
  *   groups                roster pages of a 10,000-member group and joins beside pgbench, group chat
  *                         latency with 500 members online on two instances (bench/results/groups.md);
  *                         also takes --backends embedded,postgres
+ *   economy               purchases/s of 50 REST buyers beside pgbench running the purchase's
+ *                         statements, economy verify after them, and a purchase load killed with
+ *                         SIGKILL (bench/results/economy.md); Postgres + Redis only
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -40,6 +43,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   chat: () => import('./chat.js'),
   gameservers: () => import('./gameservers.js'),
   groups: () => import('./groups.js'),
+  economy: () => import('./economy.js'),
 };
 
 const { values, positionals } = parseArgs({

@@ -1,5 +1,5 @@
 import { configFrom } from '../../src/config.js';
-import { AccessTokens } from '../../src/platform/auth/access-tokens.js';
+import { AccessTokens, type Role } from '../../src/platform/auth/access-tokens.js';
 import { loadKeyRing } from '../../src/platform/auth/keys.js';
 import { newId } from '../../src/platform/ids.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
@@ -14,7 +14,7 @@ import { progress } from './progress.js';
 export interface TokenIssuer {
   issue(count: number, label: string): Promise<string[]>;
   /** One token for each of these user ids (users that exist, for routes that read the account). */
-  issueFor(userIds: readonly string[]): Promise<string[]>;
+  issueFor(userIds: readonly string[], roles?: Role[]): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -42,8 +42,8 @@ export async function tokenIssuer(dataDir: string): Promise<TokenIssuer> {
       }
       return issued;
     },
-    issueFor: (userIds) =>
-      Promise.all(userIds.map((id) => tokens.issue({ id, sessionId: newId(), roles: ['user'] }))),
+    issueFor: (userIds, roles = ['user']) =>
+      Promise.all(userIds.map((id) => tokens.issue({ id, sessionId: newId(), roles }))),
     close: () => kv.close(),
   };
 }

@@ -1,0 +1,97 @@
+import { pgbenchUuid } from '../chat/ceiling.js';
+
+/**
+ * The pgbench ceiling of a purchase: the statements PurchasesService.buy runs in its transaction
+ * (src/modules/economy/purchases.service.ts, idempotency.ts and the repositories), copied from
+ * their source, with the buyer and the seller drawn as the REST load draws them (buyers 1..buyers,
+ * sellers after them, one consumable listing each). Two differences, both of the same cost: the
+ * listing is found by its seller (pgbench has numbers, not the listing's id), and the ids the
+ * service makes in JavaScript (entries, purchase, transaction, idempotency key) are made in SQL.
+ */
+
+/**
+ * The SQL of userAccountId (src/modules/economy/accounts.ts): sha256 of the name, version 8. The
+ * colons stand alone in their literals: pgbench takes any `:name` for a variable, strings included.
+ */
+export function accountIdSql(userSql: string, kind: string): string {
+  return `(select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || to_hex(8 + (('x' || substr(h, 17, 1))::bit(4)::int & 3)) || substr(h, 18, 15))::uuid
+    from (select encode(sha256(convert_to('atrium-account' || ':' || lower((${userSql})::text) || ':' || '${kind}', 'UTF8')), 'hex') as h) x)`;
+}
+
+const REVENUE = `'00000000-0000-8000-8000-000000000002'::uuid`;
+/** An answer of the size of a purchase's, bound (`-D answer=`) as the service binds the stored answer. */
+export const ANSWER = JSON.stringify({
+  id: '019ac4a1-0000-7000-8000-000000000000',
+  listing_id: '019ac4a1-0000-7000-8000-000000000001',
+  item_id: '019ac4a1-0000-7000-8000-000000000002',
+  buyer_id: '019ac4a1-0000-7000-8000-000000000003',
+  seller_id: '019ac4a1-0000-7000-8000-000000000004',
+  price: 100,
+  fee: 30,
+  seller_amount: 70,
+  currency: 'coin',
+  state: 'completed',
+  hold_until: '2026-12-04T06:00:00.000Z',
+  transaction_id: '019ac4a1-0000-7000-8000-000000000005',
+  refund_transaction_id: null,
+  created_at: '2026-11-27T06:00:00.000Z',
+});
+
+export function purchaseScript(buyers: number, sellers: number, prefix: string, feeBps: number): string {
+  const buyer = pgbenchUuid(prefix, 'b');
+  const seller = pgbenchUuid(prefix, 's');
+  const wallet = accountIdSql(buyer, 'wallet');
+  const pending = accountIdSql(seller, 'creator_pending');
+  const available = accountIdSql(seller, 'creator_available');
+  return `\\set b random(1, ${buyers})
+\\set s random(${buyers + 1}, ${buyers + sellers})
+\\set k random(1, 1000000000000000)
+BEGIN;
+insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values (${buyer}, :k::text, 'bench', now())
+  on conflict (user_id, key) do update set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
+  where economy_idempotency_keys.created_at < now() - interval '24 hours' returning 1;
+select l.id as listing, l.item_id as item, l.price::text as price, l.state::text as state, i.consumable
+  from marketplace_listings l join catalog_items i on i.id = l.item_id where l.seller_id = ${seller} and l.state = 'active' \\gset
+insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at) values (${buyer}, :item::uuid, 1, now(), now())
+  on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = now() where :consumable::boolean
+  returning 1;
+insert into economy_accounts (id, user_id, kind, created_at)
+  select id, user_id, kind::ledger_account, now() from unnest(array[${pending}, ${available}]::uuid[], array[${seller}, ${seller}]::uuid[], array['creator_pending', 'creator_available']::text[]) as a(id, user_id, kind)
+  on conflict (id) do nothing;
+select id, balance::text as balance from economy_accounts where id = any(array[${wallet}, ${pending}]::uuid[]) order by id for update;
+with l as (
+  update marketplace_listings l set sold_count = l.sold_count + 1,
+    state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
+    updated_at = now()
+  where l.id = :listing::uuid and l.state = 'active' and l.price = :price::bigint and l.seller_id = ${seller}
+  returning l.id
+), p as (
+  insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
+    transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
+  select gen_random_uuid(), l.id, :item::uuid, ${buyer}, ${seller}, :price::bigint, :price::bigint * ${feeBps} / 10000,
+    :price::bigint - :price::bigint * ${feeBps} / 10000, now() + interval '7 days', gen_random_uuid(), ${pending}, ${available}, now(), now()
+  from l returning *
+) select p.id as purchase, p.transaction_id as tx, p.fee::text as fee from p \\gset
+with tx as (
+  insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
+  values (:tx::uuid, 'purchase', :purchase::uuid, null, null, null, now()) returning id
+), moves as (
+  select * from unnest(array[gen_random_uuid(), gen_random_uuid(), gen_random_uuid()],
+    array[${wallet}, ${pending}, ${REVENUE}]::uuid[], array['purchase', 'sale', 'fee']::text[],
+    array[-(:price::bigint), :price::bigint - :fee::bigint, :fee::bigint]::bigint[]) with ordinality as m(entry_id, account_id, kind, amount, n)
+), moved as (
+  update economy_accounts a set balance = a.balance + m.amount, updated_at = now()
+  from moves m where a.id = m.account_id
+  returning a.id, a.kind, a.user_id, a.balance
+), e as (
+  insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
+  select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, now()
+  from moves m join moved on moved.id = m.account_id
+  returning *
+)
+select e.id, e.transaction_id, e.account_id, a.kind::text as account, a.user_id, e.kind::text as kind,
+  e.amount::text as amount, e.balance_after::text as balance_after, e.created_at
+from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id order by m.n;
+update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
+COMMIT`;
+}
