@@ -43,6 +43,7 @@ export function purchaseScript(buyers: number, sellers: number, prefix: string, 
   const wallet = accountIdSql(buyer, 'wallet');
   const pending = accountIdSql(seller, 'creator_pending');
   const available = accountIdSql(seller, 'creator_available');
+  // The seller's accounts exist (made with the listing), as the service expects.
   return `\\set b random(1, ${buyers})
 \\set s random(${buyers + 1}, ${buyers + sellers})
 \\set k random(1, 1000000000000000)
@@ -50,14 +51,19 @@ BEGIN;
 insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values (${buyer}, :k::text, 'bench', now())
   on conflict (user_id, key) do update set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
   where economy_idempotency_keys.created_at < now() - interval '24 hours' returning 1;
-select l.id as listing, l.item_id as item, l.price::text as price, l.state::text as state, i.consumable
-  from marketplace_listings l join catalog_items i on i.id = l.item_id where l.seller_id = ${seller} and l.state = 'active' \\gset
-insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at) values (${buyer}, :item::uuid, 1, now(), now())
-  on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = now() where :consumable::boolean
-  returning 1;
-insert into economy_accounts (id, user_id, kind, created_at)
-  select id, user_id, kind::ledger_account, now() from unnest(array[${pending}, ${available}]::uuid[], array[${seller}, ${seller}]::uuid[], array['creator_pending', 'creator_available']::text[]) as a(id, user_id, kind)
-  on conflict (id) do nothing;
+with l as (
+  select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable
+  from marketplace_listings l join catalog_items i on i.id = l.item_id where l.seller_id = ${seller} and l.state = 'active'
+), added as (
+  insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at)
+  select ${buyer}, l.item_id, 1, now(), now() from l where l.state = 'active' and l.seller_id <> ${buyer}
+  on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = now()
+    where inventory_items.item_id in (select l.item_id from l where l.consumable)
+  returning 1
+)
+select l.id as listing, l.item_id as item, l.price::text as price, l.state::text as state, l.consumable,
+  exists (select 1 from added) as added
+from l \\gset
 select id, balance::text as balance from economy_accounts where id = any(array[${wallet}, ${pending}]::uuid[]) order by id for update;
 with l as (
   update marketplace_listings l set sold_count = l.sold_count + 1,

@@ -34,7 +34,11 @@ export interface EconomyResults {
   crash: CrashResults;
 }
 
-export function measureEconomy(schedule: RoundSchedule, seconds: number): Promise<EconomyResults> {
+export function measureEconomy(
+  schedule: RoundSchedule,
+  seconds: number,
+  nodeArgs?: readonly string[],
+): Promise<EconomyResults> {
   return withBackend('postgres', async (baseEnv, dataDir) => {
     const prefix = randomBytes(4).toString('hex');
     const ids = await seedUsers(baseEnv, BUYERS + SELLERS, userIdOf(prefix));
@@ -46,7 +50,7 @@ export function measureEconomy(schedule: RoundSchedule, seconds: number): Promis
       ECONOMY_CREATE_RATE_LIMIT_COUNT: '100000',
     };
     const issuer = await tokenIssuer(dataDir);
-    let atrium: Atrium | undefined = await startAtrium(env);
+    let atrium: Atrium | undefined = await startAtrium(env, nodeArgs);
     try {
       const sql = await postgresSql(env.DATABASE_URL as string);
       const [version] = await sql.query<{ version: string }>('select version()');

@@ -5,6 +5,7 @@ import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../plat
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import { userAccount } from './accounts.js';
 import {
   cancelListing,
   cancelListingsOfItem,
@@ -18,6 +19,7 @@ import {
   updateItem,
 } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
+import { ensureAccounts } from './ledger.repository.js';
 import { conflictIn, filterId, idOr, isAdmin, toItem, toListing } from './views.js';
 
 export interface CatalogDeps {
@@ -149,13 +151,20 @@ export class CatalogService {
         throw new AppError(ErrorCode.FORBIDDEN, 'Only the creator of an item may list it.');
       if (item.state !== 'published') throw conflictIn('Only a published item can be listed.', item.state);
       await consumeOrThrow(this.deps.createLimiter, me, slowDown);
+      // The accounts its sales credit, so that a purchase does not have to make them.
+      const at = ctx.now();
+      await ensureAccounts(
+        em,
+        [userAccount(me, 'creator_pending'), userAccount(me, 'creator_available')],
+        at,
+      );
       const row = await insertListing(em, {
         id: newId(),
         itemId,
         sellerId: me,
         price: input.price,
         quantity: input.quantity ?? null,
-        at: ctx.now(),
+        at,
       });
       return { answer: toListing(row) };
     });

@@ -38,38 +38,40 @@ export interface BuyableListing {
   price: string;
   state: 'active' | 'sold' | 'cancelled';
   consumable: boolean;
+  /** Whether the buyer's inventory took a unit: false for a non-consumable they own already. */
+  added: boolean;
 }
 
-/** A listing with what a purchase needs of its item; read without a lock (sellFromListing decides). */
-export async function buyableListing(
+/**
+ * A listing as a purchase needs it, read without a lock (sellFromListing decides), and, when it
+ * is an active listing of someone else's, one more unit of its item in the buyer's inventory (a
+ * non-consumable they own already takes none), in one statement. A refusal rolls the unit back
+ * with the transaction.
+ */
+export async function listingForBuyer(
   em: EntityManager,
   listingId: string,
+  buyerId: string,
+  at: Date,
 ): Promise<BuyableListing | undefined> {
   const [row] = await executeBound<BuyableListing>(
     em,
-    `select l.id, l.item_id, l.seller_id, l.price::text as price, l.state::text as state, i.consumable
-     from marketplace_listings l join catalog_items i on i.id = l.item_id where l.id = $1`,
-    [listingId],
+    `with l as (
+       select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable
+       from marketplace_listings l join catalog_items i on i.id = l.item_id where l.id = $1
+     ), added as (
+       insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at)
+       select $2, l.item_id, 1, $3, $3 from l where l.state = 'active' and l.seller_id <> $2
+       on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = $3
+         where inventory_items.item_id in (select l.item_id from l where l.consumable)
+       returning 1
+     )
+     select l.id, l.item_id, l.seller_id, l.price::text as price, l.state::text as state, l.consumable,
+       exists (select 1 from added) as added
+     from l`,
+    [listingId, buyerId, at],
   );
   return row;
-}
-
-/** One more unit in the buyer's inventory; false for a non-consumable they own already. */
-export async function addToInventory(
-  em: EntityManager,
-  userId: string,
-  itemId: string,
-  consumable: boolean,
-  at: Date,
-): Promise<boolean> {
-  const rows = await executeBound(
-    em,
-    `insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at) values ($1, $2, 1, $4, $4)
-     on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = $4 where $3::boolean
-     returning 1`,
-    [userId, itemId, consumable, at],
-  );
-  return rows.length > 0;
 }
 
 /** One unit less in an inventory (a refund); the row goes with its last unit. */

@@ -12,9 +12,8 @@ import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { announceBalances, post } from './ledger.js';
 import { ensureAccounts, lockAccounts, transactionById } from './ledger.repository.js';
 import {
-  addToInventory,
-  buyableListing,
   inventoryOf,
+  listingForBuyer,
   markRefunded,
   purchaseById,
   purchasesOf,
@@ -58,7 +57,7 @@ export class PurchasesService {
     const listingId = idOr(input.listing_id, noSuchListing);
     return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em) => {
       const at = ctx.now();
-      const listing = await buyableListing(em, listingId);
+      const listing = await listingForBuyer(em, listingId, buyer, at);
       if (!listing) throw noSuchListing();
       if (listing.state !== 'active' || listing.seller_id === null) {
         throw conflictIn('This listing is not active.', listing.state);
@@ -68,18 +67,20 @@ export class PurchasesService {
           errors: [{ path: 'listing_id', message: 'must be another user’s listing' }],
         });
       }
-      if (!(await addToInventory(em, buyer, listing.item_id, listing.consumable, at))) {
-        throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
-      }
+      if (!listing.added) throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
       const price = Number(listing.price);
       const fee = Math.floor((price * this.deps.feeBps) / 10_000);
       const wallet = userAccount(buyer, 'wallet');
       const pending = userAccount(listing.seller_id, 'creator_pending');
       const available = userAccount(listing.seller_id, 'creator_available');
-      await ensureAccounts(em, [pending, available], at);
       // The user accounts now; the revenue account, which every purchase moves, is locked last by
-      // the posting statement itself, so it is held the shortest time.
-      const balances = await lockAccounts(em, [wallet.id, pending.id]);
+      // the posting statement itself, so it is held the shortest time. The seller's accounts were
+      // made with the listing; made here only if that did not happen.
+      let balances = await lockAccounts(em, [wallet.id, pending.id]);
+      if (!balances.has(pending.id)) {
+        await ensureAccounts(em, [pending, available], at);
+        balances = await lockAccounts(em, [wallet.id, pending.id]);
+      }
       const balance = balances.get(wallet.id) ?? 0;
       if (balance < price) throw insufficientFunds(balance, price);
       const transactionId = newId();
