@@ -66,9 +66,9 @@ transaction (bench/economy/ceiling.ts) with ${meta.poolSize} connections.
 ${BUYERS} buyers, one request in flight each, the service killed with SIGKILL halfway:
 ${whole(crash.acknowledged)} purchases acknowledged (201), **${whole(crash.found)}** of them found
 in the ledger with their transaction (${verdict(crash.found === crash.acknowledged)}: no
-acknowledged purchase lost); ${whole(crash.stored)} purchases stored during the run (the
-difference were cut after their commit, before their answer); ${whole(crash.failedRequests)}
-requests failed with the connection. \`economy verify\` afterwards:
+acknowledged purchase lost); ${whole(crash.stored)} purchases stored during the run (any beyond
+the acknowledged ones committed, and their answer was lost with the process);
+${whole(crash.failedRequests)} requests failed with the connection. \`economy verify\` afterwards:
 ${crash.verified.clean ? '**clean**' : '**differences**'} (${verdict(crash.verified.clean)}: no half-applied purchase).
 `;
 }
