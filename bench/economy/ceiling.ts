@@ -40,10 +40,11 @@ export const ANSWER = JSON.stringify({
 export function purchaseScript(buyers: number, sellers: number, prefix: string, feeBps: number): string {
   const buyer = pgbenchUuid(prefix, 'b');
   const seller = pgbenchUuid(prefix, 's');
-  const wallet = accountIdSql(buyer, 'wallet');
-  const pending = accountIdSql(seller, 'creator_pending');
-  const available = accountIdSql(seller, 'creator_available');
-  // The seller's accounts exist (made with the listing), as the service expects.
+  // The service names accounts by ids it binds; the script derives them once, with the listing.
+  const walletSql = accountIdSql(buyer, 'wallet');
+  const pendingSql = accountIdSql(seller, 'creator_pending');
+  const availableSql = accountIdSql(seller, 'creator_available');
+  const [wallet, pending, available] = [':wallet::uuid', ':pending::uuid', ':available::uuid'];
   return `\\set b random(1, ${buyers})
 \\set s random(${buyers + 1}, ${buyers + sellers})
 \\set k random(1, 1000000000000000)
@@ -62,14 +63,19 @@ with l as (
   returning 1
 )
 select l.id as listing, l.item_id as item, l.price::text as price, l.state::text as state, l.consumable,
-  exists (select 1 from added) as added
+  exists (select 1 from added) as added, ${walletSql} as wallet, ${pendingSql} as pending, ${availableSql} as available
 from l \\gset
-select id, balance::text as balance from economy_accounts where id = any(array[${wallet}, ${pending}]::uuid[]) order by id for update;
-with l as (
+with acc as (
+  select id, balance from economy_accounts where id = any(array[${wallet}, ${pending}]::uuid[]) order by id for update
+), funds as (
+  select coalesce((select balance from acc where id = ${wallet}), 0) as balance,
+         exists (select 1 from acc where id = ${pending}) as pending_exists
+), l as (
   update marketplace_listings l set sold_count = l.sold_count + 1,
     state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
     updated_at = now()
   where l.id = :listing::uuid and l.state = 'active' and l.price = :price::bigint and l.seller_id = ${seller}
+    and (select balance >= :price::bigint and pending_exists from funds)
   returning l.id
 ), p as (
   insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
@@ -77,7 +83,8 @@ with l as (
   select gen_random_uuid(), l.id, :item::uuid, ${buyer}, ${seller}, :price::bigint, :price::bigint * ${feeBps} / 10000,
     :price::bigint - :price::bigint * ${feeBps} / 10000, now() + interval '7 days', gen_random_uuid(), ${pending}, ${available}, now(), now()
   from l returning *
-) select p.id as purchase, p.transaction_id as tx, p.fee::text as fee from p \\gset
+) select f.balance::text as wallet_balance, f.pending_exists, p.id as purchase, p.transaction_id as tx, p.fee::text as fee
+from funds f left join p on true \\gset
 with tx as (
   insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
   values (:tx::uuid, 'purchase', :purchase::uuid, null, null, null, now()) returning id

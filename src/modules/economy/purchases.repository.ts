@@ -90,12 +90,22 @@ export async function takeFromInventory(
   );
 }
 
+/** What the sale statement found: the wallet's balance, and the purchase when it was made. */
+export interface Sale {
+  wallet_balance: string;
+  /** False when the seller's pending account does not exist yet (nothing was done). */
+  pending_exists: boolean;
+  /** The purchase; undefined when the wallet was short or the listing stopped being buyable. */
+  purchase: PurchaseRow | undefined;
+}
+
 /**
- * Counts the sale on the listing, if it is still active at this price, and inserts the purchase,
- * in one statement; a limited listing turns `sold` with its last unit (its check makes overselling
- * impossible). The listing row stays locked until the purchase commits: taken this late, after the
- * buyer's accounts, so buyers of one listing queue on it for the shortest time. Undefined when the
- * listing stopped being buyable since it was read.
+ * The sale in one statement: locks the buyer's wallet and the seller's pending account (in id
+ * order, as lockAccounts does) and, when the wallet holds the price, counts the sale on the listing
+ * if it is still active at this price and inserts the purchase. A limited listing turns `sold` with
+ * its last unit (its check makes overselling impossible). The listing row is locked after the
+ * accounts and held until the purchase commits, so buyers of one listing queue on it for the
+ * shortest time. The revenue account is left to the posting statement.
  */
 export async function sellFromListing(
   em: EntityManager,
@@ -110,25 +120,36 @@ export async function sellFromListing(
     sellerAmount: number;
     holdUntil: Date;
     transactionId: string;
+    walletAccountId: string;
     pendingAccountId: string;
     availableAccountId: string;
     at: Date;
   },
-): Promise<PurchaseRow | undefined> {
-  const [row] = await executeBound<PurchaseRow>(
+): Promise<Sale> {
+  const [row] = await executeBound<
+    Record<string, unknown> & { wallet_balance: string; pending_exists: boolean }
+  >(
     em,
-    `with l as (
+    `with acc as (
+       select id, balance from economy_accounts where id = any(array[$14, $11]::uuid[]) order by id for update
+     ), funds as (
+       select coalesce((select balance from acc where id = $14), 0) as balance,
+              exists (select 1 from acc where id = $11) as pending_exists
+     ), l as (
        update marketplace_listings l set
          sold_count = l.sold_count + 1,
          state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
          updated_at = $13
        where l.id = $2 and l.state = 'active' and l.price = $6 and l.seller_id = $5
+         and (select balance >= $6 and pending_exists from funds)
        returning l.id
      ), p as (
        insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
          transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
        select $1, l.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13 from l returning *
-     ) select ${PURCHASE_COLUMNS} from p`,
+     )
+     select f.balance::text as wallet_balance, f.pending_exists, ${PURCHASE_COLUMNS}
+     from funds f left join p on true`,
     [
       p.id,
       p.listingId,
@@ -143,9 +164,15 @@ export async function sellFromListing(
       p.pendingAccountId,
       p.availableAccountId,
       p.at,
+      p.walletAccountId,
     ],
   );
-  return row;
+  const { wallet_balance, pending_exists, ...purchase } = row as NonNullable<typeof row>;
+  return {
+    wallet_balance,
+    pending_exists,
+    purchase: purchase.id === null ? undefined : (purchase as unknown as PurchaseRow),
+  };
 }
 
 export async function purchaseById(

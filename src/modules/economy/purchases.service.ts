@@ -73,32 +73,36 @@ export class PurchasesService {
       const wallet = userAccount(buyer, 'wallet');
       const pending = userAccount(listing.seller_id, 'creator_pending');
       const available = userAccount(listing.seller_id, 'creator_available');
-      // The user accounts now; the revenue account, which every purchase moves, is locked last by
-      // the posting statement itself, so it is held the shortest time. The seller's accounts were
-      // made with the listing; made here only if that did not happen.
-      let balances = await lockAccounts(em, [wallet.id, pending.id]);
-      if (!balances.has(pending.id)) {
-        await ensureAccounts(em, [pending, available], at);
-        balances = await lockAccounts(em, [wallet.id, pending.id]);
-      }
-      const balance = balances.get(wallet.id) ?? 0;
-      if (balance < price) throw insufficientFunds(balance, price);
+      // The buyer's wallet and the seller's pending account are locked by the sale statement; the
+      // revenue account, which every purchase moves, last, by the posting statement, so it is held
+      // the shortest time. The seller's accounts were made with the listing; made here only if
+      // that did not happen.
       const transactionId = newId();
-      const row = await sellFromListing(em, {
-        id: newId(),
-        listingId,
-        itemId: listing.item_id,
-        buyerId: buyer,
-        sellerId: listing.seller_id,
-        price,
-        fee,
-        sellerAmount: price - fee,
-        holdUntil: new Date(at.getTime() + this.deps.holdSeconds * 1000),
-        transactionId,
-        pendingAccountId: pending.id,
-        availableAccountId: available.id,
-        at,
-      });
+      const sale = () =>
+        sellFromListing(em, {
+          id: newId(),
+          listingId,
+          itemId: listing.item_id,
+          buyerId: buyer,
+          sellerId: listing.seller_id as string,
+          price,
+          fee,
+          sellerAmount: price - fee,
+          holdUntil: new Date(at.getTime() + this.deps.holdSeconds * 1000),
+          transactionId,
+          walletAccountId: wallet.id,
+          pendingAccountId: pending.id,
+          availableAccountId: available.id,
+          at,
+        });
+      let sold = await sale();
+      if (!sold.pending_exists) {
+        await ensureAccounts(em, [pending, available], at);
+        sold = await sale();
+      }
+      const balance = Number(sold.wallet_balance);
+      if (balance < price) throw insufficientFunds(balance, price);
+      const row = sold.purchase;
       if (!row) {
         // Sold out or cancelled since it was read.
         const now = await listingById(em, listingId);
