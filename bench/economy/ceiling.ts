@@ -96,6 +96,10 @@ with tx as (
   update economy_accounts a set balance = a.balance + m.amount, updated_at = now()
   from moves m where a.id = m.account_id
   returning a.id, a.kind, a.user_id, a.balance
+), answered as (
+  update economy_idempotency_keys set response = :answer::jsonb
+  where ${buyer} is not null and user_id = ${buyer} and key = :k::text
+  returning 1
 ), e as (
   insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
   select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, now()
@@ -105,6 +109,5 @@ with tx as (
 select e.id, e.transaction_id, e.account_id, a.kind::text as account, a.user_id, e.kind::text as kind,
   e.amount::text as amount, e.balance_after::text as balance_after, e.created_at
 from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id order by m.n;
-update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
 COMMIT`;
 }

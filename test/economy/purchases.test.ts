@@ -115,6 +115,21 @@ describe('purchases', () => {
     expect(Number(afterGrant?.entries) - Number(before?.entries)).toBe(2);
   });
 
+  it('answers a retried purchase (same key) with the first purchase and charges once', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const seller = await s.createUser();
+    const buyer = await fundedUser(s, admin, 100);
+    const { listing } = await listedItem(s, seller, { price: 30, consumable: true });
+    const retryKey = key();
+    const first = await buy(s, buyer, listing.id, retryKey);
+    const before = await ledgerCounts(s);
+    const again = await buy(s, buyer, listing.id, retryKey);
+    expect(again).toEqual(first);
+    expect(await ledgerCounts(s)).toEqual(before);
+    expect(await balanceOf(s, buyer)).toBe(70);
+  });
+
   it("makes the seller's accounts when a purchase finds them missing", async () => {
     const s = services();
     const admin = await s.createUser();

@@ -18,6 +18,17 @@ import { markReplayed } from '../../platform/idempotency.js';
 export interface Outcome<T> {
   answer: T;
   afterCommit?: () => Promise<void>;
+  /**
+   * Set when the write stored the answer under its claim itself, in its last statement (a
+   * purchase, with its ledger transaction): one statement fewer on the hottest write.
+   */
+  stored?: true;
+}
+
+/** The key a write runs under: a write that stores its own answer names this row. */
+export interface Claim {
+  userId: string;
+  key: string;
 }
 
 export interface KeyedInput {
@@ -36,7 +47,7 @@ export class IdempotentWrites {
     ctx: Ctx,
     operation: string,
     input: KeyedInput,
-    write: (em: EntityManager) => Promise<Outcome<T>>,
+    write: (em: EntityManager, claim: Claim) => Promise<Outcome<T>>,
   ): Promise<T> {
     const userId = callerOf(ctx).id;
     const { idempotency_key: key, ...request } = input;
@@ -55,12 +66,14 @@ export class IdempotentWrites {
         [userId, key, fingerprint, now, new Date(now.getTime() - this.ttlHours * 3_600_000)],
       );
       if (claimed.length === 0) return { replay: await this.stored(em, userId, key, fingerprint) };
-      const outcome = await write(em);
-      await executeBound(
-        em,
-        'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
-        [userId, key, JSON.stringify(outcome.answer)],
-      );
+      const outcome = await write(em, { userId, key });
+      if (!outcome.stored) {
+        await executeBound(
+          em,
+          'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
+          [userId, key, JSON.stringify(outcome.answer)],
+        );
+      }
       return { outcome };
     });
     if ('replay' in result) return markReplayed(result.replay as T);

@@ -5,6 +5,7 @@ import { userTopic } from '../../platform/bus.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { newId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
+import type { Claim } from './idempotency.js';
 import { type EntryRow, postTransaction } from './ledger.repository.js';
 import { insufficientFunds } from './views.js';
 
@@ -37,6 +38,7 @@ export async function post(
   },
   movements: readonly Movement[],
   transactionId = newId(),
+  answer: { claim: Claim; response: object } | null = null,
 ): Promise<Posted> {
   const postings = movements
     .filter((m) => m.amount !== 0)
@@ -51,6 +53,7 @@ export async function post(
       reason: tx.reason ?? null,
       at: tx.at,
       postings,
+      answer: answer && { ...answer.claim, response: JSON.stringify(answer.response) },
     });
     return { transactionId, entries };
   } catch (error) {

@@ -55,7 +55,7 @@ export class PurchasesService {
   buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
     const buyer = callerOf(ctx).id;
     const listingId = idOr(input.listing_id, noSuchListing);
-    return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em, claim) => {
       const at = ctx.now();
       const listing = await listingForBuyer(em, listingId, buyer, at);
       if (!listing) throw noSuchListing();
@@ -109,6 +109,8 @@ export class PurchasesService {
         throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
       }
       const sellerId = listing.seller_id;
+      const purchase = toPurchase(row);
+      // The answer is stored by the posting statement: one statement fewer per purchase.
       const { entries } = await post(
         em,
         { kind: 'purchase', purchaseId: row.id, at },
@@ -118,10 +120,11 @@ export class PurchasesService {
           { accountId: REVENUE.id, kind: 'fee', amount: fee },
         ],
         transactionId,
+        { claim, response: purchase },
       );
-      const purchase = toPurchase(row);
       return {
         answer: purchase,
+        stored: true,
         afterCommit: async () => {
           await announceBalances(this.deps.bus, ctx.log, entries);
           await this.tellSeller(ctx.log, sellerId, purchase);
