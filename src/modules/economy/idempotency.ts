@@ -117,7 +117,7 @@ export async function pruneIdempotencyKeys(em: EntityManager, before: Date, batc
 }
 
 /** JSON with object keys sorted at every depth and undefined members left out. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item ?? null)).join(',')}]`;
   if (typeof value === 'object' && value !== null) {
     const entries = Object.entries(value)
