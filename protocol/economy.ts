@@ -30,7 +30,10 @@ export const idempotencyKeySchema = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII characters');
+  .regex(/^[\x21-\x7e]+$/, 'must be visible ASCII characters')
+  .describe(
+    'A key the client picks per logical write. A retry with the same key and request gets the first answer again, with Idempotent-Replayed: true, and does nothing; the same key with another request answers 422 IDEMPOTENCY_KEY_REUSED.',
+  );
 /** The request field of every write: its Idempotency-Key (REST: the header). */
 export const idempotent = { idempotency_key: idempotencyKeySchema };
 /** The query of a list ordered by (time, id), its cursor checked by the schema. */
