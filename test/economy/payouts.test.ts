@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { PayoutState } from '../../protocol/economy.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
+import { ReleaseJob } from '../../src/modules/economy/release.js';
+import { EventBus } from '../../src/platform/bus.js';
 import { executeBound } from '../../src/platform/db.js';
+import { createLogger } from '../../src/platform/log.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
@@ -185,5 +188,30 @@ describe('the hold release job', () => {
     expect(releases[0]?.n).toBe('12');
     await s.apis.economy.releaseDue();
     expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+});
+
+describe('the release job after downtime', () => {
+  const services = useServices({ ECONOMY_HOLD_SECONDS: 0 });
+
+  it('releases every hold that came due while no node ran, in as many batches as it takes, in one pass', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await s.createUser();
+    const buyer = await fundedUser(s, admin, 10_000);
+    const { listing } = await listedItem(s, creator, { price: 100, consumable: true });
+    for (let i = 0; i < 7; i++) await buy(s, buyer, listing.id);
+    // A job of its own with batches of 3: the pass must not stop after the first.
+    const job = new ReleaseJob({
+      db: s.db,
+      bus: new EventBus(s.kv, { maxLen: 10, ttlMs: 60_000 }),
+      log: createLogger({ LOG_LEVEL: 'silent' }),
+      intervalSeconds: 86_400,
+      idempotencyTtlHours: 24,
+      batch: 3,
+    });
+    await job.runOnce();
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ pending: 0, available: 490, next_release_at: null });
   });
 });

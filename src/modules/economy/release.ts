@@ -52,7 +52,7 @@ export async function releaseHolds(
   return { released: due.length, entries, balances };
 }
 
-/** Purchases one job transaction releases; the job runs batches until none is due. */
+/** Purchases one job transaction releases by default; the job runs batches until none is due. */
 const BATCH = 200;
 const PRUNE_BATCH = 5_000;
 
@@ -72,7 +72,8 @@ export class ReleaseJob {
       log: Logger;
       intervalSeconds: number;
       idempotencyTtlHours: number;
-      now?: () => Date;
+      /** Purchases per transaction (BATCH unless a test makes the batches small). */
+      batch?: number;
     },
   ) {}
 
@@ -99,14 +100,15 @@ export class ReleaseJob {
   }
 
   private async pass(): Promise<void> {
-    const now = this.deps.now ?? (() => new Date());
+    const now = () => new Date();
+    const batch = this.deps.batch ?? BATCH;
     for (;;) {
       const at = now();
       const { released, entries } = await this.deps.db.orm.em
         .fork()
-        .transactional((em) => releaseHolds(em, { at, sellerId: null, limit: BATCH, skipLocked: true }));
+        .transactional((em) => releaseHolds(em, { at, sellerId: null, limit: batch, skipLocked: true }));
       await announceBalances(this.deps.bus, this.deps.log, entries);
-      if (released < BATCH) break;
+      if (released < batch) break;
     }
     const before = new Date(now().getTime() - this.deps.idempotencyTtlHours * 3_600_000);
     while ((await pruneIdempotencyKeys(this.deps.db.orm.em.fork(), before, PRUNE_BATCH)) === PRUNE_BATCH) {}
