@@ -82,9 +82,12 @@ export class PayoutsService {
       const payout = toPayout(row);
       return {
         answer: payout,
+        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
-          await announceBalances(this.deps.bus, ctx.log, [...released.entries, ...entries]);
-          await this.tell(ctx, payout);
+          await Promise.all([
+            announceBalances(this.deps.bus, ctx.log, [...released.entries, ...entries]),
+            this.tell(ctx, payout),
+          ]);
         },
       };
     });
@@ -147,9 +150,9 @@ export class PayoutsService {
       );
       return {
         answer: payout,
+        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
-          await announceBalances(this.deps.bus, ctx.log, entries);
-          await this.tell(ctx, payout);
+          await Promise.all([announceBalances(this.deps.bus, ctx.log, entries), this.tell(ctx, payout)]);
         },
       };
     });

@@ -125,9 +125,12 @@ export class PurchasesService {
       return {
         answer: purchase,
         stored: true,
+        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
-          await announceBalances(this.deps.bus, ctx.log, entries);
-          await this.tellSeller(ctx.log, sellerId, purchase);
+          await Promise.all([
+            announceBalances(this.deps.bus, ctx.log, entries),
+            this.tellSeller(ctx.log, sellerId, purchase),
+          ]);
         },
       };
     });
@@ -209,9 +212,12 @@ export class PurchasesService {
       const purchase = toPurchase(await markRefunded(em, purchaseId, refundTx, at));
       return {
         answer: purchase,
+        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
-          await announceBalances(this.deps.bus, ctx.log, entries);
-          await this.tellSeller(ctx.log, row.seller_id, purchase);
+          await Promise.all([
+            announceBalances(this.deps.bus, ctx.log, entries),
+            this.tellSeller(ctx.log, row.seller_id, purchase),
+          ]);
         },
       };
     });
