@@ -136,6 +136,21 @@ describe('payouts', () => {
     expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
   });
 
+  it("keeps a deleted creator's open payout for an admin to decide, paid from the tombstone account", async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 2);
+    const payout = await request(s, creator, 1000);
+    await s.call('users.deleteMe', s.ctxFor(creator.user), { password: creator.password });
+    await decide(s, admin, payout.id, 'approved');
+    expect(await decide(s, admin, payout.id, 'paid')).toMatchObject({
+      user_id: null,
+      state: 'paid',
+      amount: 1000,
+    });
+    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+  });
+
   it('shows payouts to their creator and admins, and queues them oldest first for admins only', async () => {
     const s = services();
     const admin = await s.createUser();
