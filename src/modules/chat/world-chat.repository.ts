@@ -17,14 +17,16 @@ export interface WorldMessageRow {
   sender_id: string | null;
   body: string;
   filtered: boolean;
-  created_at: Date;
-  /** The row's keyset position: created_at to the microsecond. */
+  /**
+   * created_at to the microsecond, as text (`timeKeySql`): the row's keyset position, and its time
+   * (`timeOfKey`) without parsing a Date per row.
+   */
   created_key: string;
 }
 
 type Key = readonly [timeKey: string, id: string] | undefined;
 
-const COLUMNS = `id, world_id, room_id, group_id, sender_id, body, filtered, created_at, ${timeKeySql('created_at')} as created_key`;
+const COLUMNS = `id, world_id, room_id, group_id, sender_id, body, filtered, ${timeKeySql('created_at')} as created_key`;
 const BEFORE = beforeTimeIdKey('created_at', 'id');
 
 export async function insertWorldMessage(

@@ -3,7 +3,7 @@ import type { GroupMessage } from '../../../protocol/groups.js';
 import type { WorldMessage } from '../../../protocol/world-chat.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { decodeCursor, isTimeIdKey, pageFrom, timeOfKey } from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
@@ -63,7 +63,7 @@ const toWorldMessage = (row: WorldMessageRow): WorldMessage => ({
   room_id: row.room_id,
   sender_id: row.sender_id,
   body: row.body,
-  created_at: new Date(row.created_at).toISOString(),
+  created_at: timeOfKey(row.created_key),
   filtered: row.filtered,
 });
 
@@ -72,7 +72,7 @@ const toGroupMessage = (row: WorldMessageRow): GroupMessage => ({
   group_id: row.group_id as string,
   sender_id: row.sender_id,
   body: row.body,
-  created_at: new Date(row.created_at).toISOString(),
+  created_at: timeOfKey(row.created_key),
   filtered: row.filtered,
 });
 

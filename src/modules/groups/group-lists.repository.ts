@@ -49,7 +49,6 @@ export function rosterPage(
 
 export interface MembershipRow extends GroupRow {
   role: GroupRole;
-  joined_at: Date;
   joined_key: string;
 }
 
@@ -62,7 +61,7 @@ export function membershipsPage(
   return executeBound<MembershipRow>(
     em,
     `select g.id, g.name, g.description, g.join_policy, g.owner_id, g.member_count, g.created_at,
-            m.role::text as role, m.joined_at, ${timeKeySql('m.joined_at')} as joined_key
+            m.role::text as role, ${timeKeySql('m.joined_at')} as joined_key
      from group_members m join groups g on g.id = m.group_id
      where m.user_id = $1 and ${beforeTimeIdKey('m.joined_at', 'm.group_id')}
      order by m.joined_at desc, m.group_id desc
@@ -74,7 +73,6 @@ export function membershipsPage(
 export interface RequestRow {
   user_id: string;
   username: string;
-  created_at: Date;
   created_key: string;
 }
 
@@ -86,8 +84,7 @@ export function requestsPage(
 ): Promise<RequestRow[]> {
   return executeBound<RequestRow>(
     em,
-    `select user_id, ${usernameSql('user_id')} as username, created_at,
-            ${timeKeySql('created_at')} as created_key
+    `select user_id, ${usernameSql('user_id')} as username, ${timeKeySql('created_at')} as created_key
      from group_join_requests
      where group_id = $1
        and (created_at, user_id) > (coalesce($2::timestamptz, '-infinity'), coalesce($3::uuid, '${MIN_UUID}'))

@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Group, GroupMember, GroupRole } from '../../../protocol/groups.js';
 import type { Ctx } from '../../platform/context.js';
+import { timeOfKey } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { type GroupRow, lockGroup, type MemberRow } from './groups.repository.js';
@@ -21,7 +22,7 @@ export const toMember = (row: MemberRow): GroupMember => ({
   user_id: row.user_id,
   username: row.username,
   role: row.role,
-  joined_at: new Date(row.joined_at).toISOString(),
+  joined_at: timeOfKey(row.joined_key),
 });
 
 export const noSuchGroup = () => new AppError(ErrorCode.NOT_FOUND, 'No such group.');

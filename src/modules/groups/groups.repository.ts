@@ -20,13 +20,15 @@ export interface MemberRow {
   user_id: string;
   username: string;
   role: GroupRole;
-  joined_at: Date;
-  /** The row's keyset position: joined_at to the microsecond. */
+  /**
+   * joined_at to the microsecond, as text (`timeKeySql`): the row's keyset position, and its time
+   * (`timeOfKey`) without parsing a Date per row.
+   */
   joined_key: string;
 }
 
 const GROUP_COLUMNS = 'id, name, description, join_policy, owner_id, member_count, created_at';
-const MEMBER_COLUMNS = `user_id, ${usernameSql('user_id')} as username, role::text as role, joined_at, ${timeKeySql('joined_at')} as joined_key`;
+const MEMBER_COLUMNS = `user_id, ${usernameSql('user_id')} as username, role::text as role, ${timeKeySql('joined_at')} as joined_key`;
 /** The name as the unique index and the name order see it (migration 0012). */
 const NAME_KEY = '(lower(name) collate "C")';
 

@@ -8,7 +8,14 @@ import type {
   GroupRole,
 } from '../../../protocol/groups.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { cursorField, cursorKey, decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import {
+  cursorField,
+  cursorKey,
+  decodeCursor,
+  isTimeIdKey,
+  pageFrom,
+  timeOfKey,
+} from '../../platform/cursor.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -198,7 +205,7 @@ export class GroupsService {
     return pageFrom(
       rows,
       page.limit,
-      (row) => ({ group: toGroup(row), role: row.role, joined_at: new Date(row.joined_at).toISOString() }),
+      (row) => ({ group: toGroup(row), role: row.role, joined_at: timeOfKey(row.joined_key) }),
       (row) => [row.joined_key, row.id],
     );
   }
@@ -236,7 +243,7 @@ export class GroupsService {
       (row) => ({
         user_id: row.user_id,
         username: row.username,
-        created_at: new Date(row.created_at).toISOString(),
+        created_at: timeOfKey(row.created_key),
       }),
       (row) => [row.created_key, row.user_id],
     );
