@@ -67,13 +67,14 @@ const linksToWorlds = (db: Database) =>
   );
 const ALL_MESSAGE_KEYS = [
   { conname: 'messages_conversation_id_fkey' },
+  { conname: 'messages_group_id_fkey' },
   { conname: 'messages_room_id_fkey' },
   { conname: 'messages_sender_id_fkey' },
   { conname: 'messages_world_id_fkey' },
 ];
 
 describe('chat schema', () => {
-  it('links messages to conversations, senders, worlds and rooms on a new database', async () => {
+  it('links messages to conversations, senders, worlds, rooms and groups on a new database', async () => {
     expect(await linksToWorlds(t.db)).toEqual(ALL_MESSAGE_KEYS);
   });
 
@@ -193,21 +194,20 @@ describe('chat schema', () => {
   });
 });
 
-describe('migrations 0002 and 0011 on a database migrated before they existed', () => {
+describe('migrations 0002, 0011 and 0022 on a database migrated before they existed', () => {
   it('apply after the later migrations that were already there, with every link of the messages', async () => {
     const empty = await createEmptyDatabase();
     try {
       const names = migrationsList.map((m) => m.name);
       const { db, url } = empty;
-      // A database from before chat: every migration but 0002 and 0011 recorded as applied.
+      // A database from before chat: every migration but those of the messages table (0002, 0011
+      // and 0022, group chat's column) recorded as applied.
+      const chatMigrations = ['0002_chat', '0011_conversation_last_read', '0022_group_chat'];
       await migrateUp(db, url);
-      await queryRows(
-        db,
-        `delete from atrium_migrations where name in ('0002_chat', '0011_conversation_last_read')`,
-      );
+      await queryRows(db, 'delete from atrium_migrations where name in (?, ?, ?)', chatMigrations);
       await queryRows(db, 'drop table message_reports, messages, conversation_participants, conversations');
-      expect((await migrationStatus(db)).pending).toEqual(['0002_chat', '0011_conversation_last_read']);
-      expect(await migrateUp(db, url)).toEqual(['0002_chat', '0011_conversation_last_read']);
+      expect((await migrationStatus(db)).pending).toEqual(chatMigrations);
+      expect(await migrateUp(db, url)).toEqual(chatMigrations);
       expect((await migrationStatus(db)).executed.sort()).toEqual([...names].sort());
       expect(await linksToWorlds(db)).toEqual(ALL_MESSAGE_KEYS);
       const [column] = await queryRows(
