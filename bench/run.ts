@@ -31,6 +31,10 @@ import { parseArgs } from 'node:util';
  *   economy               purchases/s of 50 REST buyers beside pgbench running the purchase's
  *                         statements, economy verify after them, and a purchase load killed with
  *                         SIGKILL (bench/results/economy.md); Postgres + Redis only
+ *   discovery             search pages of 100,000 public worlds (text, tag, each sort) beside pgbench,
+ *                         joins of a hot world beside pgbench with and without the visit, fold and
+ *                         ranking durations (bench/results/discovery.md); also takes --backends
+ *                         embedded,postgres
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -44,6 +48,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   gameservers: () => import('./gameservers.js'),
   groups: () => import('./groups.js'),
   economy: () => import('./economy.js'),
+  discovery: () => import('./discovery.js'),
 };
 
 const { values, positionals } = parseArgs({

@@ -49,7 +49,7 @@ export interface GroupsResults {
   chat?: ChatBesideBare[];
 }
 
-async function compare(
+export async function compare(
   label: string,
   service: Contender<RestWindow>,
   ceilings: Ceiling[],
@@ -75,7 +75,7 @@ type Ceiling = Contender<PgbenchWindow> & { close(): Promise<void> };
  * PGlite socket is one session, where the statements a run prepared are still there when the next
  * run prepares them again (an error that aborts its transaction).
  */
-function pgbenchCeilings(clients: number[], databaseUrl: string | undefined, copy: string) {
+export function pgbenchCeilings(clients: number[], databaseUrl: string | undefined, copy: string) {
   return async (script: string, variables: Record<string, string>): Promise<Ceiling[]> => {
     if (databaseUrl) {
       const target = pgbenchTargetOf(databaseUrl);
@@ -103,7 +103,7 @@ function pgbenchCeilings(clients: number[], databaseUrl: string | undefined, cop
   };
 }
 
-async function postgresVersion(url: string): Promise<string> {
+export async function postgresVersion(url: string): Promise<string> {
   const sql = await postgresSql(url);
   try {
     const [row] = await sql.query<{ version: string }>('select version()');

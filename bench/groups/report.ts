@@ -16,8 +16,8 @@ const ROSTER_RATIO = 0.5;
 const ROSTER_P99_MS = 10;
 const CHAT_P99_MS = 15;
 
-const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
-const lat = (l: Latency) => `p50 ${ms(l.p50)} / p99 ${ms(l.p99)} ms`;
+export const ms = (value: number) => value.toFixed(value < 10 ? 2 : 1);
+export const lat = (l: Latency) => `p50 ${ms(l.p50)} / p99 ${ms(l.p99)} ms`;
 const medianOf = (rounds: ContenderRounds<RestWindow>, figure: (w: RestWindow) => number) =>
   median(rounds.windows.map(figure));
 
@@ -25,7 +25,7 @@ const medianOf = (rounds: ContenderRounds<RestWindow>, figure: (w: RestWindow) =
 const best = (ceilings: ContenderRounds<PgbenchWindow>[]) =>
   ceilings.reduce((a, b) => (summarize(b.windows).median > summarize(a.windows).median ? b : a));
 
-function rows(
+export function rows(
   label: string,
   unit: string,
   { service, ceilings }: Compared,
