@@ -179,6 +179,16 @@ export async function lockNamed(em: EntityManager, key: string): Promise<void> {
   await executeBound(em, 'select pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
 }
 
+/** `lockNamed` without waiting: false, and no lock, when another transaction holds it. */
+export async function tryLockNamed(em: EntityManager, key: string): Promise<boolean> {
+  const [row] = await executeBound<{ locked: boolean }>(
+    em,
+    'select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked',
+    [key],
+  );
+  return row?.locked === true;
+}
+
 /**
  * The lean path for repository statements: SQL with `$1..$n` placeholders, its values bound as
  * parameters, run on a connection of the ORM's own pool (the caller's transaction when there is

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { executeBound } from '../../platform/db.js';
+import { lockNamed, tryLockNamed } from '../../platform/db.js';
 import type { Logger } from '../../platform/log.js';
-import { foldVisitors, foldVisits, pruneVisitHours, tryFoldLock } from './discovery.repository.js';
+import { foldVisitors, foldVisits, pruneVisitHours } from './discovery.repository.js';
 import { latestSnapshot, takeSnapshot } from './discovery-search.repository.js';
 
 /** Visits folded per statement: a fold of a long backlog commits in bounded steps. */
@@ -9,7 +9,7 @@ const FOLD_BATCH = 5_000;
 /** Hourly buckets are kept for the popular window (168 h) and a day more. */
 const BUCKETS_KEPT_MS = (168 + 24) * 3600_000;
 /** Snapshots are kept this long, so a client paging through one has time to finish. */
-export const SNAPSHOT_KEPT_MS = 10 * 60_000;
+const SNAPSHOT_KEPT_MS = 10 * 60_000;
 
 export interface DiscoveryJobSettings {
   /** DISCOVERY_FOLD_INTERVAL_SECONDS: how often visits reach the counters (what a kill -9 may leave for the next fold). */
@@ -61,7 +61,9 @@ export class DiscoveryJobs {
     let folded = 0;
     for (;;) {
       const step = await this.deps.em().transactional(async (em) => {
-        if (!(await tryFoldLock(em))) return undefined;
+        // Folds take turns (a node that finds the lock taken skips its turn), so two never lock
+        // counters in different orders.
+        if (!(await tryLockNamed(em, 'discovery:fold'))) return undefined;
         const visits = await foldVisits(em, FOLD_BATCH);
         const visitors = await foldVisitors(em, FOLD_BATCH);
         await pruneVisitHours(em, new Date(this.deps.now().getTime() - BUCKETS_KEPT_MS));
@@ -80,7 +82,7 @@ export class DiscoveryJobs {
   async rank(force = false): Promise<void> {
     const now = this.deps.now();
     await this.deps.em().transactional(async (em) => {
-      await executeBound(em, `select pg_advisory_xact_lock(hashtextextended('discovery:rank', 0))`, []);
+      await lockNamed(em, 'discovery:rank');
       const latest = await latestSnapshot(em);
       const age = latest ? now.getTime() - Date.parse(latest) : Number.POSITIVE_INFINITY;
       if (!force && age < this.deps.settings.rankIntervalSeconds * 1000 * 0.9) return;

@@ -123,19 +123,6 @@ export async function recordVisit(
 }
 
 /**
- * Makes the folds of all nodes take turns (a transaction advisory lock, tried: a node that finds
- * it taken skips its turn), so two folds never lock counters in different orders.
- */
-export async function tryFoldLock(em: EntityManager): Promise<boolean> {
-  const [row] = await executeBound<{ locked: boolean }>(
-    em,
-    `select pg_try_advisory_xact_lock(hashtextextended('discovery:fold', 0)) as locked`,
-    [],
-  );
-  return row?.locked === true;
-}
-
-/**
  * Adds up to `limit` unfolded visits to their worlds' counters and hourly buckets, marking them
  * folded in the same statement: each visit is counted once, whatever happens to the process.
  * Answers how many it folded.
