@@ -4,7 +4,7 @@ import type { Ctx } from '../../platform/context.js';
 import { timeOfKey } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
-import { type GroupRow, lockGroup, type MemberRow } from './groups.repository.js';
+import { type GroupRow, lockGroup, type MemberRow, rolesIn } from './groups.repository.js';
 
 /** What both group services share: views of rows, the refusals, and the locked-group step. */
 
@@ -43,6 +43,17 @@ export function memberIdOf(userId: string): string {
 
 /** Roles that manage the roster and join requests. */
 export const isManager = (role: GroupRole | undefined): boolean => role === 'owner' || role === 'admin';
+
+/** Refuses (403) a caller who is not the group's owner or an admin: "Only ... owner and admins <what>." */
+export async function requireManager(
+  em: EntityManager,
+  groupId: string,
+  me: string,
+  what: string,
+): Promise<void> {
+  if (!isManager((await rolesIn(em, groupId, [me])).get(me)))
+    throw forbidden(`Only the group's owner and admins ${what}.`);
+}
 
 /**
  * Runs `change` in a transaction holding the group's row lock (404 when there is no such group):

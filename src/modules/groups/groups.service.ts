@@ -27,8 +27,8 @@ import {
   forbidden,
   groupIdOf,
   inLockedGroup,
-  isManager,
   noSuchGroup,
+  requireManager,
   toGroup,
   toMember,
 } from './group-views.js';
@@ -41,7 +41,6 @@ import {
   insertMember,
   lockMemberships,
   lockOwnedGroups,
-  rolesIn,
   updateGroup,
 } from './groups.repository.js';
 
@@ -159,8 +158,7 @@ export class GroupsService {
     let group: Group;
     try {
       group = await inLockedGroup(ctx, groupId, async (em, locked) => {
-        if (!isManager((await rolesIn(em, locked.id, [me])).get(me)))
-          throw forbidden("Only the group's owner and admins change its settings.");
+        await requireManager(em, locked.id, me, 'change its settings');
         const updated = await updateGroup(em, locked.id, {
           name: change.name,
           description: change.description,
@@ -234,8 +232,7 @@ export class GroupsService {
     const id = groupIdOf(groupId);
     const after = decodeCursor(page.cursor, isTimeIdKey);
     if (!(await groupById(ctx.em, id))) throw noSuchGroup();
-    if (!isManager((await rolesIn(ctx.em, id, [me])).get(me)))
-      throw forbidden("Only the group's owner and admins see its join requests.");
+    await requireManager(ctx.em, id, me, 'see its join requests');
     const rows = await requestsPage(ctx.em, id, { after, limit: page.limit + 1 });
     return pageFrom(
       rows,

@@ -11,7 +11,9 @@ import {
   inLockedGroup,
   isManager,
   memberIdOf,
+  noSuchGroup,
   notAMember,
+  requireManager,
   toGroup,
   toMember,
 } from './group-views.js';
@@ -109,7 +111,7 @@ export class RosterService {
     const target = memberIdOf(userId);
     const { maxMembers } = this.limits;
     const [id, member] = await inLockedGroup(ctx, groupId, async (em, group) => {
-      await this.requireManager(em, group.id, me, 'approve join requests');
+      await requireManager(em, group.id, me, 'approve join requests');
       if (!(await deleteRequest(em, group.id, target))) throw noSuchRequest();
       if (group.member_count >= maxMembers) throw groupFull(maxMembers);
       return [
@@ -128,7 +130,7 @@ export class RosterService {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
     const [id, managers] = await inLockedGroup(ctx, groupId, async (em, group) => {
-      await this.requireManager(em, group.id, me, 'decline join requests');
+      await requireManager(em, group.id, me, 'decline join requests');
       if (!(await deleteRequest(em, group.id, target))) throw noSuchRequest();
       return [group.id, await managersOf(em, group.id)] as const;
     });
@@ -291,12 +293,7 @@ export class RosterService {
     const me = callerOf(ctx).id;
     const id = groupIdOf(groupId);
     if ((await rolesIn(ctx.em, id, [me])).has(me)) return id;
-    if (!(await groupById(ctx.em, id))) throw new AppError(ErrorCode.NOT_FOUND, 'No such group.');
+    if (!(await groupById(ctx.em, id))) throw noSuchGroup();
     throw forbidden("Only the group's members read and write its chat.");
-  }
-
-  private async requireManager(em: Parameters<typeof rolesIn>[0], groupId: string, me: string, what: string) {
-    if (!isManager((await rolesIn(em, groupId, [me])).get(me)))
-      throw forbidden(`Only the group's owner and admins ${what}.`);
   }
 }

@@ -61,10 +61,10 @@ export interface WorldLimits {
   createLimiter: RateLimiterAbstract;
 }
 
-/** Worlds and rooms: who may read and write them, and their lifecycle. */
 /** Runs in the transaction that created or updated the world, with the world as it now is. */
 export type WorldSavedListener = (em: EntityManager, world: WorldRow) => Promise<void>;
 
+/** Worlds and rooms: who may read and write them, and their lifecycle. */
 export class WorldsService {
   constructor(
     private readonly streams: ChunkStreams,
