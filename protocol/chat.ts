@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
 import { socialUserSchema } from './social.js';
-import { visibleText } from './text.js';
+import { shownText } from './text.js';
 
 /**
  * Direct messages (docs/chat.md). A conversation is the pair of the caller and the peer named by
@@ -13,8 +13,8 @@ import { visibleText } from './text.js';
 
 /** The longest message, counted in characters after trimming. */
 export const MESSAGE_BODY_MAX = 2000;
-/** The raw body may carry surrounding whitespace; the service trims it and applies the cap. */
-export const MESSAGE_BODY_RAW_MAX = 4 * MESSAGE_BODY_MAX;
+/** A message body: raw text may carry surrounding whitespace; the service trims it and applies the cap. */
+export const messageBodySchema = shownText(MESSAGE_BODY_MAX, { visible: true });
 
 const id = z.string().max(64);
 
@@ -47,7 +47,7 @@ export const dmSend = operation('dm.send', {
     'Send a direct message to the user (1-2000 characters after trimming). The text filter masks disallowed words and sets filtered, or refuses the message with 422 MESSAGE_REJECTED when so configured.',
   frame: true,
   rest: { method: 'POST', path: '/api/chat/dm/:user_id/messages', status: 201 },
-  request: z.object({ user_id: id, body: visibleText(1, MESSAGE_BODY_RAW_MAX) }).strict(),
+  request: z.object({ user_id: id, body: messageBodySchema }).strict(),
   response: messageSchema,
   errors: [401, 403, 404, 422, 429],
 });

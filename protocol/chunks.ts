@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { MAX_CHUNK_BYTES } from './chunk-codec.js';
+import { CHUNK_CODEC_VERSION, MAX_CHUNK_BYTES, MAX_CHUNK_OBJECTS } from './chunk-codec.js';
 import { operation } from './operation.js';
 import { INT32 } from './worlds.js';
 
@@ -75,6 +75,34 @@ export const jsonBatchSchema = z
 export const binaryBatchSchema = z
   .object({ ...batchFields, writes: z.array(binaryChunkWriteSchema).min(1).max(MAX_BATCH_WRITES) })
   .strict();
+
+const float32Json = z.union([z.number(), z.enum(['NaN', 'Infinity', '-Infinity'])]);
+
+/**
+ * The shape of a chunk's JSON view (protocol/chunk-codec.md): what a chunk GET answers as
+ * application/json and what a chunk PUT reads. It documents the shape; the codec's own reader
+ * (chunkFromJson) applies every rule of the format, byte limits included, and names the field.
+ */
+export const chunkJsonViewSchema = z
+  .object({
+    version: z.literal(CHUNK_CODEC_VERSION).optional(),
+    objects: z
+      .array(
+        z
+          .object({
+            id: z.string(),
+            asset_id: z.string(),
+            position: z.tuple([float32Json, float32Json, float32Json]),
+            rotation: z.tuple([float32Json, float32Json, float32Json, float32Json]),
+            scale: z.tuple([float32Json, float32Json, float32Json]),
+            props: z.record(z.string(), z.unknown()).optional(),
+          })
+          .strict(),
+      )
+      .max(MAX_CHUNK_OBJECTS),
+  })
+  .strict()
+  .meta({ id: 'ChunkJsonView' });
 
 export const writeResultSchema = z.object({ revision: z.number().int(), content_revision: z.number().int() });
 export const batchResultSchema = z.object({

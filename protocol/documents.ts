@@ -96,5 +96,17 @@ export function userDocument<Envelope extends z.ZodObject>(envelope: Envelope, l
       if (path) check.addIssue({ code: 'custom', path, message: UNSTORABLE_TEXT_MESSAGE });
     })
     .transform((value) => value as z.output<Envelope>)
-    .meta(jsonSchema);
+    .meta({
+      ...jsonSchema,
+      // JSON Schema cannot count a document's bytes or bound its depth short of 64 nested
+      // definitions, so the document states both caps in words and as extension keywords.
+      description: [
+        jsonSchema.description,
+        `At most ${limits.maxBytes} bytes as JSON in UTF-8; objects and arrays nest at most ${MAX_DOCUMENT_DEPTH} levels deep.`,
+      ]
+        .filter(Boolean)
+        .join(' '),
+      'x-max-json-bytes': limits.maxBytes,
+      'x-max-depth': MAX_DOCUMENT_DEPTH,
+    });
 }

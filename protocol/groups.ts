@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { MESSAGE_BODY_RAW_MAX } from './chat.js';
+import { messageBodySchema } from './chat.js';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
-import { text, visibleText } from './text.js';
+import { text } from './text.js';
 
 /**
  * Groups (docs/groups.md): a named roster with roles owner, admin and member. Anyone signed in
@@ -252,7 +252,7 @@ export const chatSendToGroup = operation('chat.sendToGroup', {
     "Write to the group's chat (members only; 1-2000 characters after trimming, the text filter and rate limit of world chat); its chat.message event reaches the sockets that joined the group's chat.",
   frame: true,
   rest: { method: 'POST', path: GROUP_MESSAGES, status: 201 },
-  request: z.object({ group_id: id, body: visibleText(1, MESSAGE_BODY_RAW_MAX) }).strict(),
+  request: z.object({ group_id: id, body: messageBodySchema }).strict(),
   response: groupMessageSchema,
   errors: [401, 403, 404, 422, 429],
 });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
-import { text } from './text.js';
+import { shownText } from './text.js';
 
 /**
  * Message reports and their moderation (docs/moderation.md). Any user who can see a message may
@@ -15,7 +15,7 @@ export const REPORT_REASON_MAX = 200;
 /** The longest details or moderator note, counted in characters after trimming. */
 export const REPORT_TEXT_MAX = 2000;
 /** Raw text may carry surrounding whitespace; the service trims it and applies the caps above. */
-const rawText = (max: number) => text(0, 4 * max);
+const rawText = (max: number) => shownText(max, { visible: false });
 
 export const reportStateSchema = z.enum(['open', 'resolved', 'dismissed']);
 export type ReportState = z.infer<typeof reportStateSchema>;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { operation } from './operation.js';
-import { text } from './text.js';
+import { shownAtMost, text } from './text.js';
 
 /**
  * Ids are opaque, and one that names no user answers `unknown`, but `__proto__` is refused: the
@@ -24,6 +24,8 @@ export type PresenceStatus = z.infer<typeof presenceStatusSchema>;
 
 /** The raw message may carry surrounding whitespace; the service trims it and applies the 140 cap. */
 export const STATUS_MESSAGE_RAW_MAX = 1000;
+/** The longest status message, in characters as shown (without bidirectional controls, trimmed). */
+export const STATUS_MESSAGE_MAX = 140;
 
 /** REST shapes of the presence endpoints; the gateway frames carry the same payloads. */
 export const heartbeatResponseSchema = z.object({
@@ -38,7 +40,7 @@ export const presenceLookupResponseSchema = z.object({
 });
 
 export const statusMessageRequestSchema = z
-  .object({ status_message: text(0, STATUS_MESSAGE_RAW_MAX) })
+  .object({ status_message: text(0, STATUS_MESSAGE_RAW_MAX).meta(shownAtMost(STATUS_MESSAGE_MAX)) })
   .strict();
 export const statusMessageResponseSchema = z.object({ status_message: z.string().nullable() });
 

@@ -16,6 +16,7 @@ export { isStorableText, UNSTORABLE_TEXT_MESSAGE };
  * stay: they open nothing that could reach past the text, and right-to-left writing needs them.
  */
 const BIDI_CONTROLS = /[\u202A-\u202E\u2066-\u2069]/g;
+const BIDI_CLASS = '\\u202A-\\u202E\\u2066-\\u2069';
 
 /**
  * Text that shows nothing: whitespace and default-ignorable code points (zero-width space and
@@ -61,4 +62,23 @@ export function text(min: number, max: number) {
       `must be ${min === 0 ? `at most ${max}` : `${min}-${max}`} characters`,
     )
     .meta({ ...(min > 0 ? { minLength: min } : {}), maxLength: max });
+}
+
+/**
+ * A text the service keeps as shown (without bidirectional controls, trimmed) and holds to `max`
+ * characters then, reading up to four times that raw. `visible`: it must show something. The
+ * JSON Schema pattern states the cap as the service applies it, so a client generated from the
+ * OpenAPI document refuses what the service would: at most `max` characters other than
+ * bidirectional controls between the leading and the trailing whitespace.
+ */
+export function shownText(max: number, options: { visible: boolean }) {
+  const raw = options.visible ? visibleText(1, 4 * max) : text(0, 4 * max);
+  return raw.meta(shownAtMost(max));
+}
+
+/** The JSON Schema pattern of shownText's cap, for a text whose raw limit is set otherwise. */
+export function shownAtMost(max: number): { pattern: string } {
+  return {
+    pattern: `^[\\s${BIDI_CLASS}]*(?:[^${BIDI_CLASS}][${BIDI_CLASS}]*){0,${max}}[\\s${BIDI_CLASS}]*$`,
+  };
 }

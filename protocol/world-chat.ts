@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { MESSAGE_BODY_RAW_MAX } from './chat.js';
+import { messageBodySchema } from './chat.js';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
 import { streamPositionSchema } from './stream-position.js';
-import { visibleText } from './text.js';
 
 /**
  * World and room chat (docs/chat.md): a world's own channel, and one channel per room. The world's
@@ -31,7 +30,7 @@ export type WorldMessage = z.infer<typeof worldMessageSchema>;
 const tag = 'chat';
 const WORLD_MESSAGES = '/api/worlds/:world_id/messages';
 const ROOM_MESSAGES = '/api/worlds/:world_id/rooms/:room_id/messages';
-const body = visibleText(1, MESSAGE_BODY_RAW_MAX);
+const body = messageBodySchema;
 const sendErrors = [401, 404, 422, 429];
 
 export const chatSendToWorld = operation('chat.sendToWorld', {

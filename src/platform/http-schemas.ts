@@ -14,27 +14,32 @@ export const problemSchema = z
   .catchall(z.unknown())
   .meta({ id: 'Problem', description: 'RFC 9457 problem details (application/problem+json).' });
 
-const errorDescriptions: Record<number, string> = {
+/** The media type of every error answer (RFC 9457). */
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+
+export const errorDescriptions: Record<number, string> = {
   400: 'Malformed request (for example invalid JSON).',
   401: 'Missing, malformed, expired or wrongly signed credentials.',
   403: 'Forbidden by a block, a role or a privacy setting.',
   404: 'No such resource.',
   409: 'Duplicate, state conflict or stale revision.',
   413: 'Body over the size limit.',
+  414: 'Request URL over the size limit.',
   415: 'Unsupported content type.',
   422: 'Validation failed; `errors` lists the fields.',
   428: 'A precondition header (If-Match or If-None-Match) is required.',
   429: 'Rate limited; see the Retry-After header.',
-  503: 'A dependency is unavailable.',
+  431: 'Request header fields over the size limit.',
+  503: 'A dependency is unavailable; see the Retry-After header.',
 };
 
 /**
- * Response entries for the error statuses a route can produce, so the OpenAPI document lists
- * every error response. Usage: `response: { 200: okSchema, ...errorResponses(401, 422) }`.
+ * Response entries for the error statuses a route can produce besides those the document derives
+ * for every route (src/platform/openapi.ts). Usage: `response: { 200: okSchema, ...errorResponses(404, 409) }`.
  */
 export function errorResponses(...statuses: number[]) {
   const entries: Record<number, typeof problemSchema> = {};
-  for (const status of [400, 413, 415, ...statuses]) {
+  for (const status of statuses) {
     entries[status] = problemSchema.describe(errorDescriptions[status] ?? 'Error.');
   }
   return entries;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import fastifySwagger, { type SwaggerTransformObject } from '@fastify/swagger';
+import fastifySwagger from '@fastify/swagger';
 import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
@@ -12,20 +12,23 @@ import Fastify, {
   LogController,
   type onResponseHookHandler,
 } from 'fastify';
-import {
-  jsonSchemaTransform,
-  jsonSchemaTransformObject,
-  validatorCompiler,
-  type ZodTypeProvider,
-} from 'fastify-type-provider-zod';
+import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from '../config.js';
+import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
-import { clientErrorHandler, errorHandler, frameworkErrorHandler, notFoundHandler } from './http-errors.js';
+import {
+  clientErrorHandler,
+  errorHandler,
+  frameworkErrorHandler,
+  notFoundHandler,
+  sendProblem,
+} from './http-errors.js';
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+import { DOCS_PATH, documentationPage, documentObject, documentRoute, openApiDocument } from './openapi.js';
 
 export type HttpServer = FastifyInstance<
   import('node:http').Server,
@@ -69,7 +72,8 @@ export async function createHttpServer(deps: {
     loggerInstance: log,
     bodyLimit: config.HTTP_BODY_LIMIT_BYTES,
     trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
-    return503OnClosing: true,
+    // Fastify's own 503 while closing is plain JSON; the onRequest hook answers a problem instead.
+    return503OnClosing: false,
     frameworkErrors: frameworkErrorHandler(answerError),
     clientErrorHandler: clientErrorHandler(log, lingering),
     // JSON.parse makes a `__proto__` key an own property with no prototype effect; user documents
@@ -93,9 +97,17 @@ export async function createHttpServer(deps: {
   app.setSerializerCompiler(fastSerializerCompiler);
 
   // Callback-style hooks: on a cheap route the promise of an async hook is a measurable cost.
+  let closing = false;
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    done();
+    if (!closing) return done();
+    reply.header('connection', 'close');
+    sendProblem(
+      reply,
+      new AppError(ErrorCode.SERVICE_UNAVAILABLE, 'The service is shutting down; retry on another node.', {
+        retryAfterSeconds: DEPENDENCY_RETRY_AFTER_SECONDS,
+      }),
+    );
   });
   // The methods some route uses, for the Allow header of a 405.
   const routeMethods = new Set<HTTPMethods>();
@@ -124,6 +136,7 @@ export async function createHttpServer(deps: {
     ),
   );
   app.addHook('preClose', (done) => {
+    closing = true;
     lingering.destroyAll();
     done();
   });
@@ -153,45 +166,23 @@ export async function createHttpServer(deps: {
         },
       },
     },
-    transform: jsonSchemaTransform,
-    transformObject: withoutUnusedSchemaVariants,
+    transform: documentRoute,
+    transformObject: documentObject,
   });
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // The reference page is served by the UI plugin, which hides its routes; the page itself is described.
+  app.addHook('onRoute', (route) => {
+    if (route.url === DOCS_PATH && route.method === 'GET') route.schema = documentationPage;
+  });
+  await app.register(fastifySwaggerUi, { routePrefix: DOCS_PATH });
+  app.get(
+    '/openapi.json',
+    { schema: openApiDocument },
+    // The plugin's document type and the route's loose schema describe one object.
+    async () => app.swagger() as unknown as z.input<(typeof openApiDocument.response)[200]>,
+  );
 
   return app as unknown as HttpServer;
 }
-
-/**
- * fastify-type-provider-zod writes every zod schema registered with an id twice, `X` as responses
- * are written and `XInput` as requests are read, whether or not any route reads or writes it that
- * way. This drops a variant nothing references when its twin is referenced (Problem appears in
- * responses only, so ProblemInput goes), and keeps both when neither is, so `npm run lint` still
- * reports a registered schema that no route uses.
- */
-const withoutUnusedSchemaVariants: SwaggerTransformObject = (input) => {
-  const document = jsonSchemaTransformObject(input);
-  const schemas: Record<string, unknown> | undefined =
-    'components' in document ? document.components?.schemas : undefined;
-  if (!schemas) return document;
-  // The schemas the operations reference, then the schemas those reference, and so on.
-  const referenced = new Set<string>();
-  const collect = (value: unknown) => {
-    // undefined for a dangling reference, which the lint reports.
-    const json = JSON.stringify(value, (_key, nested) => (nested === schemas ? undefined : nested)) ?? '';
-    for (const [, name = ''] of json.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)) {
-      if (referenced.has(name)) continue;
-      referenced.add(name);
-      collect(schemas[name]);
-    }
-  };
-  collect(document);
-  const twin = (name: string) => (name.endsWith('Input') ? name.slice(0, -'Input'.length) : `${name}Input`);
-  for (const name of Object.keys(schemas)) {
-    if (!referenced.has(name) && referenced.has(twin(name))) delete schemas[name];
-  }
-  return document;
-};
 
 /**
  * Compiles each route's zod response schema, once, into a fast-json-stringify function. Like the

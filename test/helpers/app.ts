@@ -7,6 +7,7 @@ import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
+import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
 
 export interface TestApp extends App {
   /** Base URL of the HTTP server once `listen` ran; tests mostly use `http.inject`. */
@@ -49,6 +50,7 @@ export async function buildTestApp(
   const testDb = await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
   const app = await buildApp(testConfig(dataDir, testDb, overrides), { ...appOverrides, db: testDb.db });
+  const exchanges = recordExchanges(app);
   const { httpPort, wsPort } = await app.listen();
   const closeApp = app.close;
   let closing: Promise<void> | undefined;
@@ -61,6 +63,7 @@ export async function buildTestApp(
         await closeApp();
         await testDb.drop();
         await rm(dataDir, { recursive: true, force: true });
+        failOnViolations([exchanges]);
       })();
       return closing;
     },
@@ -110,11 +113,13 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
   // Every node reads its signing keys from one DATA_DIR, as production nodes share one key.
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-cluster-'));
   const apps: App[] = [];
+  const recorders: ExchangeRecorder[] = [];
   const urls: { httpUrl: string; wsUrl: string }[] = [];
   for (let i = 0; i < nodes; i++) {
     const config = testConfig(dataDir, testDb, overrides);
     const app = await buildApp(config, { db: testDb.db, ...(sharedKv ? { kv: sharedKv } : {}) });
     apps.push(app);
+    recorders.push(recordExchanges(app));
     const { httpPort, wsPort } = await app.listen();
     urls.push({ httpUrl: `http://127.0.0.1:${httpPort}`, wsUrl: `ws://127.0.0.1:${wsPort}/ws` });
   }
@@ -125,8 +130,22 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
       await sharedKv?.close();
       await testDb.drop();
       await rm(dataDir, { recursive: true, force: true });
+      failOnViolations(recorders);
     },
   };
+}
+
+/**
+ * Fails the test file whose apps served an exchange their OpenAPI document does not describe
+ * (test/helpers/openapi-recorder.ts). With OPENAPI_CHECK_REPORT set the violations only go to
+ * that file, so that one run of the suite lists them all.
+ */
+function failOnViolations(recorders: ExchangeRecorder[]): void {
+  const violations = [...new Set(recorders.flatMap((recorder) => recorder.violations()))];
+  if (violations.length === 0 || process.env.OPENAPI_CHECK_REPORT) return;
+  throw new Error(
+    `The service answered ${violations.length} exchange(s) its OpenAPI document does not describe:\n${violations.join('\n')}`,
+  );
 }
 
 export interface TestCluster {

@@ -103,12 +103,16 @@ describe('the operation catalogue against the running service', () => {
     for (const { method, path, operation } of routes) {
       const declared = catalogue.find((op) => op.name === operation.operationId);
       const { security } = operation;
-      const acceptable = path.startsWith('/internal/')
-        ? [SERVER_TOKEN]
-        : declared
-          ? [declared.public ? [] : BEARER]
-          : // A raw route (probes, key sets) says itself whether it is public.
-            [[], BEARER];
+      // OPTIONS answers the Allow header to anyone, before authentication.
+      const acceptable =
+        method === 'OPTIONS'
+          ? [[]]
+          : path.startsWith('/internal/')
+            ? [SERVER_TOKEN]
+            : declared
+              ? [declared.public ? [] : BEARER]
+              : // A raw route (probes, key sets) says itself whether it is public.
+                [[], BEARER];
       if (!acceptable.some((expected) => JSON.stringify(expected) === JSON.stringify(security))) {
         wrong.push(`${method} ${path} (${operation.operationId}): ${JSON.stringify(security)}`);
       }
@@ -116,7 +120,7 @@ describe('the operation catalogue against the running service', () => {
     expect(wrong).toEqual([]);
   });
 
-  it('answers every route that is not public 401 UNAUTHENTICATED without a token', async () => {
+  it('answers every route that is not public 401 UNAUTHENTICATED without a token (HEAD: the status alone)', async () => {
     const secured = routes.filter(({ operation }) => (operation.security ?? []).length > 0);
     expect(secured.length).toBeGreaterThan(0);
     const answers = await Promise.all(
@@ -125,9 +129,12 @@ describe('the operation catalogue against the running service', () => {
           method: method as 'GET',
           url: path.replace(/\{[^}]+\}/g, SOME_ID),
         });
-        const code = response.headers['content-type']?.toString().includes('json')
-          ? (response.json() as { code?: string }).code
-          : undefined;
+        const code =
+          method === 'HEAD'
+            ? 'UNAUTHENTICATED'
+            : response.headers['content-type']?.toString().includes('json')
+              ? (response.json() as { code?: string }).code
+              : undefined;
         return `${method} ${path}: ${response.statusCode} ${code}`;
       }),
     );

@@ -46,7 +46,7 @@ describe('health, readiness and metrics', () => {
   });
 
   it('serves the API docs UI at /docs', async () => {
-    const response = await app().http.inject({ method: 'GET', url: '/docs/' });
+    const response = await app().http.inject({ method: 'GET', url: '/docs' });
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/text\/html/);
   });

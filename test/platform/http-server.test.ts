@@ -1,4 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { configFrom } from '../../src/config.js';
 import { createHttpServer, type HttpServer } from '../../src/platform/http.js';
@@ -116,5 +119,47 @@ describe('HTTP server plumbing', () => {
     await http.inject({ method: 'GET', url: '/nowhere' });
     expect(await count(quiet)).toBe(quietBefore + 3);
     expect(await count(unmatched)).toBe(unmatchedBefore + 1);
+  });
+});
+
+describe('HTTP server shutdown', () => {
+  it('answers a request that arrives while it closes 503 SERVICE_UNAVAILABLE as problem+json with Retry-After', async () => {
+    const config = configFrom({ LOG_LEVEL: 'silent' });
+    const http = await createHttpServer({ config, log: createLogger(config), metrics: createMetrics() });
+    let release: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      http.get('/slow', () => {
+        resolve();
+        return new Promise((done) => (release = () => done({ ok: true })));
+      });
+    });
+    http.get('/fast', async () => ({ ok: true }));
+    await http.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = http.server.address() as AddressInfo;
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => {
+      received += chunk;
+    });
+    const ended = new Promise((resolve) => socket.on('close', resolve));
+    socket.write('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+    await started;
+    const closed = http.close();
+    // Once the server stops listening, a request on a connection still in use (as a load
+    // balancer's keep-alive connection is) arrives during the close.
+    await vi.waitFor(() => expect(http.server.listening).toBe(false));
+    const arrived = new Promise((resolve) =>
+      http.server.on('request', (request: IncomingMessage) => request.url === '/fast' && resolve(undefined)),
+    );
+    socket.write('GET /fast HTTP/1.1\r\nHost: x\r\n\r\n');
+    await arrived;
+    release();
+    await Promise.all([closed, ended]);
+    const [, second = ''] = received.split(/(?=HTTP\/1\.1 )/);
+    expect(received).toMatch(/^HTTP\/1\.1 200/);
+    expect(second).toMatch(/^HTTP\/1\.1 503/);
+    expect(second).toMatch(/content-type: application\/problem\+json/i);
+    expect(second).toMatch(/retry-after: 1\r\n/i);
+    expect(second).toContain('"code":"SERVICE_UNAVAILABLE"');
   });
 });

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { modules } from '../../src/modules/index.js';
 import { defineModule, type ModuleDefinition, setupModules } from '../../src/platform/module.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
+
+const reached = { 200: z.object({ reached: z.boolean() }) };
 
 /** A module with two plain routes: one that forgets to declare itself public, one that does. */
 const probeModule = defineModule({
@@ -13,12 +16,16 @@ const probeModule = defineModule({
     return {
       api: {},
       routes(http) {
-        http.get('/probe/forgotten', { schema: { operationId: 'probe.forgotten' } }, async () => ({
-          reached: true,
-        }));
+        http.get(
+          '/probe/forgotten',
+          { schema: { operationId: 'probe.forgotten', response: reached } },
+          async () => ({
+            reached: true,
+          }),
+        );
         http.get(
           '/probe/declared-public',
-          { config: { public: true }, schema: { operationId: 'probe.declaredPublic' } },
+          { config: { public: true }, schema: { operationId: 'probe.declaredPublic', response: reached } },
           async () => ({ reached: true }),
         );
       },

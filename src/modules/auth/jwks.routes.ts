@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import type { KeyRing } from '../../platform/auth/keys.js';
 import type { HttpServer } from '../../platform/http.js';
-import { errorResponses } from '../../platform/http-schemas.js';
 
 const jwksSchema = z.object({
   keys: z.array(
@@ -26,7 +25,7 @@ export function registerJwksRoute(http: HttpServer, keys: KeyRing) {
         operationId: 'auth.jwks',
         tags: ['accounts'],
         summary: 'Public keys that verify access tokens (RS256), for other services and game servers.',
-        response: { 200: jwksSchema, ...errorResponses() },
+        response: { 200: jwksSchema },
       },
     },
     async (_request, reply) => {

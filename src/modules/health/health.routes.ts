@@ -4,6 +4,7 @@ import type { HttpServer } from '../../platform/http.js';
 import { sendProblem } from '../../platform/http-errors.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import type { Platform } from '../../platform/module.js';
+import { mediaResponse } from '../../platform/openapi.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 
@@ -36,7 +37,7 @@ export function registerHealthRoutes(
         operationId: 'health.live',
         tags: ['operations'],
         summary: 'Liveness: the process is up. Also reports whether uWebSockets.js runs natively.',
-        response: { 200: healthSchema, ...errorResponses() },
+        response: { 200: healthSchema },
       },
     },
     async () => ({
@@ -84,8 +85,9 @@ export function registerHealthRoutes(
         tags: ['operations'],
         summary: 'Prometheus metrics in the text exposition format.',
         response: {
-          200: z.string().describe('Metrics in the Prometheus text exposition format.'),
-          ...errorResponses(),
+          200: mediaResponse('Metrics in the Prometheus text exposition format.', {
+            'text/plain': z.string(),
+          }),
         },
       },
     },

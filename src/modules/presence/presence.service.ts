@@ -1,4 +1,4 @@
-import type { PresenceStatus } from '../../../protocol/presence.js';
+import { type PresenceStatus, STATUS_MESSAGE_MAX } from '../../../protocol/presence.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -9,8 +9,6 @@ import type { ProfilesApi } from '../profiles/index.js';
 import type { Relation, SocialApi } from '../social/index.js';
 import { existingUserIds, storedStatusMessage } from '../users/index.js';
 import { type PendingStatus, pendingStatusKey, type StatusMessages } from './status-messages.js';
-
-export const STATUS_MESSAGE_MAX = 140;
 
 type Audience = NonNullable<EventAudience['visibility']>;
 
@@ -179,7 +177,7 @@ export class PresenceService {
   async setStatus(ctx: Ctx, statusMessage: string): Promise<{ status_message: string | null }> {
     const caller = callerOf(ctx);
     const trimmed = shownText(statusMessage);
-    if (trimmed.length > STATUS_MESSAGE_MAX) {
+    if ([...trimmed].length > STATUS_MESSAGE_MAX) {
       throw new AppError(
         ErrorCode.VALIDATION_FAILED,
         `The status message is over ${STATUS_MESSAGE_MAX} characters.`,

@@ -18,6 +18,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { MsgpackBounds } from '../../platform/gateway/msgpack-bounds.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
+import { DOCUMENTED_BODIES } from '../../platform/openapi.js';
 import type { ChunksService, PlannedWrite, Precondition } from './chunks.service.js';
 
 /**
@@ -166,8 +167,11 @@ export function registerBatchRoute(
           tags: ['worlds'],
           summary: `Write up to ${MAX_BATCH_WRITES} chunks of one world all or nothing, in one transaction and one commit. JSON (payload as base64, or chunk as the JSON view) or application/msgpack (payload as raw bin). Each write names its expected_revision (null: the chunk must not exist), unless expected_content_revision guards the whole batch. A stale one answers 409 REVISION_CONFLICT with details.index and current_revision; nothing is written on any error.`,
           params: z.object({ world_id: z.string().max(64) }),
-          body: jsonBatchSchema,
-          response: { 200: batchResultSchema, ...errorResponses(401, 403, 404, 409, 422, 428) },
+          [DOCUMENTED_BODIES]: {
+            'application/json': jsonBatchSchema,
+            'application/msgpack': binaryBatchSchema,
+          },
+          response: { 200: batchResultSchema, ...errorResponses(403, 404, 409, 422, 428) },
         },
       },
       (request: FastifyRequest) => {

@@ -9,12 +9,14 @@ import {
   encodeChunk,
   MAX_CHUNK_BYTES,
 } from '../../../protocol/chunk-codec.js';
+import { chunkJsonViewSchema } from '../../../protocol/chunks.js';
 import { withInternalTwin } from '../../../protocol/internal.js';
 import { chunkCoordinate } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
+import { bytesOf, DOCUMENTED_BODIES, mediaResponse } from '../../platform/openapi.js';
 import type { ChunksService, Precondition } from './chunks.service.js';
 
 /**
@@ -32,6 +34,7 @@ const params = z.object({
 });
 type Params = z.infer<typeof params>;
 
+const chunkBytes = bytesOf('application/octet-stream', 'The codec bytes (protocol/chunk-codec.md).');
 const writeResult = z.object({ revision: z.number().int(), content_revision: z.number().int() });
 const PATH = '/api/worlds/:world_id/rooms/:room_id/chunks/:x/:y/:z';
 /** The JSON view of a 1 MiB chunk is a few times larger than its bytes. */
@@ -137,10 +140,12 @@ export function registerChunkRoutes(
             params,
             querystring: z.object({ format: z.enum(['json', 'binary']).optional() }).strict(),
             response: {
-              200: z
-                .string()
-                .describe('The codec bytes (protocol/chunk-codec.md), or the JSON view as text.'),
-              ...errorResponses(401, ...(twin.gameServer ? [403] : []), 404, 422),
+              200: mediaResponse('The chunk, as its codec bytes or its JSON view.', {
+                'application/octet-stream': chunkBytes,
+                'application/json': chunkJsonViewSchema,
+              }),
+              304: z.null().describe('The chunk is still at the revision If-None-Match names.'),
+              ...errorResponses(...(twin.gameServer ? [403] : []), 404, 422),
             },
           },
         },
@@ -166,7 +171,11 @@ export function registerChunkRoutes(
           tags: ['worlds'],
           summary: `Write a chunk: codec bytes (application/octet-stream, at most ${MAX_CHUNK_BYTES} bytes) or the JSON view (application/json). Needs If-Match: "<revision>" (or *) to replace, If-None-Match: * to create; a stale one answers 409 REVISION_CONFLICT with current_revision.`,
           params,
-          response: { 200: writeResult, ...errorResponses(401, 403, 404, 409, 422, 428) },
+          [DOCUMENTED_BODIES]: {
+            'application/octet-stream': chunkBytes,
+            'application/json': chunkJsonViewSchema,
+          },
+          response: { 200: writeResult, ...errorResponses(403, 404, 409, 422, 428) },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
@@ -185,7 +194,7 @@ export function registerChunkRoutes(
           summary:
             'Delete a chunk by appending a tombstone revision. Needs If-Match: "<revision>" (or *); a stale one answers 409 REVISION_CONFLICT.',
           params,
-          response: { 200: writeResult, ...errorResponses(401, 403, 404, 409, 422, 428) },
+          response: { 200: writeResult, ...errorResponses(403, 404, 409, 422, 428) },
         },
       },
       (request: FastifyRequest) => write(request, () => null),

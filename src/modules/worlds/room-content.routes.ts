@@ -5,11 +5,12 @@ import { z } from 'zod';
 import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
 import { INTERNAL_ROOM_CHUNKS_PATH, withInternalTwin } from '../../../protocol/internal.js';
 import type { PlainRestTwin } from '../../../protocol/operation.js';
-import { chunksLoad } from '../../../protocol/room-content.js';
+import { chunksLoad, roomContentSummarySchema } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
 import type { Connection } from '../../platform/gateway/connection.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
+import { bytesOf, mediaResponse } from '../../platform/openapi.js';
 import type { RoomContent, RoomContentService } from './room-content.service.js';
 
 /**
@@ -54,6 +55,22 @@ async function* documentOf(content: RoomContent): AsyncGenerator<Buffer> {
   for await (const page of content.pages()) yield Buffer.concat(page.map((chunk) => encoder.encode(chunk)));
 }
 
+/** The msgpack document the REST route streams, as its decoded value. */
+const roomContentDocument = roomContentSummarySchema.extend({
+  chunks: z.array(
+    z.object({
+      x: z.number().int(),
+      y: z.number().int(),
+      z: z.number().int(),
+      revision: z.number().int(),
+      payload: bytesOf(
+        'application/octet-stream',
+        'The codec bytes (protocol/chunk-codec.md), a msgpack bin.',
+      ),
+    }),
+  ),
+});
+
 /** The users' route, and the game servers' read-only twin under /internal (server token). */
 export function registerRoomContentRoute(
   http: HttpServer,
@@ -75,8 +92,10 @@ export function registerRoomContentRoute(
             'Every chunk of a room as of the current content revision, as application/msgpack: one map {content_revision, count, chunks: [{x, y, z, revision, payload}]} with payload the codec bytes (bin), in (x, y, z) order, streamed page by page. If the room is deleted meanwhile the response is cut off (an error, never a short document).',
           params,
           response: {
-            200: z.string().describe('One msgpack map (application/msgpack), see the summary.'),
-            ...errorResponses(401, ...(twin.gameServer ? [403] : []), 404),
+            200: mediaResponse('The room as one msgpack map, decoded as this schema describes.', {
+              'application/msgpack': roomContentDocument,
+            }),
+            ...errorResponses(...(twin.gameServer ? [403] : []), 404),
           },
         },
       },
