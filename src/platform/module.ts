@@ -54,6 +54,11 @@ export interface ModuleDefinition<Name extends string = string, Api = unknown, N
   name: Name;
   /** The ORM entities this module owns. */
   entities: readonly EntitySchema[];
+  /**
+   * The tables of migrations/ this module owns: only its SQL names them, and other modules reach
+   * their rows through its API or the SQL fragments its index.ts exports (docs/modules.md).
+   */
+  tables: readonly string[];
   /** Modules whose API `setup` receives; each must come earlier in the module list. */
   needs: readonly (keyof Needs & string)[];
   /** May be async, for a module that loads part of itself only when configured (a backend's library). */

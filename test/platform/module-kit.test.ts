@@ -11,6 +11,7 @@ const reached = { 200: z.object({ reached: z.boolean() }) };
 const probeModule = defineModule({
   name: 'probe',
   entities: [],
+  tables: [],
   needs: [],
   setup() {
     return {
@@ -38,6 +39,7 @@ const stub = (name: string, needs: string[] = []): ModuleDefinition =>
   defineModule<string, { name: string }, Record<string, unknown>>({
     name,
     entities: [],
+    tables: [],
     needs,
     setup: () => ({ api: { name } }),
   });
@@ -51,6 +53,7 @@ describe('setupModules', () => {
     const consumer = defineModule<'consumer', object, { provider: { name: string } }>({
       name: 'consumer',
       entities: [],
+      tables: [],
       needs: ['provider'],
       setup: (_platform, needs) => {
         received = needs;

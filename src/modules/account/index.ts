@@ -10,6 +10,7 @@ import { AccountService } from './account.service.js';
 export const accountModule = defineModule({
   name: 'account',
   entities: [],
+  tables: [],
   needs: ['auth', 'presence'],
   setup({ db, metrics }, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
     const account = new AccountService({

@@ -22,6 +22,7 @@ export interface AuthApi {
 export const authModule = defineModule({
   name: 'auth',
   entities: [SessionSchema, RefreshTokenSchema],
+  tables: ['sessions', 'refresh_tokens'],
   needs: [],
   setup({ config, kv, tokens, gateway, keys, gameServerCredentials }) {
     const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>

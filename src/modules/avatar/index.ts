@@ -8,6 +8,7 @@ import { AvatarLoadoutSchema } from './avatar-loadout.entity.js';
 export const avatarModule = defineModule({
   name: 'avatar',
   entities: [AvatarLoadoutSchema],
+  tables: ['avatar_loadouts'],
   needs: [],
   setup() {
     const avatar = new AvatarService();

@@ -34,6 +34,7 @@ export { chatTopic };
 export const chatModule = defineModule({
   name: 'chat',
   entities: [],
+  tables: ['conversations', 'conversation_participants', 'messages'],
   needs: ['social', 'worlds', 'groups'],
   setup(
     { bus, kv, config, gateway, metrics, db, log, ctx },

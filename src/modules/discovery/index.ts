@@ -25,6 +25,7 @@ export interface DiscoveryApi {
 export const discoveryModule = defineModule({
   name: 'discovery',
   entities: [],
+  tables: ['world_visits', 'world_discovery', 'world_visitors', 'world_visit_hours', 'discovery_ranks'],
   needs: ['worlds'],
   setup({ config, log, ctx }, { worlds }: { worlds: WorldsApi }) {
     // Search reads its own copy of each world, written in the world's own transaction.

@@ -49,6 +49,17 @@ export interface EconomyApi {
 export const economyModule = defineModule({
   name: 'economy',
   entities: [],
+  tables: [
+    'economy_accounts',
+    'catalog_items',
+    'marketplace_listings',
+    'purchases',
+    'creator_payouts',
+    'economy_transactions',
+    'economy_entries',
+    'economy_idempotency_keys',
+    'inventory_items',
+  ],
   needs: [],
   setup({ config, kv, bus, db, log }) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);

@@ -84,6 +84,7 @@ export interface GameServersApi {
 export const gameServersModule = defineModule({
   name: 'gameservers',
   entities: [],
+  tables: ['game_servers', 'game_server_reservations'],
   needs: ['worlds', 'discovery'],
   async setup(platform, { worlds, discovery }: { worlds: WorldsApi; discovery: DiscoveryApi }) {
     const { config, log, bus, kv } = platform;

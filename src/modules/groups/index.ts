@@ -43,6 +43,7 @@ export interface GroupsApi {
 export const groupsModule = defineModule({
   name: 'groups',
   entities: [],
+  tables: ['groups', 'group_members', 'group_join_requests'],
   needs: ['users'],
   setup({ bus, kv, config, gateway }) {
     // A socket that joins a group's chat again is sent what it missed, its roster events included.

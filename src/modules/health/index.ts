@@ -5,6 +5,7 @@ import { registerHealthRoutes } from './health.routes.js';
 export const healthModule = defineModule({
   name: 'health',
   entities: [],
+  tables: [],
   needs: [],
   setup(platform) {
     return { api: {}, routes: (http) => registerHealthRoutes(http, platform) };

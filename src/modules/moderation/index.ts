@@ -10,6 +10,7 @@ import { ModerationService } from './moderation.service.js';
 export const moderationModule = defineModule({
   name: 'moderation',
   entities: [],
+  tables: ['message_reports'],
   needs: ['worlds', 'groups'],
   setup({ kv, config }, { worlds, groups }: { worlds: WorldsApi; groups: GroupsApi }) {
     const moderation = new ModerationService({

@@ -36,6 +36,7 @@ export interface PresenceApi {
 export const presenceModule = defineModule({
   name: 'presence',
   entities: [],
+  tables: [],
   needs: ['profiles', 'social'],
   setup({ config, kv, bus, gateway, log, ctx }, deps: { profiles: ProfilesApi; social: SocialApi }) {
     const tracker = new PresenceTracker({

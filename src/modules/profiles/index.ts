@@ -15,6 +15,7 @@ export interface ProfilesApi {
 export const profilesModule = defineModule({
   name: 'profiles',
   entities: [ProfileSchema],
+  tables: ['profiles'],
   needs: [],
   setup() {
     const profiles = new ProfilesService();

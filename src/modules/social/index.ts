@@ -42,6 +42,7 @@ export interface SocialApi {
 export const socialModule = defineModule({
   name: 'social',
   entities: [],
+  tables: ['friendships', 'follows', 'blocks'],
   needs: ['profiles'],
   setup({ bus, kv, config }, { profiles }: { profiles: ProfilesApi }) {
     const social = new SocialService({

@@ -22,6 +22,7 @@ export { changeRole, findUserByUsername } from './users.service.js';
 export const usersModule = defineModule({
   name: 'users',
   entities: [UserSchema],
+  tables: ['users'],
   needs: [],
   setup() {
     const users = new UsersService();

@@ -73,6 +73,7 @@ export interface WorldsApi {
 export const worldsModule = defineModule({
   name: 'worlds',
   entities: [],
+  tables: ['worlds', 'rooms', 'chunks', 'chunk_revisions', 'profile_favorites'],
   needs: [],
   setup(platform) {
     const streams = new ChunkStreams({
