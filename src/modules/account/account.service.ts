@@ -4,11 +4,12 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
-import { type AccountRow, findAccounts, UserSchema } from '../users/index.js';
+import { type AccountRow, UserSchema, type UsersApi } from '../users/index.js';
 
 export interface AccountDeps {
   sessions: Pick<AuthApi, 'revokeAllSessions' | 'verifyPassword'>;
   presence: Pick<PresenceApi, 'unflushed'>;
+  accounts: Pick<UsersApi, 'findAccounts'>;
   /** How many statements reading accounts may run at once; reads made meanwhile share one. */
   readConcurrency: number;
   /** Told how many reads each statement served (a metric). */
@@ -30,7 +31,7 @@ export class AccountService {
   private readonly readAccount: (ctx: Ctx, userId: string) => Promise<AccountRow | undefined>;
 
   constructor(private readonly deps: AccountDeps) {
-    this.readAccount = batchedStatement(findAccounts, {
+    this.readAccount = batchedStatement(deps.accounts.findAccounts, {
       maxSize: ACCOUNTS_PER_STATEMENT,
       maxInFlight: deps.readConcurrency,
       observe: deps.observeReadBatch,

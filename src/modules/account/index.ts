@@ -4,6 +4,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
+import type { UsersApi } from '../users/index.js';
 import { AccountService } from './account.service.js';
 
 /** The signed-in user's own account (`/api/users/me`): built on sessions and presence. */
@@ -11,11 +12,15 @@ export const accountModule = defineModule({
   name: 'account',
   entities: [],
   tables: [],
-  needs: ['auth', 'presence'],
-  setup({ db, metrics }, { auth, presence }: { auth: AuthApi; presence: PresenceApi }) {
+  needs: ['users', 'auth', 'presence'],
+  setup(
+    { db, metrics },
+    { users, auth, presence }: { users: UsersApi; auth: AuthApi; presence: PresenceApi },
+  ) {
     const account = new AccountService({
       sessions: auth,
       presence,
+      accounts: users,
       readConcurrency: statementsAtOnce(db.poolSize),
       observeReadBatch: (size) => metrics.statementBatchSize.observe({ statement: 'account_read' }, size),
     });

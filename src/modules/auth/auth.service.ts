@@ -7,12 +7,13 @@ import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
-import { findUserByUsername, type User, UserSchema } from '../users/index.js';
+import { type User, UserSchema, type UsersApi } from '../users/index.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
 
 export interface AuthServiceDeps {
   tokens: AccessTokens;
+  users: Pick<UsersApi, 'findUserByUsername'>;
   refreshTtlSeconds: number;
   /** Failed logins per username before it is locked for the limiter's window. */
   maxLoginFailures: number;
@@ -74,7 +75,7 @@ export class AuthService {
     if (failures && failures.consumedPoints >= maxLoginFailures) {
       throw rateLimited('Too many failed logins for this account; try again later.', failures.msBeforeNext);
     }
-    const user = await findUserByUsername(ctx.em, input.username);
+    const user = await this.deps.users.findUserByUsername(ctx.em, input.username);
     if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
       await loginFailuresByUsername.penalty(usernameKey);
       throw invalidCredentials();

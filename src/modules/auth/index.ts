@@ -3,6 +3,7 @@ import { isGameServerToken } from '../../platform/auth/game-server-auth.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { UsersApi } from '../users/index.js';
 import { AuthService } from './auth.service.js';
 import { registerJwksRoute } from './jwks.routes.js';
 import { verifyPassword } from './password.js';
@@ -23,12 +24,13 @@ export const authModule = defineModule({
   name: 'auth',
   entities: [SessionSchema, RefreshTokenSchema],
   tables: ['sessions', 'refresh_tokens'],
-  needs: [],
-  setup({ config, kv, tokens, gateway, keys, gameServerCredentials }) {
+  needs: ['users'],
+  setup({ config, kv, tokens, gateway, keys, gameServerCredentials }, { users }: { users: UsersApi }) {
     const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>
       createLimiter(kv, { keyPrefix, points, durationSeconds });
     const auth = new AuthService({
       tokens,
+      users,
       refreshTtlSeconds: config.REFRESH_TOKEN_TTL_SECONDS,
       maxLoginFailures: config.LOGIN_MAX_FAILURES,
       loginFailuresByUsername: limiter('login-fail', config.LOGIN_MAX_FAILURES, config.LOGIN_LOCKOUT_SECONDS),

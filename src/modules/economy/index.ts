@@ -31,6 +31,7 @@ import {
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { UsersApi } from '../users/index.js';
 import { CatalogService } from './catalog.service.js';
 import { IdempotentWrites } from './idempotency.js';
 import { PayoutsService } from './payouts.service.js';
@@ -60,8 +61,8 @@ export const economyModule = defineModule({
     'economy_idempotency_keys',
     'inventory_items',
   ],
-  needs: [],
-  setup({ config, kv, bus, db, log }) {
+  needs: ['users'],
+  setup({ config, kv, bus, db, log }, { users }: { users: UsersApi }) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);
     const createLimit = createLimiter(kv, {
       keyPrefix: 'economy-create',
@@ -71,6 +72,7 @@ export const economyModule = defineModule({
     const wallet = new WalletService({
       writes,
       bus,
+      users,
       settings: {
         currency: CURRENCY,
         fee_bps: config.ECONOMY_FEE_BPS,

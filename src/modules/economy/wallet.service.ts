@@ -13,7 +13,7 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId } from '../../platform/ids.js';
-import { existingUserIds } from '../users/index.js';
+import type { UsersApi } from '../users/index.js';
 import {
   isPlatformAccount,
   PLATFORM_ACCOUNT_IDS,
@@ -39,6 +39,8 @@ import { adminOf, idOr, isAdmin, toEntry } from './views.js';
 export interface WalletDeps {
   writes: IdempotentWrites;
   bus: EventBus;
+  /** Who may be granted currency: an account that exists. */
+  users: Pick<UsersApi, 'existingUserIds'>;
   settings: z.infer<typeof settingsSchema>;
 }
 
@@ -162,7 +164,7 @@ export class WalletService {
       const at = ctx.now();
       const wallet = userAccount(userId, 'wallet');
       // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
-      if ((await existingUserIds(em, [userId])).length === 0) throw noSuchUser();
+      if ((await this.deps.users.existingUserIds(em, [userId])).length === 0) throw noSuchUser();
       await ensureAccounts(em, [wallet], at);
       await lockAccounts(em, [wallet.id, ISSUANCE.id]);
       const { transactionId, entries } = await post(

@@ -10,6 +10,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { type SocialApi, USER_BLOCKED, type UserBlockedEvent } from '../social/index.js';
+import type { UsersApi } from '../users/index.js';
 import { PresenceService, presenceTopic } from './presence.service.js';
 import { PresenceTracker } from './presence.tracker.js';
 import { type PendingStatus, StatusMessages } from './status-messages.js';
@@ -37,8 +38,11 @@ export const presenceModule = defineModule({
   name: 'presence',
   entities: [],
   tables: [],
-  needs: ['profiles', 'social'],
-  setup({ config, kv, bus, gateway, log, ctx }, deps: { profiles: ProfilesApi; social: SocialApi }) {
+  needs: ['users', 'profiles', 'social'],
+  setup(
+    { config, kv, bus, gateway, log, ctx },
+    deps: { users: UsersApi; profiles: ProfilesApi; social: SocialApi },
+  ) {
     const tracker = new PresenceTracker({
       kv,
       gateway,
@@ -47,12 +51,14 @@ export const presenceModule = defineModule({
       flushIntervalMs: config.LAST_SEEN_FLUSH_MS,
       leaseSeconds: config.NODE_LEASE_SECONDS,
       systemCtx: () => ctx({ user: null, log, ip: 'internal' }),
+      users: deps.users,
     });
     const statusMessages = new StatusMessages({
       kv,
       bus,
       log,
       flushMs: config.STATUS_FLUSH_MS,
+      users: deps.users,
       systemEm: () => ctx({ user: null, log, ip: 'internal' }).em,
     });
     const presence = new PresenceService({
@@ -63,6 +69,7 @@ export const presenceModule = defineModule({
       statusMessages,
       privacy: deps.profiles,
       relations: deps.social,
+      users: deps.users,
     });
     tracker.attach(presence);
     // Sockets per user are counted across the nodes whose lease is current: a killed node's go.

@@ -7,7 +7,7 @@ import type { Kv } from '../../platform/kv/kv.js';
 import { shownText } from '../../platform/trimmed-text.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { Relation, SocialApi } from '../social/index.js';
-import { existingUserIds, storedStatusMessage } from '../users/index.js';
+import type { UsersApi } from '../users/index.js';
 import { type PendingStatus, pendingStatusKey, type StatusMessages } from './status-messages.js';
 
 type Audience = NonNullable<EventAudience['visibility']>;
@@ -67,6 +67,7 @@ export interface PresenceServiceDeps {
   statusMessages: StatusMessages;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
   relations: Pick<SocialApi, 'relationsOf'>;
+  users: Pick<UsersApi, 'existingUserIds' | 'storedStatusMessage'>;
 }
 
 /**
@@ -138,7 +139,7 @@ export class PresenceService {
     const views = new Map<string, PresenceView>(unique.map((id) => [id, unknown]));
     const candidates = unique.filter(isId);
     if (candidates.length === 0) return views;
-    const existing = await existingUserIds(ctx.em, candidates);
+    const existing = await this.deps.users.existingUserIds(ctx.em, candidates);
     const [privacy, relations] = await Promise.all([
       this.deps.privacy.privacyOf(ctx.em, existing),
       this.deps.relations.relationsOf(ctx.em, viewer.id, existing),
@@ -252,6 +253,6 @@ export class PresenceService {
       userId,
       await this.deps.kv.get(pendingStatusKey(userId)),
     );
-    return pending ? pending.message : storedStatusMessage(ctx.em, userId);
+    return pending ? pending.message : this.deps.users.storedStatusMessage(ctx.em, userId);
   }
 }

@@ -1,10 +1,9 @@
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
-import { executeBound } from '../../platform/db.js';
 import type { Gateway, SessionListener } from '../../platform/gateway/gateway.js';
-import { toUuidArray } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
+import type { UsersApi } from '../users/index.js';
 import { NodeLease } from './node-lease.js';
 import { type PresenceService, type PresenceSightings, presenceKey } from './presence.service.js';
 
@@ -18,6 +17,8 @@ export interface PresenceTrackerDeps {
   leaseSeconds: number;
   /** A service context with no caller, for work the node does on its own. */
   systemCtx(): Ctx;
+  /** Where the coalesced sightings are written. */
+  users: Pick<UsersApi, 'writeLastSeen'>;
 }
 
 /**
@@ -127,15 +128,8 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
       if (this.pendingSeen.size === 0) return;
       const batch = [...this.pendingSeen];
       this.pendingSeen.clear();
-      const ids = toUuidArray(batch.map(([id]) => id));
-      const times = `{${batch.map(([, at]) => at.toISOString()).join(',')}}`;
       try {
-        await executeBound(
-          this.deps.systemCtx().em,
-          `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
-           from unnest($1::uuid[], $2::timestamptz[]) as v(id, seen) where u.id = v.id`,
-          [ids, times],
-        );
+        await this.deps.users.writeLastSeen(this.deps.systemCtx().em, batch);
       } catch (error) {
         for (const [id, at] of batch) this.recordSeen(id, at);
         throw error;

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventBus } from '../../platform/bus.js';
 import type { Kv, Peeked } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
-import { writeStatusMessages } from '../users/index.js';
+import type { UsersApi } from '../users/index.js';
 
 /**
  * Status messages are accepted at the rate clients send them and reach the database coalesced:
@@ -40,6 +40,7 @@ export interface StatusMessagesDeps {
   bus: EventBus;
   log: Logger;
   flushMs: number;
+  users: Pick<UsersApi, 'writeStatusMessages'>;
   /** An entity manager outside any request, for the flush. */
   systemEm(): EntityManager;
 }
@@ -120,7 +121,7 @@ export class StatusMessages {
         .mget(batch.map(([userId]) => pendingStatusKey(userId)))
         .catch(() => batch.map(() => null));
       try {
-        await writeStatusMessages(
+        await this.deps.users.writeStatusMessages(
           this.deps.systemEm(),
           batch.map(([userId, { message, at }], index) => {
             const stored = decodePendingStatus(newest[index] ?? null);

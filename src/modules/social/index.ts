@@ -19,6 +19,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
+import type { UsersApi } from '../users/index.js';
 import { relationsOf } from './relations.js';
 import { lockPair } from './social.repository.js';
 import { type PairBlockListener, SocialService } from './social.service.js';
@@ -43,11 +44,12 @@ export const socialModule = defineModule({
   name: 'social',
   entities: [],
   tables: ['friendships', 'follows', 'blocks'],
-  needs: ['profiles'],
-  setup({ bus, kv, config }, { profiles }: { profiles: ProfilesApi }) {
+  needs: ['users', 'profiles'],
+  setup({ bus, kv, config }, { users, profiles }: { users: UsersApi; profiles: ProfilesApi }) {
     const social = new SocialService({
       bus,
       privacy: profiles,
+      users,
       reachLimiter: createLimiter(kv, {
         keyPrefix: 'social-reach',
         points: config.SOCIAL_RATE_LIMIT_COUNT,

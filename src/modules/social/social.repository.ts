@@ -1,17 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
+import { usernameSql } from '../users/index.js';
 
 /**
  * The SQL of the social graph (friendships, follows, blocks; migration 0007). Writes about a pair
  * of users run in a transaction that first takes the pair's lock (`lockPair`), so the checks
  * before them (a block, a request the other way) still hold when they write.
  */
-
-export interface UserRow {
-  id: string;
-  username: string;
-}
 
 export interface FriendshipRow {
   requester_id: string;
@@ -35,11 +31,6 @@ export async function lockPair(em: EntityManager, a: string, b: string, shared =
     PAIR_LOCK_CLASS,
     [a, b].sort().join(':'),
   ]);
-}
-
-/** Those of the ids that name an account, with their usernames. */
-export function usersByIds(em: EntityManager, ids: readonly string[]): Promise<UserRow[]> {
-  return executeBound<UserRow>(em, 'select id, username from users where id = any($1::uuid[])', [ids]);
 }
 
 /** The friendship row between the two users, in whichever direction it was asked. */
@@ -192,9 +183,9 @@ export type ListName = keyof typeof LIST_SOURCES;
  * microseconds: a Date keeps only milliseconds, and two rows a fraction apart would be skipped.
  */
 const listSql = (source: string) => `
-  select r.other as id, u.username, r.since,
+  select r.other as id, ${usernameSql('r.other')} as username, r.since,
          ${timeKeySql('r.since')} as since_key
-  from (${source}) r join users u on u.id = r.other
+  from (${source}) r
   where ${beforeTimeIdKey('r.since', 'r.other')}
   order by r.since desc, r.other desc
   limit $4`;

@@ -10,6 +10,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
+import type { UsersApi } from '../users/index.js';
 import { relationsOf } from './relations.js';
 import {
   acceptFriendRequest,
@@ -26,7 +27,6 @@ import {
   listOf,
   lockPair,
   severPair,
-  usersByIds,
 } from './social.repository.js';
 
 /**
@@ -51,6 +51,7 @@ type PageOf<Item> = { items: Item[]; next_cursor: string | null };
 export interface SocialDeps {
   bus: EventBus;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
+  users: Pick<UsersApi, 'usernamesOf'>;
   /**
    * Friend requests and follows per user and window (together), shared by the nodes through
    * Redis: each one may reach the other user, so a flood of request and withdraw cycles is bounded.
@@ -242,7 +243,7 @@ export class SocialService {
     const ownerId = canonicalId(userId);
     if (ownerId === viewer.id) return ownerId;
     const [exists, privacy, relations] = await Promise.all([
-      usersByIds(ctx.em, [ownerId]),
+      this.deps.users.usernamesOf(ctx.em, [ownerId]),
       this.deps.privacy.privacyOf(ctx.em, [ownerId]),
       relationsOf(ctx.em, viewer.id, [ownerId]),
     ]);
@@ -280,7 +281,7 @@ export class SocialService {
     try {
       return await ctx.em.transactional(async (em) => {
         await lockPair(em, caller.id, otherId);
-        const users = await usersByIds(em, [caller.id, otherId]);
+        const users = await this.deps.users.usernamesOf(em, [caller.id, otherId]);
         const me = users.find((user) => user.id === caller.id);
         const them = users.find((user) => user.id === otherId);
         // The token outlived its account by a moment.

@@ -2,21 +2,43 @@ import { usersGet } from '../../../protocol/users.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { UserSchema } from './user.entity.js';
-import { UsersService } from './users.service.js';
-
-export type { User } from './user.entity.js';
-export { UserSchema } from './user.entity.js';
-export {
-  type AccountRow,
+import {
   existingUserIds,
-  findAccount,
   findAccounts,
+  lockAccount,
   storedStatusMessage,
-  userExistsSql,
-  usernameSql,
+  usernamesOf,
+  writeLastSeen,
   writeStatusMessages,
 } from './users.repository.js';
-export { changeRole, findUserByUsername } from './users.service.js';
+import { findUserByUsername, UsersService } from './users.service.js';
+
+/** The entity, for other modules' relations to a user (a session's user). */
+export type { User } from './user.entity.js';
+export { UserSchema } from './user.entity.js';
+export type { AccountRow } from './users.repository.js';
+/** SQL fragments for other modules' statements that read a user in the same round trip. */
+export { userExistsSql, usernameSql } from './users.repository.js';
+/** Operator tooling: the CLI's `atrium admin grant|revoke`. */
+export { changeRole } from './users.service.js';
+
+/** What other modules may use of the user directory: every statement they run on the users table. */
+export interface UsersApi {
+  /** Accounts as GET /api/users/me shows them (account). */
+  findAccounts: typeof findAccounts;
+  /** Which ids name an account (presence lookups, economy grants). */
+  existingUserIds: typeof existingUserIds;
+  /** Ids and usernames of the accounts among some ids (social). */
+  usernamesOf: typeof usernamesOf;
+  /** The account by username, case-insensitively, as an entity (auth's login). */
+  findUserByUsername: typeof findUserByUsername;
+  /** Locks the account's row for the transaction (worlds' favorites). */
+  lockAccount: typeof lockAccount;
+  /** The stored status message, and the coalesced writes of it and of last_seen_at (presence). */
+  storedStatusMessage: typeof storedStatusMessage;
+  writeStatusMessages: typeof writeStatusMessages;
+  writeLastSeen: typeof writeLastSeen;
+}
 
 /** The user directory: the users table other modules build on, and another user's public view. */
 export const usersModule = defineModule({
@@ -26,8 +48,18 @@ export const usersModule = defineModule({
   needs: [],
   setup() {
     const users = new UsersService();
+    const api: UsersApi = {
+      findAccounts,
+      existingUserIds,
+      usernamesOf,
+      findUserByUsername,
+      lockAccount,
+      storedStatusMessage,
+      writeStatusMessages,
+      writeLastSeen,
+    };
     return {
-      api: {},
+      api,
       operations: [serve(usersGet, (ctx, { user_id }) => users.publicView(ctx, user_id))],
     };
   },

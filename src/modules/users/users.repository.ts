@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Role } from '../../platform/auth/access-tokens.js';
 import { executeBound } from '../../platform/db.js';
+import { toUuidArray } from '../../platform/ids.js';
 
 /**
  * The hot statements on the users table, on the lean path (executeBound): each runs once per
@@ -39,6 +40,24 @@ export async function findAccounts(
   const rows = await executeBound<AccountRow>(em, FIND_ACCOUNTS_SQL, [userIds]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return userIds.map((id) => byId.get(id));
+}
+
+/** Those of the ids that name an account, with their usernames. */
+export function usernamesOf(
+  em: EntityManager,
+  userIds: readonly string[],
+): Promise<{ id: string; username: string }[]> {
+  return executeBound(em, 'select id, username from users where id = any($1::uuid[])', [userIds]);
+}
+
+/**
+ * Locks the user's row until the transaction ends, so that another module's writes for one user
+ * take turns (favorites replaces: two at once would merge their sets); false when the account is
+ * gone. NO KEY UPDATE leaves inserts that reference the user (which take KEY SHARE) unblocked.
+ */
+export async function lockAccount(em: EntityManager, userId: string): Promise<boolean> {
+  const rows = await executeBound(em, 'select 1 from users where id = $1 for no key update', [userId]);
+  return rows.length > 0;
 }
 
 /** Which of these ids (canonical UUIDs) name an account. */
@@ -85,5 +104,23 @@ export async function writeStatusMessages(
     `update users u set status_message = v.message, updated_at = v.at
      from unnest($1::uuid[], $2::text[], $3::timestamptz[]) as v(id, message, at) where u.id = v.id`,
     [batch.map((b) => b.userId), batch.map((b) => b.message), batch.map((b) => b.at)],
+  );
+}
+
+/**
+ * Writes coalesced last_seen_at sightings (user id, time) in one statement; a newer value already
+ * stored is kept, so sightings written late or twice never move it back.
+ */
+export async function writeLastSeen(
+  em: EntityManager,
+  sightings: readonly (readonly [userId: string, at: Date])[],
+): Promise<void> {
+  const ids = toUuidArray(sightings.map(([id]) => id));
+  const times = `{${sightings.map(([, at]) => at.toISOString()).join(',')}}`;
+  await executeBound(
+    em,
+    `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
+     from unnest($1::uuid[], $2::timestamptz[]) as v(id, seen) where u.id = v.id`,
+    [ids, times],
   );
 }

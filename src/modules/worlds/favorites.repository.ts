@@ -22,16 +22,6 @@ const toFavoriteWorld = (r: RawFavoriteWorld): FavoriteWorld => ({
   visibility: r.visibility,
 });
 
-/**
- * Locks the user's row so that a user's replaces take turns (two at once would otherwise merge
- * their sets); false when the account is gone. NO KEY UPDATE leaves inserts that reference the
- * user (which take KEY SHARE) unblocked.
- */
-export async function lockFavoritesOwner(em: EntityManager, userId: string): Promise<boolean> {
-  const rows = await executeBound(em, 'select 1 from users where id = $1 for no key update', [userId]);
-  return rows.length > 0;
-}
-
 /** The worlds among these ids (canonical UUIDs), kept from being deleted until the transaction ends. */
 export async function worldsToFavorite(
   em: EntityManager,

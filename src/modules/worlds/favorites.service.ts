@@ -2,12 +2,8 @@ import type { Favorites } from '../../../protocol/favorites.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
-import {
-  favoriteWorldsOf,
-  lockFavoritesOwner,
-  replaceFavorites,
-  worldsToFavorite,
-} from './favorites.repository.js';
+import type { UsersApi } from '../users/index.js';
+import { favoriteWorldsOf, replaceFavorites, worldsToFavorite } from './favorites.repository.js';
 import { canRead } from './worlds.service.js';
 
 /**
@@ -22,6 +18,9 @@ const notFavoritable = (indexes: readonly number[]) =>
 
 /** A profile's favorite worlds: an ordered set of worlds the user may read (docs/worlds.md). */
 export class FavoritesService {
+  /** `lockAccount` makes one user's replaces take turns (two at once would merge their sets). */
+  constructor(private readonly users: Pick<UsersApi, 'lockAccount'>) {}
+
   /** Worlds that became unreadable since they were favorited are left out, not deleted. */
   async get(ctx: Ctx): Promise<Favorites> {
     const caller = callerOf(ctx);
@@ -37,7 +36,7 @@ export class FavoritesService {
     const ids = worldIds.map(canonicalId);
     const unique = [...new Set(ids)];
     await ctx.em.transactional(async (em) => {
-      if (!(await lockFavoritesOwner(em, caller.id)))
+      if (!(await this.users.lockAccount(em, caller.id)))
         throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
       const worlds = await worldsToFavorite(em, unique.filter(isId));
       const readable = new Set(worlds.filter((world) => canRead(world, caller.id)).map((world) => world.id));

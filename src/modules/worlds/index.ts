@@ -28,6 +28,7 @@ import { canonicalId, isId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { UsersApi } from '../users/index.js';
 import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
 import { registerChunkRoutes } from './chunks.routes.js';
@@ -74,8 +75,8 @@ export const worldsModule = defineModule({
   name: 'worlds',
   entities: [],
   tables: ['worlds', 'rooms', 'chunks', 'chunk_revisions', 'profile_favorites'],
-  needs: [],
-  setup(platform) {
+  needs: ['users'],
+  setup(platform, { users }: { users: UsersApi }) {
     const streams = new ChunkStreams({
       bus: platform.bus,
       log: platform.log,
@@ -102,7 +103,7 @@ export const worldsModule = defineModule({
       },
       intervalSeconds: config.WORLD_HISTORY_PRUNE_INTERVAL_SECONDS,
     });
-    const favorites = new FavoritesService();
+    const favorites = new FavoritesService(users);
     const roomContent = new RoomContentService(worlds);
     const history = new HistoryService(worlds);
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
