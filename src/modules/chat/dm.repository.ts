@@ -3,7 +3,7 @@ import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cur
 import { executeBound } from '../../platform/db.js';
 import { dmPolicySql } from '../profiles/index.js';
 import { blockBetweenSql, friendsBetweenSql } from '../social/index.js';
-import { userExistsSql } from '../users/index.js';
+import { userExistsSql, usernameSql } from '../users/index.js';
 
 /**
  * The SQL of direct messages (tables of migrations 0002 and 0011). A conversation is stored with
@@ -384,7 +384,7 @@ export function conversationsOf(
         order by last_message_at desc, id desc limit $4)
        order by last_message_at desc, id desc limit $4
      )
-     select c.id as conversation_id, c.peer_id, u.username as peer_username,
+     select c.id as conversation_id, c.peer_id, ${usernameSql('c.peer_id')} as peer_username,
             ${timeKeySql('c.last_message_at')} as activity_key,
             (select count(*)::int from messages x
              where x.conversation_id = c.id and x.sender_id = c.peer_id
@@ -392,7 +392,6 @@ export function conversationsOf(
             m.id as m_id, m.sender_id as m_sender_id, m.body as m_body, m.filtered as m_filtered,
             m.created_at as m_created_at
      from mine c
-     join users u on u.id = c.peer_id
      left join conversation_participants p on p.conversation_id = c.id and p.user_id = $1
      left join lateral (
        select id, sender_id, body, filtered, created_at from messages

@@ -17,15 +17,29 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import { type GroupsApi, groupDeliveryFilter, groupTopic } from '../groups/index.js';
+import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
+import type { UsersApi } from '../users/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ChatService } from './chat.service.js';
 import { readMarkOf, refreshConversationBlock } from './dm.repository.js';
+import { deleteMessage, messageTarget } from './messages.repository.js';
 import { ReadMarkAnnouncer } from './read-marks.js';
 import { createTextFilter } from './text-filter.js';
 import { CHAT_TOPIC_PREFIX, chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
 
+export type { MessageTargetRow } from './messages.repository.js';
+/** SQL fragment for other modules' statements that show a message beside their rows (reports). */
+export { messageSql } from './messages.repository.js';
 export { chatTopic };
+
+/** What other modules may use of chat: a single message of any kind, for moderation. */
+export interface ChatApi {
+  /** The message with what decides who may see it; undefined when there is none. */
+  messageTarget: typeof messageTarget;
+  /** Deletes the message, in the caller's transaction (a moderator's decision). */
+  deleteMessage: typeof deleteMessage;
+}
 
 /**
  * Direct messages (sending through the text filter and rate limit, history, conversation list) and
@@ -35,10 +49,15 @@ export const chatModule = defineModule({
   name: 'chat',
   entities: [],
   tables: ['conversations', 'conversation_participants', 'messages'],
-  needs: ['social', 'worlds', 'groups'],
+  // users and profiles for the SQL fragments the direct messages' statements read them with.
+  needs: ['users', 'profiles', 'social', 'worlds', 'groups'],
   setup(
     { bus, kv, config, gateway, metrics, db, log, ctx },
-    { social, worlds, groups }: { social: SocialApi; worlds: WorldsApi; groups: GroupsApi },
+    {
+      social,
+      worlds,
+      groups,
+    }: { users: UsersApi; profiles: ProfilesApi; social: SocialApi; worlds: WorldsApi; groups: GroupsApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
     // A conversation's `blocked` marker follows the blocks, in the block's own transaction.
@@ -75,8 +94,9 @@ export const chatModule = defineModule({
       sendLimiter: sendLimiter('world-chat-send'),
       filter,
     });
+    const api: ChatApi = { messageTarget, deleteMessage };
     return {
-      api: {},
+      api,
       operations: [
         serve(dmSend, (ctx, { user_id, body }) => chat.send(ctx, user_id, body)),
         serve(dmHistory, (ctx, { user_id, ...page }) => chat.history(ctx, user_id, page)),

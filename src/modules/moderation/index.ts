@@ -2,6 +2,7 @@ import { reportsCreate, reportsList, reportsUpdate } from '../../../protocol/mod
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { ChatApi } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ModerationService } from './moderation.service.js';
@@ -11,11 +12,12 @@ export const moderationModule = defineModule({
   name: 'moderation',
   entities: [],
   tables: ['message_reports'],
-  needs: ['worlds', 'groups'],
-  setup({ kv, config }, { worlds, groups }: { worlds: WorldsApi; groups: GroupsApi }) {
+  needs: ['worlds', 'groups', 'chat'],
+  setup({ kv, config }, { worlds, groups, chat }: { worlds: WorldsApi; groups: GroupsApi; chat: ChatApi }) {
     const moderation = new ModerationService({
       worlds,
       groups,
+      messages: chat,
       reportLimiter: createLimiter(kv, {
         keyPrefix: 'report',
         points: config.REPORT_RATE_LIMIT_COUNT,

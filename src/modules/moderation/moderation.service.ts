@@ -14,14 +14,12 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { trimmedText } from '../../platform/trimmed-text.js';
+import type { ChatApi, MessageTargetRow } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
   closeReport,
-  deleteMessage,
   insertReport,
-  type MessageTargetRow,
-  messageTarget,
   type NewReportRow,
   type ReportRow,
   reportById,
@@ -31,6 +29,8 @@ import {
 export interface ModerationDeps {
   worlds: Pick<WorldsApi, 'readable'>;
   groups: Pick<GroupsApi, 'memberOf'>;
+  /** The reported messages: who may see one, and its deletion by a moderator's decision. */
+  messages: Pick<ChatApi, 'messageTarget' | 'deleteMessage'>;
   /** Reports per user and window, shared by the nodes through Redis: each one lands in a moderator's queue. */
   reportLimiter: RateLimiterAbstract;
 }
@@ -95,7 +95,7 @@ export class ModerationService {
     if (!isId(messageId)) throw noSuchMessage();
     await consumeOrThrow(this.deps.reportLimiter, me, 'Too many reports; wait before reporting more.');
     const id = canonicalId(messageId);
-    const message = await messageTarget(ctx.em, id);
+    const message = await this.deps.messages.messageTarget(ctx.em, id);
     if (!message || !(await this.canSee(ctx, me, message))) throw noSuchMessage();
     if (message.sender_id === me) {
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot report your own message.', {
@@ -149,7 +149,8 @@ export class ModerationService {
           throw new AppError(ErrorCode.CONFLICT, 'This report was already resolved or dismissed.');
         throw noSuchReport();
       }
-      if (decision.delete_message && closed.message_id !== null) await deleteMessage(em, closed.message_id);
+      if (decision.delete_message && closed.message_id !== null)
+        await this.deps.messages.deleteMessage(em, closed.message_id);
       return reportById(em, id);
     });
     if (!row) throw noSuchReport();

@@ -2,20 +2,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ReportState } from '../../../protocol/moderation.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import { executeBound } from '../../platform/db.js';
+import { messageSql } from '../chat/index.js';
 
 /**
- * The SQL of message reports (table `message_reports` of migration 0002). Reports read the
- * `messages` table of the chat module directly: a report's message is part of what it shows.
+ * The SQL of message reports (table `message_reports` of migration 0002). A report shows its
+ * message as it stands now, read in the same statement through chat's `messageSql`.
  */
-
-/** A message with what decides who may see it: its conversation's pair, its world, or its group. */
-export interface MessageTargetRow {
-  sender_id: string | null;
-  world_id: string | null;
-  group_id: string | null;
-  user_a_id: string | null;
-  user_b_id: string | null;
-}
 
 export interface ReportRow {
   id: string;
@@ -41,20 +33,6 @@ export interface ReportRow {
 }
 
 type Key = readonly [timeKey: string, id: string] | undefined;
-
-export async function messageTarget(
-  em: EntityManager,
-  messageId: string,
-): Promise<MessageTargetRow | undefined> {
-  const [row] = await executeBound<MessageTargetRow>(
-    em,
-    `select m.sender_id, m.world_id, m.group_id, c.user_a_id, c.user_b_id
-     from messages m left join conversations c on c.id = m.conversation_id
-     where m.id = $1`,
-    [messageId],
-  );
-  return row;
-}
 
 /** What a reporter sees of their report. */
 export type NewReportRow = Pick<
@@ -95,7 +73,7 @@ export async function reportById(em: EntityManager, reportId: string): Promise<R
   const [row] = await executeBound<ReportRow>(
     em,
     `select ${reportColumns}
-     from message_reports r left join messages m on m.id = r.message_id
+     from message_reports r left join lateral ${messageSql('r.message_id')} m on true
      where r.id = $1`,
     [reportId],
   );
@@ -111,7 +89,7 @@ export function reportsIn(
   return executeBound<ReportRow>(
     em,
     `select ${reportColumns}
-     from message_reports r left join messages m on m.id = r.message_id
+     from message_reports r left join lateral ${messageSql('r.message_id')} m on true
      where r.state = $1::report_state
        and ${beforeTimeIdKey('r.created_at', 'r.id')}
      order by r.created_at desc, r.id desc
@@ -138,9 +116,4 @@ export async function closeReport(
     [decision.id, decision.state, decision.moderatorId, decision.note, decision.at],
   );
   return row;
-}
-
-/** Deletes a message; its reports keep their rows with message_id set to null by the foreign key. */
-export async function deleteMessage(em: EntityManager, messageId: string): Promise<void> {
-  await executeBound(em, 'delete from messages where id = $1', [messageId]);
 }
