@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import ts from 'typescript';
 
@@ -6,8 +6,8 @@ import ts from 'typescript';
  * The table-ownership rule of docs/modules.md, checked from the source text (nothing is imported or
  * run): every table of migrations/ has exactly one owner; a module's SQL names only the tables it
  * owns (another module's rows come through that module's API or the SQL fragments its index.ts
- * exports, whose text lives in the owner's files); a module imports another module only when its
- * `needs` lists it.
+ * exports, whose text lives in the owner's files, and tests in test/<owner>/sql-fragments.test.ts);
+ * a module imports another module only when its `needs` lists it.
  */
 
 /** A rule broken, with the file that breaks it (relative to the checked root). */
@@ -63,6 +63,7 @@ export function checkTableOwnership(root: string): Problem[] {
       });
     }
   }
+  for (const module of modules) problems.push(...untestedFragments(root, module));
   for (const owner of [...modules, PLATFORM]) {
     for (const file of sourceFiles(join(root, owner.folder))) {
       const path = relative(root, file);
@@ -147,6 +148,34 @@ function stringArrayProperty(object: ts.ObjectLiteralExpression, key: string): s
   const strings = value.elements.filter(ts.isStringLiteral).map((element) => element.text);
   return strings.length === value.elements.length ? strings : undefined;
 }
+
+/** The SQL fragments (exports named `<what>Sql`) of the module's index.ts its fragment test does not name. */
+function untestedFragments(root: string, module: ModuleDeclaration): Problem[] {
+  const index = join(root, module.folder, 'index.ts');
+  const source = ts.createSourceFile(index, readFileSync(index, 'utf8'), ts.ScriptTarget.ES2022, true);
+  const exported: string[] = [];
+  for (const statement of source.statements) {
+    if (ts.isExportDeclaration(statement) && !statement.isTypeOnly && statement.exportClause) {
+      if (ts.isNamedExports(statement.exportClause)) {
+        exported.push(...statement.exportClause.elements.map((element) => element.name.text));
+      }
+    } else if (ts.isVariableStatement(statement) && statement.modifiers?.some(isExportKeyword)) {
+      exported.push(
+        ...statement.declarationList.declarations.map((declaration) => declaration.name.getText()),
+      );
+    }
+  }
+  const testPath = join('test', relative('src/modules', module.folder), 'sql-fragments.test.ts');
+  const test = existsSync(join(root, testPath)) ? readFileSync(join(root, testPath), 'utf8') : '';
+  return exported
+    .filter((name) => name.endsWith('Sql') && !new RegExp(`\\b${name}\\b`).test(test))
+    .map((name) => ({
+      file: relative(root, index),
+      message: `${module.name} exports the SQL fragment ${name}, which ${testPath} does not test`,
+    }));
+}
+
+const isExportKeyword = (modifier: ts.ModifierLike) => modifier.kind === ts.SyntaxKind.ExportKeyword;
 
 /** Imports (type-only ones too) of another module's index.ts that the module's `needs` does not list. */
 function undeclaredImports(source: ts.SourceFile, module: ModuleDeclaration): Problem[] {

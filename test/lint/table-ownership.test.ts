@@ -26,15 +26,20 @@ this.addSql('create table session_revocations (session_id uuid)');`;
 const platform = "const sql = 'select session_id from session_revocations where revoked_at >= $1';";
 const fruit = `export const appleSql = (id: string) => \`exists (select 1 from apples where id = \${id})\`;
 export const fruitModule = defineModule({ name: 'fruit', entities: [], tables: ['apples'], needs: [], setup() {} });`;
+/** Fruit owns apples and exports a fragment it tests; the platform keeps its one table. */
+const base = {
+  'migrations/0001_fruit.ts': migration,
+  'src/platform/revocations.ts': platform,
+  'src/modules/fruit/index.ts': fruit,
+  'test/fruit/sql-fragments.test.ts': "it('appleSql is true for an apple', () => {});",
+};
 const basket = (needs: string) =>
   `export const basketModule = defineModule({ name: 'basket', entities: [], tables: ['pears'], needs: [${needs}], setup() {} });`;
 
 describe('the table-ownership check', () => {
   it('passes a tree where each module names only its own tables and reads others through fragments', () => {
     const root = tree({
-      'migrations/0001_fruit.ts': migration,
-      'src/platform/revocations.ts': platform,
-      'src/modules/fruit/index.ts': fruit,
+      ...base,
       'src/modules/basket/index.ts': basket("'fruit'"),
       'src/modules/basket/basket.repository.ts': `import { appleSql } from '../fruit/index.js';
 const q = \`select id from pears where \${appleSql('pears.id')}\`;
@@ -45,9 +50,7 @@ const prose = 'Picks the ripe ones from apples';`,
 
   it("fails naming the file and table when a module's SQL reads or writes another module's table", () => {
     const root = tree({
-      'migrations/0001_fruit.ts': migration,
-      'src/platform/revocations.ts': platform,
-      'src/modules/fruit/index.ts': fruit,
+      ...base,
       'src/modules/basket/index.ts': basket("'fruit'"),
       'src/modules/basket/basket.repository.ts': `const ok = 'select id from pears';
 const read = \`select p.id from pears p join apples a on a.id = p.id where p.id = \${'$1'}\`;
@@ -67,9 +70,7 @@ const write = 'delete from apples where id = $1';`,
 
   it('fails when a module imports another module it does not list in needs', () => {
     const root = tree({
-      'migrations/0001_fruit.ts': migration,
-      'src/platform/revocations.ts': platform,
-      'src/modules/fruit/index.ts': fruit,
+      ...base,
       'src/modules/basket/index.ts': basket(''),
       'src/modules/basket/basket.service.ts': "import type { FruitApi } from '../fruit/index.js';",
     });
@@ -83,8 +84,8 @@ const write = 'delete from apples where id = $1';`,
 
   it('fails when a table has no owner or two, or a module owns a table no migration creates', () => {
     const root = tree({
+      ...base,
       'migrations/0001_fruit.ts': `${migration}\nthis.addSql('create table plums (id uuid)');`,
-      'src/platform/revocations.ts': platform,
       'src/modules/fruit/index.ts': fruit.replace(
         "tables: ['apples']",
         "tables: ['apples', 'pears', 'figs']",
@@ -101,6 +102,21 @@ const write = 'delete from apples where id = $1';`,
         message: 'table plums is owned by no module; it needs exactly one owner',
       },
       { file: 'migrations/', message: 'fruit owns figs, which no migration creates' },
+    ]);
+  });
+
+  it('fails when a module exports an SQL fragment its fragment test does not name', () => {
+    const root = tree({
+      ...base,
+      'src/modules/fruit/index.ts': `${fruit}\nexport { pearSql } from './pears.js';`,
+      'src/modules/basket/index.ts': basket("'fruit'"),
+    });
+    expect(checkTableOwnership(root)).toEqual([
+      {
+        file: 'src/modules/fruit/index.ts',
+        message:
+          'fruit exports the SQL fragment pearSql, which test/fruit/sql-fragments.test.ts does not test',
+      },
     ]);
   });
 
