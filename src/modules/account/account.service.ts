@@ -4,12 +4,12 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
-import { type AccountRow, UserSchema, type UsersApi } from '../users/index.js';
+import type { AccountRow, UsersApi } from '../users/index.js';
 
 export interface AccountDeps {
   sessions: Pick<AuthApi, 'revokeAllSessions' | 'verifyPassword'>;
   presence: Pick<PresenceApi, 'unflushed'>;
-  accounts: Pick<UsersApi, 'findAccounts'>;
+  accounts: Pick<UsersApi, 'findAccounts' | 'findUserById' | 'deleteUser'>;
   /** How many statements reading accounts may run at once; reads made meanwhile share one. */
   readConcurrency: number;
   /** Told how many reads each statement served (a metric). */
@@ -68,12 +68,12 @@ export class AccountService {
    */
   async deleteAccount(ctx: Ctx, password: string): Promise<void> {
     const caller = callerOf(ctx);
-    const user = await ctx.em.findOne(UserSchema, { id: caller.id });
+    const user = await this.deps.accounts.findUserById(ctx.em, caller.id);
     if (!user) throw vanished();
     if (!(await this.deps.sessions.verifyPassword(user.passwordHash, password))) {
       throw new AppError(ErrorCode.PASSWORD_INCORRECT, 'The password is wrong.');
     }
     await this.deps.sessions.revokeAllSessions(ctx, user.id);
-    await ctx.em.nativeDelete(UserSchema, { id: user.id });
+    await this.deps.accounts.deleteUser(ctx.em, user.id);
   }
 }

@@ -7,13 +7,13 @@ import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
-import { type User, UserSchema, type UsersApi } from '../users/index.js';
+import type { User, UsersApi } from '../users/index.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
 
 export interface AuthServiceDeps {
   tokens: AccessTokens;
-  users: Pick<UsersApi, 'findUserByUsername'>;
+  users: Pick<UsersApi, 'createUser' | 'findUserByUsername' | 'findUserById'>;
   refreshTtlSeconds: number;
   /** Failed logins per username before it is locked for the limiter's window. */
   maxLoginFailures: number;
@@ -43,7 +43,7 @@ export class AuthService {
       throw new AppError(ErrorCode.TERMS_NOT_ACCEPTED, 'You must accept the terms of service.');
     await consumeOrThrow(this.deps.registrationsByIp, ctx.ip, 'Too many registrations from this address.');
     const now = ctx.now();
-    const user = ctx.em.create(UserSchema, {
+    const user = this.deps.users.createUser(ctx.em, {
       id: newId(),
       username: input.username,
       email: input.email ?? null,
@@ -106,7 +106,7 @@ export class AuthService {
         return { kind: 'reused' as const, sessionId: session.id };
       }
       if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
-      const user = await em.findOne(UserSchema, { id: session.user.id });
+      const user = await this.deps.users.findUserById(em, session.user.id);
       if (!user) return { kind: 'invalid' as const };
       presented.rotatedAt = now;
       session.lastRefreshedAt = now;

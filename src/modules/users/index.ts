@@ -11,9 +11,9 @@ import {
   writeLastSeen,
   writeStatusMessages,
 } from './users.repository.js';
-import { findUserByUsername, UsersService } from './users.service.js';
+import { createUser, deleteUser, findUserById, findUserByUsername, UsersService } from './users.service.js';
 
-/** The entity, for other modules' relations to a user (a session's user). */
+/** The entity, for other modules' relations to a user (a session's user) and the API's answers. */
 export type { User } from './user.entity.js';
 export { UserSchema } from './user.entity.js';
 export type { AccountRow } from './users.repository.js';
@@ -30,8 +30,11 @@ export interface UsersApi {
   existingUserIds: typeof existingUserIds;
   /** Ids and usernames of the accounts among some ids (social). */
   usernamesOf: typeof usernamesOf;
-  /** The account by username, case-insensitively, as an entity (auth's login). */
+  /** Accounts as entities: registration, login by username (case-insensitively), refresh, deletion. */
+  createUser: typeof createUser;
   findUserByUsername: typeof findUserByUsername;
+  findUserById: typeof findUserById;
+  deleteUser: typeof deleteUser;
   /** Locks the account's row for the transaction (worlds' favorites). */
   lockAccount: typeof lockAccount;
   /** The stored status message, and the coalesced writes of it and of last_seen_at (presence). */
@@ -52,7 +55,10 @@ export const usersModule = defineModule({
       findAccounts,
       existingUserIds,
       usernamesOf,
+      createUser,
       findUserByUsername,
+      findUserById,
+      deleteUser,
       lockAccount,
       storedStatusMessage,
       writeStatusMessages,

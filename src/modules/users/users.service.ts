@@ -5,7 +5,7 @@ import { type Role, roles } from '../../platform/auth/access-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
-import { UserSchema } from './user.entity.js';
+import { type User, UserSchema } from './user.entity.js';
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 
@@ -22,6 +22,23 @@ export class UsersService {
     if (!user) throw notFound();
     return { id: user.id, username: user.username, created_at: user.createdAt.toISOString() };
   }
+}
+
+/**
+ * Adds a new account to the unit of work of `em`, written at its next flush (registration: the
+ * flush's unique violations tell a taken username or email).
+ */
+export function createUser(em: EntityManager, account: User): User {
+  return em.create(UserSchema, account);
+}
+
+export function findUserById(em: EntityManager, userId: string): Promise<User | null> {
+  return em.findOne(UserSchema, { id: userId });
+}
+
+/** Deletes the account; the rows of every module that reference it follow their ON DELETE rules. */
+export async function deleteUser(em: EntityManager, userId: string): Promise<void> {
+  await em.nativeDelete(UserSchema, { id: userId });
 }
 
 /** Usernames are unique case-insensitively; this matches the unique index on lower(username). */
