@@ -4,6 +4,7 @@ import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-
 import { GameServerCredentials, requireGameServer } from './platform/auth/game-server-auth.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
 import { loadKeyRing } from './platform/auth/keys.js';
+import { ofSessions } from './platform/auth/principal.js';
 import { revocationLog } from './platform/auth/revocation-log.js';
 import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
@@ -143,7 +144,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     });
     // Logout, refresh-token reuse and account deletion end that session's sockets on every node.
     const stopRevocations = await bus.subscribe(SESSION_REVOCATIONS_TOPIC, (event) =>
-      gateway.closeSessions((event.d as { session_ids: string[] }).session_ids),
+      gateway.endSessions(ofSessions((event.d as { session_ids: string[] }).session_ids), 'session revoked'),
     );
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
     const http = await createHttpServer({ config, log, metrics });

@@ -8,6 +8,7 @@ import {
   payloadSchema,
   type RestBinding,
 } from '../../protocol/operation.js';
+import { admittedKinds, gameServerOf, userOf } from './auth/principal.js';
 import type { Caller, Ctx } from './context.js';
 import type { Connection } from './gateway/connection.js';
 import type { Gateway } from './gateway/gateway.js';
@@ -61,8 +62,8 @@ export function registerFrames(
       (connection, payload, frame) =>
         handler(
           ctxOf({
-            user: connection.user ?? null,
-            gameServer: connection.gameServer ?? null,
+            user: userOf(connection.principal),
+            gameServer: gameServerOf(connection.principal),
             log,
             ip: connection.remoteAddress,
           }),
@@ -70,7 +71,7 @@ export function registerFrames(
           connection,
           frame.id,
         ),
-      { requiresAuth: !op.public, gameServers: op.gameServer },
+      { admits: op.public ? 'anyone' : admittedKinds(op) },
     );
   }
 }

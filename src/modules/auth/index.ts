@@ -1,5 +1,6 @@
 import { authenticate, authLogin, authLogout, authRefresh, authRegister } from '../../../protocol/auth.js';
 import { isGameServerToken } from '../../platform/auth/game-server-auth.js';
+import { gameServerPrincipal, userPrincipal } from '../../platform/auth/principal.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
@@ -57,11 +58,11 @@ export const authModule = defineModule({
           // A game server's token: the connection may follow its world's chunk stream.
           if (isGameServerToken(token)) {
             const server = await gameServerCredentials.verify(token);
-            gateway.authenticateGameServer(connection, server);
+            await gateway.authenticate(connection, gameServerPrincipal(server));
             return { server_id: server.serverId, world_id: server.worldId };
           }
           const user = await tokens.verify(token, { remember: false });
-          const caughtUp = await gateway.authenticate(connection, user, recover);
+          const caughtUp = await gateway.authenticate(connection, userPrincipal(user), recover);
           return { user_id: user.id, roles: user.roles, ...caughtUp };
         }),
       ],

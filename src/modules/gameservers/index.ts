@@ -7,6 +7,7 @@ import {
   internalStatusReport,
   worldsJoin,
 } from '../../../protocol/gameservers.js';
+import { ofGameServers } from '../../platform/auth/principal.js';
 import type { Logger } from '../../platform/log.js';
 import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
@@ -145,7 +146,7 @@ export const gameServersModule = defineModule({
       start: async ({ httpPort, wsPort }) => {
         stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) => {
           const { server_ids, world_ids } = event.d as { server_ids: string[]; world_ids?: string[] };
-          platform.gateway.closeGameServers(server_ids, world_ids);
+          platform.gateway.endSessions(ofGameServers(server_ids, world_ids), 'game server ended');
         });
         // Port 0 picks a free port: the servers are told the one chosen.
         if (!config.GAMESERVER_API_URL) apiUrl = `http://${host}:${httpPort}`;

@@ -1,6 +1,7 @@
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
-import type { Gateway, SessionListener } from '../../platform/gateway/gateway.js';
+import type { Gateway } from '../../platform/gateway/gateway.js';
+import type { SessionListener } from '../../platform/gateway/sessions.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
 import type { UsersApi } from '../users/index.js';

@@ -6,6 +6,7 @@ import {
   type ChunksStreamEndedEvent,
   MAX_CHUNK_STREAMS_PER_CONNECTION,
 } from '../../../protocol/chunks.js';
+import { gameServerOf, principalId } from '../../platform/auth/principal.js';
 import type { BusEvent, EventBus } from '../../platform/bus.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { Connection } from '../../platform/gateway/connection.js';
@@ -43,7 +44,7 @@ const HIDDEN = 'chunks.hidden';
 
 interface Member {
   connection: Connection;
-  /** Who subscribed (principalOf): a connection that switched to someone else stops receiving. */
+  /** Who subscribed (principalId): a connection that switched to someone else stops receiving. */
   principal: string | undefined;
   /** The rooms followed; null for the whole world. */
   rooms: Set<string> | null;
@@ -135,7 +136,7 @@ export class ChunkStreams {
     roomId: string | null,
     snapshot: () => Promise<{ seq: number; contentRevision: number }>,
   ): Promise<number> {
-    const principal = principalOf(connection);
+    const principal = principalId(connection.principal);
     const existing = this.memberOf(connection, world.id);
     if (existing) {
       if (roomId === null) existing.rooms = null;
@@ -305,7 +306,7 @@ export class ChunkStreams {
     };
     for (const member of stream.members) {
       if (seq <= member.fromSeq) continue;
-      if (principalOf(member.connection) !== member.principal) {
+      if (principalId(member.connection.principal) !== member.principal) {
         this.remove(member, stream.worldId);
         continue;
       }
@@ -384,14 +385,10 @@ export class ChunkStreams {
     for (const member of [...stream.members]) {
       // The owner keeps following a world turned private, and so do its game servers, whose
       // tokens are for this world whatever its visibility.
-      if (!deleted && (member.principal === stream.ownerId || member.connection.gameServer)) continue;
+      const keepsFollowing = member.principal === stream.ownerId || gameServerOf(member.connection.principal);
+      if (!deleted && keepsFollowing) continue;
       member.connection.sendPaced(bytes);
       this.remove(member, stream.worldId);
     }
   }
-}
-
-/** The user a connection speaks for, or `server:<id>` for a game server's socket. */
-function principalOf(connection: Connection): string | undefined {
-  return connection.user?.id ?? (connection.gameServer && `server:${connection.gameServer.serverId}`);
 }

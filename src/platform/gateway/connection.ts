@@ -1,7 +1,6 @@
 import { Encoder } from '@msgpack/msgpack';
 import { CloseCode } from '../../../protocol/frames.js';
-import type { AuthUser } from '../auth/access-tokens.js';
-import type { GameServerPrincipal } from '../auth/game-server-auth.js';
+import type { Principal } from '../auth/principal.js';
 import type { StreamPosition } from '../kv/kv.js';
 import type { Expiring } from './expiry-queue.js';
 import type { UwsWebSocket } from './uws.js';
@@ -20,24 +19,22 @@ export interface SocketData {
  */
 export class Connection implements Expiring {
   closed = false;
-  /** Set by a successful auth frame; frames other than ping and auth need it. */
-  user: AuthUser | undefined;
   /**
-   * Set instead of `user` by an auth frame carrying a game server's token: the connection may then
-   * send only the frames that accept game servers (its world's chunk stream).
+   * Set by a successful auth frame; frames other than ping and auth need it, and each frame admits
+   * only some kinds (a game server's socket may follow its world's chunk stream, nothing else).
    */
-  gameServer: GameServerPrincipal | undefined;
+  principal: Principal | undefined;
   /** The connection's number on this node (its place among the sockets of its user, SocketQuota). */
   number = 0;
   /** Topics this connection receives events from; created with the first subscription. */
   topics: Set<string> | undefined;
   /** Closes the connection unless it authenticates in time; cleared by the first auth frame. */
   authDeadline: NodeJS.Timeout | undefined;
-  /** Kept by the gateway's token expiry queue while the connection is authenticated. */
+  /** Kept by the sessions' token expiry queue while the connection is authenticated. */
   expirySecond: number | undefined;
   /**
    * Per recorded topic whose missed events the connection is being sent: the live events of that
-   * topic wait here, to follow the replay in order (Gateway.catchUp).
+   * topic wait here, to follow the replay in order (Replay.catchUp).
    */
   held: Map<string, { position: StreamPosition; bytes: Uint8Array }[]> | undefined;
   /** Run once when the connection closes (streams that keep per-connection state). */

@@ -8,7 +8,7 @@ export type DeliveryFilter = (audience: EventAudience | undefined) => boolean;
 
 /**
  * Sees each event before it is sent to a topic's members, and returns true when it handled the
- * event on this node instead (Gateway.onUserEvent); the event is then sent to nobody.
+ * event on this node instead (Subscriptions.onUserEvent); the event is then sent to nobody.
  */
 export type EventInterceptor = (topic: string, event: BusEvent, members: Iterable<Connection>) => boolean;
 
@@ -77,7 +77,7 @@ export class TopicRouter {
     const { position } = event;
     for (const [connection, filter] of entry.members) {
       if (filter && !filter(event.audience)) continue;
-      // A connection replaying missed events gets the live ones after the replay (Gateway.catchUp).
+      // A connection replaying missed events gets the live ones after the replay (Replay.catchUp).
       const held = position && connection.held?.get(topic);
       if (held) held.push({ position, bytes });
       else connection.sendEncoded(bytes);

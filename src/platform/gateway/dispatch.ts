@@ -1,0 +1,203 @@
+import type { z } from 'zod';
+import { type ClientFrame, CloseCode } from '../../../protocol/frames.js';
+import type { PrincipalKind } from '../auth/principal.js';
+import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { rateLimited } from '../rate-limit.js';
+import type { Connection } from './connection.js';
+import { FrameDecoder, FrameError } from './frame-decoder.js';
+
+/** A frame handler gets the validated payload, returns the ack payload and throws AppError to refuse. */
+export type FrameHandler<Payload> = (
+  connection: Connection,
+  payload: Payload,
+  frame: ClientFrame,
+) => unknown | Promise<unknown>;
+
+/** Who may send a frame: any connection (authenticated or not), or those speaking for these kinds. */
+export type Admission = 'anyone' | readonly PrincipalKind[];
+
+interface Registration {
+  payload: z.ZodType;
+  handler: FrameHandler<unknown>;
+  admits: Admission;
+}
+
+export interface DispatchDeps {
+  log: Logger;
+  metrics: Metrics;
+  maxFrameBytes: number;
+  maxFramesPerSecond: number;
+}
+
+/** A client sending this many times its frame allowance within one second is disconnected. */
+const FLOOD_CLOSE_FACTOR = 3;
+
+/** Returned by handlers that answer with their own frame (like ping's pong) instead of an ack. */
+export const NO_ACK = Symbol('no-ack');
+
+/**
+ * Turns each received message into a handler call and its answer: decoding, the frame rate limit,
+ * the handler table, the admission of the connection's principal, payload validation, then an ack
+ * or an error frame. Counts the handlers still running so shutdown can wait for them.
+ */
+export class FrameDispatcher {
+  private readonly handlers = new Map<string, Registration>();
+  private readonly decoder: FrameDecoder;
+  private inflight = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly deps: DispatchDeps) {
+    this.decoder = new FrameDecoder(deps.maxFrameBytes);
+  }
+
+  /**
+   * Registers the handler of a frame type; its payload is validated against `payload` first, and
+   * by default only a user's connection may send it. Modules register theirs through their
+   * operations (platform/operations.ts) rather than here.
+   */
+  handle<Payload>(
+    type: string,
+    payload: z.ZodType<Payload>,
+    handler: FrameHandler<Payload>,
+    options: { admits?: Admission } = {},
+  ): void {
+    if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
+    this.handlers.set(type, {
+      payload,
+      handler: handler as FrameHandler<unknown>,
+      admits: options.admits ?? ['user'],
+    });
+  }
+
+  /** The frame types with a handler, for the conformance test of the protocol catalogue. */
+  handledTypes(): string[] {
+    return [...this.handlers.keys()];
+  }
+
+  receive(connection: Connection, message: ArrayBuffer, isBinary: boolean): void {
+    // Decoding happens first and synchronously: uWS reclaims `message` when this callback returns.
+    let frame: ClientFrame | undefined;
+    let failure: FrameError | undefined;
+    try {
+      frame = this.decoder.decode(message, isBinary);
+    } catch (error) {
+      failure = error instanceof FrameError ? error : new FrameError(asAppError(error), undefined);
+    }
+    const now = Date.now();
+    const count = connection.countFrame(now);
+    if (count > this.deps.maxFramesPerSecond) {
+      this.onFlood(connection, count, connection.msLeftInWindow(now), frame?.id ?? failure?.requestId);
+      return;
+    }
+    if (frame) this.dispatch(connection, frame);
+    else if (failure) {
+      this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
+      this.sendError(connection, failure.cause, failure.requestId);
+    }
+  }
+
+  /** Resolves once no handler is running, or after `timeoutMs`. */
+  waitForIdle(timeoutMs: number): Promise<void> {
+    if (this.inflight === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.idleWaiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  private onFlood(
+    connection: Connection,
+    count: number,
+    msLeft: number,
+    requestId: number | undefined,
+  ): void {
+    const allowance = this.deps.maxFramesPerSecond;
+    if (count > allowance * FLOOD_CLOSE_FACTOR) {
+      this.deps.metrics.wsClosedByServer.inc({ reason: 'flood' });
+      connection.close(CloseCode.FLOOD, 'too many frames');
+      return;
+    }
+    // One error per window is enough to tell a fire-and-forget sender; requests still get theirs.
+    const firstRejection = count === allowance + 1;
+    if (requestId === undefined && !firstRejection) return;
+    const error = rateLimited(`At most ${allowance} frames per second; this frame was dropped.`, msLeft);
+    this.sendError(connection, error, requestId);
+  }
+
+  private dispatch(connection: Connection, frame: ClientFrame): void {
+    const registration = this.handlers.get(frame.t);
+    this.deps.metrics.wsFramesReceived.inc({ type: registration ? frame.t : 'unknown' });
+    if (!registration) {
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.UNKNOWN_FRAME_TYPE, `Unknown frame type ${frame.t}.`),
+        frame.id,
+      );
+      return;
+    }
+    const { admits } = registration;
+    const principal = connection.principal;
+    if (admits !== 'anyone' && !(principal && admits.includes(principal.kind))) {
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.'),
+        frame.id,
+      );
+      return;
+    }
+    const parsed = registration.payload.safeParse(frame.d);
+    if (!parsed.success) {
+      const errors = parsed.error.issues.map((i) => ({
+        path: ['d', ...i.path].join('.'),
+        message: i.message,
+      }));
+      this.sendError(
+        connection,
+        new AppError(ErrorCode.VALIDATION_FAILED, `The ${frame.t} frame's payload is invalid.`, { errors }),
+        frame.id,
+      );
+      return;
+    }
+    this.run(connection, frame, () => registration.handler(connection, parsed.data, frame));
+  }
+
+  /** Runs a handler, answering with an ack (when the frame had an id) or an error frame. */
+  private run(connection: Connection, frame: ClientFrame, invoke: () => unknown): void {
+    const reply = (result: unknown) => {
+      if (result !== NO_ACK && frame.id !== undefined) connection.send({ t: 'ack', id: frame.id, d: result });
+    };
+    const fail = (error: unknown) => {
+      // A lost dependency is logged once at warn by asAppError, with its reason only.
+      const appError = asAppError(error, this.deps.log);
+      if (appError.code === ErrorCode.INTERNAL)
+        this.deps.log.error({ err: error, frame: frame.t }, 'frame handler failed');
+      this.sendError(connection, appError, frame.id);
+    };
+    let result: unknown;
+    try {
+      result = invoke();
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (!(result instanceof Promise)) {
+      reply(result);
+      return;
+    }
+    this.inflight++;
+    result.then(reply, fail).finally(() => {
+      this.inflight--;
+      if (this.inflight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
+    });
+  }
+
+  private sendError(connection: Connection, error: AppError, requestId?: number): void {
+    this.deps.metrics.wsErrorFrames.inc({ code: error.code });
+    connection.send(toErrorFrame(error, requestId));
+  }
+}

@@ -1,0 +1,129 @@
+import { encode } from '@msgpack/msgpack';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { CloseCode } from '../../protocol/frames.js';
+import { gameServerPrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
+import { AppError, ErrorCode } from '../../src/platform/errors.js';
+import { FrameDispatcher, NO_ACK } from '../../src/platform/gateway/dispatch.js';
+import { createLogger } from '../../src/platform/log.js';
+import { createMetrics } from '../../src/platform/metrics.js';
+import { type FakeConnection, fakeConnection } from '../helpers/fake-connection.js';
+
+const ALLOWANCE = 4;
+const user = userPrincipal({ id: 'u1', sessionId: 's1', roles: [] });
+const server = gameServerPrincipal({ serverId: 'gs1', worldId: 'w1' });
+
+/** The dispatcher on its own: frames in, acks and error frames out, no socket or app. */
+describe('FrameDispatcher', () => {
+  let frames: FrameDispatcher;
+  let client: FakeConnection;
+
+  const receive = (frame: unknown) => {
+    const bytes = encode(frame);
+    frames.receive(
+      client.connection,
+      bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
+      true,
+    );
+  };
+  const lastSent = () => client.sent.at(-1);
+
+  beforeEach(() => {
+    frames = new FrameDispatcher({
+      log: createLogger({ LOG_LEVEL: 'silent' }),
+      metrics: createMetrics(),
+      maxFrameBytes: 1024,
+      maxFramesPerSecond: ALLOWANCE,
+    });
+    client = fakeConnection();
+    frames.handle('echo', z.object({ n: z.number() }), (_connection, { n }) => ({ n }));
+    frames.handle('open', z.undefined(), () => 'open', { admits: 'anyone' });
+    frames.handle('servers', z.undefined(), () => 'servers', { admits: ['user', 'gameServer'] });
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('refuses a frame from a connection that has not authenticated, unless the frame admits anyone', () => {
+    receive({ t: 'echo', id: 1, d: { n: 1 } });
+    expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'UNAUTHENTICATED' });
+    receive({ t: 'open', id: 2 });
+    expect(lastSent()).toEqual({ t: 'ack', id: 2, d: 'open' });
+  });
+
+  it("admits a game server's connection only to the frames that admit game servers", () => {
+    client.connection.principal = server;
+    receive({ t: 'echo', id: 1, d: { n: 1 } });
+    expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'UNAUTHENTICATED' });
+    receive({ t: 'servers', id: 2 });
+    expect(lastSent()).toEqual({ t: 'ack', id: 2, d: 'servers' });
+    client.connection.principal = user;
+    receive({ t: 'echo', id: 3, d: { n: 3 } });
+    expect(lastSent()).toEqual({ t: 'ack', id: 3, d: { n: 3 } });
+  });
+
+  it('acks only frames with an id, and never a handler that answers with its own frame', () => {
+    frames.handle('self', z.undefined(), (connection) => {
+      connection.send({ t: 'own' });
+      return NO_ACK;
+    });
+    client.connection.principal = user;
+    receive({ t: 'echo', d: { n: 1 } });
+    receive({ t: 'self', id: 2 });
+    expect(client.sent).toEqual([{ t: 'own' }]);
+  });
+
+  it('answers an unknown type with UNKNOWN_FRAME_TYPE and an invalid payload with VALIDATION_FAILED under d', () => {
+    client.connection.principal = user;
+    receive({ t: 'teleport', id: 1 });
+    expect(lastSent()).toMatchObject({ code: 'UNKNOWN_FRAME_TYPE', id: 1 });
+    receive({ t: 'echo', id: 2, d: { n: 'one' } });
+    expect(lastSent()).toMatchObject({ code: 'VALIDATION_FAILED', id: 2, errors: [{ path: 'd.n' }] });
+  });
+
+  it("answers a handler's AppError with its code and anything else it throws with INTERNAL", async () => {
+    frames.handle('refuse', z.undefined(), () => {
+      throw new AppError(ErrorCode.NOT_FOUND, 'No such thing.');
+    });
+    frames.handle('crash', z.undefined(), async () => {
+      throw new Error('bug');
+    });
+    client.connection.principal = user;
+    receive({ t: 'refuse', id: 1 });
+    expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'NOT_FOUND', message: 'No such thing.' });
+    receive({ t: 'crash', id: 2 });
+    await frames.waitForIdle(10_000);
+    expect(lastSent()).toMatchObject({ t: 'error', id: 2, code: 'INTERNAL' });
+  });
+
+  it('reports idle only once the asynchronous handlers still running have answered', async () => {
+    let finish: (value: string) => void = () => {};
+    frames.handle('slow', z.undefined(), () => new Promise<string>((resolve) => (finish = resolve)));
+    client.connection.principal = user;
+    receive({ t: 'slow', id: 1 });
+    let idle = false;
+    const waiting = frames.waitForIdle(10_000).then(() => (idle = true));
+    await Promise.resolve();
+    expect(idle).toBe(false);
+    finish('done');
+    await waiting;
+    expect(lastSent()).toEqual({ t: 'ack', id: 1, d: 'done' });
+  });
+
+  it('drops frames over the allowance with RATE_LIMITED and closes a flood at three times it with 4429', () => {
+    vi.useFakeTimers({ now: Date.parse('2026-11-21T12:00:00.000Z') });
+    for (let i = 0; i < ALLOWANCE; i++) receive({ t: 'open' });
+    receive({ t: 'open' });
+    expect(lastSent()).toMatchObject({ t: 'error', code: 'RATE_LIMITED' });
+    const errors = client.sent.length;
+    receive({ t: 'open' });
+    expect(client.sent).toHaveLength(errors);
+    receive({ t: 'open', id: 9 });
+    expect(lastSent()).toMatchObject({ t: 'error', id: 9, code: 'RATE_LIMITED' });
+    for (let count = ALLOWANCE + 4; count <= ALLOWANCE * 3; count++) receive({ t: 'open' });
+    expect(client.closedWith).toBeUndefined();
+    receive({ t: 'open' });
+    expect(client.closedWith?.code).toBe(CloseCode.FLOOD);
+  });
+});
