@@ -1,12 +1,17 @@
 import type { z } from 'zod';
 import type { userAuthAckSchema } from './auth.js';
+import { chatStream } from './chat-stream.js';
 import type { EventPayloads } from './frames.js';
-import type { Operation, OutputOf, RestBinding, SentInputOf } from './operation.js';
-import { IDEMPOTENCY_KEY_FIELD, pathParams } from './operation.js';
+import type { Operation, OutputOf, SentInputOf } from './operation.js';
 import { type OperationName, type Operations, operations } from './operations.js';
+import { type ReconnectOptions, reconnectDelayMs } from './reconnect.js';
+import { type FetchLike, RestTransport } from './rest-transport.js';
 import type { RequestArgs, RequestType, WebSocketConstructorLike, WebSocketLike } from './socket.js';
 import { AtriumError, AtriumSocket } from './socket.js';
 import type { StreamPosition } from './stream-position.js';
+
+export type { ReconnectOptions } from './reconnect.js';
+export type { FetchLike } from './rest-transport.js';
 
 /**
  * One typed client for both transports: every operation is one `call`, answered over the socket or
@@ -29,21 +34,6 @@ export type ConnectionState =
   | 'ready'
   | 'reconnecting'
   | 'closed';
-
-export interface ReconnectOptions {
-  /** Delay before the first reconnect attempt; it doubles with each failed attempt. Default 500 ms. */
-  initialDelayMs?: number;
-  /** Cap of the delay. Default 30 000 ms. */
-  maxDelayMs?: number;
-  /** Share of the delay taken off at random, 0-1, so clients do not reconnect in step. Default 0.5. */
-  jitter?: number;
-}
-
-/** The part of fetch the client uses, so that protocol/ needs no DOM types. */
-export type FetchLike = (
-  url: string,
-  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
-) => Promise<{ status: number; headers: { get(name: string): string | null }; json(): Promise<unknown> }>;
 
 export interface AtriumClientOptions {
   /** Base URL of the REST API, e.g. `http://127.0.0.1:8080`. */
@@ -77,22 +67,6 @@ export type MissedEvents =
 
 type ChatJoinInput = SentInputOf<Operations['chat.join']>;
 
-/**
- * The `stream` of a chat's event positions: its topic (`chat:<world_id>[:<room_id>]`, or
- * `group:<group_id>`), with the ids as the server spells them (lowercase).
- */
-function chatStream(chat: {
-  world_id?: string;
-  room_id?: string | null;
-  group_id?: string;
-}): string | undefined {
-  if (typeof chat.group_id === 'string') return `group:${chat.group_id.toLowerCase()}`;
-  const { world_id, room_id } = chat;
-  if (typeof world_id !== 'string') return undefined;
-  const world = world_id.toLowerCase();
-  return room_id ? `chat:${world}:${room_id.toLowerCase()}` : `chat:${world}`;
-}
-
 export class AtriumClient {
   private currentState: ConnectionState = 'offline';
   /** Why the client went offline or is reconnecting, when there is a reason. */
@@ -106,7 +80,6 @@ export class AtriumClient {
   private generation = 0;
   private failedAttempts = 0;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
-  private readonly restCalls = new Set<AbortController>();
   private readonly eventHandlers = new Map<string, Set<(payload: never) => void>>();
   private readonly stateListeners = new Set<(state: ConnectionState, cause?: AtriumError) => void>();
   private readonly missedEventsListeners = new Set<(missed: MissedEvents) => void>();
@@ -114,21 +87,20 @@ export class AtriumClient {
   private position: StreamPosition | undefined;
   /** The same for joined chats, by stream name (`chat:<world_id>[:<room_id>]`). */
   private readonly streamPositions = new Map<string, StreamPosition>();
-  private readonly httpUrl: string;
+  private readonly rest: RestTransport;
   private readonly wsUrl: string | undefined;
-  private readonly fetch: FetchLike;
   private readonly WebSocket: WebSocketConstructorLike | undefined;
   private readonly requestTimeoutMs: number;
   private readonly reconnect: ReconnectOptions;
 
   constructor(options: AtriumClientOptions) {
-    this.httpUrl = options.httpUrl.replace(/\/+$/, '');
     this.wsUrl = options.wsUrl;
     this.requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
     this.reconnect = options.reconnect ?? {};
     // Looked up per call and called unbound: browsers refuse a fetch called as a method of another object.
-    this.fetch =
+    const fetch: FetchLike =
       options.fetch ?? ((url, init) => (globalThis as unknown as { fetch: FetchLike }).fetch(url, init));
+    this.rest = new RestTransport(options.httpUrl.replace(/\/+$/, ''), fetch, this.requestTimeoutMs);
     const WebSocketImpl =
       options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructorLike }).WebSocket;
     if (this.wsUrl && !WebSocketImpl)
@@ -168,7 +140,7 @@ export class AtriumClient {
     if (op.frame && this.currentState === 'ready' && this.socket) {
       return (await this.overSocket(this.socket, op.name, input, this.requestTimeoutMs)) as CallResult<N>;
     }
-    if (op.rest) return (await this.overRest(op, op.rest, input)) as CallResult<N>;
+    if (op.rest) return (await this.rest.call(op, op.rest, input, this.token)) as CallResult<N>;
     const { socket, msLeft } = await this.readySocket();
     return (await this.overSocket(socket, op.name, input, msLeft)) as CallResult<N>;
   }
@@ -238,40 +210,13 @@ export class AtriumClient {
   close(): void {
     if (this.currentState === 'closed') return;
     this.teardown();
-    for (const call of this.restCalls) call.abort(new AtriumError('CLOSED', 'The client was closed.'));
+    this.rest.abortAll(new AtriumError('CLOSED', 'The client was closed.'));
     this.setState('closed');
   }
 
   private overSocket(socket: AtriumSocket, name: string, input: unknown, ms: number): Promise<unknown> {
     if (name === 'ping') return socket.ping(ms).then(({ serverTime }) => ({ ts: serverTime }));
     return socket.request(name as RequestType, ...([input, ms] as RequestArgs<RequestType>));
-  }
-
-  private async overRest(op: Operation, rest: RestBinding, input: unknown): Promise<unknown> {
-    const { url, body, idempotencyKey } = restRequest(this.httpUrl, rest, input);
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (!op.public && this.token !== null) headers.authorization = `Bearer ${this.token}`;
-    const controller = new AbortController();
-    const timeout = new AtriumError('TIMEOUT', `No answer to ${op.name} within ${this.requestTimeoutMs} ms.`);
-    const timer = setTimeout(() => controller.abort(timeout), this.requestTimeoutMs);
-    this.restCalls.add(controller);
-    try {
-      const fetch = this.fetch;
-      const response = await fetch(url, { method: rest.method, headers, body, signal: controller.signal });
-      // JSON never parses to undefined: undefined marks a body that is not JSON.
-      const answer = response.status === 204 ? null : await response.json().catch(() => undefined);
-      if (response.status >= 200 && response.status < 300 && answer !== undefined) return answer;
-      throw problemError(response.status, response.headers.get('retry-after'), answer);
-    } catch (error) {
-      if (controller.signal.aborted) throw controller.signal.reason;
-      if (error instanceof AtriumError) throw error;
-      throw new AtriumError('CONNECT_FAILED', `${rest.method} ${url} failed: ${String(error)}`);
-    } finally {
-      clearTimeout(timer);
-      this.restCalls.delete(controller);
-    }
   }
 
   /** Each handler is guarded on its own, so a throwing one neither stops the others nor the socket. */
@@ -380,10 +325,9 @@ export class AtriumClient {
 
   private retry(cause: AtriumError): void {
     this.teardown();
-    const { initialDelayMs = 500, maxDelayMs = 30_000, jitter = 0.5 } = this.reconnect;
-    const delay = Math.min(maxDelayMs, initialDelayMs * 2 ** this.failedAttempts);
+    const delay = reconnectDelayMs(this.reconnect, this.failedAttempts);
     this.failedAttempts++;
-    this.retryTimer = setTimeout(() => this.connect(), delay * (1 - jitter * Math.random()));
+    this.retryTimer = setTimeout(() => this.connect(), delay);
     this.setState('reconnecting', cause);
   }
 
@@ -447,65 +391,4 @@ function guarded(what: string, run: () => void): void {
   } catch (error) {
     console.error(`AtriumClient: ${what} threw`, error);
   }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * The URL and JSON body of an operation's REST twin: path fields go into the path, the others
- * into the body (GET: the query string). Without path fields the input is the body as it is, so
- * a user document keeps every key. An operation's idempotency key goes in its header.
- */
-function restRequest(
-  httpUrl: string,
-  rest: RestBinding,
-  input: unknown,
-): { url: string; body?: string; idempotencyKey?: string } {
-  const params = pathParams(rest.path);
-  let record = isRecord(input) ? input : {};
-  let idempotencyKey: string | undefined;
-  if (rest.idempotencyKey) {
-    const { [IDEMPOTENCY_KEY_FIELD]: key, ...others } = record;
-    record = others;
-    if (typeof key === 'string') idempotencyKey = key;
-  }
-  const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
-  const path = params.reduce(
-    (filled, name) => filled.replace(`:${name}`, encodeURIComponent(String(record[name] ?? ''))),
-    rest.path,
-  );
-  const fields = Object.fromEntries(Object.entries(record).filter(([key]) => !params.includes(key)));
-  if (rest.method === 'GET') {
-    const query = new URLSearchParams();
-    for (const [key, value] of Object.entries(fields)) {
-      for (const item of [value].flat()) if (item !== undefined) query.append(key, `${item}`);
-    }
-    const search = query.toString();
-    return { url: `${httpUrl}${path}${search ? `?${search}` : ''}`, ...keyed };
-  }
-  const whole = rest.idempotencyKey ? record : input;
-  const body = params.length === 0 ? whole : Object.keys(fields).length > 0 ? fields : undefined;
-  return {
-    url: `${httpUrl}${path}`,
-    ...keyed,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  };
-}
-
-/** A problem+json answer as the AtriumError the socket's error frame would give. */
-function problemError(status: number, retryAfter: string | null, answer: unknown): AtriumError {
-  const problem = isRecord(answer) ? answer : {};
-  const extra = {
-    ...(Array.isArray(problem.errors) ? { errors: problem.errors as AtriumError['errors'] } : {}),
-    ...(retryAfter !== null && /^\d+$/.test(retryAfter) ? { retryAfter: Number(retryAfter) } : {}),
-  };
-  if (typeof problem.code !== 'string') {
-    // Not from the API (a proxy's error page, say): a client code, as the server never sends it.
-    const expected = status < 300 ? 'a JSON body' : 'problem details';
-    return new AtriumError('BAD_RESPONSE', `The API answered HTTP ${status} without ${expected}.`, extra);
-  }
-  const detail = typeof problem.detail === 'string' ? problem.detail : `HTTP ${status}`;
-  return new AtriumError(problem.code, detail, extra);
 }
