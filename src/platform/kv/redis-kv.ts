@@ -9,6 +9,15 @@ import {
   type StreamPosition,
 } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
+import { closeConnection, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
+import {
+  type DefinedScripts,
+  defineScripts,
+  EXPIRE_MANY_SCRIPT,
+  historyMetaKey,
+  historyStreamKey,
+  INCR_SCRIPT,
+} from './redis-scripts.js';
 
 export interface RedisKvOptions {
   /** Called for connection errors and for subscribers that throw; defaults to console.error. */
@@ -36,77 +45,6 @@ interface Channel {
   /** Settles when Redis has confirmed the SUBSCRIBE; later subscribers wait on it too. */
   ready: Promise<unknown>;
 }
-
-/**
- * INCRBY, and PEXPIRE only when the key did not exist before, in one atomic step. Checking EXISTS
- * (rather than comparing the result with the increment) stays right for a key that held 0.
- */
-const INCR_SCRIPT = `
-local fresh = redis.call('EXISTS', KEYS[1]) == 0
-local value = redis.call('INCRBY', KEYS[1], ARGV[1])
-if fresh and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return value`;
-
-/**
- * Kv.setAndPeek: KEYS[1] is set to ARGV[1] for ARGV[2] ms, then KEYS[2] is read only when the
- * channel ARGV[3] has subscribers. A missing key's GET is Lua's false, a nil in the reply.
- */
-const SET_AND_PEEK_SCRIPT = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2] == 0 then return {0} end
-return {1, redis.call('GET', KEYS[2])}`;
-
-const EXPIRE_MANY_SCRIPT = `
-local existed = {}
-for i, key in ipairs(KEYS) do existed[i] = redis.call('PEXPIRE', key, ARGV[1]) end
-return existed`;
-
-/**
- * A recorded publish to one or more channels. For each channel, a pair of KEYS: its history's meta
- * hash (epoch `e`, last offset `o`) and stream (entry id `<offset>-0`, fields `d` the message and
- * `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the meta hash's
- * TTL ms, then for each channel its name and the epoch to start with when it has none. A lost meta
- * hash starts a new epoch and drops the stream of the old one, whose ids the new offsets would
- * repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
- * while the stream expired is still told so. The message is published with its position in front
- * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. The keys of several
- * channels are in several hash slots: this runs on one Redis, not a Redis Cluster.
- */
-const PUBLISH_RECORDED_SCRIPT = `
-local positions = {}
-for i = 1, #KEYS / 2 do
-  local meta, stream = KEYS[2 * i - 1], KEYS[2 * i]
-  local epoch = redis.call('HGET', meta, 'e')
-  if not epoch then
-    epoch = ARGV[5 + 2 * i]
-    redis.call('DEL', stream)
-    redis.call('HSET', meta, 'e', epoch)
-  end
-  local offset = redis.call('HINCRBY', meta, 'o', 1)
-  redis.call('XADD', stream, 'MAXLEN', ARGV[2], offset .. '-0', 'd', ARGV[1], 't', ARGV[4])
-  redis.call('PEXPIRE', meta, ARGV[5])
-  redis.call('PEXPIRE', stream, ARGV[3])
-  redis.call('PUBLISH', ARGV[4 + 2 * i], offset .. ':' .. epoch .. ':' .. ARGV[1])
-  positions[2 * i - 1] = offset
-  positions[2 * i] = epoch
-end
-return positions`;
-
-/**
- * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
- * A missing history starts here (epoch ARGV[3], offset 0), so the position a reader is given is
- * the one the next publish continues.
- */
-const READ_HISTORY_SCRIPT = `
-local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
-if not meta[1] then
-  redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', ARGV[3], 'o', 0)
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return {ARGV[3], 0, {}}
-end
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-return {meta[1], tonumber(meta[2]), redis.call('XRANGE', KEYS[2], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}`;
 
 /**
  * Keys per EXPIRE_MANY_SCRIPT call: one command for a whole batch instead of a pipelined command
@@ -178,11 +116,7 @@ export class RedisKv implements Kv {
       enableAutoPipelining: true,
     });
     reportErrorsOncePerOutage(this.redis, (error) => this.onError(error, 'command connection error'));
-    // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
-    // The number of keys is the first argument: two per channel.
-    this.redis.defineCommand('publishRecorded', { lua: PUBLISH_RECORDED_SCRIPT });
-    this.redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
-    this.redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
+    defineScripts(this.redis);
   }
 
   /** The command connection, for libraries that need a raw ioredis client. */
@@ -445,93 +379,4 @@ export class RedisKv implements Kv {
   smembers(key: string): Promise<string[]> {
     return this.redis.smembers(key);
   }
-}
-
-/**
- * QUIT when connected, so replies already on their way still arrive; otherwise, or when QUIT is not
- * answered within a second, just drop the socket. Never throws.
- */
-async function closeConnection(connection: Redis): Promise<void> {
-  if (connection.status === 'end') return;
-  if (connection.status === 'ready') {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, 1_000);
-    });
-    try {
-      await Promise.race([connection.quit(), timeout]);
-    } catch {
-      // Falls through to disconnect().
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-  // Harmless after a successful QUIT; stops any reconnecting in every other case.
-  connection.disconnect();
-}
-
-/**
- * Resolves once `connection` is ready for commands; rejects after `timeoutMs` (naming the last
- * connection error, which never contains the URL's password) or when it was closed.
- */
-function untilReady(connection: Redis, timeoutMs: number): Promise<void> {
-  if (connection.status === 'ready') return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    let lastError: Error | undefined;
-    const onError = (error: Error) => {
-      lastError = error;
-    };
-    const settle = (error?: Error) => {
-      clearTimeout(timer);
-      connection.off('ready', onReady);
-      connection.off('error', onError);
-      connection.off('end', onEnd);
-      if (error) reject(error);
-      else resolve();
-    };
-    const onReady = () => settle();
-    const onEnd = () => settle(new Error('The Redis connection was closed before it was ready'));
-    const timer = setTimeout(() => {
-      const cause = lastError ? `: ${lastError.message}` : '';
-      settle(new Error(`Redis was not ready within ${timeoutMs} ms${cause}`));
-    }, timeoutMs);
-    connection.on('ready', onReady);
-    connection.on('error', onError);
-    connection.on('end', onEnd);
-  });
-}
-
-/**
- * ioredis emits an error for every failed reconnect attempt, several a second while Redis is down.
- * The first one of an outage is reported, the rest only once the connection was ready again. The
- * listener is needed anyway: without one ioredis prints each as "Unhandled error event".
- */
-function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => void): void {
-  let reported = false;
-  connection.on('error', (error: Error) => {
-    if (reported) return;
-    reported = true;
-    report(error);
-  });
-  connection.on('ready', () => {
-    reported = false;
-  });
-}
-
-/** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
-interface DefinedScripts {
-  /** Each channel's offset and epoch, flat. */
-  publishRecorded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
-  readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
-  /** One element when nobody listened; else the key's value second (null when missing). */
-  setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
-}
-
-/** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
-function historyMetaKey(channel: string): string {
-  return `hist:{${channel}}:meta`;
-}
-
-function historyStreamKey(channel: string): string {
-  return `hist:{${channel}}:stream`;
 }

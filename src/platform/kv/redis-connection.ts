@@ -1,0 +1,73 @@
+/** The lifecycle of RedisKv's ioredis connections: becoming ready, reporting outages, closing. */
+import type { Redis } from 'ioredis';
+
+/**
+ * QUIT when connected, so replies already on their way still arrive; otherwise, or when QUIT is not
+ * answered within a second, just drop the socket. Never throws.
+ */
+export async function closeConnection(connection: Redis): Promise<void> {
+  if (connection.status === 'end') return;
+  if (connection.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, 1_000);
+    });
+    try {
+      await Promise.race([connection.quit(), timeout]);
+    } catch {
+      // Falls through to disconnect().
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  // Harmless after a successful QUIT; stops any reconnecting in every other case.
+  connection.disconnect();
+}
+
+/**
+ * Resolves once `connection` is ready for commands; rejects after `timeoutMs` (naming the last
+ * connection error, which never contains the URL's password) or when it was closed.
+ */
+export function untilReady(connection: Redis, timeoutMs: number): Promise<void> {
+  if (connection.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    let lastError: Error | undefined;
+    const onError = (error: Error) => {
+      lastError = error;
+    };
+    const settle = (error?: Error) => {
+      clearTimeout(timer);
+      connection.off('ready', onReady);
+      connection.off('error', onError);
+      connection.off('end', onEnd);
+      if (error) reject(error);
+      else resolve();
+    };
+    const onReady = () => settle();
+    const onEnd = () => settle(new Error('The Redis connection was closed before it was ready'));
+    const timer = setTimeout(() => {
+      const cause = lastError ? `: ${lastError.message}` : '';
+      settle(new Error(`Redis was not ready within ${timeoutMs} ms${cause}`));
+    }, timeoutMs);
+    connection.on('ready', onReady);
+    connection.on('error', onError);
+    connection.on('end', onEnd);
+  });
+}
+
+/**
+ * ioredis emits an error for every failed reconnect attempt, several a second while Redis is down.
+ * The first one of an outage is reported, the rest only once the connection was ready again. The
+ * listener is needed anyway: without one ioredis prints each as "Unhandled error event".
+ */
+export function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => void): void {
+  let reported = false;
+  connection.on('error', (error: Error) => {
+    if (reported) return;
+    reported = true;
+    report(error);
+  });
+  connection.on('ready', () => {
+    reported = false;
+  });
+}

@@ -1,0 +1,100 @@
+/** The Lua scripts RedisKv runs, each one atomic step on Redis, and the keys of event histories. */
+import type { Redis } from 'ioredis';
+
+/**
+ * INCRBY, and PEXPIRE only when the key did not exist before, in one atomic step. Checking EXISTS
+ * (rather than comparing the result with the increment) stays right for a key that held 0.
+ */
+export const INCR_SCRIPT = `
+local fresh = redis.call('EXISTS', KEYS[1]) == 0
+local value = redis.call('INCRBY', KEYS[1], ARGV[1])
+if fresh and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return value`;
+
+/**
+ * Kv.setAndPeek: KEYS[1] is set to ARGV[1] for ARGV[2] ms, then KEYS[2] is read only when the
+ * channel ARGV[3] has subscribers. A missing key's GET is Lua's false, a nil in the reply.
+ */
+const SET_AND_PEEK_SCRIPT = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2] == 0 then return {0} end
+return {1, redis.call('GET', KEYS[2])}`;
+
+export const EXPIRE_MANY_SCRIPT = `
+local existed = {}
+for i, key in ipairs(KEYS) do existed[i] = redis.call('PEXPIRE', key, ARGV[1]) end
+return existed`;
+
+/**
+ * A recorded publish to one or more channels. For each channel, a pair of KEYS: its history's meta
+ * hash (epoch `e`, last offset `o`) and stream (entry id `<offset>-0`, fields `d` the message and
+ * `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the meta hash's
+ * TTL ms, then for each channel its name and the epoch to start with when it has none. A lost meta
+ * hash starts a new epoch and drops the stream of the old one, whose ids the new offsets would
+ * repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
+ * while the stream expired is still told so. The message is published with its position in front
+ * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. The keys of several
+ * channels are in several hash slots: this runs on one Redis, not a Redis Cluster.
+ */
+const PUBLISH_RECORDED_SCRIPT = `
+local positions = {}
+for i = 1, #KEYS / 2 do
+  local meta, stream = KEYS[2 * i - 1], KEYS[2 * i]
+  local epoch = redis.call('HGET', meta, 'e')
+  if not epoch then
+    epoch = ARGV[5 + 2 * i]
+    redis.call('DEL', stream)
+    redis.call('HSET', meta, 'e', epoch)
+  end
+  local offset = redis.call('HINCRBY', meta, 'o', 1)
+  redis.call('XADD', stream, 'MAXLEN', ARGV[2], offset .. '-0', 'd', ARGV[1], 't', ARGV[4])
+  redis.call('PEXPIRE', meta, ARGV[5])
+  redis.call('PEXPIRE', stream, ARGV[3])
+  redis.call('PUBLISH', ARGV[4 + 2 * i], offset .. ':' .. epoch .. ':' .. ARGV[1])
+  positions[2 * i - 1] = offset
+  positions[2 * i] = epoch
+end
+return positions`;
+
+/**
+ * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
+ * A missing history starts here (epoch ARGV[3], offset 0), so the position a reader is given is
+ * the one the next publish continues.
+ */
+const READ_HISTORY_SCRIPT = `
+local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
+if not meta[1] then
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', ARGV[3], 'o', 0)
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {ARGV[3], 0, {}}
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return {meta[1], tonumber(meta[2]), redis.call('XRANGE', KEYS[2], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}`;
+
+/** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
+export interface DefinedScripts {
+  /** Each channel's offset and epoch, flat. */
+  publishRecorded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
+  readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
+  /** One element when nobody listened; else the key's value second (null when missing). */
+  setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
+}
+
+/** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
+export function historyMetaKey(channel: string): string {
+  return `hist:{${channel}}:meta`;
+}
+
+export function historyStreamKey(channel: string): string {
+  return `hist:{${channel}}:stream`;
+}
+
+/** Defines the scripts the hot paths run as commands of `redis` (see DefinedScripts). */
+export function defineScripts(redis: Redis): void {
+  // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
+  // The number of keys is the first argument: two per channel.
+  redis.defineCommand('publishRecorded', { lua: PUBLISH_RECORDED_SCRIPT });
+  redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
+  redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
+}
