@@ -1,4 +1,4 @@
-import { historyPageSql } from '../../src/modules/chat/dm.repository.js';
+import { historyPageSql } from '../../src/modules/chat/dm-reads.repository.js';
 import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { databaseCpuSeconds } from '../realtime/process-stats.js';
 import type { RestWindow } from '../realtime/rest-load.js';

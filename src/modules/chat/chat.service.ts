@@ -13,16 +13,14 @@ import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { SocialApi } from '../social/index.js';
 import {
   type AdmittingPolicies,
-  type ConversationRow,
-  conversationsOf,
   ensureConversation,
   insertMessage,
   insertMessages,
   type MessageRow,
   type NewMessage,
-  readHistory,
   type StoreOutcome,
 } from './dm.repository.js';
+import { type ConversationRow, conversationsOf, readHistory } from './dm-reads.repository.js';
 import { trimmedBody } from './message-body.js';
 import type { ReadMarkAnnouncer } from './read-marks.js';
 import type { Filtered } from './text-filter.js';
