@@ -8,29 +8,32 @@ export interface FakeConnection {
   /** Every frame sent to the socket, decoded. */
   sent: Record<string, unknown>[];
   /** The close code and reason, once closed. */
-  closedWith: { code: number; reason: string } | undefined;
+  readonly closedWith: { code: number; reason: string } | undefined;
 }
 
 let opened = 0;
 
 /** For the gateway's parts tested without uWebSockets.js: dispatch, sessions, subscriptions. */
 export function fakeConnection(maxBufferedBytes = 1024 * 1024): FakeConnection {
-  const fake: FakeConnection = {
-    connection: undefined as unknown as Connection,
-    sent: [],
-    closedWith: undefined,
-  };
+  const sent: Record<string, unknown>[] = [];
+  let closedWith: FakeConnection['closedWith'];
   const socket = {
     send: (bytes: Uint8Array) => {
-      fake.sent.push(decode(bytes) as Record<string, unknown>);
+      sent.push(decode(bytes) as Record<string, unknown>);
       return 1;
     },
     getBufferedAmount: () => 0,
     end: (code: number, reason: string) => {
-      fake.closedWith = { code, reason };
+      closedWith = { code, reason };
     },
   } as unknown as UwsWebSocket<SocketData>;
-  fake.connection = new Connection('127.0.0.1', socket, maxBufferedBytes, () => {});
-  fake.connection.number = ++opened;
-  return fake;
+  const connection = new Connection('127.0.0.1', socket, maxBufferedBytes, () => {});
+  connection.number = ++opened;
+  return {
+    connection,
+    sent,
+    get closedWith() {
+      return closedWith;
+    },
+  };
 }
