@@ -3,10 +3,10 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildApp } from '../src/app.js';
 import { configFrom } from '../src/config.js';
 import { createLogger } from '../src/platform/log.js';
 import { registerUser } from './helpers/accounts.js';
+import { buildCheckedApp } from './helpers/app.js';
 import { createTestDatabase, queryRows } from './helpers/database.js';
 import { type LogLine, registerOver, startService } from './helpers/service-process.js';
 import { authedSocket, TestSocket } from './helpers/ws-client.js';
@@ -66,7 +66,7 @@ describe('shutdown after a failure', () => {
     });
     const logged: LogLine[] = [];
     const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
-    const app = await buildApp(config, { log });
+    const app = await buildCheckedApp(config, { log });
     try {
       const { wsPort } = await app.listen();
       const user = await registerUser(app);

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type App, buildApp } from '../../src/app.js';
+import type { App } from '../../src/app.js';
 import { type Kv, MemoryKv } from '../../src/platform/kv/index.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
-import { testConfig } from '../helpers/app.js';
+import { buildCheckedApp, testConfig } from '../helpers/app.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -36,7 +36,7 @@ describe('session revocations survive a lost KV store', () => {
     const config = testConfig(dataDir, testDb, {
       REDIS_KEY_PREFIX: `test:revocations:${process.pid}:${Date.now()}:${generation}:`,
     });
-    return buildApp(config, { db: testDb.db, ...(config.REDIS_URL ? {} : { kv: new MemoryKv() }) });
+    return buildCheckedApp(config, { db: testDb.db, ...(config.REDIS_URL ? {} : { kv: new MemoryKv() }) });
   };
 
   /** Deletes every key of the instance's KV store, as a Redis restart without persistence does. */

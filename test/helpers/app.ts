@@ -136,6 +136,23 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
 }
 
 /**
+ * `buildApp` for a test that wires its own config or dependencies: the app's HTTP exchanges are
+ * checked against its OpenAPI document like those of every test app, and `close` fails on a
+ * violation.
+ */
+export async function buildCheckedApp(...args: Parameters<typeof buildApp>): Promise<App> {
+  const app = await buildApp(...args);
+  const exchanges = recordExchanges(app);
+  const close = app.close;
+  return Object.assign(app, {
+    async close() {
+      await close();
+      failOnViolations([exchanges]);
+    },
+  });
+}
+
+/**
  * Fails the test file whose apps served an exchange their OpenAPI document does not describe
  * (test/helpers/openapi-recorder.ts). With OPENAPI_CHECK_REPORT set the violations only go to
  * that file, so that one run of the suite lists them all.

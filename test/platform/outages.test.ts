@@ -5,11 +5,11 @@ import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { type App, buildApp } from '../../src/app.js';
+import type { App } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { asAppError } from '../../src/platform/errors.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
-import { buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildCheckedApp, buildTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 import { freePort, hasRedisServer, RedisServer } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
@@ -222,7 +222,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
       viaProxy.hostname = '127.0.0.1';
       viaProxy.port = String(proxy.port);
       dataDir = await mkdtemp(join(tmpdir(), 'atrium-outage-'));
-      app = await buildApp(
+      app = await buildCheckedApp(
         configFrom({
           DATABASE_URL: viaProxy.toString(),
           DATA_DIR: dataDir,

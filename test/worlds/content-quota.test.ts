@@ -2,9 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildApp } from '../../src/app.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
-import { testConfig, useTestApp } from '../helpers/app.js';
+import { buildCheckedApp, testConfig, useTestApp } from '../helpers/app.js';
 import { createRoom, createWorld } from '../helpers/worlds.js';
 import { batch, chunkOfSize, contentState } from './content-fixtures.js';
 
@@ -110,7 +109,7 @@ describe('live content bytes per world', () => {
   it('refuses a rollback that would go over a lowered limit with 409 QUOTA_EXCEEDED, writing nothing; shrinking stays allowed', async () => {
     // A second instance on the same database with half the limit: the world was filled under the old one.
     const dataDir = await mkdtemp(join(tmpdir(), 'atrium-lowered-'));
-    const lowered = await buildApp(
+    const lowered = await buildCheckedApp(
       testConfig(dataDir, app().testDb, { MAX_WORLD_CONTENT_BYTES: LIMIT / 2 }),
       {
         db: app().testDb.db,
