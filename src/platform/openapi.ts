@@ -131,18 +131,12 @@ export const documentRoute: SwaggerTransform = (input) => {
       ),
     };
   }
-  const problem = { schema: { $ref: '#/components/schemas/Problem' } };
   const derived = [
     ...EVERY_ROUTE,
     ...((schema.security?.length ?? 0) > 0 ? [401] : []),
     ...(rest.params || rest.querystring || rest.body || rest.headers || bodies ? [422] : []),
   ];
-  for (const status of derived) {
-    responses[status] ??= {
-      description: errorDescription(status),
-      content: { [PROBLEM_MEDIA_TYPE]: problem },
-    };
-  }
+  for (const status of derived) responses[status] ??= problemResponse(status);
   out.response = responses;
   if (bodies) {
     out.body = {
@@ -161,6 +155,14 @@ export const documentRoute: SwaggerTransform = (input) => {
 function bare(json: unknown): Record<string, unknown> {
   const { $id: _id, $schema: _schema, ...rest } = (json ?? {}) as Record<string, unknown>;
   return rest;
+}
+
+/** An error status answered with the Problem schema. */
+function problemResponse(status: number): DocumentedResponse {
+  return {
+    description: errorDescription(status),
+    content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
 }
 
 function errorDescription(status: number): string {
@@ -232,13 +234,7 @@ function addHeadAndOptions(path: string, item: Record<string, Operation>): void 
       } as DocumentedResponse,
       ...Object.fromEntries(
         // Refused before routing, or a body it does not read; 404 where no route serves the URL.
-        [400, 404, 413, 414, 415, 431].map((status) => [
-          status,
-          {
-            description: errorDescription(status),
-            content: { [PROBLEM_MEDIA_TYPE]: { schema: { $ref: '#/components/schemas/Problem' } } },
-          },
-        ]),
+        [400, 404, 413, 414, 415, 431].map((status) => [status, problemResponse(status)]),
       ),
     },
   };

@@ -42,7 +42,7 @@ export interface OpenApiDocument {
   components?: { schemas?: Record<string, unknown> };
 }
 
-const COMPONENTS_ID = 'atrium:components';
+export const COMPONENTS_ID = 'atrium:components';
 /** What a request answers before a route is found: malformed, URL or headers too long, or no route. */
 const UNROUTED = [400, 404, 414, 431];
 /** What a method the path does not serve answers: 405, or a refusal of its body or URL first. */
@@ -211,7 +211,7 @@ export class OpenApiCheck {
 }
 
 /** The schema with its references to the document's components pointed at the components schema. */
-function relocated(schema: unknown): unknown {
+export function relocated(schema: unknown): unknown {
   return JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${COMPONENTS_ID}#/$defs/`));
 }
 

@@ -5,7 +5,13 @@ import { messageBodySchema } from '../../protocol/chat.js';
 import { shownAtMost } from '../../protocol/text.js';
 import { shownText } from '../../src/platform/trimmed-text.js';
 import { useTestApp } from '../helpers/app.js';
-import { type Exchange, OpenApiCheck, type OpenApiDocument } from '../helpers/openapi-check.js';
+import {
+  COMPONENTS_ID,
+  type Exchange,
+  OpenApiCheck,
+  type OpenApiDocument,
+  relocated,
+} from '../helpers/openapi-check.js';
 
 /**
  * The published document against JSON Schema 2020-12 and against what the service answers; the
@@ -43,9 +49,7 @@ describe('the OpenAPI document', () => {
     const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, validateFormats: false });
     // The OpenAPI 3.1 dialect's own keywords, and the extension keywords the document uses.
     ajv.addVocabulary(['example', 'discriminator', 'xml', 'externalDocs', 'x-max-json-bytes', 'x-max-depth']);
-    const refs = (schema: unknown) =>
-      JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', '"atrium:components#/$defs/'));
-    ajv.addSchema(refs({ $id: 'atrium:components', $defs: document.components.schemas }));
+    ajv.addSchema(relocated({ $id: COMPONENTS_ID, $defs: document.components.schemas }) as object);
     const failures: string[] = [];
     // Most operations repeat the same few schemas (the Problem reference above all): compile each once.
     const compiled = new Set<string>();
@@ -54,7 +58,7 @@ describe('the OpenAPI document', () => {
       if (schema === undefined || compiled.has(text)) return;
       compiled.add(text);
       try {
-        ajv.compile(refs(schema));
+        ajv.compile(relocated(schema) as object);
       } catch (error) {
         failures.push(`${where}: ${(error as Error).message}`);
       }
