@@ -18,6 +18,7 @@ import {
   attachConnection,
   connectionOf,
   remoteAddressOf,
+  type UwsBehavior,
   type UwsListenSocket,
   uws,
   uwsNative,
@@ -48,6 +49,9 @@ export class Gateway {
   private readonly subscriptions: Subscriptions;
   private listenSocket: UwsListenSocket | undefined;
   private boundPort = 0;
+  private closing = false;
+  /** The socket handlers uWS calls, emptied once this gateway closed (see forwardedTo). */
+  private readonly socketEvents: { current?: SocketEvents } = {};
 
   constructor(
     private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus; kv: Kv },
@@ -73,12 +77,7 @@ export class Gateway {
       maxSocketsPerUser: config.WS_MAX_SOCKETS_PER_USER,
       authTimeoutMs: config.WS_AUTH_TIMEOUT_MS,
     });
-    this.app.ws<SocketData>('/ws', {
-      maxPayloadLength: config.WS_MAX_FRAME_BYTES * HARD_CEILING_FACTOR,
-      idleTimeout: config.WS_IDLE_TIMEOUT_SECONDS,
-      sendPingsAutomatically: true,
-      // Above our own limit, so the gateway notices a slow reader before uWS silently drops frames.
-      maxBackpressure: config.WS_MAX_BUFFERED_BYTES * 2 + PACED_FRAME_ALLOWANCE,
+    this.socketEvents.current = {
       open: (ws) => this.onOpen(ws),
       message: (ws, message, isBinary) => {
         const connection = connectionOf(ws);
@@ -89,6 +88,14 @@ export class Gateway {
         const connection = connectionOf(ws);
         if (connection) this.onClose(connection);
       },
+    };
+    this.app.ws<SocketData>('/ws', {
+      maxPayloadLength: config.WS_MAX_FRAME_BYTES * HARD_CEILING_FACTOR,
+      idleTimeout: config.WS_IDLE_TIMEOUT_SECONDS,
+      sendPingsAutomatically: true,
+      // Above our own limit, so the gateway notices a slow reader before uWS silently drops frames.
+      maxBackpressure: config.WS_MAX_BUFFERED_BYTES * 2 + PACED_FRAME_ALLOWANCE,
+      ...forwardedTo(this.socketEvents),
     });
     this.handle(
       ping.name,
@@ -186,6 +193,7 @@ export class Gateway {
 
   /** Stops accepting, lets in-flight frames finish (up to `graceMs`), then closes every socket. */
   async close(graceMs = this.deps.config.SHUTDOWN_GRACE_MS): Promise<void> {
+    this.closing = true;
     if (this.listenSocket) {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = undefined;
@@ -194,6 +202,11 @@ export class Gateway {
     this.sessions.stop();
     for (const connection of [...this.connections])
       connection.close(CloseCode.GOING_AWAY, 'server shutting down');
+    this.releaseSocketEventsOnceEmpty();
+  }
+
+  private releaseSocketEventsOnceEmpty(): void {
+    if (this.closing && this.connections.size === 0) this.socketEvents.current = undefined;
   }
 
   private onOpen(ws: Parameters<typeof attachConnection<Connection>>[0]): void {
@@ -218,5 +231,23 @@ export class Gateway {
     connection.wakeDrainWaiters();
     for (const listener of connection.closeListeners ?? []) listener();
     this.sessions.closed(connection);
+    this.releaseSocketEventsOnceEmpty();
   }
+}
+
+type SocketEvents = Required<Pick<UwsBehavior<SocketData>, 'open' | 'message' | 'drain' | 'close'>>;
+
+/**
+ * The handlers handed to uWS, which keeps them for the life of the process (an App cannot be
+ * freed). They reach the gateway only through `events`, which a closed gateway empties, so the
+ * gateway and the service around it can be collected: a process that builds and closes many
+ * services (the test suite) would otherwise keep every one of them.
+ */
+function forwardedTo(events: { current?: SocketEvents }): SocketEvents {
+  return {
+    open: (ws) => events.current?.open(ws),
+    message: (ws, message, isBinary) => events.current?.message(ws, message, isBinary),
+    drain: (ws) => events.current?.drain(ws),
+    close: (ws, code, message) => events.current?.close(ws, code, message),
+  };
 }

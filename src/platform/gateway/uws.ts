@@ -13,6 +13,7 @@ export const uws: typeof UwsTypes = require('uWebSockets.js');
 export const uwsNative = typeof (uws as { SSLApp?: unknown }).SSLApp === 'function';
 
 export type UwsWebSocket<T> = UwsTypes.WebSocket<T>;
+export type UwsBehavior<T> = UwsTypes.WebSocketBehavior<T>;
 
 /**
  * Per-socket state. The native build keeps it in the socket's user data; the JS fallback does
