@@ -1,18 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { changeRole } from '../../src/modules/users/users.service.js';
-import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { getMe, login, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
 const register = (app: TestApp, payload: Record<string, unknown>) =>
   app.http.inject({ method: 'POST', url: '/api/auth/register', payload });
-const login = (app: TestApp, username: string, password: string, remoteAddress = '10.0.0.1') =>
-  app.http.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password }, remoteAddress });
 const refresh = (app: TestApp, refreshToken: string) =>
   app.http.inject({ method: 'POST', url: '/api/auth/refresh', payload: { refresh_token: refreshToken } });
-const me = (app: TestApp, accessToken: string) =>
-  app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(accessToken) });
 
 async function usersNamed(app: TestApp, username: string): Promise<number> {
   const rows = await queryRows<{ n: number }>(
@@ -169,7 +165,7 @@ describe('login', () => {
     expect(response.statusCode).toBe(200);
     const body = response.json() as TokenResponse;
     expect(body.user).toEqual(user);
-    expect((await me(app(), body.access_token)).statusCode).toBe(200);
+    expect((await getMe(app(), body.access_token)).statusCode).toBe(200);
   });
 
   it('answers a wrong password and an unknown username identically with 401 INVALID_CREDENTIALS', async () => {
@@ -221,11 +217,11 @@ describe('login rate limit per address', () => {
     const username = uniqueUsername();
     await registerUser(app(), username);
     for (let i = 0; i < 3; i++)
-      expect((await login(app(), username, PASSWORD, '10.1.1.1')).statusCode).toBe(200);
-    const limited = await login(app(), username, PASSWORD, '10.1.1.1');
+      expect((await login(app(), username, PASSWORD, { remoteAddress: '10.1.1.1' })).statusCode).toBe(200);
+    const limited = await login(app(), username, PASSWORD, { remoteAddress: '10.1.1.1' });
     expect(limited.statusCode).toBe(429);
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
-    expect((await login(app(), username, PASSWORD, '10.2.2.2')).statusCode).toBe(200);
+    expect((await login(app(), username, PASSWORD, { remoteAddress: '10.2.2.2' })).statusCode).toBe(200);
   });
 });
 
@@ -261,7 +257,7 @@ describe('refresh and logout', () => {
     const second = response.json() as TokenResponse;
     expect(second.user).toEqual(first.user);
     expect(second.refresh_token).not.toBe(first.refresh_token);
-    expect((await me(app(), second.access_token)).statusCode).toBe(200);
+    expect((await getMe(app(), second.access_token)).statusCode).toBe(200);
   });
 
   it('revokes the whole session, newest token included, when a rotated token is reused', async () => {
@@ -273,7 +269,7 @@ describe('refresh and logout', () => {
     expect(reuse.statusCode).toBe(401);
     expect(reuse.json()).toMatchObject({ code: 'INVALID_REFRESH_TOKEN' });
     expect((await refresh(app(), third.refresh_token)).statusCode).toBe(401);
-    expect((await me(app(), third.access_token)).statusCode).toBe(401);
+    expect((await getMe(app(), third.access_token)).statusCode).toBe(401);
   });
 
   it('leaves the other sessions of the same user working after a reuse revokes one', async () => {
@@ -320,7 +316,7 @@ describe('refresh and logout', () => {
     const tokens = await registerUser(app());
     await changeRole(app().db.orm.em.fork(), tokens.user.username, 'moderator', 'grant');
     const refreshed = (await refresh(app(), tokens.refresh_token)).json() as TokenResponse;
-    const body = (await me(app(), refreshed.access_token)).json() as { roles: string[] };
+    const body = (await getMe(app(), refreshed.access_token)).json() as { roles: string[] };
     expect(body.roles).toEqual(['user', 'moderator']);
   });
 });

@@ -6,6 +6,7 @@ import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
 import {
   createEmptyDatabase,
   createTestDatabase,
+  insertUser,
   queryRows,
   type TestDatabase,
 } from '../helpers/database.js';
@@ -23,15 +24,7 @@ const sql = <Row = Record<string, unknown>>(text: string, params: unknown[] = []
 const count = async (text: string, params: unknown[] = []) =>
   Number((await sql<{ n: string }>(`select count(*)::text as n from ${text}`, params))[0]?.n);
 
-async function user(): Promise<string> {
-  const id = randomUUID();
-  await sql(
-    `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
-     values (?, ?, 'x', now(), now())`,
-    [id, `u${id.slice(0, 8)}`],
-  );
-  return id;
-}
+const user = () => insertUser(t.db);
 
 /** A conversation of two new users with one message from each; returns the ids. */
 async function conversation() {

@@ -19,7 +19,10 @@ beforeAll(async () => {
   writeFileSync(file, fake.kubeConfig().exportConfig());
   process.env.KUBECONFIG = file;
 });
-afterAll(() => fake?.close());
+afterAll(() => {
+  delete process.env.KUBECONFIG;
+  return fake?.close();
+});
 
 describe('game servers on Agones (create mode)', () => {
   const app = useTestApp({

@@ -33,6 +33,35 @@ export function bearer(token: string) {
   return { authorization: `Bearer ${token}` };
 }
 
+/**
+ * Signs in through the real endpoint and returns the answer as it is (tests of refusals read it),
+ * from `remoteAddress` (light-my-request's 127.0.0.1 otherwise), behind a proxy that says `forwardedFor`.
+ */
+export function login(
+  app: Pick<App, 'http'>,
+  username: string,
+  password = PASSWORD,
+  from: { remoteAddress?: string; forwardedFor?: string } = {},
+): Promise<LightMyRequestResponse> {
+  return app.http.inject({
+    method: 'POST',
+    url: '/api/auth/login',
+    ...(from.remoteAddress === undefined ? {} : { remoteAddress: from.remoteAddress }),
+    headers: from.forwardedFor === undefined ? {} : { 'x-forwarded-for': from.forwardedFor },
+    payload: { username, password },
+  });
+}
+
+/** The signed-in user's own account (GET /api/users/me). */
+export function getMe(app: Pick<App, 'http'>, token: string): Promise<LightMyRequestResponse> {
+  return app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(token) });
+}
+
+/** A presence heartbeat over REST. */
+export function heartbeat(app: Pick<App, 'http'>, token: string): Promise<LightMyRequestResponse> {
+  return app.http.inject({ method: 'POST', url: '/api/presence/heartbeat', headers: bearer(token) });
+}
+
 /** REST calls made as a signed-in user, for the app of a test file. */
 export function callsAs(app: () => Pick<App, 'http'>) {
   const call = (
@@ -68,11 +97,7 @@ export function callsAs(app: () => Pick<App, 'http'>) {
 export async function registerWithRole(app: App, role: Role): Promise<TokenResponse> {
   const { user } = await registerUser(app);
   await changeRole(app.db.orm.em.fork(), user.username, role, 'grant');
-  const response = await app.http.inject({
-    method: 'POST',
-    url: '/api/auth/login',
-    payload: { username: user.username, password: PASSWORD },
-  });
+  const response = await login(app, user.username);
   if (response.statusCode !== 200) throw new Error(`login failed: ${response.statusCode} ${response.body}`);
   return response.json() as TokenResponse;
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
 import { appEntities } from '../../src/app.js';
@@ -59,4 +59,16 @@ export function queryRows<Row = Record<string, unknown>>(
   params: unknown[] = [],
 ): Promise<Row[]> {
   return db.orm.em.fork().getConnection().execute(sql, params) as Promise<Row[]>;
+}
+
+/** A user row written directly, for tests of the schema below any service; returns its id. */
+export async function insertUser(db: Database): Promise<string> {
+  const id = randomUUID();
+  await queryRows(
+    db,
+    `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+     values (?, ?, 'x', now(), now())`,
+    [id, `u${id.slice(0, 8)}`],
+  );
+  return id;
 }

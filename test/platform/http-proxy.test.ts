@@ -3,21 +3,11 @@ import { configFrom } from '../../src/config.js';
 import { createHttpServer } from '../../src/platform/http.js';
 import { createLogger } from '../../src/platform/log.js';
 import { createMetrics } from '../../src/platform/metrics.js';
-import { PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import { login, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
 
 /** The address of the proxy in front of the service, as the service's socket sees it. */
 const PROXY = '10.0.0.5';
-
-function login(app: TestApp, username: string, remoteAddress: string, forwardedFor?: string) {
-  return app.http.inject({
-    method: 'POST',
-    url: '/api/auth/login',
-    remoteAddress,
-    headers: forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor },
-    payload: { username, password: PASSWORD },
-  });
-}
 
 function register(app: TestApp, remoteAddress: string, forwardedFor: string) {
   return app.http.inject({
@@ -40,12 +30,25 @@ describe('client address behind one proxy (TRUST_PROXY=1)', () => {
     const username = uniqueUsername();
     await registerUser(app(), username);
     for (const forged of ['1.2.3.4', '5.6.7.8'])
-      expect((await login(app(), username, PROXY, `${forged}, 203.0.113.7`)).statusCode).toBe(200);
-    const limited = await login(app(), username, PROXY, '9.9.9.9, 203.0.113.7');
+      expect(
+        (
+          await login(app(), username, PASSWORD, {
+            remoteAddress: PROXY,
+            forwardedFor: `${forged}, 203.0.113.7`,
+          })
+        ).statusCode,
+      ).toBe(200);
+    const limited = await login(app(), username, PASSWORD, {
+      remoteAddress: PROXY,
+      forwardedFor: '9.9.9.9, 203.0.113.7',
+    });
     expect(limited.statusCode).toBe(429);
     expect(limited.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(limited.json()).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
-    expect((await login(app(), username, PROXY, '9.9.9.9, 203.0.113.8')).statusCode).toBe(200);
+    expect(
+      (await login(app(), username, PASSWORD, { remoteAddress: PROXY, forwardedFor: '9.9.9.9, 203.0.113.8' }))
+        .statusCode,
+    ).toBe(200);
   });
 
   it('limits registrations by the address the proxy appended, whatever the client forges to its left', async () => {
@@ -64,9 +67,26 @@ describe('client address behind listed proxies (TRUST_PROXY=10.0.0.0/8)', () => 
   it('takes the nearest address no listed proxy owns, past any number of listed proxies', async () => {
     const username = uniqueUsername();
     await registerUser(app(), username);
-    expect((await login(app(), username, PROXY, '1.2.3.4, 203.0.113.20, 10.0.0.9')).statusCode).toBe(200);
-    expect((await login(app(), username, PROXY, '5.6.7.8, 203.0.113.20')).statusCode).toBe(200);
-    expect((await login(app(), username, PROXY, '203.0.113.20')).statusCode).toBe(429);
+    expect(
+      (
+        await login(app(), username, PASSWORD, {
+          remoteAddress: PROXY,
+          forwardedFor: '1.2.3.4, 203.0.113.20, 10.0.0.9',
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (
+        await login(app(), username, PASSWORD, {
+          remoteAddress: PROXY,
+          forwardedFor: '5.6.7.8, 203.0.113.20',
+        })
+      ).statusCode,
+    ).toBe(200);
+    expect(
+      (await login(app(), username, PASSWORD, { remoteAddress: PROXY, forwardedFor: '203.0.113.20' }))
+        .statusCode,
+    ).toBe(429);
   });
 
   it('ignores X-Forwarded-For from a peer that is not a listed proxy', async () => {
@@ -74,10 +94,18 @@ describe('client address behind listed proxies (TRUST_PROXY=10.0.0.0/8)', () => 
     await registerUser(app(), username);
     const direct = '192.0.2.50';
     for (const forged of ['203.0.113.31', '203.0.113.32'])
-      expect((await login(app(), username, direct, forged)).statusCode).toBe(200);
-    expect((await login(app(), username, direct, '203.0.113.33')).statusCode).toBe(429);
+      expect(
+        (await login(app(), username, PASSWORD, { remoteAddress: direct, forwardedFor: forged })).statusCode,
+      ).toBe(200);
+    expect(
+      (await login(app(), username, PASSWORD, { remoteAddress: direct, forwardedFor: '203.0.113.33' }))
+        .statusCode,
+    ).toBe(429);
     // The forged addresses were never charged: a proxy reporting one of them still gets through.
-    expect((await login(app(), username, PROXY, '203.0.113.31')).statusCode).toBe(200);
+    expect(
+      (await login(app(), username, PASSWORD, { remoteAddress: PROXY, forwardedFor: '203.0.113.31' }))
+        .statusCode,
+    ).toBe(200);
   });
 });
 

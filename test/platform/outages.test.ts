@@ -8,7 +8,15 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { asAppError } from '../../src/platform/errors.js';
-import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
+import {
+  bearer,
+  getMe,
+  heartbeat,
+  login,
+  PASSWORD,
+  registerUser,
+  uniqueUsername,
+} from '../helpers/accounts.js';
 import { buildCheckedApp, buildTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 import { freePort, hasRedisServer, RedisServer } from '../helpers/redis-server.js';
@@ -55,10 +63,6 @@ async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promi
   }
 }
 
-const me = (app: App, token: string) =>
-  app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(token) });
-const heartbeat = (app: App, token: string) =>
-  app.http.inject({ method: 'POST', url: '/api/presence/heartbeat', headers: bearer(token) });
 const setStatus = (app: App, token: string, statusMessage: string) =>
   app.http.inject({
     method: 'PUT',
@@ -73,8 +77,6 @@ const sendDm = (app: App, token: string, peerId: string, body: string) =>
     headers: bearer(token),
     payload: { body },
   });
-const login = (app: App, username: string, password: string) =>
-  app.http.inject({ method: 'POST', url: '/api/auth/login', payload: { username, password } });
 
 /** The status message in the database, once the app's coalesced status writes were flushed. */
 async function storedStatus(app: App, db: TestDatabase, userId: string): Promise<unknown> {
@@ -131,7 +133,7 @@ describe.skipIf(!hasRedisServer()).each([
 
   describe(`while Redis is ${state}`, () => {
     it('authenticated routes answer 503 SERVICE_UNAVAILABLE with Retry-After promptly', async () => {
-      for (const send of [() => me(app, user.access_token), () => heartbeat(app, user.access_token)]) {
+      for (const send of [() => getMe(app, user.access_token), () => heartbeat(app, user.access_token)]) {
         const { result, ms } = await timed(send);
         expectServiceUnavailable(result);
         expect(ms).toBeLessThan(PROMPT_MS);
@@ -187,7 +189,7 @@ describe.skipIf(!hasRedisServer()).each([
 
     it('the same routes, writes and frames work again within a few seconds, without a restart', async () => {
       const ms = await eventually(async () =>
-        expect((await me(app, user.access_token)).statusCode).toBe(200),
+        expect((await getMe(app, user.access_token)).statusCode).toBe(200),
       );
       expect(ms).toBeLessThan(5_000);
       expect((await heartbeat(app, user.access_token)).statusCode).toBe(200);
@@ -237,7 +239,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
       user = await registerUser(app);
       // The first verified token rebuilds the revocation marks from the database; after that a
       // token needs only the KV store, as it would on a node that has been serving for a while.
-      expect((await me(app, user.access_token)).statusCode).toBe(200);
+      expect((await getMe(app, user.access_token)).statusCode).toBe(200);
     });
 
     afterAll(async () => {
@@ -253,7 +255,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
       // The first request finds a pooled connection and times out on its query; the next ones need
       // a new connection, which times out connecting.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const { result, ms } = await timed(() => me(app, user.access_token));
+        const { result, ms } = await timed(() => getMe(app, user.access_token));
         expectServiceUnavailable(result);
         expect(ms).toBeLessThan(PROMPT_MS);
       }
@@ -272,7 +274,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
     it('once the network is back, requests succeed again within a few seconds on fresh connections and the waiting status message is written', async () => {
       await proxy.setMode('forward');
       const ms = await eventually(async () =>
-        expect((await me(app, user.access_token)).statusCode).toBe(200),
+        expect((await getMe(app, user.access_token)).statusCode).toBe(200),
       );
       expect(ms).toBeLessThan(5_000);
       expect(await storedStatus(app, testDb, user.user.id)).toBe('set during the outage');
@@ -283,7 +285,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
     it('while the database refuses connections, requests answer 503 SERVICE_UNAVAILABLE promptly and a status message waits to be written', async () => {
       await proxy.setMode('refuse');
       for (let attempt = 0; attempt < 3; attempt++) {
-        const { result, ms } = await timed(() => me(app, user.access_token));
+        const { result, ms } = await timed(() => getMe(app, user.access_token));
         expectServiceUnavailable(result);
         expect(ms).toBeLessThan(PROMPT_MS);
       }
@@ -299,7 +301,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
     it('once the database accepts connections again, requests succeed within a few seconds and the waiting status message is written', async () => {
       await proxy.setMode('forward');
       const ms = await eventually(async () =>
-        expect((await me(app, user.access_token)).statusCode).toBe(200),
+        expect((await getMe(app, user.access_token)).statusCode).toBe(200),
       );
       expect(ms).toBeLessThan(5_000);
       expect(await storedStatus(app, testDb, user.user.id)).toBe('set while refused');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bearer, registerUser } from '../helpers/accounts.js';
+import { getMe, heartbeat, registerUser } from '../helpers/accounts.js';
 import {
   buildTestApp,
   buildTestCluster,
@@ -12,17 +12,12 @@ import { authedSocket, request } from '../helpers/ws-client.js';
 
 type Node = Pick<TestApp, 'http'>;
 
-const heartbeat = async (app: Node, token: string) => {
-  const response = await app.http.inject({
-    method: 'POST',
-    url: '/api/presence/heartbeat',
-    headers: bearer(token),
-  });
-  return (response.json() as { last_seen_at: string }).last_seen_at;
-};
+/** The last-seen time a REST heartbeat answers with. */
+const lastSeenOfHeartbeat = async (app: Node, token: string) =>
+  ((await heartbeat(app, token)).json() as { last_seen_at: string }).last_seen_at;
 
 const lastSeenInMe = async (app: Node, token: string) => {
-  const response = await app.http.inject({ method: 'GET', url: '/api/users/me', headers: bearer(token) });
+  const response = await getMe(app, token);
   expect(response.statusCode).toBe(200);
   return (response.json() as { last_seen_at: string | null }).last_seen_at;
 };
@@ -42,7 +37,7 @@ describe('last_seen_at writes', () => {
     try {
       const user = await registerUser(app);
       await queryRows(app.db, 'alter table users rename column last_seen_at to last_seen_at_gone');
-      const seen = await heartbeat(app, user.access_token);
+      const seen = await lastSeenOfHeartbeat(app, user.access_token);
       await expect(app.modules.presence.flushLastSeen()).rejects.toThrow(/last_seen_at/);
       await queryRows(app.db, 'alter table users rename column last_seen_at_gone to last_seen_at');
       // No flush is called by hand from here: the tracker's own interval must write it.
@@ -59,7 +54,7 @@ describe('GET /api/users/me right after a heartbeat', () => {
 
   it('shows the REST heartbeat the caller just made, before it is written to the database', async () => {
     const user = await registerUser(app());
-    const seen = await heartbeat(app(), user.access_token);
+    const seen = await lastSeenOfHeartbeat(app(), user.access_token);
     expect(await lastSeenInMe(app(), user.access_token)).toBe(seen);
     expect(await lastSeenInDatabase(app(), user.user.id)).toBeNull();
   });
@@ -79,7 +74,7 @@ describe('GET /api/users/me right after a heartbeat', () => {
 
   it('keeps the newer database value when the stored one is later than the pending sighting', async () => {
     const user = await registerUser(app());
-    await heartbeat(app(), user.access_token);
+    await lastSeenOfHeartbeat(app(), user.access_token);
     const later = new Date(Date.now() + 3_600_000).toISOString();
     await queryRows(app().db, 'update users set last_seen_at = ? where id = ?', [later, user.user.id]);
     expect(await lastSeenInMe(app(), user.access_token)).toBe(later);
@@ -98,7 +93,7 @@ describe('GET /api/users/me on another node right after a heartbeat', () => {
   it('shows the heartbeat through the shared presence key', async () => {
     const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
     const user = await registerUser(a);
-    const seen = await heartbeat(a, user.access_token);
+    const seen = await lastSeenOfHeartbeat(a, user.access_token);
     expect(await lastSeenInMe(b, user.access_token)).toBe(seen);
   });
 });

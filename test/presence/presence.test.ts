@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { bearer, registerUser } from '../helpers/accounts.js';
+import { bearer, heartbeat, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 
-const heartbeat = (app: TestApp, token: string) =>
-  app.http.inject({ method: 'POST', url: '/api/presence/heartbeat', headers: bearer(token) });
 const lookup = (app: TestApp, token: string, userIds: unknown) =>
   app.http.inject({
     method: 'POST',

@@ -10,6 +10,7 @@ import { launchesOf, recordingCommand } from '../gameservers/gameservers.js';
 import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { createWorld } from '../helpers/worlds.js';
 import { economyRows } from './parity-economy.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
@@ -86,7 +87,7 @@ const rows: { [N in RestName]: Row<N> } = {
     }),
   },
   'worlds.delete': {
-    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await createWorld(me) } }),
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await parityWorld(me) } }),
   },
   'rooms.list': {
     prepare: async ({ me }) => ({
@@ -98,7 +99,7 @@ const rows: { [N in RestName]: Row<N> } = {
     fresh: true,
     prepare: async ({ me }) => ({
       token: me.access_token,
-      input: { world_id: await createWorld(me), name: 'lobby' },
+      input: { world_id: await parityWorld(me), name: 'lobby' },
     }),
   },
   'rooms.get': {
@@ -110,7 +111,7 @@ const rows: { [N in RestName]: Row<N> } = {
   'rooms.update': {
     fresh: true,
     prepare: async ({ me }) => {
-      const world_id = await createWorld(me);
+      const world_id = await parityWorld(me);
       const room = await app.http.inject({
         method: 'POST',
         url: `/api/worlds/${world_id}/rooms`,
@@ -138,7 +139,7 @@ const rows: { [N in RestName]: Row<N> } = {
   'worlds.rollback': {
     prepare: async ({ me }) => ({
       token: me.access_token,
-      input: { world_id: await createWorld(me), revision: 0 },
+      input: { world_id: await parityWorld(me), revision: 0 },
     }),
   },
   'chunks.list': {
@@ -283,7 +284,7 @@ const rows: { [N in RestName]: Row<N> } = {
     prepare: async ({ me }) => ({
       token: me.access_token,
       input: {
-        world_id: await createWorld(me),
+        world_id: await parityWorld(me),
         title: 'Parity',
         tags: ['Same', 'same', 'other'],
         category: 'creative',
@@ -407,7 +408,7 @@ const rows: { [N in RestName]: Row<N> } = {
   // Game servers: real reference servers, started by the app under test.
   'gameservers.spawn': {
     fresh: true,
-    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await createWorld(me) } }),
+    prepare: async ({ me }) => ({ token: me.access_token, input: { world_id: await parityWorld(me) } }),
   },
   'gameservers.get': {
     prepare: async ({ me }) => ({
@@ -419,7 +420,7 @@ const rows: { [N in RestName]: Row<N> } = {
     fresh: true,
     prepare: async ({ me }) => ({
       token: me.access_token,
-      input: { server_id: await spawned(me, await createWorld(me)) },
+      input: { server_id: await spawned(me, await parityWorld(me)) },
     }),
   },
   'worlds.join': {
@@ -545,7 +546,7 @@ let chatted: Promise<{ world_id: string; room_id: string }> | undefined;
 /** A world with two messages in its own chat and two in its main room's, written once for both runs of the history rows. */
 function chatWorld(me: TokenResponse) {
   chatted ??= (async () => {
-    const world_id = await createWorld(me);
+    const world_id = await parityWorld(me);
     const room_id = await mainRoom(me, world_id);
     for (const url of [
       `/api/worlds/${world_id}/messages`,
@@ -616,7 +617,7 @@ let tagged: Promise<string> | undefined;
 function taggedWorld(me: TokenResponse): Promise<string> {
   tagged ??= (async () => {
     const tag = `parity-${newId().slice(-8)}`;
-    const worldId = await createWorld(me);
+    const worldId = await parityWorld(me);
     await api(me, 'PATCH', `/api/worlds/${worldId}`, { visibility: 'public' });
     const put = await app.http.inject({
       method: 'PUT',
@@ -671,20 +672,14 @@ function socialCircle(): Promise<TokenResponse> {
   return circle;
 }
 
-async function createWorld(me: TokenResponse): Promise<string> {
-  const response = await app.http.inject({
-    method: 'POST',
-    url: '/api/worlds',
-    headers: bearer(me.access_token),
-    payload: { name: 'Parity world' },
-  });
-  return response.json().id;
-}
+/** A world of `me`'s; answers its id. */
+const parityWorld = async (me: TokenResponse) =>
+  (await createWorld(app, me.access_token, { name: 'Parity world' })).worldId;
 
 let shared: Promise<string> | undefined;
 /** One world both runs of a row read, so their answers can be equal. */
 function sharedWorld(me: TokenResponse): Promise<string> {
-  shared ??= createWorld(me);
+  shared ??= parityWorld(me);
   return shared;
 }
 
@@ -692,7 +687,7 @@ let withRevision: Promise<string> | undefined;
 /** A world with one chunk revision, written once, so both runs list the same item. */
 function worldWithRevision(me: TokenResponse): Promise<string> {
   withRevision ??= (async () => {
-    const worldId = await createWorld(me);
+    const worldId = await parityWorld(me);
     const put = await app.http.inject({
       method: 'PUT',
       url: `/api/worlds/${worldId}/rooms/${await mainRoom(me, worldId)}/chunks/0/0/0`,

@@ -6,17 +6,10 @@ import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes, createRoom, createWorld, sampleChunk } from '../helpers/worlds.js';
+import { chunkOfSize } from './content-fixtures.js';
 
 const bytes = (id: string, x?: number) => chunkBytes(id, x);
 const b64 = (id: string, x?: number) => bytes(id, x).toString('base64');
-
-/** A chunk whose codec bytes are exactly `size` long (its props carry a filler string). */
-function chunkOfSize(id: string, size: number): Buffer {
-  const base = encodeChunk(sampleChunk(id, 1, { fill: '' })).byteLength;
-  const sized = Buffer.from(encodeChunk(sampleChunk(id, 1, { fill: 'x'.repeat(size - base) })));
-  if (sized.byteLength !== size) throw new Error(`chunkOfSize: got ${sized.byteLength} bytes`);
-  return sized;
-}
 
 /** Bytes that are no chunk: the magic is wrong at byte 0. */
 const NOT_A_CHUNK = Buffer.from('definitely not the ACHK magic, just noise \x00\x01\x02\xff');

@@ -6,6 +6,7 @@ import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
 import {
   createEmptyDatabase,
   createTestDatabase,
+  insertUser,
   queryRows,
   type TestDatabase,
 } from '../helpers/database.js';
@@ -21,15 +22,7 @@ afterAll(() => t.drop());
 const sql = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
   queryRows<Row>(t.db, text, params);
 
-async function user(): Promise<string> {
-  const id = randomUUID();
-  await sql(
-    `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
-     values (?, ?, 'x', now(), now())`,
-    [id, `u${id.slice(0, 8)}`],
-  );
-  return id;
-}
+const user = () => insertUser(t.db);
 
 /** A world with a room and one chunk of two revisions (the second by `author`); returns the ids. */
 async function worldWithRevisions(owner: string, author = owner) {
