@@ -19,7 +19,13 @@ import { MsgpackBounds } from '../../platform/gateway/msgpack-bounds.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import { DOCUMENTED_BODIES } from '../../platform/openapi.js';
-import type { ChunksService, PlannedWrite, Precondition } from './chunks.service.js';
+import {
+  addressOf,
+  type BatchWrites,
+  binaryBatch,
+  type ChunksService,
+  preconditionFrom,
+} from './chunks.service.js';
 
 /**
  * POST /api/worlds/{world_id}/chunks/batch: JSON with base64 payloads (or JSON-view chunks), or
@@ -69,12 +75,6 @@ function validationFailed(error: z.ZodError): AppError {
   return new AppError(ErrorCode.VALIDATION_FAILED, 'The batch is invalid.', { errors });
 }
 
-/** What a write's expected_revision means as a precondition. */
-export function preconditionFrom(expected: number | null | undefined): Precondition | undefined {
-  if (expected === undefined) return undefined;
-  return expected === null ? { absent: true } : { revision: expected };
-}
-
 /** The codec bytes of a JSON write: its base64 payload, or its JSON-view chunk encoded here. */
 function jsonPayload(write: JsonBatch['writes'][number], index: number): Uint8Array | null {
   if (write.delete) return null;
@@ -91,27 +91,8 @@ function jsonPayload(write: JsonBatch['writes'][number], index: number): Uint8Ar
 }
 
 type JsonBatch = z.infer<typeof jsonBatchSchema>;
-type BinaryBatch = z.infer<typeof binaryBatchSchema>;
-type Batch = { expected: number | undefined; writes: PlannedWrite[] };
 
-const addressOf = (write: { room_id: string; x: number; y: number; z: number }) => ({
-  roomId: write.room_id,
-  key: { x: write.x, y: write.y, z: write.z },
-});
-
-/** A msgpack batch (REST or the socket's chunks.batch frame) as the writes of one commit. */
-export function binaryBatch(batch: BinaryBatch): Batch {
-  return {
-    expected: batch.expected_content_revision,
-    writes: batch.writes.map((write) => ({
-      ...addressOf(write),
-      payload: write.delete ? null : (write.payload ?? null),
-      precondition: preconditionFrom(write.expected_revision),
-    })),
-  };
-}
-
-function jsonBatch(batch: JsonBatch): Batch {
+function jsonBatch(batch: JsonBatch): BatchWrites {
   return {
     expected: batch.expected_content_revision,
     writes: batch.writes.map((write, i) => ({

@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { z } from 'zod';
 import { ChunkCodecError, decodeChunk, MAX_CHUNK_BYTES } from '../../../protocol/chunk-codec.js';
+import type { binaryBatchSchema } from '../../../protocol/chunks.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
@@ -39,6 +41,36 @@ export interface CommitRequest {
   expectedContentRevision?: number | undefined;
   /** Where a write's fields sit in the request, for error paths (`body.writes.3`); absent for a single write. */
   pathOf?: (index: number) => string;
+}
+
+/** A batch as the writes of one commit, and the content revision it expects, if it names one. */
+export interface BatchWrites {
+  expected: number | undefined;
+  writes: PlannedWrite[];
+}
+
+/** What a write's expected_revision means as a precondition (null: the chunk must not exist). */
+export function preconditionFrom(expected: number | null | undefined): Precondition | undefined {
+  if (expected === undefined) return undefined;
+  return expected === null ? { absent: true } : { revision: expected };
+}
+
+/** Where a write of the protocol goes: its room and its chunk's key. */
+export const addressOf = (write: { room_id: string; x: number; y: number; z: number }) => ({
+  roomId: write.room_id,
+  key: { x: write.x, y: write.y, z: write.z },
+});
+
+/** A msgpack batch (REST `application/msgpack` or the socket's chunks.batch frame) as one commit's writes. */
+export function binaryBatch(batch: z.infer<typeof binaryBatchSchema>): BatchWrites {
+  return {
+    expected: batch.expected_content_revision,
+    writes: batch.writes.map((write) => ({
+      ...addressOf(write),
+      payload: write.delete ? null : (write.payload ?? null),
+      precondition: preconditionFrom(write.expected_revision),
+    })),
+  };
 }
 
 export interface CommitResult {

@@ -1,14 +1,6 @@
-import {
-  chunksBatch,
-  chunksDelete,
-  chunksPut,
-  chunksSubscribe,
-  chunksUnsubscribe,
-  worldsRollback,
-} from '../../../protocol/chunks.js';
+import { worldsRollback } from '../../../protocol/chunks.js';
 import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
 import { internalRoomsList, internalWorldsGet } from '../../../protocol/internal.js';
-import { chunksLoad } from '../../../protocol/room-content.js';
 import {
   chunksList,
   revisionsList,
@@ -23,13 +15,12 @@ import {
   worldsUpdate,
 } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
-import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId } from '../../platform/ids.js';
+import { isId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { UsersApi } from '../users/index.js';
-import { binaryBatch, preconditionFrom, registerBatchRoute } from './batch.routes.js';
+import { registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
 import { registerChunkRoutes } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
@@ -37,9 +28,10 @@ import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
 import { HistoryRetention } from './history-retention.js';
 import { RollbackService } from './rollback.service.js';
-import { registerRoomContentRoute, sendRoomContent } from './room-content.routes.js';
+import { registerRoomContentRoute } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { findWorld, streamPosition, type WorldRow } from './worlds.repository.js';
+import { worldsFrames } from './worlds.frames.js';
+import { findWorld, type WorldRow } from './worlds.repository.js';
 import { type WorldSavedListener, WorldsService } from './worlds.service.js';
 
 export type { WorldRow, WorldSavedListener };
@@ -140,64 +132,10 @@ export const worldsModule = defineModule({
           worlds.listChunks(ctx, world_id, room_id, page),
         ),
         serve(revisionsList, (ctx, { world_id, ...query }) => history.list(ctx, world_id, query)),
-        serve(chunksLoad, async (ctx, { world_id, room_id }, connection, requestId) => {
-          if (requestId === undefined)
-            throw new AppError(
-              ErrorCode.VALIDATION_FAILED,
-              'chunks.load needs a request id: its pages carry it.',
-              {
-                errors: [{ path: 'id', message: 'is required' }],
-              },
-            );
-          return sendRoomContent(
-            connection,
-            requestId,
-            await roomContent.load(ctx, world_id, room_id),
-            drainBelow,
-          );
-        }),
         serve(worldsRollback, (ctx, { world_id, revision, expected_content_revision }) =>
           rollbacks.rollback(ctx, world_id, revision, expected_content_revision),
         ),
-        serve(chunksPut, (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
-          chunks.write(ctx, world_id, {
-            roomId: room_id,
-            key: { x, y, z },
-            payload,
-            precondition: preconditionFrom(expected_revision),
-          }),
-        ),
-        serve(chunksDelete, (ctx, { world_id, room_id, x, y, z, expected_revision }) =>
-          chunks.write(ctx, world_id, {
-            roomId: room_id,
-            key: { x, y, z },
-            payload: null,
-            precondition: preconditionFrom(expected_revision),
-          }),
-        ),
-        serve(chunksBatch, (ctx, { world_id, ...body }) => {
-          const batch = binaryBatch(body);
-          return chunks.commit(ctx, {
-            worldId: world_id,
-            writes: batch.writes,
-            expectedContentRevision: batch.expected,
-            pathOf: (i) => `d.writes.${i}`,
-          });
-        }),
-        serve(chunksSubscribe, async (ctx, { world_id, room_id }, connection) => {
-          const { world, room } = room_id
-            ? await worlds.readableRoom(ctx, world_id, room_id)
-            : { world: await worlds.readable(ctx, world_id), room: undefined };
-          const contentRevision = await streams.subscribe(connection, world, room?.id ?? null, () =>
-            streamPosition(ctx.em, world.id),
-          );
-          return { world_id: world.id, room_id: room?.id ?? null, content_revision: contentRevision };
-        }),
-        // Streams are kept under canonical ids (as the database spells them), so match them that way.
-        serve(chunksUnsubscribe, (_ctx, { world_id, room_id }, connection) => {
-          streams.unsubscribe(connection, canonicalId(world_id), room_id ? canonicalId(room_id) : null);
-          return {};
-        }),
+        ...worldsFrames({ worlds, chunks, roomContent, streams, drainBelow }),
         serve(favoritesGet, (ctx) => favorites.get(ctx)),
         serve(favoritesPut, (ctx, { world_ids }) => favorites.replace(ctx, world_ids)),
       ],

@@ -2,21 +2,19 @@ import { Readable } from 'node:stream';
 import { Encoder } from '@msgpack/msgpack';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
 import { INTERNAL_ROOM_CHUNKS_PATH, withInternalTwin } from '../../../protocol/internal.js';
 import type { PlainRestTwin } from '../../../protocol/operation.js';
 import { chunksLoad, roomContentSummarySchema } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
-import type { Connection } from '../../platform/gateway/connection.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import { bytesOf, mediaResponse } from '../../platform/openapi.js';
 import type { RoomContent, RoomContentService } from './room-content.service.js';
 
 /**
- * The two transports of a room load. Both write pages as the service reads them, so memory holds
- * a page or two whatever the room's size: REST through a stream that reads at most a page ahead of
- * what the response took, the gateway by waiting for the client to read its buffer down.
+ * A room load over REST. It writes pages as the service reads them, so memory holds a page or two
+ * whatever the room's size: a stream that reads at most a page ahead of what the response took.
+ * The socket's twin, paced by the client's buffer, is in worlds.frames.ts.
  */
 
 const encoder = new Encoder();
@@ -109,29 +107,4 @@ export function registerRoomContentRoute(
       },
     );
   }
-}
-
-/**
- * The socket twin: one `chunks.page` frame per page, encoded once and sent paced. After each page
- * it waits until the client has read its buffer down to `drainBelow` before reading the next, so a
- * slow reader holds the load instead of growing the server's memory; a closed connection ends it.
- * The caller's ack (`{content_revision, count}`) follows the last page on the same socket.
- */
-export async function sendRoomContent(
-  connection: Connection,
-  requestId: number,
-  content: RoomContent,
-  drainBelow: number,
-): Promise<{ content_revision: number; count: number }> {
-  for await (const chunks of content.pages()) {
-    const frame: EventFrame<'chunks.page'> = { t: 'chunks.page', d: { request_id: requestId, chunks } };
-    const sent = connection.sendPaced(encoder.encode(frame));
-    // uWS drops a frame only past its ceiling, far above paced pages; a client that still missed
-    // one must not get an ack saying the load is complete.
-    if (sent === 'dropped') connection.close(CloseCode.SLOW_CONSUMER, 'slow consumer');
-    if (sent !== 'sent') break;
-    await connection.drained(drainBelow);
-    if (connection.closed) break;
-  }
-  return { content_revision: content.contentRevision, count: content.count };
 }
