@@ -1,33 +1,29 @@
 import { dmConversations, dmHistory, dmSend } from '../../../protocol/chat.js';
 import { chatGroupHistory, chatSendToGroup } from '../../../protocol/groups.js';
 import {
-  chatJoin,
-  chatLeave,
   chatRoomHistory,
   chatSend,
   chatSendToRoom,
   chatSendToWorld,
   chatWorldHistory,
-  joinedChat,
 } from '../../../protocol/world-chat.js';
 import { statementsAtOnce } from '../../platform/batcher.js';
-import { callerOf } from '../../platform/context.js';
-import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
-import { type GroupsApi, groupDeliveryFilter, groupTopic } from '../groups/index.js';
+import type { GroupsApi } from '../groups/index.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
 import type { WorldsApi } from '../worlds/index.js';
+import { chatFrames } from './chat.frames.js';
 import { ChatService } from './chat.service.js';
 import { refreshConversationBlock } from './dm.repository.js';
 import { readMarkOf } from './dm-reads.repository.js';
 import { deleteMessage, messageTarget } from './messages.repository.js';
 import { ReadMarkAnnouncer } from './read-marks.js';
 import { createTextFilter } from './text-filter.js';
-import { CHAT_TOPIC_PREFIX, chatDeliveryFilter, chatTopic, WorldChatService } from './world-chat.service.js';
+import { CHAT_TOPIC_PREFIX, chatTopic, WorldChatService } from './world-chat.service.js';
 
 export type { MessageTargetRow } from './messages.repository.js';
 /** SQL fragment for other modules' statements that show a message beside their rows (reports). */
@@ -115,44 +111,7 @@ export const chatModule = defineModule({
         ),
         serve(chatSendToGroup, (ctx, { group_id, body }) => worldChat.sendToGroup(ctx, group_id, body)),
         serve(chatGroupHistory, (ctx, { group_id, ...page }) => worldChat.groupHistory(ctx, group_id, page)),
-        // Over WS_MAX_SUBSCRIPTIONS the gateway refuses with SUBSCRIPTION_LIMIT and subscribes nothing.
-        // With `recover`, the messages missed since are sent before the ack (docs/recovery.md).
-        serve(chatJoin, async (ctx, input, connection) => {
-          const chat = joinedChat(input);
-          if ('group_id' in chat) {
-            const { topic, ...joined } = await worldChat.joinableGroup(ctx, chat.group_id);
-            const filter = groupDeliveryFilter(callerOf(ctx).id);
-            const caughtUp = await gateway.subscribeRecovering(connection, { topic, filter }, input.recover);
-            // A kick committed between the check and the subscription ended no subscription:
-            // checked again now that it exists, a later kick's unsubscribe finds it.
-            try {
-              await worldChat.joinableGroup(ctx, chat.group_id);
-            } catch (error) {
-              gateway.unsubscribe(connection, [topic]);
-              throw error;
-            }
-            return { ...joined, ...caughtUp };
-          }
-          const { topic, ...joined } = await worldChat.joinable(ctx, chat.world_id, chat.room_id);
-          const filter = chatDeliveryFilter(callerOf(ctx).id);
-          return {
-            ...joined,
-            ...(await gateway.subscribeRecovering(connection, { topic, filter }, input.recover)),
-          };
-        }),
-        // Joins are kept under canonical ids (as the database spells them), so match them that way.
-        serve(chatLeave, (_ctx, input, connection) => {
-          const chat = joinedChat(input);
-          const topic =
-            'group_id' in chat
-              ? groupTopic(canonicalId(chat.group_id))
-              : chatTopic(
-                  canonicalId(chat.world_id),
-                  chat.room_id === undefined ? null : canonicalId(chat.room_id),
-                );
-          gateway.unsubscribe(connection, [topic]);
-          return {};
-        }),
+        ...chatFrames({ worldChat, gateway }),
       ],
       stop: async () => readMarks.close(),
     };

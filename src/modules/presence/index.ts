@@ -1,16 +1,10 @@
-import {
-  presenceHeartbeat,
-  presenceQuery,
-  presenceStatus,
-  presenceSubscribe,
-  presenceUnsubscribe,
-} from '../../../protocol/presence.js';
-import { canonicalId } from '../../platform/ids.js';
+import { presenceHeartbeat, presenceQuery, presenceStatus } from '../../../protocol/presence.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import { type SocialApi, USER_BLOCKED, type UserBlockedEvent } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
+import { presenceFrames } from './presence.frames.js';
 import { PresenceService, presenceTopic } from './presence.service.js';
 import { PresenceTracker } from './presence.tracker.js';
 import { type PendingStatus, StatusMessages } from './status-messages.js';
@@ -102,25 +96,7 @@ export const presenceModule = defineModule({
           presence: await presence.lookup(ctx, user_ids),
         })),
         serve(presenceStatus, (ctx, { status_message }) => presence.setStatus(ctx, status_message)),
-        // The ack carries everyone's current status, read once the subscriptions are active so that
-        // no change falls between the two.
-        serve(presenceSubscribe, async (ctx, { user_ids }, connection) => {
-          const views = await presence.views(ctx, user_ids);
-          const visible = [...views].filter(([, view]) => view.visible);
-          await gateway.subscribe(
-            connection,
-            visible.map(([id, view]) => ({ topic: presenceTopic(id), filter: view.mayReceive })),
-          );
-          return { presence: await presence.statuses(views) };
-        }),
-        // Subscriptions are made under the canonical id (see PresenceService.views), so match them that way.
-        serve(presenceUnsubscribe, (_ctx, { user_ids }, connection) => {
-          gateway.unsubscribe(
-            connection,
-            user_ids.map((id) => presenceTopic(canonicalId(id))),
-          );
-          return {};
-        }),
+        ...presenceFrames({ presence, gateway }),
       ],
     };
   },
