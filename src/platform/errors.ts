@@ -3,6 +3,12 @@ import { ErrorCode, type FieldError, httpStatusByCode } from '../../protocol/err
 export { ErrorCode, type FieldError };
 
 /**
+ * What a refusal is in the terms of the service that throws it (`kind`, and the facts a wording
+ * needs), so that each transport's adapter can word it in its own (`Wording`). Never sent.
+ */
+export type Reason = { readonly kind: string; readonly [fact: string]: unknown };
+
+/**
  * The one transport-neutral error services throw. Routes turn it into problem+json through
  * `httpStatusFor`, the gateway into an error frame carrying the same `code`.
  */
@@ -15,10 +21,47 @@ export class AppError extends Error {
       errors?: FieldError[];
       details?: Record<string, unknown>;
       retryAfterSeconds?: number;
+      /** Set when the message or the field paths name things a transport words its own way. */
+      reason?: Reason;
     } = {},
   ) {
     super(message);
   }
+
+  /** The same refusal in a transport's words: another message, the rest as it is. */
+  reworded(message: string): AppError {
+    return new AppError(this.code, message, this.extra);
+  }
+
+  /**
+   * The same refusal with its field paths under `prefix`, where a transport carries the request's
+   * fields (`body.` on REST, `d.` in a frame); a message that starts with the first path (`path:
+   * what is wrong`) names it there too.
+   */
+  under(prefix: string): AppError {
+    const first = this.extra.errors?.[0]?.path;
+    const message =
+      first !== undefined && this.message.startsWith(`${first}: `)
+        ? `${prefix}${this.message}`
+        : this.message;
+    return new AppError(this.code, message, {
+      ...this.extra,
+      ...(this.extra.errors
+        ? { errors: this.extra.errors.map((error) => ({ ...error, path: `${prefix}${error.path}` })) }
+        : {}),
+    });
+  }
+}
+
+/**
+ * How one transport words the errors that carry a reason: the error it sends instead. It answers
+ * an error whose reason it does not know as it is.
+ */
+export type Wording = (error: AppError, reason: Reason) => AppError;
+
+/** `error` in the words of `word` when it is an AppError with a reason; anything else as it is. */
+export function worded(error: unknown, word: Wording): unknown {
+  return error instanceof AppError && error.extra.reason ? word(error, error.extra.reason) : error;
 }
 
 const titleByStatus: Record<number, string> = {

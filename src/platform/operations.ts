@@ -10,6 +10,7 @@ import {
 } from '../../protocol/operation.js';
 import { admittedKinds, gameServerOf, userOf } from './auth/principal.js';
 import type { Caller, Ctx } from './context.js';
+import { type Wording, worded } from './errors.js';
 import type { Connection } from './gateway/connection.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { HttpServer } from './http.js';
@@ -33,14 +34,45 @@ export type OperationHandler<O extends Operation> = O['rest'] extends RestBindin
   ? (ctx: Ctx, input: InputOf<O>) => Answer<O>
   : (ctx: Ctx, input: InputOf<O>, connection: Connection, requestId: number | undefined) => Answer<O>;
 
-export interface OperationBinding {
-  readonly op: Operation;
-  readonly handler: (ctx: Ctx, input: unknown, connection?: Connection, requestId?: number) => unknown;
+type Handler = (ctx: Ctx, input: unknown, connection?: Connection, requestId?: number) => unknown;
+
+/**
+ * How each transport words the errors of an operation's service that carry a reason (a service
+ * says "the expected revision", REST an If-Match header or `body.revision`, a frame `d.revision`).
+ */
+export interface Wordings {
+  rest?: Wording;
+  frame?: Wording;
 }
 
-/** Binds an operation declared in `protocol/` to the service function that serves it. */
-export function serve<O extends Operation>(op: O, handler: OperationHandler<O>): OperationBinding {
-  return { op, handler: handler as OperationBinding['handler'] };
+export interface OperationBinding {
+  readonly op: Operation;
+  readonly handler: Handler;
+  readonly wordings?: Wordings | undefined;
+}
+
+/**
+ * Binds an operation declared in `protocol/` to the service function that serves it, and to the
+ * wordings of the refusals its service states in its own terms, if any.
+ */
+export function serve<O extends Operation>(
+  op: O,
+  handler: OperationHandler<O>,
+  wordings?: Wordings,
+): OperationBinding {
+  return { op, handler: handler as Handler, wordings };
+}
+
+/** The handler with the errors it throws in the words of `word`; the handler itself without one. */
+function wordedBy(handler: Handler, word: Wording | undefined): Handler {
+  if (!word) return handler;
+  return async (...args) => {
+    try {
+      return await handler(...args);
+    } catch (error) {
+      throw worded(error, word);
+    }
+  };
 }
 
 /**
@@ -54,8 +86,9 @@ export function registerFrames(
   log: Logger,
   bindings: readonly OperationBinding[],
 ): void {
-  for (const { op, handler } of bindings) {
+  for (const { op, handler: serviceHandler, wordings } of bindings) {
     if (!op.frame) continue;
+    const handler = wordedBy(serviceHandler, wordings?.frame);
     gateway.handle(
       op.name,
       payloadSchema(op),
@@ -86,9 +119,10 @@ export function registerRoutes(
   ctxOf: (caller: Caller) => Ctx,
   bindings: readonly OperationBinding[],
 ): void {
-  for (const { op, handler } of bindings) {
+  for (const { op, handler: serviceHandler, wordings } of bindings) {
     const rest = op.rest;
     if (!rest) continue;
+    const handler = wordedBy(serviceHandler, wordings?.rest);
     const status = rest.status ?? 200;
     const createdWhen = rest.createdWhen as ((answer: unknown) => boolean) | undefined;
     const { schema, input } = requestShape(op, rest);

@@ -14,11 +14,12 @@ import {
   MAX_BATCH_WRITES,
 } from '../../../protocol/chunks.js';
 import type { Ctx } from '../../platform/context.js';
-import { AppError, ErrorCode } from '../../platform/errors.js';
+import { AppError, ErrorCode, worded } from '../../platform/errors.js';
 import { MsgpackBounds } from '../../platform/gateway/msgpack-bounds.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import { DOCUMENTED_BODIES } from '../../platform/openapi.js';
+import { restWording } from './chunks.routes.js';
 import {
   addressOf,
   type BatchWrites,
@@ -160,12 +161,15 @@ export function registerBatchRoute(
         const batch = isJson
           ? jsonBatch(parse(jsonBatchSchema, request.body))
           : binaryBatch(parse(binaryBatchSchema, request.body));
-        return chunks.commit(ctxOf(request), {
-          worldId: (request.params as { world_id: string }).world_id,
-          writes: batch.writes,
-          expectedContentRevision: batch.expected,
-          pathOf: (i) => `body.writes.${i}`,
-        });
+        return chunks
+          .commit(ctxOf(request), {
+            worldId: (request.params as { world_id: string }).world_id,
+            writes: batch.writes,
+            expectedContentRevision: batch.expected,
+          })
+          .catch((error: unknown) => {
+            throw worded(error, restWording);
+          });
       },
     );
   });

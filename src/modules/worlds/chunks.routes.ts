@@ -13,11 +13,11 @@ import { chunkJsonViewSchema } from '../../../protocol/chunks.js';
 import { withInternalTwin } from '../../../protocol/internal.js';
 import { chunkCoordinate } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
-import { AppError, ErrorCode } from '../../platform/errors.js';
+import { AppError, ErrorCode, type Wording, worded } from '../../platform/errors.js';
 import type { HttpServer } from '../../platform/http.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import { bytesOf, DOCUMENTED_BODIES, mediaResponse } from '../../platform/openapi.js';
-import type { ChunksService, Precondition } from './chunks.service.js';
+import type { ChunksService, ContentRefusal, Precondition } from './chunks.service.js';
 
 /**
  * Single chunks over REST. Their bodies are codec bytes (`application/octet-stream`) or the JSON
@@ -63,6 +63,33 @@ export function preconditionOf(headers: FastifyRequest['headers']): Precondition
   if (match[1]) return { never: true };
   return { revision: Number(match[2] ?? match[3]) };
 }
+
+/**
+ * The content refusals in REST's words: a single write's precondition is an If-Match or
+ * If-None-Match header, and the fields of a batch or a rollback sit under `body`. The frames'
+ * words are in worlds.frames.ts.
+ */
+export const restWording: Wording = (error, reason) => {
+  const refusal = reason as ContentRefusal;
+  switch (refusal.kind) {
+    case 'expected_revision_missing':
+      return refusal.write === undefined
+        ? error.reworded(
+            'A chunk write needs If-Match with the revision it replaces, or If-None-Match: * to create it.',
+          )
+        : error;
+    case 'chunk_absent':
+      return error.reworded('The chunk does not exist; write it with If-None-Match: *.');
+    case 'payload_refused':
+      // A single write's body is the payload itself.
+      return refusal.write === undefined ? error : error.under('body.');
+    case 'chunk_repeated':
+    case 'target_after_content':
+      return error.under('body.');
+    default:
+      return error;
+  }
+};
 
 /**
  * The JSON view of stored codec bytes. Bytes stored before a rule of the codec tightened (strings
@@ -115,12 +142,16 @@ export function registerChunkRoutes(
     const write = (request: FastifyRequest, payloadOfBody: () => Uint8Array | null) => {
       const p = request.params as Params;
       const precondition = preconditionOf(request.headers);
-      return chunks.write(ctxOf(request), p.world_id, {
-        roomId: p.room_id,
-        key: key(p),
-        payload: payloadOfBody(),
-        precondition,
-      });
+      return chunks
+        .write(ctxOf(request), p.world_id, {
+          roomId: p.room_id,
+          key: key(p),
+          payload: payloadOfBody(),
+          precondition,
+        })
+        .catch((error: unknown) => {
+          throw worded(error, restWording);
+        });
     };
 
     // The users' route and the game servers' read-only twin (/internal, server token) are one handler.

@@ -18,10 +18,10 @@ import {
 import type { WorldsService } from './worlds.service.js';
 
 /**
- * What a write expects the chunk to be: `revision` its current revision (If-Match; a tombstone's
- * revision too, to write over a deletion), `absent` that it does not exist or is deleted
- * (If-None-Match: *), `live` that it exists (If-Match: *); `never` holds for no chunk (If-Match
- * with a weak tag, which strong comparison never matches).
+ * What a write expects the chunk to be: `revision` its current revision (a tombstone's revision
+ * too, to write over a deletion), `absent` that it does not exist or is deleted, `live` that it
+ * exists; `never` holds for no chunk. The adapters say how their requests name each (REST's
+ * If-Match and If-None-Match, chunks.routes.ts; the protocol's expected_revision, preconditionFrom).
  */
 export type Precondition = { revision: number } | { absent: true } | { live: true } | { never: true };
 
@@ -39,9 +39,25 @@ export interface CommitRequest {
   writes: readonly PlannedWrite[];
   /** The whole commit applies only if the world is still at this content revision. */
   expectedContentRevision?: number | undefined;
-  /** Where a write's fields sit in the request, for error paths (`body.writes.3`); absent for a single write. */
-  pathOf?: (index: number) => string;
 }
+
+/**
+ * Why a write or a rollback was refused, where the words depend on the transport: each adapter
+ * words it (REST in chunks.routes.ts, frames in worlds.frames.ts). `write` is the write's place
+ * in a batch, undefined for a single write; the errors' own paths are relative to the request
+ * (`writes.3.payload`, `revision`).
+ */
+export type ContentRefusal =
+  /** The write names no expected revision, and its commit no expected content revision. */
+  | { kind: 'expected_revision_missing'; write: number | undefined }
+  /** The write expected a chunk at some revision, and there is none (or it is deleted). */
+  | { kind: 'chunk_absent' }
+  /** The write's payload is over the size limit or does not decode. */
+  | { kind: 'payload_refused'; write: number | undefined }
+  /** The write writes the same chunk as an earlier write of its batch. */
+  | { kind: 'chunk_repeated'; write: number }
+  /** The rollback's target revision is after the world's content revision. */
+  | { kind: 'target_after_content'; contentRevision: number };
 
 /** A batch as the writes of one commit, and the content revision it expects, if it names one. */
 export interface BatchWrites {
@@ -124,13 +140,14 @@ function conflict(head: HeadState | undefined, contentRevision: number): AppErro
     ErrorCode.REVISION_CONFLICT,
     head
       ? `The chunk is at revision ${head.revision}${head.deleted ? ' (deleted)' : ''}; reload it and write again.`
-      : 'The chunk does not exist; write it with If-None-Match: *.',
+      : 'The chunk does not exist; write it expecting no chunk.',
     {
       details: {
         current_revision: head?.revision ?? null,
         current_deleted: head ? head.deleted : true,
         content_revision: contentRevision,
       },
+      ...(head ? {} : { reason: { kind: 'chunk_absent' } satisfies ContentRefusal }),
     },
   );
 }
@@ -172,12 +189,16 @@ export class ChunksService {
    * step: a stale writer gets 409 with the current revision, never a lost update. The commit is
    * streamed to subscribers once it is durable.
    */
-  async commit(ctx: Ctx, request: CommitRequest): Promise<CommitResult> {
+  commit(ctx: Ctx, request: CommitRequest): Promise<CommitResult> {
+    return this.commitWrites(ctx, request, false);
+  }
+
+  /** A commit; a single write's errors name no write of a batch (no `index`, no `writes.N` paths). */
+  private async commitWrites(ctx: Ctx, request: CommitRequest, single: boolean): Promise<CommitResult> {
     const caller = callerOf(ctx);
-    const { expectedContentRevision, pathOf } = request;
+    const { expectedContentRevision } = request;
     // Rooms are matched as the database spells their ids.
     const writes = request.writes.map((write) => ({ ...write, roomId: canonicalId(write.roomId) }));
-    const single = pathOf === undefined;
     const at = (i: number) => (single ? undefined : i);
     writes.forEach((write, i) => {
       if (!write.precondition && expectedContentRevision === undefined)
@@ -185,20 +206,23 @@ export class ChunksService {
           new AppError(
             ErrorCode.PRECONDITION_REQUIRED,
             single
-              ? 'A chunk write needs If-Match with the revision it replaces, or If-None-Match: * to create it.'
+              ? 'A chunk write needs the revision it expects to replace, or to expect no chunk to create it.'
               : 'Each write needs expected_revision (null to create), unless the batch sets expected_content_revision.',
+            { reason: { kind: 'expected_revision_missing', write: at(i) } satisfies ContentRefusal },
           ),
           at(i),
         );
       if (write.payload) {
         try {
-          checkPayload(write.payload, single ? 'payload' : `${pathOf(i)}.payload`);
+          checkPayload(write.payload, single ? 'payload' : `writes.${i}.payload`);
         } catch (error) {
-          throw error instanceof AppError ? about(error, at(i)) : error;
+          if (!(error instanceof AppError)) throw error;
+          error.extra.reason = { kind: 'payload_refused', write: at(i) } satisfies ContentRefusal;
+          throw about(error, at(i));
         }
       }
     });
-    refuseRepeats(writes, pathOf);
+    if (!single) refuseRepeats(writes);
     const malformedRoom = writes.findIndex((w) => !isId(w.roomId));
     if (malformedRoom >= 0) throw about(roomNotFound(), at(malformedRoom));
     const now = ctx.now();
@@ -262,7 +286,7 @@ export class ChunksService {
     worldId: string,
     write: PlannedWrite,
   ): Promise<{ revision: number; content_revision: number }> {
-    const result = await this.commit(ctx, { worldId, writes: [write] });
+    const result = await this.commitWrites(ctx, { worldId, writes: [write] }, true);
     return { revision: result.revisions[0] as number, content_revision: result.content_revision };
   }
 }
@@ -279,11 +303,10 @@ export function refuseOverQuota(contentBytes: number, bytesDelta: number, limit:
     );
 }
 
+const REPEATED = 'writes the same chunk as an earlier write';
+
 /** A batch writes each chunk at most once: two writes to one chunk would race inside the batch. */
-function refuseRepeats(
-  writes: readonly PlannedWrite[],
-  pathOf: ((index: number) => string) | undefined,
-): void {
+function refuseRepeats(writes: readonly PlannedWrite[]): void {
   const seen = new Set<string>();
   writes.forEach((write, i) => {
     const key = `${write.roomId}/${write.key.x}/${write.key.y}/${write.key.z}`;
@@ -291,9 +314,10 @@ function refuseRepeats(
       seen.add(key);
       return;
     }
-    const path = pathOf?.(i) ?? 'writes';
-    throw new AppError(ErrorCode.VALIDATION_FAILED, `${path}: writes the same chunk as an earlier write`, {
-      errors: [{ path, message: 'writes the same chunk as an earlier write' }],
+    const path = `writes.${i}`;
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${REPEATED}`, {
+      errors: [{ path, message: REPEATED }],
+      reason: { kind: 'chunk_repeated', write: i } satisfies ContentRefusal,
     });
   });
 }

@@ -22,7 +22,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import type { UsersApi } from '../users/index.js';
 import { registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
-import { registerChunkRoutes } from './chunks.routes.js';
+import { registerChunkRoutes, restWording } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
 import { FavoritesService } from './favorites.service.js';
 import { HistoryService } from './history.service.js';
@@ -30,7 +30,7 @@ import { HistoryRetention } from './history-retention.js';
 import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
-import { worldsFrames } from './worlds.frames.js';
+import { frameWording, worldsFrames } from './worlds.frames.js';
 import { findWorld, type WorldRow } from './worlds.repository.js';
 import { type WorldSavedListener, WorldsService } from './worlds.service.js';
 
@@ -132,8 +132,11 @@ export const worldsModule = defineModule({
           worlds.listChunks(ctx, world_id, room_id, page),
         ),
         serve(revisionsList, (ctx, { world_id, ...query }) => history.list(ctx, world_id, query)),
-        serve(worldsRollback, (ctx, { world_id, revision, expected_content_revision }) =>
-          rollbacks.rollback(ctx, world_id, revision, expected_content_revision),
+        serve(
+          worldsRollback,
+          (ctx, { world_id, revision, expected_content_revision }) =>
+            rollbacks.rollback(ctx, world_id, revision, expected_content_revision),
+          { rest: restWording, frame: frameWording },
         ),
         ...worldsFrames({ worlds, chunks, roomContent, streams, drainBelow }),
         serve(favoritesGet, (ctx) => favorites.get(ctx)),

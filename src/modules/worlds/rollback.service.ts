@@ -2,13 +2,15 @@ import { setImmediate } from 'node:timers/promises';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkStreams } from './chunk-streams.js';
-import { refuseOverQuota, staleWorld } from './chunks.service.js';
+import { type ContentRefusal, refuseOverQuota, staleWorld } from './chunks.service.js';
 import { finishRollback, restorePage, rollbackBounds } from './rollback.repository.js';
 import type { WorldsService } from './worlds.service.js';
 
+/** The field error names the request's `revision`; each transport says where that field is. */
 const afterContentRevision = (contentRevision: number) =>
-  new AppError(ErrorCode.VALIDATION_FAILED, `body.revision: the world is at ${contentRevision}`, {
-    errors: [{ path: 'body.revision', message: `is after the content revision ${contentRevision}` }],
+  new AppError(ErrorCode.VALIDATION_FAILED, `revision: the world is at ${contentRevision}`, {
+    errors: [{ path: 'revision', message: `is after the content revision ${contentRevision}` }],
+    reason: { kind: 'target_after_content', contentRevision } satisfies ContentRefusal,
   });
 
 /** The revisions a rollback to `target` would copy may have been pruned: the horizon says how far back it can go. */

@@ -8,12 +8,12 @@ import {
 } from '../../../protocol/chunks.js';
 import { CloseCode, type EventFrame } from '../../../protocol/frames.js';
 import { chunksLoad } from '../../../protocol/room-content.js';
-import { AppError, ErrorCode } from '../../platform/errors.js';
+import { AppError, ErrorCode, type Wording } from '../../platform/errors.js';
 import type { Connection } from '../../platform/gateway/connection.js';
 import { canonicalId } from '../../platform/ids.js';
 import { type OperationBinding, serve } from '../../platform/operations.js';
 import type { ChunkStreams } from './chunk-streams.js';
-import { binaryBatch, type ChunksService, preconditionFrom } from './chunks.service.js';
+import { binaryBatch, type ChunksService, type ContentRefusal, preconditionFrom } from './chunks.service.js';
 import type { RoomContent, RoomContentService } from './room-content.service.js';
 import { streamPosition } from './worlds.repository.js';
 import type { WorldsService } from './worlds.service.js';
@@ -33,6 +33,31 @@ export interface WorldsFramesDeps {
   /** Paced pages wait for the client to read its buffer below this many bytes. */
   drainBelow: number;
 }
+
+/**
+ * The content refusals in a frame's words: a write's precondition is its expected_revision, and
+ * the request's fields sit under `d`. REST's words are in chunks.routes.ts.
+ */
+export const frameWording: Wording = (error, reason) => {
+  const refusal = reason as ContentRefusal;
+  switch (refusal.kind) {
+    case 'expected_revision_missing':
+      return refusal.write === undefined
+        ? error.reworded(
+            'A chunk write needs expected_revision: the revision it replaces, or null to create it.',
+          )
+        : error;
+    case 'chunk_absent':
+      return error.reworded('The chunk does not exist; write it with expected_revision null.');
+    case 'payload_refused':
+    case 'chunk_repeated':
+    case 'target_after_content':
+      return error.under('d.');
+    default:
+      return error;
+  }
+};
+const inFrames = { frame: frameWording };
 
 const encoder = new Encoder();
 
@@ -86,31 +111,40 @@ export function worldsFrames({
         drainBelow,
       );
     }),
-    serve(chunksPut, (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
-      chunks.write(ctx, world_id, {
-        roomId: room_id,
-        key: { x, y, z },
-        payload,
-        precondition: preconditionFrom(expected_revision),
-      }),
+    serve(
+      chunksPut,
+      (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
+        chunks.write(ctx, world_id, {
+          roomId: room_id,
+          key: { x, y, z },
+          payload,
+          precondition: preconditionFrom(expected_revision),
+        }),
+      inFrames,
     ),
-    serve(chunksDelete, (ctx, { world_id, room_id, x, y, z, expected_revision }) =>
-      chunks.write(ctx, world_id, {
-        roomId: room_id,
-        key: { x, y, z },
-        payload: null,
-        precondition: preconditionFrom(expected_revision),
-      }),
+    serve(
+      chunksDelete,
+      (ctx, { world_id, room_id, x, y, z, expected_revision }) =>
+        chunks.write(ctx, world_id, {
+          roomId: room_id,
+          key: { x, y, z },
+          payload: null,
+          precondition: preconditionFrom(expected_revision),
+        }),
+      inFrames,
     ),
-    serve(chunksBatch, (ctx, { world_id, ...body }) => {
-      const batch = binaryBatch(body);
-      return chunks.commit(ctx, {
-        worldId: world_id,
-        writes: batch.writes,
-        expectedContentRevision: batch.expected,
-        pathOf: (i) => `d.writes.${i}`,
-      });
-    }),
+    serve(
+      chunksBatch,
+      (ctx, { world_id, ...body }) => {
+        const batch = binaryBatch(body);
+        return chunks.commit(ctx, {
+          worldId: world_id,
+          writes: batch.writes,
+          expectedContentRevision: batch.expected,
+        });
+      },
+      inFrames,
+    ),
     serve(chunksSubscribe, async (ctx, { world_id, room_id }, connection) => {
       const { world, room } = room_id
         ? await worlds.readableRoom(ctx, world_id, room_id)
