@@ -147,6 +147,16 @@ describe('rollback', () => {
     expect(await revisionCount()).toBe(count);
   });
 
+  it('names the revision where REST carries it: body.revision', async () => {
+    const { write, rollback } = await setup();
+    const current = await write(1, bytesOf('a'), { 'if-none-match': '*' });
+    const response = await rollback({ revision: current + 1 });
+    expect(response.json()).toMatchObject({
+      detail: `body.revision: the world is at ${current}`,
+      errors: [{ path: 'body.revision', message: `is after the content revision ${current}` }],
+    });
+  });
+
   it('lets only the owner roll back: a reader gets 403, a stranger to a private world 404, anonymous 401', async () => {
     const open = await setup('public');
     const hidden = await setup('private');

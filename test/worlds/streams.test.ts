@@ -78,7 +78,12 @@ describe('chunk streams and co-editing on one instance', () => {
     const socket = await open(owner.access_token);
     const address = { world_id: at.worldId, room_id: at.roomId, x: 5, y: 6, z: 7 };
     const missing = await request(socket, 'chunks.put', { ...address, payload: bytesOf('a') });
-    expect(missing).toMatchObject({ t: 'error', code: 'PRECONDITION_REQUIRED' });
+    expect(missing).toMatchObject({
+      t: 'error',
+      code: 'PRECONDITION_REQUIRED',
+      // The frame's own terms, where REST names If-Match (test/worlds/content-wording.test.ts).
+      message: 'A chunk write needs expected_revision: the revision it replaces, or null to create it.',
+    });
 
     const created = await request(socket, 'chunks.put', {
       ...address,
