@@ -3,7 +3,9 @@
  *
  *   protocol/               the wire contract shared with clients: imports nothing from src/
  *   src/platform/           infrastructure: imports nothing from src/modules/
- *   src/modules/<x>/        one domain; index.ts is the only file other code may import
+ *   src/modules/<x>/        one domain; index.ts is the only file other code may import, and
+ *                           its *.routes.ts (REST adapters) only index.ts and the other
+ *                           *.routes.ts import
  *   src/modules/index.ts    the ordered module list: imports the modules' index.ts files
  *   src/app.ts, main.ts     import modules' index.ts files and src/modules/index.ts
  *
@@ -83,6 +85,17 @@ module.exports = {
         "files and other modules' index.ts), src/platform and protocol, plus packages.",
       from: { path: '^src/modules/[^/]+/' },
       to: { dependencyTypes: ['local'], pathNot: ['^src/modules/', '^src/platform/', '^protocol/'] },
+    },
+    {
+      name: 'rest-files-only-from-index',
+      severity: 'error',
+      comment:
+        "A module's *.routes.ts files are its REST adapters: only its index.ts (which registers the " +
+        "routes) and its other *.routes.ts files (which share REST's wording of refusals) import " +
+        "them, so a frame, a service or any other file on the socket's path never goes through a " +
+        'REST file.',
+      from: { path: '^src/', pathNot: ['^src/modules/[^/]+/index\\.ts$', '\\.routes\\.ts$', ...exempt] },
+      to: { path: '\\.routes\\.ts$' },
     },
     {
       name: 'module-not-to-module-list',
