@@ -1,10 +1,9 @@
-import { authenticate, authLogin, authLogout, authRefresh, authRegister } from '../../../protocol/auth.js';
-import { isGameServerToken } from '../../platform/auth/game-server-auth.js';
-import { gameServerPrincipal, userPrincipal } from '../../platform/auth/principal.js';
+import { authLogin, authLogout, authRefresh, authRegister } from '../../../protocol/auth.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { UsersApi } from '../users/index.js';
+import { authFrames } from './auth.frames.js';
 import { AuthService } from './auth.service.js';
 import { registerJwksRoute } from './jwks.routes.js';
 import { verifyPassword } from './password.js';
@@ -53,18 +52,7 @@ export const authModule = defineModule({
         serve(authLogin, (ctx, input) => auth.login(ctx, input)),
         serve(authRefresh, (ctx, { refresh_token }) => auth.refresh(ctx, refresh_token)),
         serve(authLogout, (ctx, { refresh_token }) => auth.logout(ctx, refresh_token)),
-        // The same verifier as the REST hook, so a token the API refuses is refused here too.
-        serve(authenticate, async (_ctx, { token, recover }, connection) => {
-          // A game server's token: the connection may follow its world's chunk stream.
-          if (isGameServerToken(token)) {
-            const server = await gameServerCredentials.verify(token);
-            await gateway.authenticate(connection, gameServerPrincipal(server));
-            return { server_id: server.serverId, world_id: server.worldId };
-          }
-          const user = await tokens.verify(token, { remember: false });
-          const caughtUp = await gateway.authenticate(connection, userPrincipal(user), recover);
-          return { user_id: user.id, roles: user.roles, ...caughtUp };
-        }),
+        ...authFrames({ tokens, gateway, gameServerCredentials }),
       ],
       routes: (http) => registerJwksRoute(http, keys),
     };
