@@ -25,7 +25,7 @@ import type { WorldsService } from './worlds.service.js';
  * services.
  */
 
-export interface WorldsFramesDeps {
+interface WorldsFramesDeps {
   worlds: WorldsService;
   chunks: ChunksService;
   roomContent: RoomContentService;
@@ -57,6 +57,7 @@ export const frameWording: Wording = (error, reason) => {
       return error;
   }
 };
+/** The wordings of the chunk writes' bindings: their REST twins are plain routes, worded there. */
 const inFrames = { frame: frameWording };
 
 const encoder = new Encoder();
@@ -68,7 +69,7 @@ const encoder = new Encoder();
  * connection ends it. The caller's ack (`{content_revision, count}`) follows the last page on the
  * same socket.
  */
-export async function sendRoomContent(
+async function sendRoomContent(
   connection: Connection,
   requestId: number,
   content: RoomContent,
