@@ -8,6 +8,7 @@
  *                           *.routes.ts import
  *   src/modules/index.ts    the ordered module list: imports the modules' index.ts files
  *   src/app.ts, main.ts     import modules' index.ts files and src/modules/index.ts
+ *   src/config.ts           imports each module's settings (src/modules/<x>/<x>.config.ts) and no more
  *
  * Tests (test/, *.test.ts) and benchmarks (bench/) are exempt from the boundary rules, not from
  * the cycle rule. Type-only imports count everywhere (tsPreCompilationDeps).
@@ -59,21 +60,31 @@ module.exports = {
       comment:
         'Outside src/modules/<x>/, only its index.ts may be imported (by src/modules/index.ts, ' +
         'src/app.ts and src/main.ts); tests and benchmarks are exempt.',
-      from: { pathNot: ['^src/modules/[^/]+/', ...exempt] },
+      from: { pathNot: ['^src/modules/[^/]+/', '^src/config\\.ts$', ...exempt] },
       to: {
         path: '^src/modules/[^/]+/',
         pathNot: '^src/modules/[^/]+/index\\.ts$',
       },
     },
     {
+      name: 'config-only-to-module-settings',
+      severity: 'error',
+      comment:
+        "src/config.ts assembles the Config from each module's settings: it may import a module's " +
+        '<domain>.config.ts and nothing else of src/modules (those files import only packages and ' +
+        'src/platform/config-fields.ts, so Config stays free of cycles).',
+      from: { path: '^src/config\\.ts$' },
+      to: { path: '^src/modules/', pathNot: '^src/modules/[^/]+/[^/]+\\.config\\.ts$' },
+    },
+    {
       name: 'only-entry-points-to-modules',
       severity: 'error',
       comment:
-        'Outside src/modules, only src/app.ts and src/main.ts may import from src/modules ' +
-        '(config, platform, protocol and migrations stay independent of the domains).',
+        'Outside src/modules, only src/app.ts and src/main.ts may import from src/modules, and ' +
+        "src/config.ts the modules' settings (platform, protocol and migrations stay independent of the domains).",
       from: {
         path: '^(src|protocol|migrations)/',
-        pathNot: ['^src/modules/', '^src/(app|main)\\.ts$', ...exempt],
+        pathNot: ['^src/modules/', '^src/(app|main|config)\\.ts$', ...exempt],
       },
       to: { path: '^src/modules/' },
     },

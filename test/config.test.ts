@@ -1,6 +1,8 @@
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { mergeParts } from '../protocol/parts.js';
+import { ConfigError, configParts, configSchema, loadConfig } from '../src/config.js';
 
 describe('configuration', () => {
   it('uses the contract defaults when nothing is set', () => {
@@ -161,5 +163,33 @@ describe('configuration', () => {
     expect(result.stderr.trim()).toBe(
       'Invalid configuration: HTTP_PORT must be an integer from 0 to 65535 (got "eighty")',
     );
+  });
+});
+
+describe('configuration parts', () => {
+  const assembled = Object.keys(configSchema.shape);
+
+  it('assembles every setting each part declares, none declared by two parts', () => {
+    const declared = Object.values(configParts).flatMap((part) => Object.keys(part));
+    expect(new Set(declared).size).toBe(declared.length);
+    expect([...assembled].sort()).toEqual([...declared].sort());
+  });
+
+  it('refuses two parts that declare one name, naming both', () => {
+    expect(() => mergeParts({ platform: { HOST: 1 }, worlds: { HOST: 2 } })).toThrow(
+      'HOST is declared by both platform and worlds',
+    );
+  });
+
+  it("lists exactly the assembled settings in the README's configuration table", () => {
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('## Command line'));
+    const rows = [...section.matchAll(/^\| `([A-Z0-9_]+\*?)`/gm)].map((match) => match[1] as string);
+    // `GAMESERVER_AGONES_*` stands for the agones spawner's settings, documented on their own page.
+    const covers = (row: string, name: string) =>
+      row.endsWith('*') ? name.startsWith(row.slice(0, -1)) : name === row;
+    expect(assembled.filter((name) => !rows.some((row) => covers(row, name)))).toEqual([]);
+    expect(rows.filter((row) => !assembled.some((name) => covers(row, name)))).toEqual([]);
+    expect(new Set(rows).size).toBe(rows.length);
   });
 });

@@ -1,0 +1,49 @@
+import { z } from 'zod';
+
+/**
+ * The validators settings are declared with, shared by src/config.ts and each module's
+ * `<domain>.config.ts` so every variable refuses a bad value with the same kind of message.
+ * Each takes the environment's string and gives the typed value, or its default when unset.
+ */
+
+export const intInRange = (fallback: number, min: number, max: number) => {
+  const allowed = `must be an integer from ${min} to ${max}`;
+  return z.coerce
+    .number({ error: allowed })
+    .int(allowed)
+    .min(min, allowed)
+    .max(max, allowed)
+    .default(fallback);
+};
+export const positiveInt = (fallback: number, max = 2 ** 31 - 1) => intInRange(fallback, 1, max);
+export const port = (fallback: number) => intInRange(fallback, 0, 65535);
+
+export const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be one of true, false, 1, 0, yes, no' })
+    .transform((v) => v === 'true' || v === '1' || v === 'yes')
+    .default(fallback);
+
+export const url = (protocols: string[]) =>
+  z
+    .string()
+    .refine(
+      (value) => {
+        try {
+          return protocols.includes(new URL(value).protocol);
+        } catch {
+          return false;
+        }
+      },
+      { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+    )
+    .optional();
+
+export const pem = (label: string) =>
+  z
+    .string()
+    .transform((value) => value.replaceAll('\\n', '\n'))
+    .refine((value) => value.includes(`-----BEGIN ${label}-----`), {
+      message: `must be PEM text containing -----BEGIN ${label}-----`,
+    })
+    .optional();
