@@ -1,0 +1,60 @@
+/**
+ * The platform's error codes, with the HTTP status REST answers them with: refusals any request
+ * or frame can meet, whatever its domain. They are in several parts only to keep the order in
+ * which the codes were added (protocol/errors.ts).
+ */
+
+/** A request refused before or beside any domain's rules. */
+export const requestErrors = {
+  /** The request body or frame is not well-formed (bad JSON, bad msgpack, not a map). */
+  MALFORMED_REQUEST: 400,
+  /** The input is well-formed but breaks a rule; `errors` lists the fields. */
+  VALIDATION_FAILED: 422,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  PAYLOAD_TOO_LARGE: 413,
+  /** The request URL is longer than the server reads. */
+  URI_TOO_LONG: 414,
+  /** The request's header fields are larger than the server reads. */
+  HEADERS_TOO_LARGE: 431,
+  ROUTE_NOT_FOUND: 404,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  CONFLICT: 409,
+  RATE_LIMITED: 429,
+};
+
+/** The gateway's own refusals. */
+export const gatewayErrors = {
+  UNKNOWN_FRAME_TYPE: 400,
+  /** A connection asked for more subscriptions than it may hold. */
+  SUBSCRIPTION_LIMIT: 422,
+  FRAME_TOO_LARGE: 413,
+};
+
+/** A dependency (the database, the KV store) not answering. */
+export const availabilityErrors = {
+  /** A readiness probe found a dependency (database or KV store) not answering: `/readyz` only. */
+  UNAVAILABLE: 503,
+  /**
+   * A request or frame could not be served because the database or Redis is down or did not answer
+   * in time. Retry after `retry_after` seconds (REST: the `Retry-After` header). A write cut off
+   * this way may still have been applied, as with any lost reply.
+   */
+  SERVICE_UNAVAILABLE: 503,
+};
+
+/** Per-account quotas, which several domains apply (src/platform/quota.ts). */
+export const quotaErrors = {
+  /**
+   * A per-account count quota is reached (worlds per user, rooms per world, live content bytes per
+   * world, ...): the body carries `limit`; nothing was written (docs/limits.md).
+   */
+  QUOTA_EXCEEDED: 409,
+};
+
+/** Anything unexpected: logged with its cause, answered without it. Kept the last code. */
+export const internalErrors = {
+  INTERNAL: 500,
+};
