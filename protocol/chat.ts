@@ -79,3 +79,9 @@ export interface DmReadEvent {
   user_id: string;
   last_read_at: string;
 }
+
+/** The direct-message events, by server frame type: to the peer's sockets and the sender's. */
+export interface ChatEventPayloads {
+  'dm.message': Message;
+  'dm.read': DmReadEvent;
+}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { CHUNK_CODEC_VERSION, MAX_CHUNK_BYTES, MAX_CHUNK_OBJECTS } from './chunk-codec.js';
 import { operation } from './operation.js';
+import type { ChunksPage } from './room-content.js';
 import { INT32 } from './worlds.js';
 
 /**
@@ -245,4 +246,13 @@ export interface ChunksRoomDeletedEvent {
 export interface ChunksStreamEndedEvent {
   world_id: string;
   reason: 'world_deleted' | 'access_revoked';
+}
+
+/** The world content stream's events, by server frame type (docs/worlds.md). */
+export interface ChunkEventPayloads {
+  'chunks.page': ChunksPage;
+  'chunks.commit': ChunksCommitEvent;
+  'chunks.resync': ChunksResyncEvent;
+  'chunks.room_deleted': ChunksRoomDeletedEvent;
+  'chunks.stream_ended': ChunksStreamEndedEvent;
 }

@@ -361,3 +361,10 @@ export interface EconomyBalanceEvent {
 }
 export type EconomySaleEvent = Purchase;
 export type EconomyPayoutEvent = Payout;
+
+/** The economy's events, by server frame type: a balance of the user's changed; sales and payout moves. */
+export interface EconomyEventPayloads {
+  'economy.balance': EconomyBalanceEvent;
+  'economy.sale': EconomySaleEvent;
+  'economy.payout': EconomyPayoutEvent;
+}

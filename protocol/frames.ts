@@ -1,27 +1,15 @@
 import { z } from 'zod';
-import type { DmReadEvent, Message } from './chat.js';
-import type {
-  ChunksCommitEvent,
-  ChunksResyncEvent,
-  ChunksRoomDeletedEvent,
-  ChunksStreamEndedEvent,
-} from './chunks.js';
-import type { EconomyBalanceEvent, EconomyPayoutEvent, EconomySaleEvent } from './economy.js';
-import type {
-  GroupDeletedEvent,
-  GroupMemberEvent,
-  GroupMemberGoneEvent,
-  GroupMessage,
-  GroupOwnerEvent,
-  GroupRequestEvent,
-  GroupRoleEvent,
-  GroupUpdatedEvent,
-} from './groups.js';
+import type { ChatEventPayloads } from './chat.js';
+import type { ChunkEventPayloads } from './chunks.js';
+import type { EconomyEventPayloads } from './economy.js';
+import type { GroupEventPayloads, GroupMessage } from './groups.js';
 import { operation } from './operation.js';
-import type { ChunksPage } from './room-content.js';
-import type { FriendChangeEvent, FriendRequestEvent } from './social.js';
+import type { PresenceEventPayloads } from './presence.js';
+import type { SocialEventPayloads } from './social.js';
 import type { StreamPosition } from './stream-position.js';
 import type { WorldMessage } from './world-chat.js';
+
+export type { PresenceEvent } from './presence.js';
 
 /**
  * The frame envelope. Every frame is one binary WebSocket message holding a msgpack map:
@@ -57,53 +45,22 @@ export const ping = operation('ping', {
   response: z.object({ ts: z.number() }),
 });
 
-/** A user's presence changed: pushed to connections subscribed to that user and allowed to see it. */
-export interface PresenceEvent {
-  user_id: string;
-  status: 'online' | 'offline';
-  status_message: string | null;
-  /** Set when the user went offline. */
-  last_seen_at?: string;
-}
-
-/** Event payloads, by server frame type. */
-export interface EventPayloads {
-  presence: PresenceEvent;
-  'chunks.page': ChunksPage;
-  'chunks.commit': ChunksCommitEvent;
-  'chunks.resync': ChunksResyncEvent;
-  'chunks.room_deleted': ChunksRoomDeletedEvent;
-  'chunks.stream_ended': ChunksStreamEndedEvent;
-  /** Sent to each of a user's sockets, without subscribing (protocol/social.ts). */
-  'social.friend_request': FriendRequestEvent;
-  'social.friend_accepted': FriendChangeEvent;
-  'social.friend_removed': FriendChangeEvent;
-  /** A direct message, to the peer's sockets and the sender's (protocol/chat.ts). */
-  'dm.message': Message;
-  'dm.read': DmReadEvent;
-  /** A world, room or group chat message, to the sockets that joined that chat (protocol/world-chat.ts, protocol/groups.ts). */
-  'chat.message': WorldMessage | GroupMessage;
+/**
+ * Event payloads, by server frame type: each domain declares its events beside its operations
+ * (`<Domain>EventPayloads` in protocol/<domain>.ts) and this interface gathers them.
+ */
+export interface EventPayloads
+  extends PresenceEventPayloads,
+    ChunkEventPayloads,
+    SocialEventPayloads,
+    ChatEventPayloads,
+    GroupEventPayloads,
+    EconomyEventPayloads {
   /**
-   * Roster changes of a group, to the sockets that joined its chat and to the affected user's own
-   * sockets (once: a socket of that user that joined the chat gets it as a user event); join
-   * requests made, declined and withdrawn go to the requester and the group's owner and admins
-   * instead (protocol/groups.ts). An approval is a member_joined whose `by` is the approver.
+   * A world, room or group chat message, to the sockets that joined that chat
+   * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.
    */
-  'group.member_joined': GroupMemberEvent;
-  'group.member_left': GroupMemberGoneEvent;
-  'group.member_kicked': GroupMemberGoneEvent;
-  'group.role_changed': GroupRoleEvent;
-  'group.ownership_changed': GroupOwnerEvent;
-  'group.join_requested': GroupRequestEvent;
-  'group.request_declined': GroupRequestEvent;
-  /** The requester withdrew their request (`by` is the requester). */
-  'group.request_withdrawn': GroupRequestEvent;
-  'group.updated': GroupUpdatedEvent;
-  'group.deleted': GroupDeletedEvent;
-  /** A balance of the user's changed (protocol/economy.ts); sales and payout moves on the user's topic. */
-  'economy.balance': EconomyBalanceEvent;
-  'economy.sale': EconomySaleEvent;
-  'economy.payout': EconomyPayoutEvent;
+  'chat.message': WorldMessage | GroupMessage;
 }
 
 export interface PongFrame {

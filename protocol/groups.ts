@@ -322,3 +322,24 @@ export interface GroupUpdatedEvent {
 export interface GroupDeletedEvent {
   group_id: string;
 }
+
+/**
+ * Roster changes of a group, by server frame type, to the sockets that joined its chat and to the
+ * affected user's own sockets (once: a socket of that user that joined the chat gets it as a user
+ * event); join requests made, declined and withdrawn go to the requester and the group's owner
+ * and admins instead. An approval is a member_joined whose `by` is the approver. A group's chat
+ * messages are `chat.message` frames (protocol/frames.ts).
+ */
+export interface GroupEventPayloads {
+  'group.member_joined': GroupMemberEvent;
+  'group.member_left': GroupMemberGoneEvent;
+  'group.member_kicked': GroupMemberGoneEvent;
+  'group.role_changed': GroupRoleEvent;
+  'group.ownership_changed': GroupOwnerEvent;
+  'group.join_requested': GroupRequestEvent;
+  'group.request_declined': GroupRequestEvent;
+  /** The requester withdrew their request (`by` is the requester). */
+  'group.request_withdrawn': GroupRequestEvent;
+  'group.updated': GroupUpdatedEvent;
+  'group.deleted': GroupDeletedEvent;
+}

@@ -102,3 +102,17 @@ export const presenceOperations = [
   presenceSubscribe,
   presenceUnsubscribe,
 ] as const;
+
+/** A user's presence changed: pushed to connections subscribed to that user and allowed to see it. */
+export interface PresenceEvent {
+  user_id: string;
+  status: 'online' | 'offline';
+  status_message: string | null;
+  /** Set when the user went offline. */
+  last_seen_at?: string;
+}
+
+/** Presence's event, by server frame type. */
+export interface PresenceEventPayloads {
+  presence: PresenceEvent;
+}

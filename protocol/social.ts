@@ -200,3 +200,10 @@ export interface FriendRequestEvent {
 export interface FriendChangeEvent {
   user: SocialUser;
 }
+
+/** The social graph's events, by server frame type: sent to each of a user's sockets, without subscribing. */
+export interface SocialEventPayloads {
+  'social.friend_request': FriendRequestEvent;
+  'social.friend_accepted': FriendChangeEvent;
+  'social.friend_removed': FriendChangeEvent;
+}
