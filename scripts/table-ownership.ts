@@ -17,7 +17,7 @@ export interface Problem {
 }
 
 /** What a module declares in its defineModule call. */
-interface ModuleDeclaration {
+export interface ModuleDeclaration {
   name: string;
   folder: string;
   needs: string[];
@@ -28,7 +28,7 @@ interface ModuleDeclaration {
  * Tables of no module: the platform's own (the session revocation log behind AccessTokens,
  * src/platform/auth/revocation-log.ts). The platform's SQL is held to them like a module's.
  */
-const PLATFORM: ModuleDeclaration = {
+export const PLATFORM: ModuleDeclaration = {
   name: 'platform',
   folder: 'src/platform',
   needs: [],
@@ -76,7 +76,7 @@ export function checkTableOwnership(root: string): Problem[] {
 }
 
 /** Each table a migration creates, with the migration's file. */
-function migrationTables(root: string): Map<string, string> {
+export function migrationTables(root: string): Map<string, string> {
   const tables = new Map<string, string>();
   for (const file of sourceFiles(join(root, 'migrations'))) {
     for (const match of readFileSync(file, 'utf8').matchAll(
@@ -89,7 +89,7 @@ function migrationTables(root: string): Map<string, string> {
 }
 
 /** The defineModule call of each src/modules/<name>/index.ts: its name, needs and tables. */
-function moduleDeclarations(root: string, problems: Problem[]): ModuleDeclaration[] {
+export function moduleDeclarations(root: string, problems: Problem[]): ModuleDeclaration[] {
   const modulesDir = join(root, 'src/modules');
   const declarations: ModuleDeclaration[] = [];
   for (const folder of readdirSync(modulesDir)) {

@@ -4,7 +4,9 @@ export const authErrors = {
   AGE_GATE: 422,
   /** Registration without `accept_terms: true`. */
   TERMS_NOT_ACCEPTED: 422,
+  /** Registration with a username another account has (compared case-insensitively). */
   USERNAME_TAKEN: 409,
+  /** Registration with an email address another account has. */
   EMAIL_TAKEN: 409,
   /** Wrong username or password; deliberately the same for both. */
   INVALID_CREDENTIALS: 401,
