@@ -73,6 +73,7 @@ function migrationTable(root: string): string {
     const tables = (created.get(file) ?? []).map((t) => `\`${t}\``).join(', ');
     return [`\`${name}\``, tables || '-', summary];
   });
+  if (rows.length === 0) throw new Error('migrations/index.ts: no `{ name, class }` entries found');
   return table(['Migration', 'Creates tables', 'What it does'], rows);
 }
 
@@ -87,7 +88,14 @@ function moduleTable(root: string): string {
     [...list.matchAll(/import \{ (\w+) \} from '\.\/([\w-]+)\/index\.js';/g)].map((m) => [m[1], m[2]]),
   );
   const order = /export const modules = \[([\s\S]*?)\]/.exec(list)?.[1]?.match(/\w+/g) ?? [];
-  const modules = order.map((name) => byFolder.get(folderOf.get(name) ?? '') as ModuleDeclaration);
+  const modules = order.map((name) => {
+    const module = byFolder.get(folderOf.get(name) ?? '');
+    if (!module)
+      throw new Error(`src/modules/index.ts: ${name} is not imported from a module folder's index.ts`);
+    return module;
+  });
+  if (modules.length !== byFolder.size)
+    throw new Error('src/modules/index.ts does not list every module folder');
   const names = (items: string[]) => (items.length > 0 ? items.map((i) => `\`${i}\``).join(', ') : '-');
   const rows = [...modules, PLATFORM].map((module) => [
     module === PLATFORM ? '(platform)' : `\`${module.name}\``,
