@@ -84,9 +84,9 @@ const platformConfig = {
 
 /**
  * Every setting, by who declares it: the platform above, each domain in its folder's
- * `<domain>.config.ts` (docs/modules.md). A domain with settings adds one line here. The parts
- * are imported directly rather than read from the module list because every module imports this
- * file's Config (through the platform), and the list would make that a cycle.
+ * `<domain>.config.ts` (docs/modules.md); a domain with settings adds its import and a line
+ * here. The parts are imported directly rather than read from the module list because every
+ * module imports this file's Config (through the platform), and the list would make that a cycle.
  */
 export const configParts = {
   platform: platformConfig,
