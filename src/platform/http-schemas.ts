@@ -39,8 +39,17 @@ export const errorDescriptions: Record<number, string> = {
  */
 export function errorResponses(...statuses: number[]) {
   const entries: Record<number, typeof problemSchema> = {};
-  for (const status of statuses) {
-    entries[status] = problemSchema.describe(errorDescriptions[status] ?? 'Error.');
-  }
+  for (const status of statuses) entries[status] = describedProblem(status);
   return entries;
 }
+
+/** One schema object per status, so the serializer compiled for it serves every route (http.ts). */
+function describedProblem(status: number): typeof problemSchema {
+  let schema = describedProblems.get(status);
+  if (!schema) {
+    schema = problemSchema.describe(errorDescriptions[status] ?? 'Error.');
+    describedProblems.set(status, schema);
+  }
+  return schema;
+}
+const describedProblems = new Map<number, typeof problemSchema>();
