@@ -4,6 +4,7 @@ import { inject } from 'vitest';
 import { appEntities } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
+import { park, rememberTemplate, takeParked } from './embedded-reuse.js';
 import { adminQuery, withDatabase } from './global-setup.js';
 
 export interface TestDatabase {
@@ -16,23 +17,34 @@ export interface TestDatabase {
 /**
  * A migrated database of its own for one test file: a clone of the run's template, so files can
  * run in parallel without seeing each other's rows. Real PGlite or real Postgres, never a mock.
+ * In embedded mode the clone may be the one a previous file of this worker dropped, reset to the
+ * template's state (test/helpers/embedded-reuse.ts).
  */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl) return postgresDatabase(serverUrl, 'atrium_t', inject('postgresTemplateDb'));
+  const db = (await takeParked()) ?? (await openTemplateClone());
+  return { db, url: undefined, drop: () => park(db) };
+}
+
+async function openTemplateClone(): Promise<Database> {
   const template = await readFile(inject('embeddedTemplatePath'));
   const db = await openDatabase(configFrom({}), {
     entities: appEntities,
     embedded: { loadDataDir: new Blob([template], { type: 'application/x-tar' }) },
   });
-  return { db, url: undefined, drop: () => db.close() };
+  await rememberTemplate(db);
+  return db;
 }
 
-/** An empty, unmigrated database (for migration tests): fresh in-memory PGlite or a new Postgres database. */
+/** An empty, unmigrated database (for migration tests): in-memory PGlite from the run's empty dump, or a new Postgres database. */
 export async function createEmptyDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl) return postgresDatabase(serverUrl, 'atrium_e');
-  const db = await openDatabase(configFrom({}), { embedded: {} });
+  const empty = await readFile(inject('embeddedEmptyPath'));
+  const db = await openDatabase(configFrom({}), {
+    embedded: { loadDataDir: new Blob([empty], { type: 'application/x-tar' }) },
+  });
   return { db, url: undefined, drop: () => db.close() };
 }
 

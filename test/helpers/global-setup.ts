@@ -5,13 +5,15 @@ import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { configFrom } from '../../src/config.js';
-import { openDatabase } from '../../src/platform/db.js';
+import { type Database, openDatabase } from '../../src/platform/db.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     /** Embedded mode: path of a PGlite dump of a freshly migrated database. */
     embeddedTemplatePath: string;
+    /** Embedded mode: path of a PGlite dump of a database before any migration. */
+    embeddedEmptyPath: string;
     /** Postgres mode: name of a migrated template database every test file clones. */
     postgresTemplateDb: string;
   }
@@ -32,23 +34,29 @@ export default async function setup(project: TestProject) {
     await db.close();
     project.provide('postgresTemplateDb', templateDb);
     project.provide('embeddedTemplatePath', '');
+    project.provide('embeddedEmptyPath', '');
     return async () => {
       await adminQuery(databaseUrl, `drop database if exists ${templateDb} with (force)`);
     };
   }
   const dir = await mkdtemp(join(tmpdir(), 'atrium-test-'));
   const db = await openDatabase(configFrom({}), { embedded: {} });
+  // initdb costs seconds: the migration tests' empty databases start from this dump too.
+  project.provide('embeddedEmptyPath', await dumpTo(db, join(dir, 'empty.tar')));
   await migrateUp(db);
-  const dump = await db.embedded?.pglite.dumpDataDir('none');
+  project.provide('embeddedTemplatePath', await dumpTo(db, join(dir, 'template.tar')));
   await db.close();
-  if (!dump) throw new Error('The embedded database did not produce a dump.');
-  const templatePath = join(dir, 'template.tar');
-  await writeFile(templatePath, Buffer.from(await dump.arrayBuffer()));
-  project.provide('embeddedTemplatePath', templatePath);
   project.provide('postgresTemplateDb', '');
   return async () => {
     await rm(dir, { recursive: true, force: true });
   };
+}
+
+async function dumpTo(db: Database, path: string): Promise<string> {
+  const dump = await db.embedded?.pglite.dumpDataDir('none');
+  if (!dump) throw new Error('The embedded database did not produce a dump.');
+  await writeFile(path, Buffer.from(await dump.arrayBuffer()));
+  return path;
 }
 
 export function withDatabase(databaseUrl: string, name: string): string {
