@@ -7,6 +7,7 @@ import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
 import { verifyLedger } from './modules/economy/index.js';
 import { changeRole } from './modules/users/index.js';
 import { createSigningKey } from './platform/auth/keys.js';
+import { dataAccess } from './platform/data-access.js';
 import { openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/log.js';
@@ -95,7 +96,7 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
   const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
-    const roles = await changeRole(db.orm.em.fork(), username, role, change);
+    const roles = await changeRole(dataAccess(db.orm.em), username, role, change);
     console.log(
       `${username} now has roles: ${roles.join(', ')} (effective from the next login or token refresh)`,
     );
@@ -117,7 +118,7 @@ async function economyVerify(config: ReturnType<typeof loadConfig>): Promise<num
   const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
-    const differences = await verifyLedger(db.orm.em.fork());
+    const differences = await verifyLedger(dataAccess(db.orm.em));
     for (const difference of differences) console.log(JSON.stringify(difference));
     if (differences.length === 0) {
       console.log('ledger verified: every balance equals the sum of its entries');

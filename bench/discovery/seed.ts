@@ -1,6 +1,7 @@
 import { DISCOVERY_CATEGORIES } from '../../protocol/discovery.js';
 import { configFrom } from '../../src/config.js';
 import { DiscoveryJobs } from '../../src/modules/discovery/discovery-jobs.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
 import { migrateUp } from '../../src/platform/migrate.js';
@@ -134,7 +135,7 @@ export async function seedDiscovery(
     await sql(`create sequence ${JOINER_SEQUENCE} start with ${OWNERS + serviceJoiners + 1}`);
 
     const jobs = new DiscoveryJobs({
-      em: () => db.orm.em.fork(),
+      data: () => dataAccess(db.orm.em),
       log: createLogger({ LOG_LEVEL: 'warn' }),
       now: () => new Date(),
       settings: { foldIntervalSeconds: 3600, rankIntervalSeconds: 3600 },

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { type DataAccess, inTransaction } from './data-access.js';
 import { dependencyFailureReason } from './errors.js';
 
 /**
@@ -40,11 +40,11 @@ export function batched<In, Out>(
 }
 
 /**
- * What a batched statement needs of a request's context (a `Ctx`): its entity manager. Named here
+ * What a batched statement needs of a request's context (a `Ctx`): its data handle. Named here
  * rather than imported, as the auth module batches its reads too and the context imports auth.
  */
-export interface CallerEm {
-  em: EntityManager;
+export interface CallerData {
+  data: DataAccess;
 }
 
 export interface BatchOptions {
@@ -55,26 +55,26 @@ export interface BatchOptions {
 
 /**
  * `batched` for a repository function of many inputs, called with a request's context: a batch
- * runs on its first caller's entity manager. A caller in a transaction runs alone, in it: a batch
+ * runs on its first caller's handle. A caller in a transaction runs alone, in it: a batch
  * must not join one caller's transaction, and nothing that caller writes may leave it.
  */
 export function batchedStatement<In, Out>(
-  runMany: (em: EntityManager, inputs: readonly In[]) => Promise<readonly Out[]>,
+  runMany: (data: DataAccess, inputs: readonly In[]) => Promise<readonly Out[]>,
   options: BatchOptions,
-): (ctx: CallerEm, input: In) => Promise<Out> {
-  type Call = { ctx: CallerEm; input: In };
+): (ctx: CallerData, input: In) => Promise<Out> {
+  type Call = { ctx: CallerData; input: In };
   // Only callers outside a transaction join, so no batch starts inside one either.
   const batch = batched(
     (calls: readonly Call[]) =>
       runMany(
-        (calls[0] as Call).ctx.em,
+        (calls[0] as Call).ctx.data,
         calls.map((call) => call.input),
       ),
     options,
   );
   return async (ctx, input) => {
-    if (!ctx.em.getTransactionContext()) return batch({ ctx, input });
-    const [output] = await runMany(ctx.em, [input]);
+    if (!inTransaction(ctx.data)) return batch({ ctx, input });
+    const [output] = await runMany(ctx.data, [input]);
     return output as Out;
   };
 }

@@ -1,17 +1,19 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthUser } from './auth/access-tokens.js';
 import type { GameServerPrincipal } from './auth/game-server-auth.js';
+import { type DataAccess, dataAccess } from './data-access.js';
 import { AppError, ErrorCode } from './errors.js';
 import type { Kv } from './kv/kv.js';
 import type { LogSink } from './log.js';
 
 /**
- * What a service call runs with, passed explicitly as its first argument: a request-scoped
- * entity manager, the caller (null when anonymous), the KV store, a logger and the clock.
+ * What a service call runs with, passed explicitly as its first argument: its handle on the
+ * database, the caller (null when anonymous), the KV store, a logger and the clock.
  * REST routes and gateway handlers build it the same way, so a service never knows its transport.
  */
 export interface Ctx {
-  em: EntityManager;
+  /** Passed to repositories and `transaction`; never opened by a service. */
+  data: DataAccess;
   user: AuthUser | null;
   /** The dedicated game server calling the internal API; null for users and anonymous callers. */
   gameServer: GameServerPrincipal | null;
@@ -37,13 +39,13 @@ export interface Caller {
 }
 
 /**
- * The Ctx a route or frame handler builds per call. The entity manager forks the root one on
- * first use by anything but the lean path (LazyFork), so hot paths such as a heartbeat or a
- * point read never build a unit of work, and the caller's fields are read when asked for (a
+ * The Ctx a route or frame handler builds per call. Its handle forks the root entity manager on
+ * the first ORM use only (`dataAccess`), so hot paths such as a heartbeat or a point read never
+ * build a unit of work, and the caller's fields are read when asked for (a
  * Fastify request computes `ip` in a getter, through the trusted-proxy rules).
  */
 export class CallContext implements Ctx {
-  private lazyEm: EntityManager | undefined;
+  private handle: DataAccess | undefined;
 
   constructor(
     private readonly rootEm: EntityManager,
@@ -51,9 +53,9 @@ export class CallContext implements Ctx {
     private readonly caller: Caller,
   ) {}
 
-  get em(): EntityManager {
-    this.lazyEm ??= new Proxy(this.rootEm, new LazyFork(this.rootEm));
-    return this.lazyEm;
+  get data(): DataAccess {
+    this.handle ??= dataAccess(this.rootEm);
+    return this.handle;
   }
 
   get user(): AuthUser | null {
@@ -74,72 +76,5 @@ export class CallContext implements Ctx {
 
   now(): Date {
     return new Date();
-  }
-}
-
-/**
- * What executeBound (src/platform/db.ts) reads of an entity manager: the driver, the pool and
- * the transaction it is in. The root entity manager answers these as a fork would: outside a
- * transaction it has none, and inside one MikroORM finds it for the root too.
- */
-const LEAN_MEMBERS: ReadonlySet<PropertyKey> = new Set(['getDriver', 'getKnex', 'getTransactionContext']);
-
-/** The root entity manager's lean members, bound once: executeBound calls three per statement. */
-const boundLeanMembers = new WeakMap<EntityManager, Map<PropertyKey, unknown>>();
-
-function leanMember(root: EntityManager, property: PropertyKey): unknown {
-  let members = boundLeanMembers.get(root);
-  if (!members) {
-    members = new Map();
-    boundLeanMembers.set(root, members);
-  }
-  let member = members.get(property);
-  if (member === undefined) {
-    const value: unknown = Reflect.get(root, property, root);
-    member = typeof value === 'function' ? value.bind(root) : value;
-    members.set(property, member);
-  }
-  return member;
-}
-
-/**
- * The handler of an entity manager that is the root one for the lean path and a fork of it from
- * the first use of anything else (queries through the ORM, transactions, flushes), for the rest
- * of the call. A fork builds a unit of work, an entity loader and their maps: about 4% of the CPU
- * of a request that only runs lean statements (GET /api/users/me), and garbage for every such
- * request. A class, so a call costs one handler object rather than a closure per trap.
- */
-class LazyFork implements ProxyHandler<EntityManager> {
-  private fork: EntityManager | undefined;
-
-  constructor(private readonly root: EntityManager) {}
-
-  private forked(): EntityManager {
-    this.fork ??= this.root.fork();
-    return this.fork;
-  }
-
-  get(_root: EntityManager, property: PropertyKey): unknown {
-    if (this.fork === undefined && LEAN_MEMBERS.has(property)) return leanMember(this.root, property);
-    const em = this.forked();
-    const value: unknown = Reflect.get(em, property, em);
-    return typeof value === 'function' ? value.bind(em) : value;
-  }
-
-  // Whatever is written to it (by the ORM, handed this object) goes to the fork, never the root.
-  set(_root: EntityManager, property: PropertyKey, value: unknown): boolean {
-    return Reflect.set(this.forked(), property, value);
-  }
-
-  defineProperty(_root: EntityManager, property: PropertyKey, descriptor: PropertyDescriptor): boolean {
-    return Reflect.defineProperty(this.forked(), property, descriptor);
-  }
-
-  deleteProperty(_root: EntityManager, property: PropertyKey): boolean {
-    return Reflect.deleteProperty(this.forked(), property);
-  }
-
-  has(_root: EntityManager, property: PropertyKey): boolean {
-    return Reflect.has(this.fork ?? this.root, property);
   }
 }

@@ -6,6 +6,7 @@ import { defineConfig, type EntityManager, type Knex, MikroORM } from '@mikro-or
 import pg from 'pg';
 import { migrationsList } from '../../migrations/index.js';
 import type { Config } from '../config.js';
+import { type DataAccess, leanEntityManagerOf } from './data-access.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export type Orm = MikroORM;
@@ -173,16 +174,16 @@ function ormOptions(target: ConnectionTarget) {
 
 /**
  * Holds a transaction-scoped advisory lock named by `key` (its 64-bit text hash) until the
- * transaction of `em` ends: writes that must count and insert as one step take turns on it.
+ * transaction of `data` ends: writes that must count and insert as one step take turns on it.
  */
-export async function lockNamed(em: EntityManager, key: string): Promise<void> {
-  await executeBound(em, 'select pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
+export async function lockNamed(data: DataAccess, key: string): Promise<void> {
+  await executeBound(data, 'select pg_advisory_xact_lock(hashtextextended($1, 0))', [key]);
 }
 
 /** `lockNamed` without waiting: false, and no lock, when another transaction holds it. */
-export async function tryLockNamed(em: EntityManager, key: string): Promise<boolean> {
+export async function tryLockNamed(data: DataAccess, key: string): Promise<boolean> {
   const [row] = await executeBound<{ locked: boolean }>(
-    em,
+    data,
     'select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as locked',
     [key],
   );
@@ -197,13 +198,15 @@ export async function tryLockNamed(em: EntityManager, key: string): Promise<bool
  * call; here Postgres parses and plans each distinct text once per connection (a named prepared
  * statement), and the embedded database is queried in process instead of over its socket.
  * Results are plain rows as the driver parses them: `timestamptz` as Date, `jsonb` as objects,
- * arrays of built-in types as arrays (cast enum arrays to `text[]`).
+ * arrays of built-in types as arrays (cast enum arrays to `text[]`). Repositories pass a handle
+ * (a call's never forks for it); the platform's own jobs and tests may pass an entity manager.
  */
 export async function executeBound<Row>(
-  em: EntityManager,
+  on: DataAccess | EntityManager,
   sql: string,
   params: readonly unknown[],
 ): Promise<Row[]> {
+  const em = leanEntityManagerOf(on);
   const run = runners.get(em.getDriver());
   if (!run)
     throw new Error('executeBound: this entity manager belongs to no database opened by openDatabase');

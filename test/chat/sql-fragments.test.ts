@@ -11,7 +11,7 @@ describe("the chat module's SQL fragment", () => {
   const messageRows = async (messageId: string) => {
     const { ctxFor } = services();
     return executeBound<Record<string, unknown>>(
-      ctxFor(null).em,
+      ctxFor(null).data,
       `select m.* from (select $1::uuid as id) r left join lateral ${messageSql('r.id')} m on true`,
       [messageId],
     );

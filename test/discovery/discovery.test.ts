@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCursor } from '../../src/platform/cursor.js';
+import { dataAccess, transaction } from '../../src/platform/data-access.js';
 import { newId } from '../../src/platform/ids.js';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -240,7 +241,7 @@ describe('discovery search', () => {
     await Promise.all([
       ...users.flatMap((user) =>
         [0, 1].map(() =>
-          em().transactional((tx) =>
+          transaction(dataAccess(em()), (tx) =>
             discovery.recordVisit(tx, { worldId: world, userId: user.user.id, serverId, at: new Date() }),
           ),
         ),

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
@@ -208,6 +209,6 @@ describe('deleting a user', () => {
       [],
     );
     expect(Number(orphans?.n)).toBeGreaterThanOrEqual(2);
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 });

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Listing, Payout, Purchase } from '../../protocol/economy.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import type { ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
@@ -146,7 +147,7 @@ describe('ledger invariants (property)', () => {
             if (!EXPECTED.has((error as { code?: string }).code ?? '')) throw error;
           }
         }
-        expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+        expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
         const [negative] = await executeBound<{ n: string }>(
           s.db.orm.em,
           `select count(*)::text as n from economy_accounts where kind <> 'platform_issuance' and balance < 0`,

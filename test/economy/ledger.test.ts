@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, fundedUser, grant, key, ledgerCounts } from './economy.js';
@@ -46,7 +47,7 @@ describe('wallets, grants and the ledger', () => {
       amount: 500,
       balance_after: 500,
     });
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 
   it('refuses a grant by a non-admin with FORBIDDEN and writes nothing', async () => {
@@ -104,7 +105,7 @@ describe('wallets, grants and the ledger', () => {
     ]) {
       await expect(executeBound(em, sql, []), sql).rejects.toThrow(/append-only/);
     }
-    expect(await verifyLedger(em)).toEqual([]);
+    expect(await verifyLedger(dataAccess(em))).toEqual([]);
   });
 
   it('refuses in the database a user balance below zero and a transaction that does not sum to zero', async () => {
@@ -137,7 +138,7 @@ describe('wallets, grants and the ledger', () => {
         );
       }),
     ).rejects.toThrow(/does not sum to zero/);
-    expect(await verifyLedger(em)).toEqual([]);
+    expect(await verifyLedger(dataAccess(em))).toEqual([]);
   });
 
   it('makes verify report a stored balance that is not the sum of its entries', async () => {
@@ -150,7 +151,7 @@ describe('wallets, grants and the ledger', () => {
       `update economy_accounts set balance = 90 where user_id = $1 and kind = 'wallet'`,
       [user.user.id],
     );
-    expect(await verifyLedger(em)).toEqual([
+    expect(await verifyLedger(dataAccess(em))).toEqual([
       expect.objectContaining({
         kind: 'balance',
         account: 'wallet',
@@ -164,6 +165,6 @@ describe('wallets, grants and the ledger', () => {
       `update economy_accounts set balance = 100 where user_id = $1 and kind = 'wallet'`,
       [user.user.id],
     );
-    expect(await verifyLedger(em)).toEqual([]);
+    expect(await verifyLedger(dataAccess(em))).toEqual([]);
   });
 });

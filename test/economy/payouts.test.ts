@@ -3,6 +3,7 @@ import type { PayoutState } from '../../protocol/economy.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
 import { ReleaseJob } from '../../src/modules/economy/release.js';
 import { EventBus } from '../../src/platform/bus.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
@@ -48,7 +49,7 @@ describe('payouts', () => {
     });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ pending: 0, available: 600, in_payout: 1500, paid_out: 0 });
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 
   it('refuses an amount below the minimum with 422 naming body.amount and the minimum, and one over available with INSUFFICIENT_FUNDS', async () => {
@@ -79,7 +80,7 @@ describe('payouts', () => {
     expect(await decide(s, admin, payout.id, 'paid')).toMatchObject({ state: 'paid' });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 400, in_payout: 0, paid_out: 1000 });
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 
   it('gives a rejected payout back to available', async () => {
@@ -133,7 +134,7 @@ describe('payouts', () => {
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'CONFLICT' } });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 1400, in_payout: 0 });
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 
   it("keeps a deleted creator's open payout for an admin to decide, paid from the tombstone account", async () => {
@@ -148,7 +149,7 @@ describe('payouts', () => {
       state: 'paid',
       amount: 1000,
     });
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 
   it('shows payouts to their creator and admins, and queues them oldest first for admins only', async () => {
@@ -202,7 +203,7 @@ describe('the hold release job', () => {
     );
     expect(releases[0]?.n).toBe('12');
     await s.apis.economy.releaseDue();
-    expect(await verifyLedger(s.db.orm.em.fork())).toEqual([]);
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 });
 

@@ -14,7 +14,7 @@ describe("the groups module's SQL fragment", () => {
     const group = await call('groups.create', ctxFor(owner.user), { name: `Fragment ${newId().slice(-8)}` });
     const isMember = async (groupId: string, userId: string) => {
       const [row] = await executeBound<{ value: boolean }>(
-        ctxFor(null).em,
+        ctxFor(null).data,
         `select ${groupMemberSql('$1::uuid', '$2::uuid')} as value`,
         [groupId, userId],
       );

@@ -1,13 +1,14 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CallContext } from '../../src/platform/context.js';
+import { entityManagerOf } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
-/** The entity manager of a call (CallContext.em): the root one for lean statements, a fork for the rest. */
-describe("a call's entity manager", () => {
+/** The data handle of a call (CallContext.data): the root entity manager for lean statements, a fork for the rest. */
+describe("a call's data handle", () => {
   let testDb: TestDatabase;
   const root = () => testDb.db.orm.em;
   const contextOf = () =>
@@ -26,8 +27,8 @@ describe("a call's entity manager", () => {
     const forks = vi.spyOn(root(), 'fork');
     try {
       const ctx = contextOf();
-      expect(await executeBound(ctx.em, 'select 1 as one', [])).toEqual([{ one: 1 }]);
-      expect(await executeBound(ctx.em, 'select $1::int + 1 as two', [1])).toEqual([{ two: 2 }]);
+      expect(await executeBound(ctx.data, 'select 1 as one', [])).toEqual([{ one: 1 }]);
+      expect(await executeBound(ctx.data, 'select $1::int + 1 as two', [1])).toEqual([{ two: 2 }]);
       expect(forks).not.toHaveBeenCalled();
     } finally {
       forks.mockRestore();
@@ -39,20 +40,20 @@ describe("a call's entity manager", () => {
     const sessionId = newId();
     try {
       const ctx = contextOf();
-      await ctx.em.begin();
+      await entityManagerOf(ctx.data).begin();
       await executeBound(
-        ctx.em,
+        ctx.data,
         'insert into session_revocations (session_id, revoked_at) values ($1, now())',
         [sessionId],
       );
       expect(
         await executeBound(
-          ctx.em,
+          ctx.data,
           'select count(*)::int as n from session_revocations where session_id = $1',
           [sessionId],
         ),
       ).toEqual([{ n: 1 }]);
-      await ctx.em.rollback();
+      await entityManagerOf(ctx.data).rollback();
       expect(forks).toHaveBeenCalledTimes(1);
     } finally {
       forks.mockRestore();
@@ -60,12 +61,13 @@ describe("a call's entity manager", () => {
     expect(await revocation(sessionId)).toEqual([]);
   });
 
-  it('never writes to the root entity manager: what is set on it lands on the fork', async () => {
+  it('never writes to the root entity manager: what is set on its entity manager lands on the fork', async () => {
     const ctx = contextOf();
-    const marked = ctx.em as unknown as Record<string, unknown>;
+    const marked = entityManagerOf(ctx.data) as unknown as Record<string, unknown>;
     marked.callMarker = 'mine';
     expect(marked.callMarker).toBe('mine');
     expect('callMarker' in marked).toBe(true);
+    expect(entityManagerOf(ctx.data)).toBe(marked);
     expect((root() as unknown as Record<string, unknown>).callMarker).toBeUndefined();
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Profile } from '../../protocol/profiles.js';
-import { DEFAULT_PRIVACY, privacyOf } from '../../src/modules/profiles/profiles.service.js';
+import { DEFAULT_PRIVACY, privacyOf } from '../../src/modules/profiles/profiles.repository.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -248,7 +249,7 @@ describe('profile', () => {
     // Every statement of the lean path (executeBound) takes a pool connection for itself.
     const execute = vi.spyOn(em.getKnex().client, 'acquireConnection');
     try {
-      const result = await privacyOf(em, [
+      const result = await privacyOf(dataAccess(em), [
         saved.user.id,
         neverSaved.user.id,
         unknownId,
@@ -267,7 +268,7 @@ describe('profile', () => {
     } finally {
       execute.mockRestore();
     }
-    expect(await privacyOf(app().db.orm.em.fork(), [])).toEqual(new Map());
+    expect(await privacyOf(dataAccess(app().db.orm.em.fork()), [])).toEqual(new Map());
     expect(DEFAULT_PRIVACY).toEqual(defaults.privacy);
   });
 

@@ -10,7 +10,7 @@ describe("the profiles module's SQL fragment", () => {
   const dmPolicyOf = async (userId: string) => {
     const { ctxFor } = services();
     const [row] = await executeBound<{ value: string }>(
-      ctxFor(null).em,
+      ctxFor(null).data,
       `select ${dmPolicySql('$1::uuid')} as value`,
       [userId],
     );

@@ -10,7 +10,7 @@ describe("the social module's SQL fragments", () => {
   const evaluate = async (fragment: (a: string, b: string) => string, a: string, b: string) => {
     const { ctxFor } = services();
     const [row] = await executeBound<{ value: boolean }>(
-      ctxFor(null).em,
+      ctxFor(null).data,
       `select ${fragment('$1::uuid', '$2::uuid')} as value`,
       [a, b],
     );

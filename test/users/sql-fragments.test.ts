@@ -10,7 +10,9 @@ describe("the users module's SQL fragments", () => {
 
   const evaluate = async (sql: string, userId: string) => {
     const { ctxFor } = services();
-    const [row] = await executeBound<{ value: unknown }>(ctxFor(null).em, `select ${sql} as value`, [userId]);
+    const [row] = await executeBound<{ value: unknown }>(ctxFor(null).data, `select ${sql} as value`, [
+      userId,
+    ]);
     return row?.value;
   };
 

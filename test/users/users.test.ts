@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { statementsAtOnce } from '../../src/platform/batcher.js';
+import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -216,19 +217,22 @@ describe('role administration', () => {
 
   it('grants and revokes a role by username, case-insensitively, keeping the roles in a fixed order', async () => {
     const { user } = await registerUser(app());
-    const em = () => app().db.orm.em.fork();
-    expect(await changeRole(em(), user.username.toUpperCase(), 'admin', 'grant')).toEqual(['user', 'admin']);
-    expect(await changeRole(em(), user.username, 'moderator', 'grant')).toEqual([
+    const data = () => dataAccess(app().db.orm.em.fork());
+    expect(await changeRole(data(), user.username.toUpperCase(), 'admin', 'grant')).toEqual([
+      'user',
+      'admin',
+    ]);
+    expect(await changeRole(data(), user.username, 'moderator', 'grant')).toEqual([
       'user',
       'moderator',
       'admin',
     ]);
-    expect(await changeRole(em(), user.username, 'moderator', 'grant')).toEqual([
+    expect(await changeRole(data(), user.username, 'moderator', 'grant')).toEqual([
       'user',
       'moderator',
       'admin',
     ]);
-    expect(await changeRole(em(), user.username, 'admin', 'revoke')).toEqual(['user', 'moderator']);
+    expect(await changeRole(data(), user.username, 'admin', 'revoke')).toEqual(['user', 'moderator']);
   });
 
   it.each([
@@ -238,7 +242,9 @@ describe('role administration', () => {
   ] as const)('refuses %s', async (_name, who, role, change, message) => {
     const { user } = await registerUser(app());
     const username = who === 'x' ? user.username : who;
-    await expect(changeRole(app().db.orm.em.fork(), username, role, change)).rejects.toThrow(message);
+    await expect(changeRole(dataAccess(app().db.orm.em.fork()), username, role, change)).rejects.toThrow(
+      message,
+    );
   });
 
   it('reports CLI usage mistakes with exit code 2 and unknown users with exit code 1', async () => {

@@ -73,7 +73,7 @@ describe('revision retention', () => {
 
   const retention = (settings: RetentionSettings) =>
     new HistoryRetention({
-      em: () => app().ctx({ user: null, log: app().log, ip: 'internal' }).em,
+      data: () => app().ctx({ user: null, log: app().log, ip: 'internal' }).data,
       log: app().log,
       settings,
       intervalSeconds: 60,

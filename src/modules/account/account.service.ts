@@ -68,12 +68,12 @@ export class AccountService {
    */
   async deleteAccount(ctx: Ctx, password: string): Promise<void> {
     const caller = callerOf(ctx);
-    const user = await this.deps.accounts.findUserById(ctx.em, caller.id);
+    const user = await this.deps.accounts.findUserById(ctx.data, caller.id);
     if (!user) throw vanished();
     if (!(await this.deps.sessions.verifyPassword(user.passwordHash, password))) {
       throw new AppError(ErrorCode.PASSWORD_INCORRECT, 'The password is wrong.');
     }
     await this.deps.sessions.revokeAllSessions(ctx, user.id);
-    await this.deps.accounts.deleteUser(ctx.em, user.id);
+    await this.deps.accounts.deleteUser(ctx.data, user.id);
   }
 }

@@ -1,15 +1,24 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { LoginRequest, RegisterRequest, TokenResponse } from '../../../protocol/auth.js';
 import type { AccessTokens, AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
+import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
 import type { User, UsersApi } from '../users/index.js';
 import { hashPassword, verifyPassword } from './password.js';
-import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
+import {
+  addRefreshToken,
+  findRefreshToken,
+  flushNewAccount,
+  lockRefreshToken,
+  lockSession,
+  revokeSession,
+  sessionIdsOf,
+  writeSession,
+} from './sessions.repository.js';
 
 export interface AuthServiceDeps {
   tokens: AccessTokens;
@@ -43,7 +52,7 @@ export class AuthService {
       throw new AppError(ErrorCode.TERMS_NOT_ACCEPTED, 'You must accept the terms of service.');
     await consumeOrThrow(this.deps.registrationsByIp, ctx.ip, 'Too many registrations from this address.');
     const now = ctx.now();
-    const user = this.deps.users.createUser(ctx.em, {
+    const user = this.deps.users.createUser(ctx.data, {
       id: newId(),
       username: input.username,
       email: input.email ?? null,
@@ -56,14 +65,10 @@ export class AuthService {
       createdAt: now,
       updatedAt: now,
     });
-    try {
-      // The unique index on lower(username) decides races: of two concurrent registrations of
-      // the same name, exactly one insert succeeds.
-      await ctx.em.flush();
-    } catch (error) {
-      ctx.em.clear();
-      throw mapUniqueViolation(error);
-    }
+    // The unique index on lower(username) decides races: of two concurrent registrations of
+    // the same name, exactly one insert succeeds.
+    const refused = await flushNewAccount(ctx.data);
+    if (refused) throw uniqueViolationError(refused.uniqueViolated);
     return this.startSession(ctx, user);
   }
 
@@ -75,7 +80,7 @@ export class AuthService {
     if (failures && failures.consumedPoints >= maxLoginFailures) {
       throw rateLimited('Too many failed logins for this account; try again later.', failures.msBeforeNext);
     }
-    const user = await this.deps.users.findUserByUsername(ctx.em, input.username);
+    const user = await this.deps.users.findUserByUsername(ctx.data, input.username);
     if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
       await loginFailuresByUsername.penalty(usernameKey);
       throw invalidCredentials();
@@ -87,18 +92,10 @@ export class AuthService {
   /** Exchanges a refresh token for a new pair; the presented token is spent. */
   async refresh(ctx: Ctx, refreshToken: string): Promise<TokenResponse> {
     const now = ctx.now();
-    const outcome = await ctx.em.transactional(async (em) => {
-      const presented = await em.findOne(
-        RefreshTokenSchema,
-        { tokenHash: hashToken(refreshToken) },
-        { lockMode: LockMode.PESSIMISTIC_WRITE },
-      );
+    const outcome = await transaction(ctx.data, async (tx) => {
+      const presented = await lockRefreshToken(tx, hashToken(refreshToken));
       if (!presented) return { kind: 'invalid' as const };
-      const session = await em.findOne(
-        SessionSchema,
-        { id: presented.session.id },
-        { lockMode: LockMode.PESSIMISTIC_WRITE },
-      );
+      const session = await lockSession(tx, presented.session.id);
       if (!session || session.revokedAt) return { kind: 'invalid' as const };
       if (presented.rotatedAt) {
         session.revokedAt = now;
@@ -106,19 +103,13 @@ export class AuthService {
         return { kind: 'reused' as const, sessionId: session.id };
       }
       if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
-      const user = await this.deps.users.findUserById(em, session.user.id);
+      const user = await this.deps.users.findUserById(tx, session.user.id);
       if (!user) return { kind: 'invalid' as const };
       presented.rotatedAt = now;
       session.lastRefreshedAt = now;
       session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
       const next = issueRefreshToken();
-      em.create(RefreshTokenSchema, {
-        tokenHash: next.hash,
-        session,
-        createdAt: now,
-        expiresAt: session.expiresAt,
-        rotatedAt: null,
-      });
+      addRefreshToken(tx, { tokenHash: next.hash, session, createdAt: now, expiresAt: session.expiresAt });
       return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
     });
     if (outcome.kind === 'reused') {
@@ -131,43 +122,27 @@ export class AuthService {
 
   /** Revokes the session the token belongs to. Unknown tokens are accepted silently: logout is idempotent. */
   async logout(ctx: Ctx, refreshToken: string): Promise<void> {
-    const presented = await ctx.em.findOne(RefreshTokenSchema, { tokenHash: hashToken(refreshToken) });
+    const presented = await findRefreshToken(ctx.data, hashToken(refreshToken));
     if (!presented) return;
-    await ctx.em.nativeUpdate(
-      SessionSchema,
-      { id: presented.session.id, revokedAt: null },
-      { revokedAt: ctx.now(), revokedReason: 'logout' },
-    );
+    await revokeSession(ctx.data, presented.session.id, ctx.now(), 'logout');
     await this.deps.tokens.revokeSessions([presented.session.id]);
   }
 
   /** Ends every session of a user (used when the account is deleted). */
   async revokeAllSessions(ctx: Ctx, userId: string): Promise<void> {
-    const sessions = await ctx.em.find(SessionSchema, { user: userId }, { fields: ['id'] });
-    await this.deps.tokens.revokeSessions(sessions.map((s) => s.id));
+    await this.deps.tokens.revokeSessions(await sessionIdsOf(ctx.data, userId));
   }
 
   private async startSession(ctx: Ctx, user: User): Promise<TokenResponse> {
     const now = ctx.now();
     const expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
-    const session = ctx.em.create(SessionSchema, {
-      id: newId(),
-      user,
-      createdAt: now,
-      expiresAt,
-      lastRefreshedAt: null,
-      revokedAt: null,
-      revokedReason: null,
-    });
     const refresh = issueRefreshToken();
-    ctx.em.create(RefreshTokenSchema, {
+    const session = await writeSession(ctx.data, user, {
+      sessionId: newId(),
       tokenHash: refresh.hash,
-      session,
       createdAt: now,
       expiresAt,
-      rotatedAt: null,
     });
-    await ctx.em.flush();
     return this.tokenResponse(user, session.id, refresh.token);
   }
 
@@ -193,9 +168,8 @@ function hashToken(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-function mapUniqueViolation(error: unknown): unknown {
-  if (!(error instanceof UniqueConstraintViolationException)) return error;
-  const constraint = (error as { constraint?: string }).constraint ?? error.message;
+/** The refusal of a registration a unique index refused, by the index's name. */
+function uniqueViolationError(constraint: string): AppError {
   if (constraint.includes('users_email_folded_key')) {
     return new AppError(ErrorCode.EMAIL_TAKEN, 'That email address is already registered.');
   }

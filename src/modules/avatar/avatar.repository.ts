@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, hasSqlState, SqlState } from '../../platform/db.js';
 
 /**
@@ -9,11 +9,11 @@ import { executeBound, hasSqlState, SqlState } from '../../platform/db.js';
  */
 
 export async function findLoadoutDocument(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
 ): Promise<Record<string, unknown> | undefined> {
   const [row] = await executeBound<{ document: Record<string, unknown> }>(
-    em,
+    data,
     'select document from avatar_loadouts where user_id = $1',
     [userId],
   );
@@ -22,13 +22,13 @@ export async function findLoadoutDocument(
 
 /** Inserts or replaces the user's document in one statement, so concurrent first saves both succeed. */
 export async function saveLoadoutDocument(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   document: Record<string, unknown>,
   now: Date,
 ): Promise<Record<string, unknown>> {
   const [row] = await executeBound<{ document: Record<string, unknown> }>(
-    em,
+    data,
     `insert into avatar_loadouts (user_id, document, updated_at) values ($1, $2::jsonb, $3)
      on conflict (user_id) do update set document = excluded.document, updated_at = excluded.updated_at
      returning document`,

@@ -20,7 +20,7 @@ export class AvatarService {
   /** The caller's saved loadout, or the server default when they never saved one. */
   async get(ctx: Ctx): Promise<AvatarLoadout> {
     const caller = callerOf(ctx);
-    const document = await findLoadoutDocument(ctx.em, caller.id);
+    const document = await findLoadoutDocument(ctx.data, caller.id);
     if (!document) return { base_body: DEFAULT_BASE_BODY, slots: {}, is_default: true };
     return asLoadout(document);
   }
@@ -32,7 +32,7 @@ export class AvatarService {
   async put(ctx: Ctx, document: AvatarLoadoutInput): Promise<AvatarLoadout> {
     const caller = callerOf(ctx);
     try {
-      return asLoadout(await saveLoadoutDocument(ctx.em, caller.id, storedLoadout(document), ctx.now()));
+      return asLoadout(await saveLoadoutDocument(ctx.data, caller.id, storedLoadout(document), ctx.now()));
     } catch (error) {
       // The token outlived its account by a moment: the insert has no user to reference.
       if (isMissingUser(error)) {

@@ -6,6 +6,7 @@ import { batchedStatement } from '../../platform/batcher.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeOfKey } from '../../platform/cursor.js';
+import { transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
@@ -115,7 +116,7 @@ export class ChatService {
 
   constructor(private readonly deps: ChatDeps) {
     this.storeMessage = batchedStatement(
-      (em, messages: readonly NewMessage[]) => insertMessages(em, messages, ADMITTING),
+      (data, messages: readonly NewMessage[]) => insertMessages(data, messages, ADMITTING),
       {
         maxSize: MESSAGES_PER_STATEMENT,
         maxInFlight: deps.storeConcurrency,
@@ -153,7 +154,7 @@ export class ChatService {
     const me = callerOf(ctx).id;
     const peer = peerOf(me, userId);
     const before = decodeCursor(page.before, isTimeIdKey, 'before');
-    const read = await readHistory(ctx.em, {
+    const read = await readHistory(ctx.data, {
       reader: me,
       peer,
       before,
@@ -174,7 +175,7 @@ export class ChatService {
   async conversations(ctx: Ctx, page: Page): Promise<PageOf<Conversation>> {
     const me = callerOf(ctx).id;
     const after = decodeCursor(page.cursor, isTimeIdKey);
-    const rows = await conversationsOf(ctx.em, me, { after, limit: page.limit + 1 });
+    const rows = await conversationsOf(ctx.data, me, { after, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toConversation, (row) => [row.activity_key, row.conversation_id]);
   }
 
@@ -193,10 +194,10 @@ export class ChatService {
     try {
       const row =
         storedOrRefusal(await this.storeMessage(ctx, message)) ??
-        (await ctx.em.transactional(async (em) => {
-          await this.deps.social.holdPair(em, me, peer);
-          if (!(await ensureConversation(em, newId(), me, peer, at))) throw noSuchUser();
-          return storedOrRefusal(await insertMessage(em, message, ADMITTING)) ?? throwBlocked();
+        (await transaction(ctx.data, async (data) => {
+          await this.deps.social.holdPair(data, me, peer);
+          if (!(await ensureConversation(data, newId(), me, peer, at))) throw noSuchUser();
+          return storedOrRefusal(await insertMessage(data, message, ADMITTING)) ?? throwBlocked();
         }));
       return toMessage(row);
     } catch (error) {

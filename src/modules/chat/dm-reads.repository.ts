@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { userExistsSql, usernameSql } from '../users/index.js';
 import { type MessageRow, orderedPair } from './dm.repository.js';
@@ -87,12 +87,12 @@ type HistoryRow = {
 
 /** Reads a page of the pair's history as `reader` at `at`, moving their read mark when it should. */
 export async function readHistory(
-  em: EntityManager,
+  data: DataAccess,
   read: { reader: string; peer: string; before: Key; limit: number; at: Date },
 ): Promise<HistoryRead> {
   const [userA, userB] = orderedPair(read.reader, read.peer);
   const [keyTime, keyId] = timeIdKeyParams(read.before);
-  const rows = await executeBound<HistoryRow>(em, HISTORY_READ_SQL, [
+  const rows = await executeBound<HistoryRow>(data, HISTORY_READ_SQL, [
     read.reader,
     keyTime,
     keyId,
@@ -116,12 +116,12 @@ export async function readHistory(
 
 /** The user's read mark in the conversation; undefined when they never read it or are no participant. */
 export async function readMarkOf(
-  em: EntityManager,
+  data: DataAccess,
   conversationId: string,
   userId: string,
 ): Promise<Date | undefined> {
   const [row] = await executeBound<{ last_read_at: Date | null }>(
-    em,
+    data,
     'select last_read_at from conversation_participants where conversation_id = $1 and user_id = $2',
     [conversationId, userId],
   );
@@ -137,12 +137,12 @@ const activityKeyset = beforeTimeIdKey('last_message_at', 'id');
  * index probe and the unread count one range scan of the conversation's history index.
  */
 export function conversationsOf(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   page: { after: Key; limit: number },
 ): Promise<ConversationRow[]> {
   return executeBound<ConversationRow>(
-    em,
+    data,
     `with mine as (
        (select id, user_b_id as peer_id, last_message_at from conversations
         where user_a_id = $1 and ${activityKeyset}

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { dmPolicySql } from '../profiles/index.js';
 import { blockBetweenSql, friendsBetweenSql } from '../social/index.js';
@@ -27,9 +27,9 @@ export interface MessageRow {
 export const orderedPair = (a: string, b: string): [string, string] => (a < b ? [a, b] : [b, a]);
 
 /** The conversation of the pair, or undefined before its first message. */
-export async function conversationOf(em: EntityManager, a: string, b: string): Promise<string | undefined> {
+export async function conversationOf(data: DataAccess, a: string, b: string): Promise<string | undefined> {
   const [row] = await executeBound<{ id: string }>(
-    em,
+    data,
     'select id from conversations where user_a_id = $1 and user_b_id = $2',
     orderedPair(a, b),
   );
@@ -42,7 +42,7 @@ export async function conversationOf(em: EntityManager, a: string, b: string): P
  * the other transaction's committed row.
  */
 export async function ensureConversation(
-  em: EntityManager,
+  data: DataAccess,
   newId: string,
   a: string,
   b: string,
@@ -50,7 +50,7 @@ export async function ensureConversation(
 ): Promise<string | undefined> {
   const [userA, userB] = orderedPair(a, b);
   const [created] = await executeBound<{ id: string }>(
-    em,
+    data,
     `with created as (
        insert into conversations (id, user_a_id, user_b_id, created_at, last_message_at, blocked)
        values ($1, $2, $3, $4, $4, ${blockBetweenSql('$2', '$3')})
@@ -64,7 +64,7 @@ export async function ensureConversation(
   );
   if (created) return created.id;
   // Undefined only when one of the users was deleted since the insert met their conversation.
-  return conversationOf(em, userA, userB);
+  return conversationOf(data, userA, userB);
 }
 
 /** What may refuse a direct message, read in the statement that stores it. */
@@ -180,12 +180,12 @@ const outcomeOf = ({ friends, blocked, dm_policy, ...inserted }: OutcomeRow): St
  * seen: Postgres re-reads the row and `not blocked` no longer holds.
  */
 export async function insertMessage(
-  em: EntityManager,
+  data: DataAccess,
   message: NewMessage,
   admitting: AdmittingPolicies,
 ): Promise<StoreOutcome> {
   const [userA, userB] = orderedPair(message.senderId, message.peerId);
-  const [row] = await executeBound<OutcomeRow>(em, INSERT_MESSAGE_SQL, [
+  const [row] = await executeBound<OutcomeRow>(data, INSERT_MESSAGE_SQL, [
     message.id,
     message.senderId,
     message.body,
@@ -207,13 +207,13 @@ export async function insertMessage(
  * ahead and costs Postgres about a fifth less (pgbench, one message per statement).
  */
 export async function insertMessages(
-  em: EntityManager,
+  data: DataAccess,
   messages: readonly NewMessage[],
   admitting: AdmittingPolicies,
 ): Promise<StoreOutcome[]> {
-  if (messages.length === 1) return Promise.all(messages.map((m) => insertMessage(em, m, admitting)));
+  if (messages.length === 1) return Promise.all(messages.map((m) => insertMessage(data, m, admitting)));
   const pairs = messages.map((message) => orderedPair(message.senderId, message.peerId));
-  const rows = await executeBound<OutcomeRow>(em, INSERT_MESSAGES_SQL, [
+  const rows = await executeBound<OutcomeRow>(data, INSERT_MESSAGES_SQL, [
     messages.map((message) => message.id),
     messages.map((message) => message.senderId),
     messages.map((message) => message.body),
@@ -231,9 +231,9 @@ export async function insertMessages(
 }
 
 /** Sets the pair's conversation's `blocked` from the blocks between them (in the block's transaction). */
-export async function refreshConversationBlock(em: EntityManager, a: string, b: string): Promise<void> {
+export async function refreshConversationBlock(data: DataAccess, a: string, b: string): Promise<void> {
   await executeBound(
-    em,
+    data,
     `update conversations set blocked = ${blockBetweenSql('$1', '$2')}
      where user_a_id = $1 and user_b_id = $2`,
     orderedPair(a, b),

@@ -72,7 +72,7 @@ export const chatModule = defineModule({
       kv,
       log,
       storedMark: (conversationId, userId) =>
-        readMarkOf(ctx({ user: null, log, ip: 'internal' }).em, conversationId, userId),
+        readMarkOf(ctx({ user: null, log, ip: 'internal' }).data, conversationId, userId),
     });
     const chat = new ChatService({
       bus,

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -16,11 +16,11 @@ export interface MessageTargetRow {
 }
 
 export async function messageTarget(
-  em: EntityManager,
+  data: DataAccess,
   messageId: string,
 ): Promise<MessageTargetRow | undefined> {
   const [row] = await executeBound<MessageTargetRow>(
-    em,
+    data,
     `select m.sender_id, m.world_id, m.group_id, c.user_a_id, c.user_b_id
      from messages m left join conversations c on c.id = m.conversation_id
      where m.id = $1`,
@@ -39,6 +39,6 @@ export const messageSql = (messageIdSql: string) =>
     from messages where id = ${messageIdSql})`;
 
 /** Deletes a message; rows of other modules that reference it keep theirs as their foreign key says. */
-export async function deleteMessage(em: EntityManager, messageId: string): Promise<void> {
-  await executeBound(em, 'delete from messages where id = $1', [messageId]);
+export async function deleteMessage(data: DataAccess, messageId: string): Promise<void> {
+  await executeBound(data, 'delete from messages where id = $1', [messageId]);
 }

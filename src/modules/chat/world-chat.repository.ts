@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { groupMemberSql } from '../groups/index.js';
 
@@ -30,7 +30,7 @@ const COLUMNS = `id, world_id, room_id, group_id, sender_id, body, filtered, ${t
 const BEFORE = beforeTimeIdKey('created_at', 'id');
 
 export async function insertWorldMessage(
-  em: EntityManager,
+  data: DataAccess,
   message: {
     id: string;
     worldId: string;
@@ -42,7 +42,7 @@ export async function insertWorldMessage(
   },
 ): Promise<WorldMessageRow> {
   const [row] = await executeBound<WorldMessageRow>(
-    em,
+    data,
     `insert into messages (id, world_id, room_id, sender_id, body, filtered, created_at)
      values ($1, $2, $3, $4, $5, $6, $7)
      returning ${COLUMNS}`,
@@ -65,12 +65,12 @@ export async function insertWorldMessage(
  * of the world's own messages (messages_world_chat_history_idx, migration 0016).
  */
 export function worldMessagesOf(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   page: { before: Key; limit: number },
 ): Promise<WorldMessageRow[]> {
   return executeBound<WorldMessageRow>(
-    em,
+    data,
     `select ${COLUMNS} from messages
      where world_id = $1 and room_id is null and ${BEFORE}
      order by created_at desc, id desc
@@ -81,12 +81,12 @@ export function worldMessagesOf(
 
 /** A page of the room's messages, newest first, from the room's history index. */
 export function roomMessagesOf(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   page: { before: Key; limit: number },
 ): Promise<WorldMessageRow[]> {
   return executeBound<WorldMessageRow>(
-    em,
+    data,
     `select ${COLUMNS} from messages
      where room_id = $1 and ${BEFORE}
      order by created_at desc, id desc
@@ -100,11 +100,11 @@ export function roomMessagesOf(
  * membership fragment); undefined when they are not (or the group is gone).
  */
 export async function insertGroupMessage(
-  em: EntityManager,
+  data: DataAccess,
   message: { id: string; groupId: string; senderId: string; body: string; filtered: boolean; at: Date },
 ): Promise<WorldMessageRow | undefined> {
   const [row] = await executeBound<WorldMessageRow>(
-    em,
+    data,
     `insert into messages (id, group_id, sender_id, body, filtered, created_at)
      select $1, $2, $3, $4, $5, $6 where ${groupMemberSql('$2::uuid', '$3::uuid')}
      returning ${COLUMNS}`,
@@ -115,12 +115,12 @@ export async function insertGroupMessage(
 
 /** A page of the group's messages, newest first, from the group's history index (migration 0022). */
 export function groupMessagesOf(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   page: { before: Key; limit: number },
 ): Promise<WorldMessageRow[]> {
   return executeBound<WorldMessageRow>(
-    em,
+    data,
     `select ${COLUMNS} from messages
      where group_id = $1 and ${BEFORE}
      order by created_at desc, id desc

@@ -94,7 +94,7 @@ export class WorldChatService {
     return this.deliver(ctx, rawBody, toWorldMessage, async (me, body, filtered) => {
       const channel = await this.channel(ctx, worldId, roomId);
       try {
-        const row = await insertWorldMessage(ctx.em, {
+        const row = await insertWorldMessage(ctx.data, {
           id: newId(),
           worldId: channel.worldId,
           roomId: channel.roomId,
@@ -118,7 +118,7 @@ export class WorldChatService {
     return this.deliver(ctx, rawBody, toGroupMessage, async (me, body, filtered) => {
       const id = canonicalId(groupId);
       const row = isId(groupId)
-        ? await insertGroupMessage(ctx.em, {
+        ? await insertGroupMessage(ctx.data, {
             id: newId(),
             groupId: id,
             senderId: me,
@@ -159,8 +159,8 @@ export class WorldChatService {
     const channel = await this.channel(ctx, worldId, roomId);
     const keyset = { before, limit: page.limit + 1 };
     const rows = channel.roomId
-      ? await roomMessagesOf(ctx.em, channel.roomId, keyset)
-      : await worldMessagesOf(ctx.em, channel.worldId, keyset);
+      ? await roomMessagesOf(ctx.data, channel.roomId, keyset)
+      : await worldMessagesOf(ctx.data, channel.worldId, keyset);
     return pageFrom(rows, page.limit, toWorldMessage, (row) => [row.created_key, row.id]);
   }
 
@@ -168,7 +168,7 @@ export class WorldChatService {
   async groupHistory(ctx: Ctx, groupId: string, page: Page) {
     const before = decodeCursor(page.before, isTimeIdKey, 'before');
     const id = await this.deps.groups.memberOf(ctx, groupId);
-    const rows = await groupMessagesOf(ctx.em, id, { before, limit: page.limit + 1 });
+    const rows = await groupMessagesOf(ctx.data, id, { before, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toGroupMessage, (row) => [row.created_key, row.id]);
   }
 

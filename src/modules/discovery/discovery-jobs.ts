@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { lockNamed, tryLockNamed } from '../../platform/db.js';
 import type { Logger } from '../../platform/log.js';
 import { foldVisitors, foldVisits, pruneVisitHours } from './discovery.repository.js';
@@ -30,7 +30,7 @@ export class DiscoveryJobs {
 
   constructor(
     private readonly deps: {
-      em: () => EntityManager;
+      data: () => DataAccess;
       log: Logger;
       now: () => Date;
       settings: DiscoveryJobSettings;
@@ -60,13 +60,13 @@ export class DiscoveryJobs {
   async fold(): Promise<number> {
     let folded = 0;
     for (;;) {
-      const step = await this.deps.em().transactional(async (em) => {
+      const step = await transaction(this.deps.data(), async (data) => {
         // Folds take turns (a node that finds the lock taken skips its turn), so two never lock
         // counters in different orders.
-        if (!(await tryLockNamed(em, 'discovery:fold'))) return undefined;
-        const visits = await foldVisits(em, FOLD_BATCH);
-        const visitors = await foldVisitors(em, FOLD_BATCH);
-        await pruneVisitHours(em, new Date(this.deps.now().getTime() - BUCKETS_KEPT_MS));
+        if (!(await tryLockNamed(data, 'discovery:fold'))) return undefined;
+        const visits = await foldVisits(data, FOLD_BATCH);
+        const visitors = await foldVisitors(data, FOLD_BATCH);
+        await pruneVisitHours(data, new Date(this.deps.now().getTime() - BUCKETS_KEPT_MS));
         return { visits, more: visits === FOLD_BATCH || visitors === FOLD_BATCH };
       });
       if (!step) return folded;
@@ -81,12 +81,12 @@ export class DiscoveryJobs {
    */
   async rank(force = false): Promise<void> {
     const now = this.deps.now();
-    await this.deps.em().transactional(async (em) => {
-      await lockNamed(em, 'discovery:rank');
-      const latest = await latestSnapshot(em);
+    await transaction(this.deps.data(), async (data) => {
+      await lockNamed(data, 'discovery:rank');
+      const latest = await latestSnapshot(data);
       const age = latest ? now.getTime() - Date.parse(latest) : Number.POSITIVE_INFINITY;
       if (!force && age < this.deps.settings.rankIntervalSeconds * 1000 * 0.9) return;
-      await takeSnapshot(em, now, new Date(now.getTime() - SNAPSHOT_KEPT_MS));
+      await takeSnapshot(data, now, new Date(now.getTime() - SNAPSHOT_KEPT_MS));
     });
   }
 }

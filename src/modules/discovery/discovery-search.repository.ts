@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DiscoveryCategory } from '../../../protocol/discovery.js';
 import { timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { DISCOVERY_COLUMNS, type DiscoveryRow } from './discovery.repository.js';
 
@@ -41,13 +41,13 @@ function filtersOf(filters: SearchFilters, first: number): { sql: string; params
 
 /** Public worlds newest first, after the (created, id) key. */
 export function newestPage(
-  em: EntityManager,
+  data: DataAccess,
   filters: SearchFilters,
   page: { before: readonly [string, string] | undefined; limit: number },
 ): Promise<DiscoveryRow[]> {
   const where = filtersOf(filters, 4);
   return executeBound<DiscoveryRow>(
-    em,
+    data,
     `select ${DISCOVERY_COLUMNS} from world_discovery d
      where ${where.sql}
        and (d.world_created_at, d.world_id) < (coalesce($1::timestamptz, 'infinity'), coalesce($2::uuid, '${MAX_UUID}'))
@@ -66,7 +66,7 @@ export interface RankedRow extends DiscoveryRow {
 
 /** Public worlds of one snapshot by score, then newest first, after the key. */
 export function rankedPage(
-  em: EntityManager,
+  data: DataAccess,
   sort: RankedSort,
   filters: SearchFilters,
   page: { snapshot: string; after: RankKey | undefined; limit: number },
@@ -74,7 +74,7 @@ export function rankedPage(
   const where = filtersOf(filters, 6);
   const score = sort === 'popular' ? 'r.popular' : 'r.trending';
   return executeBound<RankedRow>(
-    em,
+    data,
     `select ${DISCOVERY_COLUMNS}, ${score} as score from discovery_ranks r
      join world_discovery d on d.world_id = r.world_id
      where r.snapshot_at = $1 and ${where.sql}
@@ -94,17 +94,17 @@ export function rankedPage(
 }
 
 /** The newest snapshot's time (as a key), if any. */
-export async function latestSnapshot(em: EntityManager): Promise<string | undefined> {
+export async function latestSnapshot(data: DataAccess): Promise<string | undefined> {
   const [row] = await executeBound<{ key: string | null }>(
-    em,
+    data,
     `select ${timeKeySql('max(snapshot_at)')} as key from discovery_ranks`,
     [],
   );
   return row?.key ?? undefined;
 }
 
-export async function snapshotExists(em: EntityManager, snapshot: string): Promise<boolean> {
-  const rows = await executeBound(em, 'select 1 from discovery_ranks where snapshot_at = $1 limit 1', [
+export async function snapshotExists(data: DataAccess, snapshot: string): Promise<boolean> {
+  const rows = await executeBound(data, 'select 1 from discovery_ranks where snapshot_at = $1 limit 1', [
     snapshot,
   ]);
   return rows.length > 0;
@@ -115,9 +115,9 @@ export async function snapshotExists(em: EntityManager, snapshot: string): Promi
  * buckets up to `at`'s hour, trending those of the last 24 minus the 24 before. Snapshots older
  * than `keepAfter` go, except the new one.
  */
-export async function takeSnapshot(em: EntityManager, at: Date, keepAfter: Date): Promise<void> {
+export async function takeSnapshot(data: DataAccess, at: Date, keepAfter: Date): Promise<void> {
   await executeBound(
-    em,
+    data,
     `insert into discovery_ranks (snapshot_at, world_id, popular, trending, world_created_at)
      select $1, d.world_id,
        coalesce(sum(h.visits), 0),
@@ -131,7 +131,7 @@ export async function takeSnapshot(em: EntityManager, at: Date, keepAfter: Date)
      group by d.world_id, d.world_created_at`,
     [at],
   );
-  await executeBound(em, 'delete from discovery_ranks where snapshot_at < $1 and snapshot_at <> $2', [
+  await executeBound(data, 'delete from discovery_ranks where snapshot_at < $1 and snapshot_at <> $2', [
     keepAfter,
     at,
   ]);

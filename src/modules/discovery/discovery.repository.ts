@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { DiscoveryCategory } from '../../../protocol/discovery.js';
 import { timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -41,9 +41,9 @@ export interface WorldCopy {
   updatedAt: Date;
 }
 
-export async function syncWorld(em: EntityManager, world: WorldCopy): Promise<void> {
+export async function syncWorld(data: DataAccess, world: WorldCopy): Promise<void> {
   await executeBound(
-    em,
+    data,
     `insert into world_discovery (world_id, owner_id, world_name, world_description, is_public, world_created_at, updated_at)
      values ($1, $2, $3, $4, $5, $6, $7)
      on conflict (world_id) do update set owner_id = excluded.owner_id, world_name = excluded.world_name,
@@ -61,9 +61,9 @@ export async function syncWorld(em: EntityManager, world: WorldCopy): Promise<vo
   );
 }
 
-export async function discoveryOf(em: EntityManager, worldId: string): Promise<DiscoveryRow | undefined> {
+export async function discoveryOf(data: DataAccess, worldId: string): Promise<DiscoveryRow | undefined> {
   const [row] = await executeBound<DiscoveryRow>(
-    em,
+    data,
     `select ${DISCOVERY_COLUMNS} from world_discovery d where d.world_id = $1`,
     [worldId],
   );
@@ -72,7 +72,7 @@ export async function discoveryOf(em: EntityManager, worldId: string): Promise<D
 
 /** Sets the fields given (undefined: unchanged; a null thumbnail clears it). */
 export async function updateDiscovery(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   change: {
     title?: string | undefined;
@@ -84,7 +84,7 @@ export async function updateDiscovery(
   },
 ): Promise<DiscoveryRow | undefined> {
   const [row] = await executeBound<DiscoveryRow>(
-    em,
+    data,
     `update world_discovery d set title = coalesce($2, d.title), description = coalesce($3, d.description),
        tags = coalesce($4::text[], d.tags), category = coalesce($5, d.category),
        thumbnail_asset_id = case when $6 then $7 else d.thumbnail_asset_id end, updated_at = $8
@@ -109,11 +109,11 @@ export async function updateDiscovery(
  * before. Nothing other joins write is touched, so a hot world's joins do not queue here.
  */
 export async function recordVisit(
-  em: EntityManager,
+  data: DataAccess,
   visit: { id: string; worldId: string; userId: string; serverId: string; at: Date },
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `with visit as (
        insert into world_visits (id, world_id, user_id, server_id, visited_at) values ($1, $2, $3, $4, $5))
      insert into world_visitors (world_id, user_id, first_visited_at) values ($2, $3, $5)
@@ -127,9 +127,9 @@ export async function recordVisit(
  * folded in the same statement: each visit is counted once, whatever happens to the process.
  * Answers how many it folded.
  */
-export async function foldVisits(em: EntityManager, limit: number): Promise<number> {
+export async function foldVisits(data: DataAccess, limit: number): Promise<number> {
   const [row] = await executeBound<{ n: number }>(
-    em,
+    data,
     `with visits as (
        update world_visits set folded = true
        where id in (select id from world_visits where not folded order by visited_at limit $1 for update skip locked)
@@ -150,9 +150,9 @@ export async function foldVisits(em: EntityManager, limit: number): Promise<numb
 }
 
 /** The same for first visits: each adds one to its world's unique visitors, once. */
-export async function foldVisitors(em: EntityManager, limit: number): Promise<number> {
+export async function foldVisitors(data: DataAccess, limit: number): Promise<number> {
   const [row] = await executeBound<{ n: number }>(
-    em,
+    data,
     `with visitors as (
        update world_visitors set folded = true
        where (world_id, user_id) in (
@@ -169,6 +169,6 @@ export async function foldVisitors(em: EntityManager, limit: number): Promise<nu
 }
 
 /** Drops hourly buckets older than the popular window needs. */
-export async function pruneVisitHours(em: EntityManager, before: Date): Promise<void> {
-  await executeBound(em, 'delete from world_visit_hours where hour < $1', [before]);
+export async function pruneVisitHours(data: DataAccess, before: Date): Promise<void> {
+  await executeBound(data, 'delete from world_visit_hours where hour < $1', [before]);
 }

@@ -44,7 +44,7 @@ export class DiscoveryService {
   /** Whoever may read the world reads what search shows of it. */
   async get(ctx: Ctx, worldId: string): Promise<WorldDiscovery> {
     const world = await this.deps.worlds.readable(ctx, worldId);
-    const row = await discoveryOf(ctx.em, world.id);
+    const row = await discoveryOf(ctx.data, world.id);
     if (!row) throw noSuchWorld();
     return toDiscovery(row);
   }
@@ -64,7 +64,7 @@ export class DiscoveryService {
     const world = await this.deps.worlds.readable(ctx, worldId);
     if (world.ownerId !== callerOf(ctx).id)
       throw new AppError(ErrorCode.FORBIDDEN, "Only the world's owner sets what search shows of it.");
-    const row = await updateDiscovery(ctx.em, world.id, {
+    const row = await updateDiscovery(ctx.data, world.id, {
       title: input.title,
       description: input.description,
       tags: input.tags === undefined ? undefined : [...new Set(input.tags)],
@@ -80,13 +80,13 @@ export class DiscoveryService {
     const filters: SearchFilters = { q: input.q, tags: input.tags, category: input.category };
     if (input.sort === 'new') {
       const before = decodeCursor(input.cursor, isTimeIdKey);
-      const rows = await newestPage(ctx.em, filters, { before, limit: input.limit + 1 });
+      const rows = await newestPage(ctx.data, filters, { before, limit: input.limit + 1 });
       return pageFrom(rows, input.limit, toDiscovery, (row) => [row.created_key, row.world_id]);
     }
     const key = decodeCursor(input.cursor, isRankKey);
     const snapshot = key ? await this.keptSnapshot(ctx, key[0]) : await this.currentSnapshot(ctx);
     if (!snapshot) return { items: [], next_cursor: null };
-    const rows = await rankedPage(ctx.em, input.sort, filters, {
+    const rows = await rankedPage(ctx.data, input.sort, filters, {
       snapshot,
       after: key ? [key[1], key[2], key[3]] : undefined,
       limit: input.limit + 1,
@@ -101,14 +101,14 @@ export class DiscoveryService {
 
   /** The newest snapshot; one is taken now when there is none yet (a new installation). */
   private async currentSnapshot(ctx: Ctx): Promise<string | undefined> {
-    const latest = await latestSnapshot(ctx.em);
+    const latest = await latestSnapshot(ctx.data);
     if (latest) return latest;
     await this.deps.jobs.rank();
-    return latestSnapshot(ctx.em);
+    return latestSnapshot(ctx.data);
   }
 
   private async keptSnapshot(ctx: Ctx, snapshot: string): Promise<string> {
-    if (await snapshotExists(ctx.em, snapshot)) return snapshot;
+    if (await snapshotExists(ctx.data, snapshot)) return snapshot;
     throw new AppError(
       ErrorCode.CONFLICT,
       'The ranking this cursor pages through is no longer kept; start again from the first page.',

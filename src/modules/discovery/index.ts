@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { discoveryGet, discoveryPut, discoverySearch } from '../../../protocol/discovery.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { newId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
@@ -12,7 +12,7 @@ import { DiscoveryJobs } from './discovery-jobs.js';
 export interface DiscoveryApi {
   /** Records a user's visit of a world (a join), in the caller's transaction; counted at the next fold. */
   recordVisit(
-    em: EntityManager,
+    data: DataAccess,
     visit: { worldId: string; userId: string; serverId: string; at: Date },
   ): Promise<void>;
   /** Folds the visits recorded so far into the counters now (the fold job's pass; operators and tests). */
@@ -29,9 +29,9 @@ export const discoveryModule = defineModule({
   needs: ['worlds'],
   setup({ config, log, ctx }, { worlds }: { worlds: WorldsApi }) {
     // Search reads its own copy of each world, written in the world's own transaction.
-    worlds.onSaved((em, world) => syncWorld(em, world));
+    worlds.onSaved((data, world) => syncWorld(data, world));
     const jobs = new DiscoveryJobs({
-      em: () => ctx({ user: null, log, ip: 'internal' }).em,
+      data: () => ctx({ user: null, log, ip: 'internal' }).data,
       log,
       now: () => new Date(),
       settings: {
@@ -41,7 +41,7 @@ export const discoveryModule = defineModule({
     });
     const discovery = new DiscoveryService({ worlds, jobs });
     const api: DiscoveryApi = {
-      recordVisit: (em, visit) => recordVisit(em, { id: newId(), ...visit }),
+      recordVisit: (data, visit) => recordVisit(data, { id: newId(), ...visit }),
       foldVisits: () => jobs.fold(),
       rankNow: () => jobs.rank(true),
     };

@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Item, Listing } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /** SQL of catalog items and marketplace listings (migration 0013). */
@@ -41,7 +41,7 @@ const LISTING_COLUMNS = `l.id, l.item_id, l.seller_id, l.price::text as price, l
 export { ITEM_COLUMNS };
 
 export async function insertItem(
-  em: EntityManager,
+  data: DataAccess,
   item: {
     id: string;
     creatorId: string;
@@ -54,7 +54,7 @@ export async function insertItem(
   },
 ): Promise<ItemRow> {
   const [row] = await executeBound<ItemRow>(
-    em,
+    data,
     `with i as (
        insert into catalog_items (id, creator_id, name, description, asset_type, asset_id, consumable, created_at, updated_at)
        values ($1, $2, $3, $4, $5::asset_type, $6, $7, $8, $8) returning *
@@ -75,12 +75,12 @@ export async function insertItem(
 
 /** An item; `forUpdate` locks it for the rest of the transaction (state moves). */
 export async function itemById(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   forUpdate = false,
 ): Promise<ItemRow | undefined> {
   const [row] = await executeBound<ItemRow>(
-    em,
+    data,
     `select ${ITEM_COLUMNS} from catalog_items i where i.id = $1${forUpdate ? ' for update' : ''}`,
     [id],
   );
@@ -88,12 +88,12 @@ export async function itemById(
 }
 
 export async function updateItem(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   change: { name: string | null; description: string | null; state: string | null; at: Date },
 ): Promise<ItemRow> {
   const [row] = await executeBound<ItemRow>(
-    em,
+    data,
     `with i as (
        update catalog_items set
          name = coalesce($2, name),
@@ -108,9 +108,9 @@ export async function updateItem(
   return row as ItemRow;
 }
 
-export async function cancelListingsOfItem(em: EntityManager, itemId: string, at: Date): Promise<void> {
+export async function cancelListingsOfItem(data: DataAccess, itemId: string, at: Date): Promise<void> {
   await executeBound(
-    em,
+    data,
     `update marketplace_listings set state = 'cancelled', updated_at = $2 where item_id = $1 and state = 'active'`,
     [itemId, at],
   );
@@ -127,13 +127,13 @@ export interface ItemFilter {
 
 /** Items newest first; drafts only to their creator and admins. */
 export async function itemsPage(
-  em: EntityManager,
+  data: DataAccess,
   filter: ItemFilter,
   after: [string | null, string | null],
   limit: number,
 ): Promise<ItemRow[]> {
   return executeBound<ItemRow>(
-    em,
+    data,
     `select ${ITEM_COLUMNS} from catalog_items i
      where ${beforeTimeIdKey('i.created_at', 'i.id')}
        and ($4::uuid is null or i.creator_id = $4)
@@ -156,11 +156,11 @@ export async function itemsPage(
 }
 
 export async function insertListing(
-  em: EntityManager,
+  data: DataAccess,
   listing: { id: string; itemId: string; sellerId: string; price: number; quantity: number | null; at: Date },
 ): Promise<ListingRow> {
   const [row] = await executeBound<ListingRow>(
-    em,
+    data,
     `with l as (
        insert into marketplace_listings (id, item_id, seller_id, price, quantity, created_at, updated_at)
        values ($1, $2, $3, $4, $5, $6, $6) returning *
@@ -170,9 +170,9 @@ export async function insertListing(
   return row as ListingRow;
 }
 
-export async function listingById(em: EntityManager, id: string): Promise<ListingRow | undefined> {
+export async function listingById(data: DataAccess, id: string): Promise<ListingRow | undefined> {
   const [row] = await executeBound<ListingRow>(
-    em,
+    data,
     `select ${LISTING_COLUMNS} from marketplace_listings l where l.id = $1`,
     [id],
   );
@@ -180,13 +180,9 @@ export async function listingById(em: EntityManager, id: string): Promise<Listin
 }
 
 /** Cancels an active listing; undefined when it is not active (or does not exist). */
-export async function cancelListing(
-  em: EntityManager,
-  id: string,
-  at: Date,
-): Promise<ListingRow | undefined> {
+export async function cancelListing(data: DataAccess, id: string, at: Date): Promise<ListingRow | undefined> {
   const [row] = await executeBound<ListingRow>(
-    em,
+    data,
     `with l as (
        update marketplace_listings set state = 'cancelled', updated_at = $2
        where id = $1 and state = 'active' returning *
@@ -204,13 +200,13 @@ export interface ListingFilter {
 
 /** Active listings newest first. */
 export async function listingsPage(
-  em: EntityManager,
+  data: DataAccess,
   filter: ListingFilter,
   after: [string | null, string | null],
   limit: number,
 ): Promise<ListingRow[]> {
   return executeBound<ListingRow>(
-    em,
+    data,
     `select ${LISTING_COLUMNS} from marketplace_listings l
      where l.state = 'active' and ${beforeTimeIdKey('l.created_at', 'l.id')}
        and ($4::uuid is null or l.item_id = $4)

@@ -57,9 +57,9 @@ export class CatalogService {
     },
   ): Promise<Item> {
     const me = callerOf(ctx).id;
-    return this.deps.writes.run(ctx, 'economy.items.create', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.items.create', input, async (data) => {
       await consumeOrThrow(this.deps.createLimiter, me, slowDown);
-      const row = await insertItem(em, {
+      const row = await insertItem(data, {
         id: newId(),
         creatorId: me,
         name: input.name,
@@ -74,7 +74,7 @@ export class CatalogService {
   }
 
   async getItem(ctx: Ctx, itemId: string): Promise<Item> {
-    const row = await itemById(ctx.em, idOr(itemId, noSuchItem));
+    const row = await itemById(ctx.data, idOr(itemId, noSuchItem));
     if (!row || !this.canSee(ctx, row)) throw noSuchItem();
     return toItem(row);
   }
@@ -90,7 +90,7 @@ export class CatalogService {
     const caller = callerOf(ctx);
     const after = decodeCursor(query.cursor, isTimeIdKey);
     const rows = await itemsPage(
-      ctx.em,
+      ctx.data,
       {
         creatorId: filterId(query.creator_id),
         assetType: query.asset_type ?? null,
@@ -116,8 +116,8 @@ export class CatalogService {
   ): Promise<Item> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.items.update', input, async (em) => {
-      const row = await itemById(em, itemId, true);
+    return this.deps.writes.run(ctx, 'economy.items.update', input, async (data) => {
+      const row = await itemById(data, itemId, true);
       if (!row || !this.canSee(ctx, row)) throw noSuchItem();
       if (row.creator_id !== me)
         throw new AppError(ErrorCode.FORBIDDEN, "Only the item's creator may edit it.");
@@ -126,13 +126,13 @@ export class CatalogService {
         throw conflictIn(`An item cannot move from ${row.state} to ${state}.`, row.state);
       }
       const at = ctx.now();
-      const updated = await updateItem(em, itemId, {
+      const updated = await updateItem(data, itemId, {
         name: input.name ?? null,
         description: input.description ?? null,
         state: state ?? null,
         at,
       });
-      if (state === 'retired') await cancelListingsOfItem(em, itemId, at);
+      if (state === 'retired') await cancelListingsOfItem(data, itemId, at);
       return { answer: toItem(updated) };
     });
   }
@@ -143,9 +143,9 @@ export class CatalogService {
   ): Promise<Listing> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.listings.create', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.listings.create', input, async (data) => {
       // Shared with retiring: a listing is never made for an item being retired meanwhile.
-      const item = await itemById(em, itemId, true);
+      const item = await itemById(data, itemId, true);
       if (!item || !this.canSee(ctx, item)) throw noSuchItem();
       if (item.creator_id !== me)
         throw new AppError(ErrorCode.FORBIDDEN, 'Only the creator of an item may list it.');
@@ -154,11 +154,11 @@ export class CatalogService {
       // The accounts its sales credit, so that a purchase does not have to make them.
       const at = ctx.now();
       await ensureAccounts(
-        em,
+        data,
         [userAccount(me, 'creator_pending'), userAccount(me, 'creator_available')],
         at,
       );
-      const row = await insertListing(em, {
+      const row = await insertListing(data, {
         id: newId(),
         itemId,
         sellerId: me,
@@ -172,7 +172,7 @@ export class CatalogService {
 
   async getListing(ctx: Ctx, listingId: string): Promise<Listing> {
     callerOf(ctx);
-    const row = await listingById(ctx.em, idOr(listingId, noSuchListing));
+    const row = await listingById(ctx.data, idOr(listingId, noSuchListing));
     if (!row) throw noSuchListing();
     return toListing(row);
   }
@@ -188,7 +188,7 @@ export class CatalogService {
     callerOf(ctx);
     const after = decodeCursor(query.cursor, isTimeIdKey);
     const rows = await listingsPage(
-      ctx.em,
+      ctx.data,
       {
         itemId: filterId(query.item_id),
         sellerId: filterId(query.seller_id),
@@ -204,15 +204,15 @@ export class CatalogService {
   async cancelListing(ctx: Ctx, listingId: string): Promise<void> {
     const caller = callerOf(ctx);
     const id = idOr(listingId, noSuchListing);
-    const listing = await listingById(ctx.em, id);
+    const listing = await listingById(ctx.data, id);
     if (!listing) throw noSuchListing();
     if (listing.seller_id !== caller.id && !isAdmin(caller)) {
       throw new AppError(ErrorCode.FORBIDDEN, 'Only the seller or an admin may cancel a listing.');
     }
     if (listing.state === 'cancelled') return;
-    if (await cancelListing(ctx.em, id, ctx.now())) return;
+    if (await cancelListing(ctx.data, id, ctx.now())) return;
     // It changed since it was read: sold out, or cancelled by someone else.
-    const now = await listingById(ctx.em, id);
+    const now = await listingById(ctx.data, id);
     if (now?.state === 'cancelled') return;
     throw conflictIn('A sold listing cannot be cancelled.', now?.state ?? 'sold');
   }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { markReplayed } from '../../platform/idempotency.js';
@@ -47,7 +47,7 @@ export class IdempotentWrites {
     ctx: Ctx,
     operation: string,
     input: KeyedInput,
-    write: (em: EntityManager, claim: Claim) => Promise<Outcome<T>>,
+    write: (data: DataAccess, claim: Claim) => Promise<Outcome<T>>,
   ): Promise<T> {
     const userId = callerOf(ctx).id;
     const { idempotency_key: key, ...request } = input;
@@ -55,9 +55,9 @@ export class IdempotentWrites {
       .update(`${operation}\n${canonicalJson(request)}`)
       .digest('base64url');
     const now = ctx.now();
-    const result = await ctx.em.transactional(async (em) => {
+    const result = await transaction(ctx.data, async (data) => {
       const claimed = await executeBound(
-        em,
+        data,
         `insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
          on conflict (user_id, key) do update
            set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
@@ -65,11 +65,11 @@ export class IdempotentWrites {
          returning 1`,
         [userId, key, fingerprint, now, new Date(now.getTime() - this.ttlHours * 3_600_000)],
       );
-      if (claimed.length === 0) return { replay: await this.stored(em, userId, key, fingerprint) };
-      const outcome = await write(em, { userId, key });
+      if (claimed.length === 0) return { replay: await this.stored(data, userId, key, fingerprint) };
+      const outcome = await write(data, { userId, key });
       if (!outcome.stored) {
         await executeBound(
-          em,
+          data,
           'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
           [userId, key, JSON.stringify(outcome.answer)],
         );
@@ -81,9 +81,9 @@ export class IdempotentWrites {
     return result.outcome.answer;
   }
 
-  private async stored(em: EntityManager, userId: string, key: string, fingerprint: string): Promise<object> {
+  private async stored(data: DataAccess, userId: string, key: string, fingerprint: string): Promise<object> {
     const [row] = await executeBound<{ fingerprint: string; response: object | null }>(
-      em,
+      data,
       'select fingerprint, response from economy_idempotency_keys where user_id = $1 and key = $2',
       [userId, key],
     );
@@ -106,9 +106,9 @@ export class IdempotentWrites {
 }
 
 /** Deletes keys older than the TTL, a bounded batch at a time; returns how many went. */
-export async function pruneIdempotencyKeys(em: EntityManager, before: Date, batch: number): Promise<number> {
+export async function pruneIdempotencyKeys(data: DataAccess, before: Date, batch: number): Promise<number> {
   const rows = await executeBound(
-    em,
+    data,
     `delete from economy_idempotency_keys where ctid = any(array(
        select ctid from economy_idempotency_keys where created_at < $1 limit $2)) returning 1`,
     [before, batch],

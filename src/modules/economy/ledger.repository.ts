@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AccountKind, EntryKind } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { type AccountRef, PLATFORM_ACCOUNT_IDS } from './accounts.js';
 
@@ -47,12 +47,12 @@ const ENTRY_COLUMNS = `e.id, e.transaction_id, e.account_id, a.kind::text as acc
 
 /** Creates the accounts that do not exist yet (balance 0); existing ones are left as they are. */
 export async function ensureAccounts(
-  em: EntityManager,
+  data: DataAccess,
   accounts: readonly AccountRef[],
   at: Date,
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `insert into economy_accounts (id, user_id, kind, created_at)
      select id, user_id, kind::ledger_account, $4 from unnest($1::uuid[], $2::uuid[], $3::text[]) as a(id, user_id, kind)
      on conflict (id) do nothing`,
@@ -67,9 +67,9 @@ export async function ensureAccounts(
  * transaction moves at most one, and they are the rows every purchase (or grant) waits for, so
  * they are held for the shortest time.
  */
-export async function lockAccounts(em: EntityManager, ids: readonly string[]): Promise<Map<string, number>> {
+export async function lockAccounts(data: DataAccess, ids: readonly string[]): Promise<Map<string, number>> {
   const rows = await executeBound<{ id: string; balance: string }>(
-    em,
+    data,
     'select id, balance::text as balance from economy_accounts where id = any($1::uuid[]) order by id for update',
     [ids.filter((id) => !PLATFORM_IDS.has(id))],
   );
@@ -84,9 +84,9 @@ const PLATFORM_IDS: ReadonlySet<string> = new Set(Object.values(PLATFORM_ACCOUNT
  * account taken below zero fails the statement (the check of migration 0013), and entries that do
  * not sum to zero fail the commit (0014's deferred trigger).
  */
-export async function postTransaction(em: EntityManager, tx: NewTransaction): Promise<EntryRow[]> {
+export async function postTransaction(data: DataAccess, tx: NewTransaction): Promise<EntryRow[]> {
   return executeBound<EntryRow>(
-    em,
+    data,
     `with tx as (
        insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
        values ($1, $2::ledger_entry_kind, $3, $4, $5, $6, $7) returning id
@@ -131,13 +131,13 @@ export async function postTransaction(em: EntityManager, tx: NewTransaction): Pr
 
 /** A page of the entries of some accounts, newest first, after a (time, id) key. */
 export async function entriesOf(
-  em: EntityManager,
+  data: DataAccess,
   accountIds: readonly string[],
   after: [string | null, string | null],
   limit: number,
 ): Promise<EntryRow[]> {
   return executeBound<EntryRow>(
-    em,
+    data,
     `select ${ENTRY_COLUMNS}
      from economy_entries e join economy_accounts a on a.id = e.account_id
      where e.account_id = any($1::uuid[]) and ${beforeTimeIdKey('e.created_at', 'e.id')}
@@ -155,17 +155,17 @@ export interface TransactionRow {
 }
 
 export async function transactionById(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
 ): Promise<{ tx: TransactionRow; entries: EntryRow[] } | undefined> {
   const [tx] = await executeBound<TransactionRow>(
-    em,
+    data,
     'select id, kind::text as kind, purchase_id, payout_id, created_at from economy_transactions where id = $1',
     [id],
   );
   if (!tx) return undefined;
   const entries = await executeBound<EntryRow>(
-    em,
+    data,
     `select ${ENTRY_COLUMNS}
      from economy_entries e join economy_accounts a on a.id = e.account_id
      where e.transaction_id = $1 order by e.id`,
@@ -176,11 +176,11 @@ export async function transactionById(
 
 /** The balances and last movement of some accounts (absent when never created). */
 export async function accountsById(
-  em: EntityManager,
+  data: DataAccess,
   ids: readonly string[],
 ): Promise<Map<string, { balance: number; updatedAt: Date | null }>> {
   const rows = await executeBound<{ id: string; balance: string; updated_at: Date | null }>(
-    em,
+    data,
     'select id, balance::text as balance, updated_at from economy_accounts where id = any($1::uuid[])',
     [ids],
   );

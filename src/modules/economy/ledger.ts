@@ -1,7 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EconomyBalanceEvent, EntryKind } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { newId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
@@ -27,7 +27,7 @@ export interface Posted {
  * would go below zero is refused by the database; that reaches the caller as INSUFFICIENT_FUNDS.
  */
 export async function post(
-  em: EntityManager,
+  data: DataAccess,
   tx: {
     kind: EntryKind;
     purchaseId?: string;
@@ -44,7 +44,7 @@ export async function post(
     .filter((m) => m.amount !== 0)
     .map((m) => ({ entryId: newId(), accountId: m.accountId, kind: m.kind, amount: m.amount }));
   try {
-    const entries = await postTransaction(em, {
+    const entries = await postTransaction(data, {
       id: transactionId,
       kind: tx.kind,
       purchaseId: tx.purchaseId ?? null,

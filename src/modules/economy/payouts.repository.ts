@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PayoutState } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /** SQL of creator payout requests (migration 0014). */
@@ -24,7 +24,7 @@ const PAYOUT_COLUMNS = `p.id, p.user_id, p.amount::text as amount, p.state::text
   ${timeKeySql('p.created_at')} as created_key`;
 
 export async function insertPayout(
-  em: EntityManager,
+  data: DataAccess,
   payout: {
     id: string;
     userId: string;
@@ -35,7 +35,7 @@ export async function insertPayout(
   },
 ): Promise<PayoutRow> {
   const [row] = await executeBound<PayoutRow>(
-    em,
+    data,
     `with p as (
        insert into creator_payouts (id, user_id, amount, available_account_id, payout_account_id, created_at, updated_at)
        values ($1, $2, $3, $4, $5, $6, $6) returning *
@@ -46,12 +46,12 @@ export async function insertPayout(
 }
 
 export async function payoutById(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   forUpdate = false,
 ): Promise<PayoutRow | undefined> {
   const [row] = await executeBound<PayoutRow>(
-    em,
+    data,
     `select ${PAYOUT_COLUMNS} from creator_payouts p where p.id = $1${forUpdate ? ' for update' : ''}`,
     [id],
   );
@@ -59,12 +59,12 @@ export async function payoutById(
 }
 
 export async function decidePayout(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   decision: { state: PayoutState; note: string | null; adminId: string; at: Date },
 ): Promise<PayoutRow> {
   const [row] = await executeBound<PayoutRow>(
-    em,
+    data,
     `with p as (
        update creator_payouts set state = $2::payout_state, note = coalesce($3, note), decided_by = $4, updated_at = $5
        where id = $1 returning *
@@ -76,13 +76,13 @@ export async function decidePayout(
 
 /** A user's payout requests, newest first. */
 export async function payoutsOf(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   after: [string | null, string | null],
   limit: number,
 ): Promise<PayoutRow[]> {
   return executeBound<PayoutRow>(
-    em,
+    data,
     `select ${PAYOUT_COLUMNS} from creator_payouts p
      where p.user_id = $1 and ${beforeTimeIdKey('p.created_at', 'p.id')}
      order by p.created_at desc, p.id desc limit $4`,
@@ -92,13 +92,13 @@ export async function payoutsOf(
 
 /** The admins' queue: payout requests oldest first, optionally in one state. */
 export async function payoutQueue(
-  em: EntityManager,
+  data: DataAccess,
   state: PayoutState | null,
   after: [string | null, string | null],
   limit: number,
 ): Promise<PayoutRow[]> {
   return executeBound<PayoutRow>(
-    em,
+    data,
     `select ${PAYOUT_COLUMNS} from creator_payouts p
      where ($1::payout_state is null or p.state = $1)
        and (p.created_at, p.id) > (coalesce($2::timestamptz, '-infinity'), coalesce($3::uuid, '00000000-0000-0000-0000-000000000000'))
@@ -108,9 +108,9 @@ export async function payoutQueue(
 }
 
 /** What was paid out to a user over time. */
-export async function paidOutTo(em: EntityManager, userId: string): Promise<number> {
+export async function paidOutTo(data: DataAccess, userId: string): Promise<number> {
   const [row] = await executeBound<{ total: string | null }>(
-    em,
+    data,
     `select sum(amount)::text as total from creator_payouts where user_id = $1 and state = 'paid'`,
     [userId],
   );

@@ -51,14 +51,14 @@ export class PayoutsService {
         details: { minimum: this.deps.minimum },
       });
     }
-    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (data) => {
       await consumeOrThrow(this.deps.createLimiter, me, 'Too many requests; wait before making more.');
       const at = ctx.now();
       const available = userAccount(me, 'creator_available');
       const inPayout = userAccount(me, 'creator_payout');
-      await ensureAccounts(em, [available, inPayout], at);
+      await ensureAccounts(data, [available, inPayout], at);
       // The caller's due holds first, so what came due counts as available.
-      const released = await releaseHolds(em, {
+      const released = await releaseHolds(data, {
         at,
         sellerId: me,
         limit: 10_000,
@@ -67,7 +67,7 @@ export class PayoutsService {
       });
       const balance = released.balances.get(available.id) ?? 0;
       if (balance < input.amount) throw insufficientFunds(balance, input.amount);
-      const row = await insertPayout(em, {
+      const row = await insertPayout(data, {
         id: newId(),
         userId: me,
         amount: input.amount,
@@ -75,7 +75,7 @@ export class PayoutsService {
         payoutAccountId: inPayout.id,
         at,
       });
-      const { entries } = await post(em, { kind: 'payout', payoutId: row.id, actorId: me, at }, [
+      const { entries } = await post(data, { kind: 'payout', payoutId: row.id, actorId: me, at }, [
         { accountId: available.id, kind: 'payout', amount: -input.amount },
         { accountId: inPayout.id, kind: 'payout', amount: input.amount },
       ]);
@@ -95,7 +95,7 @@ export class PayoutsService {
 
   async get(ctx: Ctx, payoutId: string): Promise<Payout> {
     const caller = callerOf(ctx);
-    const row = await payoutById(ctx.em, idOr(payoutId, noSuchPayout));
+    const row = await payoutById(ctx.data, idOr(payoutId, noSuchPayout));
     if (!row || (row.user_id !== caller.id && !isAdmin(caller))) throw noSuchPayout();
     return toPayout(row);
   }
@@ -103,14 +103,14 @@ export class PayoutsService {
   async list(ctx: Ctx, query: Page) {
     const me = callerOf(ctx).id;
     const after = decodeCursor(query.cursor, isTimeIdKey);
-    const rows = await payoutsOf(ctx.em, me, timeIdKeyParams(after), query.limit + 1);
+    const rows = await payoutsOf(ctx.data, me, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
   }
 
   async queue(ctx: Ctx, query: Page & { state?: PayoutState | undefined }) {
     adminOf(ctx);
     const after = decodeCursor(query.cursor, isTimeIdKey);
-    const rows = await payoutQueue(ctx.em, query.state ?? null, timeIdKeyParams(after), query.limit + 1);
+    const rows = await payoutQueue(ctx.data, query.state ?? null, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
   }
 
@@ -118,9 +118,9 @@ export class PayoutsService {
   decide(ctx: Ctx, input: KeyedInput & { payout_id: string; state: Decision; note?: string | undefined }) {
     const admin = adminOf(ctx);
     const payoutId = idOr(input.payout_id, noSuchPayout);
-    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (data) => {
       const at = ctx.now();
-      const row = await payoutById(em, payoutId, true);
+      const row = await payoutById(data, payoutId, true);
       if (!row) throw noSuchPayout();
       if (!ALLOWED[row.state].includes(input.state)) {
         throw conflictIn(`A payout cannot move from ${row.state} to ${input.state}.`, row.state);
@@ -129,19 +129,19 @@ export class PayoutsService {
       const to = input.state === 'paid' ? PAID_OUT.id : row.available_account_id;
       let entries: Awaited<ReturnType<typeof post>>['entries'] = [];
       if (input.state !== 'approved') {
-        await lockAccounts(em, [row.payout_account_id, to]);
+        await lockAccounts(data, [row.payout_account_id, to]);
         const movements: Movement[] = [
           { accountId: row.payout_account_id, kind: 'payout', amount: -amount },
           { accountId: to, kind: 'payout', amount },
         ];
         ({ entries } = await post(
-          em,
+          data,
           { kind: 'payout', payoutId, actorId: admin.id, reason: input.note ?? input.state, at },
           movements,
         ));
       }
       const payout = toPayout(
-        await decidePayout(em, payoutId, {
+        await decidePayout(data, payoutId, {
           state: input.state,
           note: input.note ?? null,
           adminId: admin.id,

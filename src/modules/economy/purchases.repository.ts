@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Purchase } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { ITEM_COLUMNS, type ItemRow } from './catalog.repository.js';
 
@@ -49,13 +49,13 @@ export interface BuyableListing {
  * with the transaction.
  */
 export async function listingForBuyer(
-  em: EntityManager,
+  data: DataAccess,
   listingId: string,
   buyerId: string,
   at: Date,
 ): Promise<BuyableListing | undefined> {
   const [row] = await executeBound<BuyableListing>(
-    em,
+    data,
     `with l as (
        select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable
        from marketplace_listings l join catalog_items i on i.id = l.item_id where l.id = $1
@@ -76,13 +76,13 @@ export async function listingForBuyer(
 
 /** One unit less in an inventory (a refund); the row goes with its last unit. */
 export async function takeFromInventory(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   itemId: string,
   at: Date,
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `with gone as (delete from inventory_items where user_id = $1 and item_id = $2 and quantity = 1 returning 1)
      update inventory_items set quantity = quantity - 1, updated_at = $3
      where user_id = $1 and item_id = $2 and quantity > 1`,
@@ -108,7 +108,7 @@ export interface Sale {
  * shortest time. The revenue account is left to the posting statement.
  */
 export async function sellFromListing(
-  em: EntityManager,
+  data: DataAccess,
   p: {
     id: string;
     listingId: string;
@@ -129,7 +129,7 @@ export async function sellFromListing(
   const [row] = await executeBound<
     Record<string, unknown> & { wallet_balance: string; pending_exists: boolean }
   >(
-    em,
+    data,
     `with acc as (
        select id, balance from economy_accounts where id = any(array[$14, $11]::uuid[]) order by id for update
      ), funds as (
@@ -176,12 +176,12 @@ export async function sellFromListing(
 }
 
 export async function purchaseById(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   forUpdate = false,
 ): Promise<PurchaseRow | undefined> {
   const [row] = await executeBound<PurchaseRow>(
-    em,
+    data,
     `select ${PURCHASE_COLUMNS} from purchases p where p.id = $1${forUpdate ? ' for update' : ''}`,
     [id],
   );
@@ -189,13 +189,13 @@ export async function purchaseById(
 }
 
 export async function markRefunded(
-  em: EntityManager,
+  data: DataAccess,
   id: string,
   refundTransactionId: string,
   at: Date,
 ): Promise<PurchaseRow> {
   const [row] = await executeBound<PurchaseRow>(
-    em,
+    data,
     `with p as (
        update purchases set state = 'refunded', refund_transaction_id = $2, updated_at = $3 where id = $1 returning *
      ) select ${PURCHASE_COLUMNS} from p`,
@@ -206,7 +206,7 @@ export async function markRefunded(
 
 /** A page of a user's purchases (as buyer) or sales (as seller), newest first. */
 export async function purchasesOf(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   role: 'buyer' | 'seller',
   after: [string | null, string | null],
@@ -214,7 +214,7 @@ export async function purchasesOf(
 ): Promise<PurchaseRow[]> {
   const column = role === 'buyer' ? 'p.buyer_id' : 'p.seller_id';
   return executeBound<PurchaseRow>(
-    em,
+    data,
     `select ${PURCHASE_COLUMNS} from purchases p
      where ${column} = $1 and ${beforeTimeIdKey('p.created_at', 'p.id')}
      order by p.created_at desc, p.id desc limit $4`,
@@ -228,11 +228,11 @@ export async function purchasesOf(
  * them and must see them all).
  */
 export async function dueHolds(
-  em: EntityManager,
+  data: DataAccess,
   options: { at: Date; sellerId: string | null; limit: number; skipLocked: boolean },
 ): Promise<PurchaseRow[]> {
   return executeBound<PurchaseRow>(
-    em,
+    data,
     `select ${PURCHASE_COLUMNS} from purchases p
      where p.state = 'completed' and p.released_at is null and p.hold_until <= $1
        and ($2::uuid is null or p.seller_id = $2)
@@ -243,12 +243,12 @@ export async function dueHolds(
 }
 
 export async function markReleased(
-  em: EntityManager,
+  data: DataAccess,
   releases: readonly { purchaseId: string; transactionId: string | null }[],
   at: Date,
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `update purchases p set released_at = $3, release_transaction_id = r.tx, updated_at = $3
      from unnest($1::uuid[], $2::uuid[]) as r(id, tx) where p.id = r.id`,
     [releases.map((r) => r.purchaseId), releases.map((r) => r.transactionId), at],
@@ -256,9 +256,9 @@ export async function markReleased(
 }
 
 /** When a seller's next held sale becomes available; null when none is held. */
-export async function nextReleaseOf(em: EntityManager, sellerId: string): Promise<Date | null> {
+export async function nextReleaseOf(data: DataAccess, sellerId: string): Promise<Date | null> {
   const [row] = await executeBound<{ at: Date | null }>(
-    em,
+    data,
     `select min(hold_until) as at from purchases where seller_id = $1 and state = 'completed' and released_at is null`,
     [sellerId],
   );
@@ -272,14 +272,14 @@ export interface InventoryRow extends ItemRow {
 }
 
 export async function inventoryOf(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   itemId: string | null,
   after: [string | null, string | null],
   limit: number,
 ): Promise<InventoryRow[]> {
   return executeBound<InventoryRow>(
-    em,
+    data,
     `select ${ITEM_COLUMNS}, v.quantity, v.acquired_at, ${timeKeySql('v.acquired_at')} as acquired_key
      from inventory_items v join catalog_items i on i.id = v.item_id
      where v.user_id = $1 and ${beforeTimeIdKey('v.acquired_at', 'v.item_id')}

@@ -55,9 +55,9 @@ export class PurchasesService {
   buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
     const buyer = callerOf(ctx).id;
     const listingId = idOr(input.listing_id, noSuchListing);
-    return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (em, claim) => {
+    return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (data, claim) => {
       const at = ctx.now();
-      const listing = await listingForBuyer(em, listingId, buyer, at);
+      const listing = await listingForBuyer(data, listingId, buyer, at);
       if (!listing) throw noSuchListing();
       if (listing.state !== 'active' || listing.seller_id === null) {
         throw conflictIn('This listing is not active.', listing.state);
@@ -79,7 +79,7 @@ export class PurchasesService {
       // that did not happen.
       const transactionId = newId();
       const sale = () =>
-        sellFromListing(em, {
+        sellFromListing(data, {
           id: newId(),
           listingId,
           itemId: listing.item_id,
@@ -97,7 +97,7 @@ export class PurchasesService {
         });
       let sold = await sale();
       if (!sold.pending_exists) {
-        await ensureAccounts(em, [pending, available], at);
+        await ensureAccounts(data, [pending, available], at);
         sold = await sale();
       }
       const balance = Number(sold.wallet_balance);
@@ -105,14 +105,14 @@ export class PurchasesService {
       const row = sold.purchase;
       if (!row) {
         // Sold out or cancelled since it was read.
-        const now = await listingById(em, listingId);
+        const now = await listingById(data, listingId);
         throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
       }
       const sellerId = listing.seller_id;
       const purchase = toPurchase(row);
       // The answer is stored by the posting statement: one statement fewer per purchase.
       const { entries } = await post(
-        em,
+        data,
         { kind: 'purchase', purchaseId: row.id, at },
         [
           { accountId: wallet.id, kind: 'purchase', amount: -price },
@@ -138,7 +138,7 @@ export class PurchasesService {
 
   async get(ctx: Ctx, purchaseId: string): Promise<Purchase> {
     const caller = callerOf(ctx);
-    const row = await purchaseById(ctx.em, idOr(purchaseId, noSuchPurchase));
+    const row = await purchaseById(ctx.data, idOr(purchaseId, noSuchPurchase));
     if (!row || (row.buyer_id !== caller.id && row.seller_id !== caller.id && !isAdmin(caller))) {
       throw noSuchPurchase();
     }
@@ -148,7 +148,7 @@ export class PurchasesService {
   async list(ctx: Ctx, query: Page & { role: 'buyer' | 'seller' }) {
     const me = callerOf(ctx).id;
     const after = decodeCursor(query.cursor, isTimeIdKey);
-    const rows = await purchasesOf(ctx.em, me, query.role, timeIdKeyParams(after), query.limit + 1);
+    const rows = await purchasesOf(ctx.data, me, query.role, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(rows, query.limit, toPurchase, (row) => [row.created_key, row.id]);
   }
 
@@ -156,7 +156,7 @@ export class PurchasesService {
     const me = callerOf(ctx).id;
     const after = decodeCursor(query.cursor, isTimeIdKey);
     const itemId = filterId(query.item_id);
-    const rows = await inventoryOf(ctx.em, me, itemId, timeIdKeyParams(after), query.limit + 1);
+    const rows = await inventoryOf(ctx.data, me, itemId, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(
       rows,
       query.limit,
@@ -177,20 +177,20 @@ export class PurchasesService {
   refund(ctx: Ctx, input: KeyedInput & { purchase_id: string; reason: string }): Promise<Purchase> {
     const admin = adminOf(ctx);
     const purchaseId = idOr(input.purchase_id, noSuchPurchase);
-    return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (data) => {
       const at = ctx.now();
-      const row = await purchaseById(em, purchaseId, true);
+      const row = await purchaseById(data, purchaseId, true);
       if (!row) throw noSuchPurchase();
       if (row.state === 'refunded') throw conflictIn('This purchase was refunded already.', row.state);
       if (row.released_at !== null || row.hold_until.getTime() <= at.getTime()) {
         throw conflictIn("The hold is over: the seller's earnings were released.", row.state);
       }
       // Before the accounts, in the order a purchase takes them, so the two never wait for each other.
-      if (row.buyer_id !== null) await takeFromInventory(em, row.buyer_id, row.item_id, at);
-      const original = await transactionById(em, row.transaction_id);
+      if (row.buyer_id !== null) await takeFromInventory(data, row.buyer_id, row.item_id, at);
+      const original = await transactionById(data, row.transaction_id);
       const lines = original?.entries ?? [];
       const locked = await lockAccounts(
-        em,
+        data,
         lines.map((entry) => entry.account_id),
       );
       // What the refund takes back from a user account must be there (the seller's pending share).
@@ -200,7 +200,7 @@ export class PurchasesService {
       if (debited) throw insufficientFunds(locked.get(debited.account_id) ?? 0, Number(debited.amount));
       const refundTx = newId();
       const { entries } = await post(
-        em,
+        data,
         { kind: 'refund', purchaseId, actorId: admin.id, reason: input.reason, at },
         lines.map((entry) => ({
           accountId: entry.account_id,
@@ -209,7 +209,7 @@ export class PurchasesService {
         })),
         refundTx,
       );
-      const purchase = toPurchase(await markRefunded(em, purchaseId, refundTx, at));
+      const purchase = toPurchase(await markRefunded(data, purchaseId, refundTx, at));
       return {
         answer: purchase,
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventBus } from '../../platform/bus.js';
+import { type DataAccess, dataAccess, transaction } from '../../platform/data-access.js';
 import type { Database } from '../../platform/db.js';
 import type { Logger } from '../../platform/log.js';
 import { pruneIdempotencyKeys } from './idempotency.js';
@@ -17,7 +17,7 @@ import { dueHolds, markReleased } from './purchases.repository.js';
  * the releases.
  */
 export async function releaseHolds(
-  em: EntityManager,
+  data: DataAccess,
   options: {
     at: Date;
     sellerId: string | null;
@@ -26,8 +26,8 @@ export async function releaseHolds(
     alsoLock?: readonly string[];
   },
 ): Promise<{ released: number; entries: EntryRow[]; balances: Map<string, number> }> {
-  const due = await dueHolds(em, options);
-  const balances = await lockAccounts(em, [
+  const due = await dueHolds(data, options);
+  const balances = await lockAccounts(data, [
     ...due.flatMap((p) => [p.seller_pending_account_id, p.seller_available_account_id]),
     ...(options.alsoLock ?? []),
   ]);
@@ -40,14 +40,14 @@ export async function releaseHolds(
       releases.push({ purchaseId: purchase.id, transactionId: null });
       continue;
     }
-    const posted = await post(em, { kind: 'release', purchaseId: purchase.id, at: options.at }, [
+    const posted = await post(data, { kind: 'release', purchaseId: purchase.id, at: options.at }, [
       { accountId: purchase.seller_pending_account_id, kind: 'release', amount: -amount },
       { accountId: purchase.seller_available_account_id, kind: 'release', amount },
     ]);
     entries.push(...posted.entries);
     releases.push({ purchaseId: purchase.id, transactionId: posted.transactionId });
   }
-  await markReleased(em, releases, options.at);
+  await markReleased(data, releases, options.at);
   for (const entry of entries) balances.set(entry.account_id, Number(entry.balance_after));
   return { released: due.length, entries, balances };
 }
@@ -104,13 +104,15 @@ export class ReleaseJob {
     const batch = this.deps.batch ?? BATCH;
     for (;;) {
       const at = now();
-      const { released, entries } = await this.deps.db.orm.em
-        .fork()
-        .transactional((em) => releaseHolds(em, { at, sellerId: null, limit: batch, skipLocked: true }));
+      const { released, entries } = await transaction(dataAccess(this.deps.db.orm.em), (tx) =>
+        releaseHolds(tx, { at, sellerId: null, limit: batch, skipLocked: true }),
+      );
       await announceBalances(this.deps.bus, this.deps.log, entries);
       if (released < batch) break;
     }
     const before = new Date(now().getTime() - this.deps.idempotencyTtlHours * 3_600_000);
-    while ((await pruneIdempotencyKeys(this.deps.db.orm.em.fork(), before, PRUNE_BATCH)) === PRUNE_BATCH) {}
+    while (
+      (await pruneIdempotencyKeys(dataAccess(this.deps.db.orm.em), before, PRUNE_BATCH)) === PRUNE_BATCH
+    ) {}
   }
 }

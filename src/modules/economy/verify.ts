@@ -1,4 +1,4 @@
-import { type EntityManager, IsolationLevel } from '@mikro-orm/postgresql';
+import { type DataAccess, IsolationLevel, transaction } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -22,8 +22,9 @@ export type LedgerDifference =
  * Recomputes every balance from the ledger, in one snapshot (a repeatable-read transaction), so a
  * verify running beside live traffic compares balances and entries of the same instant.
  */
-export async function verifyLedger(em: EntityManager): Promise<LedgerDifference[]> {
-  return em.transactional(
+export async function verifyLedger(data: DataAccess): Promise<LedgerDifference[]> {
+  return transaction(
+    data,
     async (tx) => {
       const balances = await executeBound<{
         id: string;

@@ -62,7 +62,7 @@ export class WalletService {
   async wallet(ctx: Ctx): Promise<z.infer<typeof walletSchema>> {
     const me = callerOf(ctx).id;
     const id = userAccountId(me, 'wallet');
-    const account = (await accountsById(ctx.em, [id])).get(id);
+    const account = (await accountsById(ctx.data, [id])).get(id);
     return {
       user_id: me,
       currency: CURRENCY,
@@ -114,7 +114,7 @@ export class WalletService {
   /** A transaction with its entries: to admins, and to owners of one of its accounts (404 to others). */
   async transaction(ctx: Ctx, transactionId: string): Promise<Transaction> {
     const caller = callerOf(ctx);
-    const found = await transactionById(ctx.em, idOr(transactionId, noSuchTransaction));
+    const found = await transactionById(ctx.data, idOr(transactionId, noSuchTransaction));
     if (!found || (!isAdmin(caller) && !found.entries.some((entry) => entry.user_id === caller.id))) {
       throw noSuchTransaction();
     }
@@ -137,9 +137,9 @@ export class WalletService {
       inPayout: userAccountId(me, 'creator_payout'),
     };
     const [accounts, paidOut, nextRelease] = await Promise.all([
-      accountsById(ctx.em, Object.values(ids)),
-      paidOutTo(ctx.em, me),
-      nextReleaseOf(ctx.em, me),
+      accountsById(ctx.data, Object.values(ids)),
+      paidOutTo(ctx.data, me),
+      nextReleaseOf(ctx.data, me),
     ]);
     const balance = (id: string) => accounts.get(id)?.balance ?? 0;
     return {
@@ -160,15 +160,15 @@ export class WalletService {
   ): Promise<z.infer<typeof grantSchema>> {
     const admin = adminOf(ctx);
     const userId = idOr(input.user_id, noSuchUser);
-    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (em) => {
+    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (data) => {
       const at = ctx.now();
       const wallet = userAccount(userId, 'wallet');
       // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
-      if ((await this.deps.users.existingUserIds(em, [userId])).length === 0) throw noSuchUser();
-      await ensureAccounts(em, [wallet], at);
-      await lockAccounts(em, [wallet.id, ISSUANCE.id]);
+      if ((await this.deps.users.existingUserIds(data, [userId])).length === 0) throw noSuchUser();
+      await ensureAccounts(data, [wallet], at);
+      await lockAccounts(data, [wallet.id, ISSUANCE.id]);
       const { transactionId, entries } = await post(
-        em,
+        data,
         { kind: 'grant', actorId: admin.id, reason: input.reason, at },
         [
           { accountId: ISSUANCE.id, kind: 'grant', amount: -input.amount },
@@ -191,7 +191,7 @@ export class WalletService {
 
   private async entriesPage(ctx: Ctx, accountIds: string[], query: Page) {
     const after = decodeCursor(query.cursor, isTimeIdKey);
-    const rows = await entriesOf(ctx.em, accountIds, timeIdKeyParams(after), query.limit + 1);
+    const rows = await entriesOf(ctx.data, accountIds, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(rows, query.limit, toEntry, (row) => [row.created_key, row.id]);
   }
 }

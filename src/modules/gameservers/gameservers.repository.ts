@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GameServerStatus } from '../../../protocol/gameservers.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, lockNamed } from '../../platform/db.js';
 
 /**
@@ -26,12 +26,12 @@ const COLUMNS = `id, world_id, requested_by, backend, status::text as status, ad
   max_players, created_at, ready_at, ended_at, ready_deadline`;
 
 export async function insertServer(
-  em: EntityManager,
+  data: DataAccess,
   row: Omit<GameServerRow, 'status' | 'address' | 'error' | 'players' | 'ready_at' | 'ended_at'>,
   tokenHash: Buffer,
 ): Promise<GameServerRow> {
   const [inserted] = await executeBound<GameServerRow>(
-    em,
+    data,
     `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline)
      values ($1, $2, $3, $4, decode($5, 'hex'), $6, $7, $8) returning ${COLUMNS}`,
     [
@@ -48,8 +48,8 @@ export async function insertServer(
   return inserted as GameServerRow;
 }
 
-export async function findServer(em: EntityManager, serverId: string): Promise<GameServerRow | undefined> {
-  const [row] = await executeBound<GameServerRow>(em, `select ${COLUMNS} from game_servers where id = $1`, [
+export async function findServer(data: DataAccess, serverId: string): Promise<GameServerRow | undefined> {
+  const [row] = await executeBound<GameServerRow>(data, `select ${COLUMNS} from game_servers where id = $1`, [
     serverId,
   ]);
   return row;
@@ -57,12 +57,12 @@ export async function findServer(em: EntityManager, serverId: string): Promise<G
 
 /** The live server a token belongs to: starting within its deadline, or ready. */
 export async function serverOfToken(
-  em: EntityManager,
+  data: DataAccess,
   tokenHash: Buffer,
   now: Date,
 ): Promise<{ id: string; world_id: string } | undefined> {
   const [row] = await executeBound<{ id: string; world_id: string }>(
-    em,
+    data,
     `select id, world_id from game_servers
      where token_hash = decode($1, 'hex') and (status = 'ready' or (status = 'starting' and ready_deadline > $2))`,
     [tokenHash.toString('hex'), now],
@@ -75,12 +75,12 @@ export async function serverOfToken(
  * Returns the row when this call ended it; undefined when it had already ended.
  */
 export async function endServer(
-  em: EntityManager,
+  data: DataAccess,
   serverId: string,
   outcome: { status: 'failed' | 'stopped'; error: string | null; at: Date; onlyIfStarting?: boolean },
 ): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
-    em,
+    data,
     `update game_servers set status = $2::game_server_status, error = $3, ended_at = $4, token_hash = null
      where id = $1 and status in ('starting', ${outcome.onlyIfStarting ? "'starting'" : "'ready'"})
      returning ${COLUMNS}`,
@@ -94,13 +94,13 @@ export async function endServer(
  * returns them.
  */
 export async function failOverdue(
-  em: EntityManager,
+  data: DataAccess,
   now: Date,
   error: string,
   worldId?: string,
 ): Promise<GameServerRow[]> {
   return executeBound<GameServerRow>(
-    em,
+    data,
     `update game_servers set status = 'failed', ended_at = $1, token_hash = null, error = $3
      where status = 'starting' and ready_deadline <= $1 and ($2::uuid is null or world_id = $2)
      returning ${COLUMNS}`,
@@ -116,13 +116,13 @@ export async function failOverdue(
  * Undefined when the server is not live.
  */
 export async function applyReport(
-  em: EntityManager,
+  data: DataAccess,
   serverId: string,
   report: { ready: boolean; address: string | null; players: number | null },
   now: Date,
 ): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
-    em,
+    data,
     `update game_servers set
        status = case when $2 then 'ready'::game_server_status else status end,
        address = case when $2 then $3 else address end,
@@ -142,26 +142,26 @@ export async function applyReport(
 
 /** The backend saw the server ready at `address` (Agones): like a report, without a player count. */
 export async function markReady(
-  em: EntityManager,
+  data: DataAccess,
   serverId: string,
   address: string,
   now: Date,
 ): Promise<GameServerRow | undefined> {
-  return applyReport(em, serverId, { ready: true, address, players: null }, now);
+  return applyReport(data, serverId, { ready: true, address, players: null }, now);
 }
 
 /**
  * Joins of one world take turns (a transaction-scoped advisory lock on the world id), so
  * concurrent joins see each other's reservations and spawns: ten joins start one server.
  */
-export async function lockWorldJoins(em: EntityManager, worldId: string): Promise<void> {
-  await lockNamed(em, `game_servers:${worldId}`);
+export async function lockWorldJoins(data: DataAccess, worldId: string): Promise<void> {
+  await lockNamed(data, `game_servers:${worldId}`);
 }
 
 /** The oldest starting server of the world, which a join waits for rather than start another. */
-export async function startingServer(em: EntityManager, worldId: string): Promise<GameServerRow | undefined> {
+export async function startingServer(data: DataAccess, worldId: string): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
-    em,
+    data,
     `select ${COLUMNS} from game_servers where world_id = $1 and status = 'starting' order by created_at limit 1`,
     [worldId],
   );
@@ -169,22 +169,22 @@ export async function startingServer(em: EntityManager, worldId: string): Promis
 }
 
 /** Forgets a spawn the spawner refused before starting anything (capacity). */
-export async function deleteServer(em: EntityManager, serverId: string): Promise<void> {
-  await executeBound(em, 'delete from game_servers where id = $1', [serverId]);
+export async function deleteServer(data: DataAccess, serverId: string): Promise<void> {
+  await executeBound(data, 'delete from game_servers where id = $1', [serverId]);
 }
 
 /**
  * Spawns a user causes take turns (a transaction-scoped advisory lock on the user id), so the
  * count of their live servers and the spawn it admits are one step.
  */
-export async function lockUserSpawns(em: EntityManager, userId: string): Promise<void> {
-  await lockNamed(em, `game_servers:user:${userId}`);
+export async function lockUserSpawns(data: DataAccess, userId: string): Promise<void> {
+  await lockNamed(data, `game_servers:user:${userId}`);
 }
 
 /** How many live (starting or ready) servers a user caused, by a join or a spawn. */
-export async function liveServersCausedBy(em: EntityManager, userId: string): Promise<number> {
+export async function liveServersCausedBy(data: DataAccess, userId: string): Promise<number> {
   const [row] = await executeBound<{ count: number }>(
-    em,
+    data,
     `select count(*)::integer as count from game_servers
      where requested_by = $1 and status in ('starting', 'ready')`,
     [userId],
@@ -202,11 +202,11 @@ const idleSince = (since: string) => `s.status = 'ready' and s.players = 0 and s
 
 /** Servers idle since `since` (at most 100 a sweep), oldest first. */
 export async function idleServers(
-  em: EntityManager,
+  data: DataAccess,
   since: Date,
 ): Promise<{ id: string; world_id: string }[]> {
   return executeBound<{ id: string; world_id: string }>(
-    em,
+    data,
     `select s.id, s.world_id from game_servers s where ${idleSince('$1')} order by s.busy_at limit 100`,
     [since],
   );
@@ -217,13 +217,13 @@ export async function idleServers(
  * stopped it. Of several nodes sweeping at once, one stops it: the others find it ended.
  */
 export async function stopIfIdle(
-  em: EntityManager,
+  data: DataAccess,
   serverId: string,
   since: Date,
   outcome: { error: string; at: Date },
 ): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
-    em,
+    data,
     `update game_servers s set status = 'stopped', error = $3, ended_at = $4, token_hash = null
      where s.id = $1 and ${idleSince('$2')}
      returning ${COLUMNS}`,

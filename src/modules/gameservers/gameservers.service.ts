@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GameServer } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { GameServerPrincipal } from '../../platform/auth/game-server-auth.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId } from '../../platform/ids.js';
 import type { DiscoveryApi } from '../discovery/index.js';
@@ -91,7 +91,7 @@ export class GameServersService {
   /** The /internal token check: the live server a token belongs to. */
   async principalOf(ctx: Ctx, token: string): Promise<GameServerPrincipal> {
     if (!looksLikeServerToken(token)) throw tokenDead();
-    const server = await serverOfToken(ctx.em, hashServerToken(token), ctx.now());
+    const server = await serverOfToken(ctx.data, hashServerToken(token), ctx.now());
     if (!server) throw tokenDead();
     return { serverId: server.id, worldId: server.world_id };
   }
@@ -99,10 +99,10 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const spawn = await ctx.em.transactional(async (em) => {
-      const { mayTakeLastSlots } = await this.deps.admission.admit(em, caller.id);
+    const spawn = await transaction(ctx.data, async (data) => {
+      const { mayTakeLastSlots } = await this.deps.admission.admit(data, caller.id);
       return {
-        ...(await this.lifecycle.insertStarting(em, world.id, caller.id, ctx.now())),
+        ...(await this.lifecycle.insertStarting(data, world.id, caller.id, ctx.now())),
         mayTakeLastSlots,
       };
     });
@@ -113,7 +113,7 @@ export class GameServersService {
   async get(ctx: Ctx, serverId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
-    return view(row, await freshReservations(ctx.em, row.id, ctx.now()));
+    return view(row, await freshReservations(ctx.data, row.id, ctx.now()));
   }
 
   /** Stops a server; an ended one stays as it is (the call is idempotent). */
@@ -122,7 +122,7 @@ export class GameServersService {
     const row = await this.visibleServer(ctx, caller, serverId);
     if (!isAdmin(caller) && (await this.deps.worlds.lookup(ctx, row.world_id))?.ownerId !== caller.id)
       throw new AppError(ErrorCode.FORBIDDEN, "Only the world's owner or an admin can stop its servers.");
-    const ended = await endServer(ctx.em, row.id, { status: 'stopped', error: null, at: ctx.now() });
+    const ended = await endServer(ctx.data, row.id, { status: 'stopped', error: null, at: ctx.now() });
     if (ended) await this.lifecycle.afterEnd(ended);
   }
 
@@ -140,7 +140,7 @@ export class GameServersService {
       });
     }
     const row = await applyReport(
-      ctx.em,
+      ctx.data,
       server.serverId,
       { ready: report.ready, address: report.address ?? null, players: report.players ?? null },
       ctx.now(),
@@ -161,22 +161,22 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const world = await this.deps.worlds.readable(ctx, worldId);
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await ctx.em.transactional(async (em) => {
-        await lockWorldJoins(em, world.id);
+      const step = await transaction(ctx.data, async (data) => {
+        await lockWorldJoins(data, world.id);
         const now = ctx.now();
-        const overdue = await failOverdue(em, now, this.lifecycle.missedDeadline, world.id);
-        const { slot, starting } = await this.reserve(em, caller.id, world.id, now);
+        const overdue = await failOverdue(data, now, this.lifecycle.missedDeadline, world.id);
+        const { slot, starting } = await this.reserve(data, caller.id, world.id, now);
         if (slot) return { slot, overdue };
         if (starting) return { wait: starting, overdue };
-        const { mayTakeLastSlots } = await this.deps.admission.admit(em, caller.id);
-        const launch = await this.lifecycle.insertStarting(em, world.id, caller.id, now);
+        const { mayTakeLastSlots } = await this.deps.admission.admit(data, caller.id);
+        const launch = await this.lifecycle.insertStarting(data, world.id, caller.id, now);
         return { launch: { ...launch, mayTakeLastSlots }, overdue };
       });
       for (const row of step.overdue) await this.lifecycle.afterEnd(row);
       if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
       const pending = step.launch?.row ?? (step.wait as GameServerRow);
       if (step.launch) await this.lifecycle.launch(step.launch);
-      const settled = await this.lifecycle.settled(ctx.em, pending);
+      const settled = await this.lifecycle.settled(ctx.data, pending);
       if (settled.status !== 'ready') {
         throw new AppError(
           ErrorCode.GAMESERVER_UNAVAILABLE,
@@ -194,12 +194,12 @@ export class GameServersService {
    * place on the server first keeps it running, and of several nodes sweeping one stops it.
    */
   async stopIdle(now: Date): Promise<string[]> {
-    const em = this.deps.systemEm();
+    const data = this.deps.systemEm();
     const since = new Date(now.getTime() - this.deps.idleStopMs);
     const error = `The server had no players and no join reservation for ${this.deps.idleStopMs / 1000} s.`;
     const stopped: string[] = [];
-    for (const candidate of await idleServers(em, since)) {
-      const row = await em.transactional(async (tx) => {
+    for (const candidate of await idleServers(data, since)) {
+      const row = await transaction(data, async (tx) => {
         await lockWorldJoins(tx, candidate.world_id);
         return stopIfIdle(tx, candidate.id, since, { error, at: now });
       });
@@ -216,11 +216,11 @@ export class GameServersService {
    * another node, or their world deleted).
    */
   async reconcile(): Promise<void> {
-    const em = this.deps.systemEm();
-    await this.lifecycle.endOverdue(em, new Date());
+    const data = this.deps.systemEm();
+    await this.lifecycle.endOverdue(data, new Date());
     await this.stopIdle(new Date());
     for (const id of this.deps.spawner.runningIds()) {
-      const row = await findServer(em, id);
+      const row = await findServer(data, id);
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
     }
   }
@@ -228,11 +228,11 @@ export class GameServersService {
   /** Stops everything this node runs (shutdown): their records end as stopped. */
   async close(): Promise<void> {
     this.lifecycle.clearDeadlines();
-    const em = this.deps.systemEm();
+    const data = this.deps.systemEm();
     const ids = this.deps.spawner.runningIds();
     await this.deps.spawner.close();
     for (const id of ids) {
-      await endServer(em, id, { status: 'stopped', error: 'The service shut down.', at: new Date() }).catch(
+      await endServer(data, id, { status: 'stopped', error: 'The service shut down.', at: new Date() }).catch(
         (err) => this.deps.log.warn({ err, serverId: id }, 'could not record a stopped game server'),
       );
     }
@@ -244,7 +244,7 @@ export class GameServersService {
    * in the join's transaction). Without one, the starting server to wait for, if any.
    */
   private async reserve(
-    em: EntityManager,
+    data: DataAccess,
     userId: string,
     worldId: string,
     now: Date,
@@ -255,15 +255,15 @@ export class GameServersService {
       now,
       expiresAt: new Date(now.getTime() + Math.min(RESERVATION_MS, this.deps.idleStopMs)),
     };
-    const held = await extendReservation(em, request);
+    const held = await extendReservation(data, request);
     if (held) return { slot: held };
     // Read before the ready servers: each statement sees the database as it is then, so a server
     // that turns ready in between is seen starting here or ready below, never neither (which
     // would start a second server).
-    const starting = await startingServer(em, worldId);
-    const reserved = await reserveRoomiest(em, request);
+    const starting = await startingServer(data, worldId);
+    const reserved = await reserveRoomiest(data, request);
     if (!reserved) return starting ? { starting } : {};
-    await this.deps.visits.recordVisit(em, { worldId, userId, serverId: reserved.id, at: now });
+    await this.deps.visits.recordVisit(data, { worldId, userId, serverId: reserved.id, at: now });
     return { slot: reserved };
   }
 
@@ -281,15 +281,15 @@ export class GameServersService {
 
   /** A server the caller may see: its world's owner, whoever started it, or an admin; 404 otherwise. */
   private async visibleServer(ctx: Ctx, caller: AuthUser, serverId: string): Promise<GameServerRow> {
-    let row = isId(serverId) ? await findServer(ctx.em, serverId) : undefined;
+    let row = isId(serverId) ? await findServer(ctx.data, serverId) : undefined;
     if (!row) throw notFound();
     if (!isAdmin(caller) && row.requested_by !== caller.id) {
       const world = await this.deps.worlds.lookup(ctx, row.world_id);
       if (world?.ownerId !== caller.id) throw notFound();
     }
     if (row.status === 'starting' && row.ready_deadline <= ctx.now()) {
-      await this.lifecycle.endOverdue(ctx.em, ctx.now(), row.world_id);
-      row = (await findServer(ctx.em, serverId)) ?? row;
+      await this.lifecycle.endOverdue(ctx.data, ctx.now(), row.world_id);
+      row = (await findServer(ctx.data, serverId)) ?? row;
     }
     return row;
   }

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -27,11 +27,11 @@ export interface ReservationRequest {
  * counted the player keeps it from counting twice.
  */
 export async function extendReservation(
-  em: EntityManager,
+  data: DataAccess,
   request: ReservationRequest,
 ): Promise<ReservedSlot | undefined> {
   const [row] = await executeBound<ReservedSlot>(
-    em,
+    data,
     `update game_server_reservations r set expires_at = greatest(r.expires_at, $4)
      from game_servers s
      where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2 and s.status = 'ready'
@@ -47,11 +47,11 @@ export async function extendReservation(
  * its idle clock starts now. Undefined, and nothing written, when every server is full.
  */
 export async function reserveRoomiest(
-  em: EntityManager,
+  data: DataAccess,
   request: ReservationRequest,
 ): Promise<ReservedSlot | undefined> {
   const [row] = await executeBound<ReservedSlot>(
-    em,
+    data,
     `with target as (
        select s.id, s.address from game_servers s
        cross join lateral (
@@ -80,9 +80,9 @@ export async function reserveRoomiest(
 }
 
 /** The live reservations of a ready server made since its last player report. */
-export async function freshReservations(em: EntityManager, serverId: string, now: Date): Promise<number> {
+export async function freshReservations(data: DataAccess, serverId: string, now: Date): Promise<number> {
   const [row] = await executeBound<{ count: number }>(
-    em,
+    data,
     `select count(*)::integer as count from game_server_reservations r
      join game_servers s on s.id = r.server_id
      where r.server_id = $1 and s.status = 'ready' and r.expires_at > $2

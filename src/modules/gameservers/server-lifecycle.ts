@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventBus } from '../../platform/bus.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Logger } from '../../platform/log.js';
@@ -25,7 +25,7 @@ export interface ServerLifecycleDeps {
   apiUrl(): string;
   wsUrl(): string;
   /** An entity manager outside any request, for the spawner's reports and the timers. */
-  systemEm(): EntityManager;
+  systemEm(): DataAccess;
 }
 
 /** A recorded `starting` server with its token in the clear, ready to be launched. */
@@ -73,14 +73,14 @@ export class ServerLifecycle {
 
   /** Records a `starting` server with a new token, in the caller's transaction. */
   async insertStarting(
-    em: EntityManager,
+    data: DataAccess,
     worldId: string,
     requestedBy: string,
     now: Date,
   ): Promise<{ row: GameServerRow; token: string }> {
     const { token, hash } = newServerToken();
     const row = await insertServer(
-      em,
+      data,
       {
         id: newId(),
         world_id: worldId,
@@ -178,8 +178,8 @@ export class ServerLifecycle {
    * Fails the starting servers past their deadline (of one world, or all) and ends each as the
    * deadline timer would: sockets closed, process stopped, waiting joins told.
    */
-  async endOverdue(em: EntityManager, now: Date, worldId?: string): Promise<void> {
-    for (const row of await failOverdue(em, now, this.missedDeadline, worldId)) await this.afterEnd(row);
+  async endOverdue(data: DataAccess, now: Date, worldId?: string): Promise<void> {
+    for (const row of await failOverdue(data, now, this.missedDeadline, worldId)) await this.afterEnd(row);
   }
 
   /** What follows a server's end, whoever ended it: sockets closed, process stopped, joins told. */
@@ -204,18 +204,18 @@ export class ServerLifecycle {
   }
 
   /** Waits until a starting server is ready or ended (or its deadline passed), and returns it then. */
-  async settled(em: EntityManager, row: GameServerRow): Promise<GameServerRow> {
+  async settled(data: DataAccess, row: GameServerRow): Promise<GameServerRow> {
     let wake: () => void = () => undefined;
     const unsubscribe = await this.deps.bus.subscribe(statusTopic(row.id), () => wake());
     try {
       for (;;) {
-        const current = await findServer(em, row.id);
+        const current = await findServer(data, row.id);
         // Gone: the spawn was refused for capacity (its record dropped), or its world deleted.
         if (!current) return { ...row, status: 'stopped', error: 'The server is gone.' };
         if (current.status !== 'starting') return current;
         const left = current.ready_deadline.getTime() - Date.now();
         if (left <= 0) {
-          await this.endOverdue(em, new Date(), row.world_id);
+          await this.endOverdue(data, new Date(), row.world_id);
           continue;
         }
         await new Promise<void>((resolve) => {

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DataAccess } from '../../platform/data-access.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { liveServersCausedBy, lockUserSpawns } from './gameservers.repository.js';
@@ -23,10 +23,10 @@ export interface SpawnAdmissionDeps {
 export class SpawnAdmission {
   constructor(private readonly deps: SpawnAdmissionDeps) {}
 
-  async admit(em: EntityManager, userId: string): Promise<{ mayTakeLastSlots: boolean }> {
+  async admit(data: DataAccess, userId: string): Promise<{ mayTakeLastSlots: boolean }> {
     const { spawner, limiter, liveLimit } = this.deps;
-    await lockUserSpawns(em, userId);
-    const live = await liveServersCausedBy(em, userId);
+    await lockUserSpawns(data, userId);
+    const live = await liveServersCausedBy(data, userId);
     if (live >= liveLimit) {
       throw quotaExceeded(
         `You already have ${live} game servers running that you started; at most ${liveLimit}.`,

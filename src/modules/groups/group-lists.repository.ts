@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GroupRole } from '../../../protocol/groups.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { usernameSql } from '../users/index.js';
 import {
@@ -23,12 +23,12 @@ export type RosterKey = readonly [role: GroupRole, joinedKey: string, userId: st
 
 /** The roster in role order (owner, admins, members), each by join time; `role` keeps one role. */
 export function rosterPage(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   page: { role: GroupRole | undefined; after: RosterKey | undefined; limit: number },
 ): Promise<MemberRow[]> {
   return executeBound<MemberRow>(
-    em,
+    data,
     `select ${MEMBER_COLUMNS} from group_members
      where group_id = $1
        and role >= coalesce($2::group_role, 'owner') and role <= coalesce($2::group_role, 'member')
@@ -54,12 +54,12 @@ export interface MembershipRow extends GroupRow {
 
 /** A user's groups with their role, most recently joined first. */
 export function membershipsPage(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   page: { before: readonly [string, string] | undefined; limit: number },
 ): Promise<MembershipRow[]> {
   return executeBound<MembershipRow>(
-    em,
+    data,
     `select g.id, g.name, g.description, g.join_policy, g.owner_id, g.member_count, g.created_at,
             m.role::text as role, ${timeKeySql('m.joined_at')} as joined_key
      from group_members m join groups g on g.id = m.group_id
@@ -78,12 +78,12 @@ export interface RequestRow {
 
 /** Pending join requests, oldest first. */
 export function requestsPage(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   page: { after: readonly [string, string] | undefined; limit: number },
 ): Promise<RequestRow[]> {
   return executeBound<RequestRow>(
-    em,
+    data,
     `select user_id, ${usernameSql('user_id')} as username, ${timeKeySql('created_at')} as created_key
      from group_join_requests
      where group_id = $1
@@ -103,7 +103,7 @@ export interface SearchRow extends GroupRow {
  * with `prefix` (a LIKE pattern, escaped) or has words starting with each of `words` (a tsquery).
  */
 export function searchPage(
-  em: EntityManager,
+  data: DataAccess,
   page: {
     query: { prefix: string; words: string | null } | undefined;
     after: string | undefined;
@@ -113,13 +113,13 @@ export function searchPage(
   const columns = `${GROUP_COLUMNS}, ${NAME_KEY} as name_key`;
   if (!page.query) {
     return executeBound<SearchRow>(
-      em,
+      data,
       `select ${columns} from groups where ${NAME_KEY} > $1 order by ${NAME_KEY} limit $2`,
       [page.after ?? '', page.limit],
     );
   }
   return executeBound<SearchRow>(
-    em,
+    data,
     `select ${columns} from groups
      where (${NAME_KEY} like $2 or to_tsvector('simple', name) @@ to_tsquery('simple', $3))
        and ${NAME_KEY} > $1

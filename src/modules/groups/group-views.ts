@@ -1,7 +1,7 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Group, GroupMember, GroupRole } from '../../../protocol/groups.js';
 import type { Ctx } from '../../platform/context.js';
 import { timeOfKey } from '../../platform/cursor.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { type GroupRow, lockGroup, type MemberRow, rolesIn } from './groups.repository.js';
@@ -46,12 +46,12 @@ export const isManager = (role: GroupRole | undefined): boolean => role === 'own
 
 /** Refuses (403) a caller who is not the group's owner or an admin: "Only ... owner and admins <what>." */
 export async function requireManager(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   me: string,
   what: string,
 ): Promise<void> {
-  if (!isManager((await rolesIn(em, groupId, [me])).get(me)))
+  if (!isManager((await rolesIn(data, groupId, [me])).get(me)))
     throw forbidden(`Only the group's owner and admins ${what}.`);
 }
 
@@ -65,14 +65,14 @@ export async function requireManager(
 export function inLockedGroup<T>(
   ctx: Ctx,
   groupId: string,
-  change: (em: EntityManager, group: GroupRow) => Promise<T>,
-  first?: (em: EntityManager) => Promise<void>,
+  change: (data: DataAccess, group: GroupRow) => Promise<T>,
+  first?: (data: DataAccess) => Promise<void>,
 ): Promise<T> {
   const id = groupIdOf(groupId);
-  return ctx.em.transactional(async (em) => {
-    await first?.(em);
-    const group = await lockGroup(em, id);
+  return transaction(ctx.data, async (data) => {
+    await first?.(data);
+    const group = await lockGroup(data, id);
     if (!group) throw noSuchGroup();
-    return change(em, group);
+    return change(data, group);
   });
 }

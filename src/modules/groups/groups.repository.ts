@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { GroupJoinPolicy, GroupRole } from '../../../protocol/groups.js';
 import { timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, lockNamed } from '../../platform/db.js';
 import { usernameSql } from '../users/index.js';
 
@@ -43,13 +43,14 @@ export const groupMemberSql = (groupIdSql: string, userIdSql: string) =>
  * Makes a user's group creations, and separately their joins and requests, take turns, so the
  * count read after the lock and the insert are one step and the quota holds under concurrency.
  */
-export const lockOwnedGroups = (em: EntityManager, userId: string) => lockNamed(em, `groups:owner:${userId}`);
-export const lockMemberships = (em: EntityManager, userId: string) =>
-  lockNamed(em, `groups:member:${userId}`);
+export const lockOwnedGroups = (data: DataAccess, userId: string) =>
+  lockNamed(data, `groups:owner:${userId}`);
+export const lockMemberships = (data: DataAccess, userId: string) =>
+  lockNamed(data, `groups:member:${userId}`);
 
-export async function countOwnedBy(em: EntityManager, userId: string): Promise<number> {
+export async function countOwnedBy(data: DataAccess, userId: string): Promise<number> {
   const [row] = await executeBound<{ n: number }>(
-    em,
+    data,
     'select count(*)::int as n from groups where owner_id = $1',
     [userId],
   );
@@ -57,9 +58,9 @@ export async function countOwnedBy(em: EntityManager, userId: string): Promise<n
 }
 
 /** Memberships and pending join requests of a user: what GROUP_MAX_MEMBERSHIPS_PER_USER bounds. */
-export async function countMembershipsOf(em: EntityManager, userId: string): Promise<number> {
+export async function countMembershipsOf(data: DataAccess, userId: string): Promise<number> {
   const [row] = await executeBound<{ n: number }>(
-    em,
+    data,
     `select ((select count(*) from group_members where user_id = $1)
            + (select count(*) from group_join_requests where user_id = $1))::int as n`,
     [userId],
@@ -68,7 +69,7 @@ export async function countMembershipsOf(em: EntityManager, userId: string): Pro
 }
 
 export async function insertGroup(
-  em: EntityManager,
+  data: DataAccess,
   group: {
     id: string;
     name: string;
@@ -79,15 +80,15 @@ export async function insertGroup(
   },
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `insert into groups (id, name, description, join_policy, owner_id, created_at, updated_at)
      values ($1, $2, $3, $4, $5, $6, $6)`,
     [group.id, group.name, group.description, group.joinPolicy, group.ownerId, group.at],
   );
 }
 
-export async function groupById(em: EntityManager, groupId: string): Promise<GroupRow | undefined> {
-  const [row] = await executeBound<GroupRow>(em, `select ${GROUP_COLUMNS} from groups where id = $1`, [
+export async function groupById(data: DataAccess, groupId: string): Promise<GroupRow | undefined> {
+  const [row] = await executeBound<GroupRow>(data, `select ${GROUP_COLUMNS} from groups where id = $1`, [
     groupId,
   ]);
   return row;
@@ -97,9 +98,9 @@ export async function groupById(em: EntityManager, groupId: string): Promise<Gro
  * The group, its row locked until the transaction ends: every change of a group's roster or
  * ownership takes this lock first, so the rules it checks cannot change under it.
  */
-export async function lockGroup(em: EntityManager, groupId: string): Promise<GroupRow | undefined> {
+export async function lockGroup(data: DataAccess, groupId: string): Promise<GroupRow | undefined> {
   const [row] = await executeBound<GroupRow>(
-    em,
+    data,
     `select ${GROUP_COLUMNS} from groups where id = $1 for update`,
     [groupId],
   );
@@ -107,7 +108,7 @@ export async function lockGroup(em: EntityManager, groupId: string): Promise<Gro
 }
 
 export async function updateGroup(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   change: {
     name?: string | undefined;
@@ -117,7 +118,7 @@ export async function updateGroup(
   },
 ): Promise<GroupRow | undefined> {
   const [row] = await executeBound<GroupRow>(
-    em,
+    data,
     `update groups set name = coalesce($2, name), description = coalesce($3, description),
        join_policy = coalesce($4, join_policy), updated_at = $5
      where id = $1 returning ${GROUP_COLUMNS}`,
@@ -127,13 +128,13 @@ export async function updateGroup(
 }
 
 export async function setOwner(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   ownerId: string,
   at: Date,
 ): Promise<GroupRow> {
   const [row] = await executeBound<GroupRow>(
-    em,
+    data,
     `update groups set owner_id = $2, updated_at = $3 where id = $1 returning ${GROUP_COLUMNS}`,
     [groupId, ownerId, at],
   );
@@ -141,18 +142,18 @@ export async function setOwner(
   return row;
 }
 
-export async function deleteGroup(em: EntityManager, groupId: string): Promise<void> {
-  await executeBound(em, 'delete from groups where id = $1', [groupId]);
+export async function deleteGroup(data: DataAccess, groupId: string): Promise<void> {
+  await executeBound(data, 'delete from groups where id = $1', [groupId]);
 }
 
 /** The roles of these users in the group; users who are not members are absent. */
 export async function rolesIn(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   userIds: readonly string[],
 ): Promise<Map<string, GroupRole>> {
   const rows = await executeBound<{ user_id: string; role: GroupRole }>(
-    em,
+    data,
     'select user_id, role::text as role from group_members where group_id = $1 and user_id = any($2::uuid[])',
     [groupId, userIds],
   );
@@ -160,11 +161,11 @@ export async function rolesIn(
 }
 
 export async function insertMember(
-  em: EntityManager,
+  data: DataAccess,
   member: { groupId: string; userId: string; role: GroupRole; at: Date },
 ): Promise<MemberRow> {
   const [row] = await executeBound<MemberRow>(
-    em,
+    data,
     `insert into group_members (group_id, user_id, role, joined_at) values ($1, $2, $3, $4)
      returning ${MEMBER_COLUMNS}`,
     [member.groupId, member.userId, member.role, member.at],
@@ -174,13 +175,13 @@ export async function insertMember(
 }
 
 export async function setRole(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   userId: string,
   role: GroupRole,
 ): Promise<MemberRow> {
   const [row] = await executeBound<MemberRow>(
-    em,
+    data,
     `update group_members set role = $3 where group_id = $1 and user_id = $2 returning ${MEMBER_COLUMNS}`,
     [groupId, userId, role],
   );
@@ -188,9 +189,9 @@ export async function setRole(
   return row;
 }
 
-export async function deleteMember(em: EntityManager, groupId: string, userId: string): Promise<boolean> {
+export async function deleteMember(data: DataAccess, groupId: string, userId: string): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     'delete from group_members where group_id = $1 and user_id = $2 returning user_id',
     [groupId, userId],
   );
@@ -198,13 +199,13 @@ export async function deleteMember(em: EntityManager, groupId: string, userId: s
 }
 
 export async function insertRequest(
-  em: EntityManager,
+  data: DataAccess,
   groupId: string,
   userId: string,
   at: Date,
 ): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     `insert into group_join_requests (group_id, user_id, created_at) values ($1, $2, $3)
      on conflict do nothing returning user_id`,
     [groupId, userId, at],
@@ -212,9 +213,9 @@ export async function insertRequest(
   return rows.length > 0;
 }
 
-export async function deleteRequest(em: EntityManager, groupId: string, userId: string): Promise<boolean> {
+export async function deleteRequest(data: DataAccess, groupId: string, userId: string): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     'delete from group_join_requests where group_id = $1 and user_id = $2 returning user_id',
     [groupId, userId],
   );
@@ -222,9 +223,9 @@ export async function deleteRequest(em: EntityManager, groupId: string, userId: 
 }
 
 /** The user ids of the owner and admins: who is told of join requests. */
-export async function managersOf(em: EntityManager, groupId: string): Promise<string[]> {
+export async function managersOf(data: DataAccess, groupId: string): Promise<string[]> {
   const rows = await executeBound<{ user_id: string }>(
-    em,
+    data,
     `select user_id from group_members where group_id = $1 and role in ('owner', 'admin')`,
     [groupId],
   );
@@ -232,9 +233,9 @@ export async function managersOf(em: EntityManager, groupId: string): Promise<st
 }
 
 /** The admin who joined first (ties by id): who may claim an ownerless group. */
-export async function longestStandingAdmin(em: EntityManager, groupId: string): Promise<string | undefined> {
+export async function longestStandingAdmin(data: DataAccess, groupId: string): Promise<string | undefined> {
   const [row] = await executeBound<{ user_id: string }>(
-    em,
+    data,
     `select user_id from group_members where group_id = $1 and role = 'admin'
      order by joined_at, user_id limit 1`,
     [groupId],

@@ -16,6 +16,7 @@ import {
   pageFrom,
   timeOfKey,
 } from '../../platform/cursor.js';
+import { transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -107,18 +108,18 @@ export class GroupsService {
     const joinPolicy = input.join_policy ?? 'open';
     const description = input.description ?? '';
     try {
-      await ctx.em.transactional(async (em) => {
-        await lockOwnedGroups(em, me);
-        if ((await countOwnedBy(em, me)) >= maxOwnedPerUser)
+      await transaction(ctx.data, async (data) => {
+        await lockOwnedGroups(data, me);
+        if ((await countOwnedBy(data, me)) >= maxOwnedPerUser)
           throw quotaExceeded(`An account owns at most ${maxOwnedPerUser} groups.`, maxOwnedPerUser);
-        await lockMemberships(em, me);
-        if ((await countMembershipsOf(em, me)) >= maxMembershipsPerUser)
+        await lockMemberships(data, me);
+        if ((await countMembershipsOf(data, me)) >= maxMembershipsPerUser)
           throw quotaExceeded(
             `An account belongs to at most ${maxMembershipsPerUser} groups, pending requests included.`,
             maxMembershipsPerUser,
           );
-        await insertGroup(em, { id, name: input.name, description, joinPolicy, ownerId: me, at });
-        await insertMember(em, { groupId: id, userId: me, role: 'owner', at });
+        await insertGroup(data, { id, name: input.name, description, joinPolicy, ownerId: me, at });
+        await insertMember(data, { groupId: id, userId: me, role: 'owner', at });
       });
     } catch (error) {
       if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw nameTaken();
@@ -139,7 +140,7 @@ export class GroupsService {
   }
 
   async get(ctx: Ctx, groupId: string): Promise<Group> {
-    const row = await groupById(ctx.em, groupIdOf(groupId));
+    const row = await groupById(ctx.data, groupIdOf(groupId));
     if (!row) throw noSuchGroup();
     return toGroup(row);
   }
@@ -157,9 +158,9 @@ export class GroupsService {
     const me = callerOf(ctx).id;
     let group: Group;
     try {
-      group = await inLockedGroup(ctx, groupId, async (em, locked) => {
-        await requireManager(em, locked.id, me, 'change its settings');
-        const updated = await updateGroup(em, locked.id, {
+      group = await inLockedGroup(ctx, groupId, async (data, locked) => {
+        await requireManager(data, locked.id, me, 'change its settings');
+        const updated = await updateGroup(data, locked.id, {
           name: change.name,
           description: change.description,
           joinPolicy: change.join_policy,
@@ -179,9 +180,9 @@ export class GroupsService {
   /** Deletes the group with its roster, requests and chat: the owner only. */
   async delete(ctx: Ctx, groupId: string): Promise<void> {
     const me = callerOf(ctx).id;
-    const id = await inLockedGroup(ctx, groupId, async (em, group) => {
+    const id = await inLockedGroup(ctx, groupId, async (data, group) => {
       if (group.owner_id !== me) throw forbidden('Only the owner deletes a group.');
-      await deleteGroup(em, group.id);
+      await deleteGroup(data, group.id);
       return group.id;
     });
     await this.events.roster(ctx, id, [], 'group.deleted', { group_id: id });
@@ -189,7 +190,7 @@ export class GroupsService {
 
   async search(ctx: Ctx, q: string | undefined, page: Page) {
     const after = decodeCursor(page.cursor, isNameKey);
-    const rows = await searchPage(ctx.em, {
+    const rows = await searchPage(ctx.data, {
       query: searchTerms(q),
       after: after?.[0],
       limit: page.limit + 1,
@@ -199,7 +200,7 @@ export class GroupsService {
 
   async mine(ctx: Ctx, page: Page): Promise<{ items: GroupMembership[]; next_cursor: string | null }> {
     const before = decodeCursor(page.cursor, isTimeIdKey);
-    const rows = await membershipsPage(ctx.em, callerOf(ctx).id, { before, limit: page.limit + 1 });
+    const rows = await membershipsPage(ctx.data, callerOf(ctx).id, { before, limit: page.limit + 1 });
     return pageFrom(
       rows,
       page.limit,
@@ -216,9 +217,9 @@ export class GroupsService {
   ): Promise<{ items: GroupMember[]; next_cursor: string | null }> {
     const id = groupIdOf(groupId);
     const after = decodeCursor(page.cursor, isRosterKey);
-    const rows = await rosterPage(ctx.em, id, { role: page.role, after, limit: page.limit + 1 });
+    const rows = await rosterPage(ctx.data, id, { role: page.role, after, limit: page.limit + 1 });
     // An empty page of a group that exists (filtered, or past its end) is an answer; of none, 404.
-    if (rows.length === 0 && !(await groupById(ctx.em, id))) throw noSuchGroup();
+    if (rows.length === 0 && !(await groupById(ctx.data, id))) throw noSuchGroup();
     return pageFrom(rows, page.limit, toMember, (row) => [row.role, row.joined_key, row.user_id]);
   }
 
@@ -231,9 +232,9 @@ export class GroupsService {
     const me = callerOf(ctx).id;
     const id = groupIdOf(groupId);
     const after = decodeCursor(page.cursor, isTimeIdKey);
-    if (!(await groupById(ctx.em, id))) throw noSuchGroup();
-    await requireManager(ctx.em, id, me, 'see its join requests');
-    const rows = await requestsPage(ctx.em, id, { after, limit: page.limit + 1 });
+    if (!(await groupById(ctx.data, id))) throw noSuchGroup();
+    await requireManager(ctx.data, id, me, 'see its join requests');
+    const rows = await requestsPage(ctx.data, id, { after, limit: page.limit + 1 });
     return pageFrom(
       rows,
       page.limit,

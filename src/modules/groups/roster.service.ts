@@ -67,26 +67,31 @@ export class RosterService {
     const outcome = await inLockedGroup(
       ctx,
       id,
-      async (em, group) => {
-        if ((await rolesIn(em, group.id, [me])).has(me))
+      async (data, group) => {
+        if ((await rolesIn(data, group.id, [me])).has(me))
           throw new AppError(ErrorCode.CONFLICT, 'You are a member of this group already.');
         // A pending request of a group opened since is replaced by the membership.
-        const hadRequest = group.join_policy === 'open' && (await deleteRequest(em, group.id, me));
-        if (!hadRequest && (await countMembershipsOf(em, me)) >= maxMembershipsPerUser)
+        const hadRequest = group.join_policy === 'open' && (await deleteRequest(data, group.id, me));
+        if (!hadRequest && (await countMembershipsOf(data, me)) >= maxMembershipsPerUser)
           throw quotaExceeded(
             `An account belongs to at most ${maxMembershipsPerUser} groups, pending requests included.`,
             maxMembershipsPerUser,
           );
         if (group.join_policy === 'closed') {
-          if (!(await insertRequest(em, group.id, me, ctx.now())))
+          if (!(await insertRequest(data, group.id, me, ctx.now())))
             throw new AppError(ErrorCode.CONFLICT, 'Your request to join this group is pending already.');
-          return { requested: true as const, managers: await managersOf(em, group.id) };
+          return { requested: true as const, managers: await managersOf(data, group.id) };
         }
         if (group.member_count >= maxMembers) throw groupFull(maxMembers);
-        const row = await insertMember(em, { groupId: group.id, userId: me, role: 'member', at: ctx.now() });
+        const row = await insertMember(data, {
+          groupId: group.id,
+          userId: me,
+          role: 'member',
+          at: ctx.now(),
+        });
         return { requested: false as const, member: toMember(row) };
       },
-      (em) => lockMemberships(em, me),
+      (data) => lockMemberships(data, me),
     );
     if (outcome.requested) {
       await this.events.request(
@@ -110,14 +115,14 @@ export class RosterService {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
     const { maxMembers } = this.limits;
-    const [id, member] = await inLockedGroup(ctx, groupId, async (em, group) => {
-      await requireManager(em, group.id, me, 'approve join requests');
-      if (!(await deleteRequest(em, group.id, target))) throw noSuchRequest();
+    const [id, member] = await inLockedGroup(ctx, groupId, async (data, group) => {
+      await requireManager(data, group.id, me, 'approve join requests');
+      if (!(await deleteRequest(data, group.id, target))) throw noSuchRequest();
       if (group.member_count >= maxMembers) throw groupFull(maxMembers);
       return [
         group.id,
         toMember(
-          await insertMember(em, { groupId: group.id, userId: target, role: 'member', at: ctx.now() }),
+          await insertMember(data, { groupId: group.id, userId: target, role: 'member', at: ctx.now() }),
         ),
       ] as const;
     });
@@ -129,10 +134,10 @@ export class RosterService {
   async decline(ctx: Ctx, groupId: string, userId: string): Promise<void> {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
-    const [id, managers] = await inLockedGroup(ctx, groupId, async (em, group) => {
-      await requireManager(em, group.id, me, 'decline join requests');
-      if (!(await deleteRequest(em, group.id, target))) throw noSuchRequest();
-      return [group.id, await managersOf(em, group.id)] as const;
+    const [id, managers] = await inLockedGroup(ctx, groupId, async (data, group) => {
+      await requireManager(data, group.id, me, 'decline join requests');
+      if (!(await deleteRequest(data, group.id, target))) throw noSuchRequest();
+      return [group.id, await managersOf(data, group.id)] as const;
     });
     await this.events.request(
       ctx,
@@ -149,14 +154,14 @@ export class RosterService {
   async remove(ctx: Ctx, groupId: string, userId: string): Promise<void> {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
-    const outcome = await inLockedGroup(ctx, groupId, async (em, group) => {
-      const roles = await rolesIn(em, group.id, [me, target]);
+    const outcome = await inLockedGroup(ctx, groupId, async (data, group) => {
+      const roles = await rolesIn(data, group.id, [me, target]);
       const mine = roles.get(me);
       const theirs = roles.get(target);
       if (target === me) {
         if (mine === undefined) {
-          if (await deleteRequest(em, group.id, me))
-            return { id: group.id, left: false, managers: await managersOf(em, group.id) };
+          if (await deleteRequest(data, group.id, me))
+            return { id: group.id, left: false, managers: await managersOf(data, group.id) };
           throw notAMember();
         }
         if (mine === 'owner')
@@ -170,7 +175,7 @@ export class RosterService {
         if (theirs === 'owner' || (theirs === 'admin' && mine !== 'owner'))
           throw forbidden('Admins remove members only; the owner removes admins.');
       }
-      await deleteMember(em, group.id, target);
+      await deleteMember(data, group.id, target);
       return { id: group.id, left: true, managers: [] };
     });
     if (!outcome.left) {
@@ -201,8 +206,8 @@ export class RosterService {
   async setRole(ctx: Ctx, groupId: string, userId: string, role: 'admin' | 'member'): Promise<GroupMember> {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
-    const outcome = await inLockedGroup(ctx, groupId, async (em, group) => {
-      const roles = await rolesIn(em, group.id, [me, target]);
+    const outcome = await inLockedGroup(ctx, groupId, async (data, group) => {
+      const roles = await rolesIn(data, group.id, [me, target]);
       const mine = roles.get(me);
       const theirs = roles.get(target);
       if (!isManager(mine)) throw forbidden("Only the group's owner and admins change roles.");
@@ -214,7 +219,7 @@ export class RosterService {
       const steppingDown = target === me && role === 'member';
       if (mine === 'admin' && theirs === 'admin' && !steppingDown)
         throw forbidden("Admins do not change other admins' roles; the owner does.");
-      const member = toMember(await setRole(em, group.id, target, role));
+      const member = toMember(await setRole(data, group.id, target, role));
       return { id: group.id, member, changed: theirs !== role };
     });
     if (outcome.changed)
@@ -230,23 +235,23 @@ export class RosterService {
   async transfer(ctx: Ctx, groupId: string, userId: string): Promise<Group> {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
-    return this.changeOwner(ctx, groupId, target, async (em, group) => {
+    return this.changeOwner(ctx, groupId, target, async (data, group) => {
       if (group.owner_id !== me) throw forbidden('Only the owner transfers a group.');
       if (target === me)
         throw new AppError(ErrorCode.VALIDATION_FAILED, 'Transfer the group to another member.', {
           errors: [{ path: 'user_id', message: 'must be another member' }],
         });
-      if (!(await rolesIn(em, group.id, [target])).has(target)) throw notAMember();
-      await setRole(em, group.id, me, 'admin');
+      if (!(await rolesIn(data, group.id, [target])).has(target)) throw notAMember();
+      await setRole(data, group.id, me, 'admin');
     });
   }
 
   /** The longest-standing admin takes a group whose owner's account was deleted. */
   async claim(ctx: Ctx, groupId: string): Promise<Group> {
     const me = callerOf(ctx).id;
-    return this.changeOwner(ctx, groupId, me, async (em, group) => {
+    return this.changeOwner(ctx, groupId, me, async (data, group) => {
       if (group.owner_id !== null) throw new AppError(ErrorCode.CONFLICT, 'This group has an owner.');
-      if ((await longestStandingAdmin(em, group.id)) !== me)
+      if ((await longestStandingAdmin(data, group.id)) !== me)
         throw forbidden("Only the group's longest-standing admin claims it.");
     });
   }
@@ -265,14 +270,14 @@ export class RosterService {
     const [group, previous] = await inLockedGroup(
       ctx,
       groupId,
-      async (em, locked) => {
-        await check(em, locked);
-        if ((await countOwnedBy(em, newOwner)) >= maxOwnedPerUser)
+      async (data, locked) => {
+        await check(data, locked);
+        if ((await countOwnedBy(data, newOwner)) >= maxOwnedPerUser)
           throw quotaExceeded(`An account owns at most ${maxOwnedPerUser} groups.`, maxOwnedPerUser);
-        await setRole(em, locked.id, newOwner, 'owner');
-        return [toGroup(await setOwner(em, locked.id, newOwner, ctx.now())), locked.owner_id] as const;
+        await setRole(data, locked.id, newOwner, 'owner');
+        return [toGroup(await setOwner(data, locked.id, newOwner, ctx.now())), locked.owner_id] as const;
       },
-      (em) => lockOwnedGroups(em, newOwner),
+      (data) => lockOwnedGroups(data, newOwner),
     );
     await this.events.roster(
       ctx,
@@ -292,8 +297,8 @@ export class RosterService {
   async memberOf(ctx: Ctx, groupId: string): Promise<string> {
     const me = callerOf(ctx).id;
     const id = groupIdOf(groupId);
-    if ((await rolesIn(ctx.em, id, [me])).has(me)) return id;
-    if (!(await groupById(ctx.em, id))) throw noSuchGroup();
+    if ((await rolesIn(ctx.data, id, [me])).has(me)) return id;
+    if (!(await groupById(ctx.data, id))) throw noSuchGroup();
     throw forbidden("Only the group's members read and write its chat.");
   }
 }

@@ -9,6 +9,7 @@ import {
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
@@ -95,7 +96,7 @@ export class ModerationService {
     if (!isId(messageId)) throw noSuchMessage();
     await consumeOrThrow(this.deps.reportLimiter, me, 'Too many reports; wait before reporting more.');
     const id = canonicalId(messageId);
-    const message = await this.deps.messages.messageTarget(ctx.em, id);
+    const message = await this.deps.messages.messageTarget(ctx.data, id);
     if (!message || !(await this.canSee(ctx, me, message))) throw noSuchMessage();
     if (message.sender_id === me) {
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot report your own message.', {
@@ -104,7 +105,7 @@ export class ModerationService {
     }
     try {
       return toReport(
-        await insertReport(ctx.em, {
+        await insertReport(ctx.data, {
           id: newId(),
           messageId: id,
           reporterId: me,
@@ -126,7 +127,7 @@ export class ModerationService {
   async list(ctx: Ctx, state: ReportState, page: Page) {
     moderatorOf(ctx);
     const after = decodeCursor(page.cursor, isTimeIdKey);
-    const rows = await reportsIn(ctx.em, state, { after, limit: page.limit + 1 });
+    const rows = await reportsIn(ctx.data, state, { after, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toModerationReport, (row) => [row.created_key, row.id]);
   }
 
@@ -136,8 +137,8 @@ export class ModerationService {
     const note = trimmedText(decision.note, { path: 'note', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(reportId)) throw noSuchReport();
     const id = canonicalId(reportId);
-    const row = await ctx.em.transactional(async (em) => {
-      const closed = await closeReport(em, {
+    const row = await transaction(ctx.data, async (data) => {
+      const closed = await closeReport(data, {
         id,
         state: decision.state,
         moderatorId: moderator.id,
@@ -145,13 +146,13 @@ export class ModerationService {
         at: ctx.now(),
       });
       if (!closed) {
-        if (await reportById(em, id))
+        if (await reportById(data, id))
           throw new AppError(ErrorCode.CONFLICT, 'This report was already resolved or dismissed.');
         throw noSuchReport();
       }
       if (decision.delete_message && closed.message_id !== null)
-        await this.deps.messages.deleteMessage(em, closed.message_id);
-      return reportById(em, id);
+        await this.deps.messages.deleteMessage(data, closed.message_id);
+      return reportById(data, id);
     });
     if (!row) throw noSuchReport();
     return toModerationReport(row);

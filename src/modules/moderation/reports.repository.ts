@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ReportState } from '../../../protocol/moderation.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { messageSql } from '../chat/index.js';
 
@@ -42,7 +42,7 @@ export type NewReportRow = Pick<
 
 /** Stores an open report; fails with a unique violation when the reporter already reported the message. */
 export async function insertReport(
-  em: EntityManager,
+  data: DataAccess,
   report: {
     id: string;
     messageId: string;
@@ -53,7 +53,7 @@ export async function insertReport(
   },
 ): Promise<NewReportRow> {
   const [row] = await executeBound<NewReportRow>(
-    em,
+    data,
     `insert into message_reports (id, message_id, reporter_id, reason, details, created_at)
      values ($1, $2, $3, $4, $5, $6)
      returning id, message_id, state::text as state, reason, details, created_at`,
@@ -69,9 +69,9 @@ const reportColumns = `r.id, r.message_id, r.reporter_id, r.moderator_id, r.stat
   m.conversation_id as m_conversation_id, m.world_id as m_world_id, m.room_id as m_room_id,
   m.group_id as m_group_id`;
 
-export async function reportById(em: EntityManager, reportId: string): Promise<ReportRow | undefined> {
+export async function reportById(data: DataAccess, reportId: string): Promise<ReportRow | undefined> {
   const [row] = await executeBound<ReportRow>(
-    em,
+    data,
     `select ${reportColumns}
      from message_reports r left join lateral ${messageSql('r.message_id')} m on true
      where r.id = $1`,
@@ -82,12 +82,12 @@ export async function reportById(em: EntityManager, reportId: string): Promise<R
 
 /** A page of the reports in `state`, newest first: a range scan of message_reports_queue_idx. */
 export function reportsIn(
-  em: EntityManager,
+  data: DataAccess,
   state: ReportState,
   page: { after: Key; limit: number },
 ): Promise<ReportRow[]> {
   return executeBound<ReportRow>(
-    em,
+    data,
     `select ${reportColumns}
      from message_reports r left join lateral ${messageSql('r.message_id')} m on true
      where r.state = $1::report_state
@@ -104,11 +104,11 @@ export function reportsIn(
  * has this id.
  */
 export async function closeReport(
-  em: EntityManager,
+  data: DataAccess,
   decision: { id: string; state: ReportState; moderatorId: string; note: string | null; at: Date },
 ): Promise<{ message_id: string | null } | undefined> {
   const [row] = await executeBound<{ message_id: string | null }>(
-    em,
+    data,
     `update message_reports
      set state = $2::report_state, moderator_id = $3, note = $4, resolved_at = $5
      where id = $1 and state = 'open'

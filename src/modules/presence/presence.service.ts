@@ -139,10 +139,10 @@ export class PresenceService {
     const views = new Map<string, PresenceView>(unique.map((id) => [id, unknown]));
     const candidates = unique.filter(isId);
     if (candidates.length === 0) return views;
-    const existing = await this.deps.users.existingUserIds(ctx.em, candidates);
+    const existing = await this.deps.users.existingUserIds(ctx.data, candidates);
     const [privacy, relations] = await Promise.all([
-      this.deps.privacy.privacyOf(ctx.em, existing),
-      this.deps.relations.relationsOf(ctx.em, viewer.id, existing),
+      this.deps.privacy.privacyOf(ctx.data, existing),
+      this.deps.relations.relationsOf(ctx.data, viewer.id, existing),
     ]);
     for (const id of existing) {
       const relation = relations.get(id) ?? { friends: false, blocked: false };
@@ -232,7 +232,7 @@ export class PresenceService {
   ): Promise<void> {
     const [statusMessage, privacy] = await Promise.all([
       known ? known.message : this.currentStatusMessage(ctx, userId),
-      this.deps.privacy.privacyOf(ctx.em, [userId]),
+      this.deps.privacy.privacyOf(ctx.data, [userId]),
     ]);
     if (statusMessage === undefined) return;
     await this.deps.bus.publish(presenceTopic(userId), {
@@ -253,6 +253,6 @@ export class PresenceService {
       userId,
       await this.deps.kv.get(pendingStatusKey(userId)),
     );
-    return pending ? pending.message : this.deps.users.storedStatusMessage(ctx.em, userId);
+    return pending ? pending.message : this.deps.users.storedStatusMessage(ctx.data, userId);
   }
 }

@@ -130,7 +130,7 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
       const batch = [...this.pendingSeen];
       this.pendingSeen.clear();
       try {
-        await this.deps.users.writeLastSeen(this.deps.systemCtx().em, batch);
+        await this.deps.users.writeLastSeen(this.deps.systemCtx().data, batch);
       } catch (error) {
         for (const [id, at] of batch) this.recordSeen(id, at);
         throw error;

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventBus } from '../../platform/bus.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import type { Kv, Peeked } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
 import type { UsersApi } from '../users/index.js';
@@ -42,7 +42,7 @@ export interface StatusMessagesDeps {
   flushMs: number;
   users: Pick<UsersApi, 'writeStatusMessages'>;
   /** An entity manager outside any request, for the flush. */
-  systemEm(): EntityManager;
+  systemEm(): DataAccess;
 }
 
 interface Unwritten {

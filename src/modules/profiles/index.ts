@@ -2,7 +2,8 @@ import { profileGet, profileUpdate } from '../../../protocol/profiles.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { ProfileSchema } from './profile.entity.js';
-import { DEFAULT_PRIVACY, dmPolicySql, ProfilesService, privacyOf } from './profiles.service.js';
+import { DEFAULT_PRIVACY, dmPolicySql, privacyOf } from './profiles.repository.js';
+import { ProfilesService } from './profiles.service.js';
 
 export { DEFAULT_PRIVACY, dmPolicySql };
 

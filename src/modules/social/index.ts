@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import {
   blocksDelete,
   blocksList,
@@ -15,6 +14,7 @@ import {
   friendsDelete,
   friendsList,
 } from '../../../protocol/social.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
@@ -31,10 +31,10 @@ export { USER_BLOCKED, type UserBlockedEvent } from './social.service.js';
 export interface SocialApi {
   relationsOf: typeof relationsOf;
   /**
-   * Holds the pair's lock, shared, until the transaction of `em` ends: a block of the pair being
+   * Holds the pair's lock, shared, until the transaction of `data` ends: a block of the pair being
    * written is waited for, and waits in turn. A statement after it sees any block committed first.
    */
-  holdPair(em: EntityManager, a: string, b: string): Promise<void>;
+  holdPair(data: DataAccess, a: string, b: string): Promise<void>;
   /** Registers a listener run in every block and unblock transaction of a pair (PairBlockListener). */
   onPairBlockChange(listener: PairBlockListener): void;
 }
@@ -58,7 +58,7 @@ export const socialModule = defineModule({
     });
     const api: SocialApi = {
       relationsOf,
-      holdPair: (em, a, b) => lockPair(em, a, b, true),
+      holdPair: (data, a, b) => lockPair(data, a, b, true),
       onPairBlockChange: (listener) => social.onPairBlockChange(listener),
     };
     return {

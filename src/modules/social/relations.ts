@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
 
@@ -15,7 +15,7 @@ export interface Relation {
  * (presence visibility, DM policy) are decided from this.
  */
 export async function relationsOf(
-  em: EntityManager,
+  data: DataAccess,
   viewerId: string,
   otherIds: readonly string[],
 ): Promise<Map<string, Relation>> {
@@ -23,7 +23,7 @@ export async function relationsOf(
   if (otherIds.length === 0) return relations;
   const ids = toUuidArray(otherIds);
   const rows = await executeBound<{ other: string; flag: keyof Relation }>(
-    em,
+    data,
     `select case when requester_id = $1 then addressee_id else requester_id end as other, 'friends' as flag
      from friendships
      where status = 'accepted'

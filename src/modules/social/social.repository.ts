@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { usernameSql } from '../users/index.js';
 
@@ -25,9 +25,9 @@ const PAIR_LOCK_CLASS = 7;
  * `shared` is for writers elsewhere that must not pass a block (direct messages): they wait for
  * social writes of the pair and those wait for them, but they do not wait for each other.
  */
-export async function lockPair(em: EntityManager, a: string, b: string, shared = false): Promise<void> {
+export async function lockPair(data: DataAccess, a: string, b: string, shared = false): Promise<void> {
   const lock = shared ? 'pg_advisory_xact_lock_shared' : 'pg_advisory_xact_lock';
-  await executeBound(em, `select 1 as locked from ${lock}($1::int, hashtext($2))`, [
+  await executeBound(data, `select 1 as locked from ${lock}($1::int, hashtext($2))`, [
     PAIR_LOCK_CLASS,
     [a, b].sort().join(':'),
   ]);
@@ -35,12 +35,12 @@ export async function lockPair(em: EntityManager, a: string, b: string, shared =
 
 /** The friendship row between the two users, in whichever direction it was asked. */
 export async function friendshipBetween(
-  em: EntityManager,
+  data: DataAccess,
   a: string,
   b: string,
 ): Promise<FriendshipRow | undefined> {
   const [row] = await executeBound<FriendshipRow>(
-    em,
+    data,
     `select requester_id, addressee_id, status::text as status from friendships
      where (requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1)`,
     [a, b],
@@ -49,13 +49,13 @@ export async function friendshipBetween(
 }
 
 export async function insertFriendRequest(
-  em: EntityManager,
+  data: DataAccess,
   requesterId: string,
   addresseeId: string,
   at: Date,
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `insert into friendships (requester_id, addressee_id, status, created_at) values ($1, $2, 'pending', $3)`,
     [requesterId, addresseeId, at],
   );
@@ -63,13 +63,13 @@ export async function insertFriendRequest(
 
 /** Accepts the pending request requester -> addressee; false when there is none. */
 export async function acceptFriendRequest(
-  em: EntityManager,
+  data: DataAccess,
   requesterId: string,
   addresseeId: string,
   at: Date,
 ): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     `update friendships set status = 'accepted', responded_at = $3
      where requester_id = $1 and addressee_id = $2 and status = 'pending' returning 1 as accepted`,
     [requesterId, addresseeId, at],
@@ -79,12 +79,12 @@ export async function acceptFriendRequest(
 
 /** Deletes the pending request requester -> addressee (declined or withdrawn); false when there is none. */
 export async function deleteFriendRequest(
-  em: EntityManager,
+  data: DataAccess,
   requesterId: string,
   addresseeId: string,
 ): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     `delete from friendships where requester_id = $1 and addressee_id = $2 and status = 'pending'
      returning 1 as deleted`,
     [requesterId, addresseeId],
@@ -93,9 +93,9 @@ export async function deleteFriendRequest(
 }
 
 /** Ends the accepted friendship between the two, either direction; false when they were not friends. */
-export async function deleteFriendship(em: EntityManager, a: string, b: string): Promise<boolean> {
+export async function deleteFriendship(data: DataAccess, a: string, b: string): Promise<boolean> {
   const rows = await executeBound(
-    em,
+    data,
     `delete from friendships
      where ((requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1))
        and status = 'accepted'
@@ -105,31 +105,31 @@ export async function deleteFriendship(em: EntityManager, a: string, b: string):
   return rows.length > 0;
 }
 
-export async function insertFollow(em: EntityManager, followerId: string, followedId: string, at: Date) {
+export async function insertFollow(data: DataAccess, followerId: string, followedId: string, at: Date) {
   await executeBound(
-    em,
+    data,
     'insert into follows (follower_id, followed_id, created_at) values ($1, $2, $3) on conflict do nothing',
     [followerId, followedId, at],
   );
 }
 
-export async function deleteFollow(em: EntityManager, followerId: string, followedId: string) {
-  await executeBound(em, 'delete from follows where follower_id = $1 and followed_id = $2', [
+export async function deleteFollow(data: DataAccess, followerId: string, followedId: string) {
+  await executeBound(data, 'delete from follows where follower_id = $1 and followed_id = $2', [
     followerId,
     followedId,
   ]);
 }
 
-export async function insertBlock(em: EntityManager, blockerId: string, blockedId: string, at: Date) {
+export async function insertBlock(data: DataAccess, blockerId: string, blockedId: string, at: Date) {
   await executeBound(
-    em,
+    data,
     'insert into blocks (blocker_id, blocked_id, created_at) values ($1, $2, $3) on conflict do nothing',
     [blockerId, blockedId, at],
   );
 }
 
-export async function deleteBlock(em: EntityManager, blockerId: string, blockedId: string) {
-  await executeBound(em, 'delete from blocks where blocker_id = $1 and blocked_id = $2', [
+export async function deleteBlock(data: DataAccess, blockerId: string, blockedId: string) {
+  await executeBound(data, 'delete from blocks where blocker_id = $1 and blocked_id = $2', [
     blockerId,
     blockedId,
   ]);
@@ -139,9 +139,9 @@ export async function deleteBlock(em: EntityManager, blockerId: string, blockedI
  * What a block ends, in one statement: the friendship or pending request and the follows between
  * the two, both ways. Returns whether they were friends (the other is then told).
  */
-export async function severPair(em: EntityManager, a: string, b: string): Promise<{ wereFriends: boolean }> {
+export async function severPair(data: DataAccess, a: string, b: string): Promise<{ wereFriends: boolean }> {
   const [row] = await executeBound<{ were_friends: boolean }>(
-    em,
+    data,
     `with ended as (
        delete from friendships
        where (requester_id = $1 and addressee_id = $2) or (requester_id = $2 and addressee_id = $1)
@@ -203,13 +203,13 @@ export interface ListRow {
 }
 
 export async function listOf(
-  em: EntityManager,
+  data: DataAccess,
   list: ListName,
   userId: string,
   page: { after: readonly [sinceKey: string, id: string] | undefined; limit: number },
 ): Promise<ListRow[]> {
   const rows = await executeBound<{ id: string; username: string; since: Date | string; since_key: string }>(
-    em,
+    data,
     LIST_SQL[list],
     [userId, ...timeIdKeyParams(page.after), page.limit],
   );

@@ -1,10 +1,10 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import type { FriendRequest, RelatedUser, SocialUser } from '../../../protocol/social.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
@@ -91,7 +91,7 @@ const related = (row: ListRow): RelatedUser => ({
  * Runs inside the transaction that blocked or unblocked the pair, holding the pair's lock: for
  * other modules' rows that must follow the blocks in the same commit (conversations).
  */
-export type PairBlockListener = (em: EntityManager, a: string, b: string) => Promise<void>;
+export type PairBlockListener = (data: DataAccess, a: string, b: string) => Promise<void>;
 
 export class SocialService {
   private readonly pairBlockListeners: PairBlockListener[] = [];
@@ -102,22 +102,22 @@ export class SocialService {
     this.pairBlockListeners.push(listener);
   }
 
-  private async pairBlockChanged(em: EntityManager, a: string, b: string): Promise<void> {
-    for (const listener of this.pairBlockListeners) await listener(em, a, b);
+  private async pairBlockChanged(data: DataAccess, a: string, b: string): Promise<void> {
+    for (const listener of this.pairBlockListeners) await listener(data, a, b);
   }
 
   /** Asks `userId` to be friends, or accepts their request when they asked first. */
   async request(ctx: Ctx, userId: string): Promise<{ status: 'pending' | 'accepted' }> {
     await this.spendReach(ctx, userId);
-    const outcome = await this.inPair(ctx, userId, async (em, me, them) => {
-      if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
-      const existing = await friendshipBetween(em, me.id, them.id);
+    const outcome = await this.inPair(ctx, userId, async (data, me, them) => {
+      if ((await relationsOf(data, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
+      const existing = await friendshipBetween(data, me.id, them.id);
       if (existing?.status === 'accepted') throw new AppError(ErrorCode.CONFLICT, 'You are friends already.');
       if (existing?.requester_id === me.id)
         throw new AppError(ErrorCode.CONFLICT, 'Your request to this user is pending already.');
       const now = ctx.now();
-      if (existing) await acceptFriendRequest(em, them.id, me.id, now);
-      else await insertFriendRequest(em, me.id, them.id, now);
+      if (existing) await acceptFriendRequest(data, them.id, me.id, now);
+      else await insertFriendRequest(data, me.id, them.id, now);
       return { me, them, accepted: existing !== undefined, at: now };
     });
     if (outcome.accepted) {
@@ -132,9 +132,9 @@ export class SocialService {
   }
 
   async accept(ctx: Ctx, userId: string): Promise<{ status: 'accepted' }> {
-    const { me, them } = await this.inPair(ctx, userId, async (em, me, them) => {
-      if (await acceptFriendRequest(em, them.id, me.id, ctx.now())) return { me, them };
-      if ((await friendshipBetween(em, me.id, them.id))?.status === 'accepted')
+    const { me, them } = await this.inPair(ctx, userId, async (data, me, them) => {
+      if (await acceptFriendRequest(data, them.id, me.id, ctx.now())) return { me, them };
+      if ((await friendshipBetween(data, me.id, them.id))?.status === 'accepted')
         throw new AppError(ErrorCode.CONFLICT, 'You are friends already.');
       throw new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to you.');
     });
@@ -144,22 +144,22 @@ export class SocialService {
 
   /** Declining is silent: the requester gets no event, their request only leaves their outgoing list. */
   async decline(ctx: Ctx, userId: string): Promise<void> {
-    await this.inPair(ctx, userId, async (em, me, them) => {
-      if (!(await deleteFriendRequest(em, them.id, me.id)))
+    await this.inPair(ctx, userId, async (data, me, them) => {
+      if (!(await deleteFriendRequest(data, them.id, me.id)))
         throw new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to you.');
     });
   }
 
   async cancel(ctx: Ctx, userId: string): Promise<void> {
-    await this.inPair(ctx, userId, async (em, me, them) => {
-      if (!(await deleteFriendRequest(em, me.id, them.id)))
+    await this.inPair(ctx, userId, async (data, me, them) => {
+      if (!(await deleteFriendRequest(data, me.id, them.id)))
         throw new AppError(ErrorCode.NOT_FOUND, 'You have no pending request to this user.');
     });
   }
 
   async unfriend(ctx: Ctx, userId: string): Promise<void> {
-    const { me, them } = await this.inPair(ctx, userId, async (em, me, them) => {
-      if (!(await deleteFriendship(em, me.id, them.id)))
+    const { me, them } = await this.inPair(ctx, userId, async (data, me, them) => {
+      if (!(await deleteFriendship(data, me.id, them.id)))
         throw new AppError(ErrorCode.NOT_FOUND, 'This user is not your friend.');
       return { me, them };
     });
@@ -168,14 +168,14 @@ export class SocialService {
 
   async follow(ctx: Ctx, userId: string): Promise<void> {
     await this.spendReach(ctx, userId);
-    await this.inPair(ctx, userId, async (em, me, them) => {
-      if ((await relationsOf(em, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
-      await insertFollow(em, me.id, them.id, ctx.now());
+    await this.inPair(ctx, userId, async (data, me, them) => {
+      if ((await relationsOf(data, me.id, [them.id])).get(them.id)?.blocked) throw blocked();
+      await insertFollow(data, me.id, them.id, ctx.now());
     });
   }
 
   async unfollow(ctx: Ctx, userId: string): Promise<void> {
-    await this.inPair(ctx, userId, (em, me, them) => deleteFollow(em, me.id, them.id));
+    await this.inPair(ctx, userId, (data, me, them) => deleteFollow(data, me.id, them.id));
   }
 
   /**
@@ -183,10 +183,10 @@ export class SocialService {
    * subscriptions to each other at once; a friend is told the friendship ended, not why.
    */
   async block(ctx: Ctx, userId: string): Promise<void> {
-    const { me, them, wereFriends } = await this.inPair(ctx, userId, async (em, me, them) => {
-      await insertBlock(em, me.id, them.id, ctx.now());
-      await this.pairBlockChanged(em, me.id, them.id);
-      return { me, them, ...(await severPair(em, me.id, them.id)) };
+    const { me, them, wereFriends } = await this.inPair(ctx, userId, async (data, me, them) => {
+      await insertBlock(data, me.id, them.id, ctx.now());
+      await this.pairBlockChanged(data, me.id, them.id);
+      return { me, them, ...(await severPair(data, me.id, them.id)) };
     });
     await Promise.all([
       this.notify(ctx, me.id, { t: USER_BLOCKED, d: { other_id: them.id } }),
@@ -197,9 +197,9 @@ export class SocialService {
 
   /** Nothing the block ended comes back: friendships and follows have to be made again. */
   async unblock(ctx: Ctx, userId: string): Promise<void> {
-    await this.inPair(ctx, userId, async (em, me, them) => {
-      await deleteBlock(em, me.id, them.id);
-      await this.pairBlockChanged(em, me.id, them.id);
+    await this.inPair(ctx, userId, async (data, me, them) => {
+      await deleteBlock(data, me.id, them.id);
+      await this.pairBlockChanged(data, me.id, them.id);
     });
   }
 
@@ -243,9 +243,9 @@ export class SocialService {
     const ownerId = canonicalId(userId);
     if (ownerId === viewer.id) return ownerId;
     const [exists, privacy, relations] = await Promise.all([
-      this.deps.users.usernamesOf(ctx.em, [ownerId]),
-      this.deps.privacy.privacyOf(ctx.em, [ownerId]),
-      relationsOf(ctx.em, viewer.id, [ownerId]),
+      this.deps.users.usernamesOf(ctx.data, [ownerId]),
+      this.deps.privacy.privacyOf(ctx.data, [ownerId]),
+      relationsOf(ctx.data, viewer.id, [ownerId]),
     ]);
     const relation = relations.get(ownerId);
     if (exists.length === 0 || relation?.blocked) throw noSuchUser();
@@ -263,7 +263,7 @@ export class SocialService {
     toItem: (row: ListRow) => Item,
   ): Promise<PageOf<Item>> {
     const after = decodeCursor(page.cursor, isTimeIdKey);
-    const rows = await listOf(ctx.em, list, userId, { after, limit: page.limit + 1 });
+    const rows = await listOf(ctx.data, list, userId, { after, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toItem, (row) => [row.sinceKey, row.id]);
   }
 
@@ -274,20 +274,20 @@ export class SocialService {
   private async inPair<T>(
     ctx: Ctx,
     userId: string,
-    work: (em: EntityManager, me: SocialUser, them: SocialUser) => Promise<T>,
+    work: (data: DataAccess, me: SocialUser, them: SocialUser) => Promise<T>,
   ): Promise<T> {
     const caller = callerOf(ctx);
     const otherId = otherIdOf(caller.id, userId);
     try {
-      return await ctx.em.transactional(async (em) => {
-        await lockPair(em, caller.id, otherId);
-        const users = await this.deps.users.usernamesOf(em, [caller.id, otherId]);
+      return await transaction(ctx.data, async (data) => {
+        await lockPair(data, caller.id, otherId);
+        const users = await this.deps.users.usernamesOf(data, [caller.id, otherId]);
         const me = users.find((user) => user.id === caller.id);
         const them = users.find((user) => user.id === otherId);
         // The token outlived its account by a moment.
         if (!me) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
         if (!them) throw noSuchUser();
-        return await work(em, me, them);
+        return await work(data, me, them);
       });
     } catch (error) {
       // One of the two accounts was deleted after it was read: its rows are gone with it.

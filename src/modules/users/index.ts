@@ -3,15 +3,19 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { UserSchema } from './user.entity.js';
 import {
+  createUser,
+  deleteUser,
   existingUserIds,
   findAccounts,
+  findUserById,
+  findUserByUsername,
   lockAccount,
   storedStatusMessage,
   usernamesOf,
   writeLastSeen,
   writeStatusMessages,
 } from './users.repository.js';
-import { createUser, deleteUser, findUserById, findUserByUsername, UsersService } from './users.service.js';
+import { UsersService } from './users.service.js';
 
 /** The entity, for other modules' relations to a user (a session's user) and the API's answers. */
 export type { User } from './user.entity.js';

@@ -1,7 +1,9 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from '@mikro-orm/core';
 import type { Role } from '../../platform/auth/access-tokens.js';
+import { type DataAccess, entityManagerOf } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
+import { type User, UserSchema } from './user.entity.js';
 
 /**
  * The hot statements on the users table, on the lean path (executeBound): each runs once per
@@ -26,28 +28,28 @@ const SELECT_ACCOUNT =
 const FIND_ACCOUNT_SQL = `${SELECT_ACCOUNT} where id = $1`;
 const FIND_ACCOUNTS_SQL = `${SELECT_ACCOUNT} where id = any($1::uuid[])`;
 
-export async function findAccount(em: EntityManager, userId: string): Promise<AccountRow | undefined> {
-  const [row] = await executeBound<AccountRow>(em, FIND_ACCOUNT_SQL, [userId]);
+export async function findAccount(data: DataAccess, userId: string): Promise<AccountRow | undefined> {
+  const [row] = await executeBound<AccountRow>(data, FIND_ACCOUNT_SQL, [userId]);
   return row;
 }
 
 /** findAccount for several users (canonical ids) in one statement, answering for each in order. */
 export async function findAccounts(
-  em: EntityManager,
+  data: DataAccess,
   userIds: readonly string[],
 ): Promise<(AccountRow | undefined)[]> {
-  if (userIds.length === 1) return [await findAccount(em, userIds[0] as string)];
-  const rows = await executeBound<AccountRow>(em, FIND_ACCOUNTS_SQL, [userIds]);
+  if (userIds.length === 1) return [await findAccount(data, userIds[0] as string)];
+  const rows = await executeBound<AccountRow>(data, FIND_ACCOUNTS_SQL, [userIds]);
   const byId = new Map(rows.map((row) => [row.id, row]));
   return userIds.map((id) => byId.get(id));
 }
 
 /** Those of the ids that name an account, with their usernames. */
 export function usernamesOf(
-  em: EntityManager,
+  data: DataAccess,
   userIds: readonly string[],
 ): Promise<{ id: string; username: string }[]> {
-  return executeBound(em, 'select id, username from users where id = any($1::uuid[])', [userIds]);
+  return executeBound(data, 'select id, username from users where id = any($1::uuid[])', [userIds]);
 }
 
 /**
@@ -55,14 +57,14 @@ export function usernamesOf(
  * take turns (favorites replaces: two at once would merge their sets); false when the account is
  * gone. NO KEY UPDATE leaves inserts that reference the user (which take KEY SHARE) unblocked.
  */
-export async function lockAccount(em: EntityManager, userId: string): Promise<boolean> {
-  const rows = await executeBound(em, 'select 1 from users where id = $1 for no key update', [userId]);
+export async function lockAccount(data: DataAccess, userId: string): Promise<boolean> {
+  const rows = await executeBound(data, 'select 1 from users where id = $1 for no key update', [userId]);
   return rows.length > 0;
 }
 
 /** Which of these ids (canonical UUIDs) name an account. */
-export async function existingUserIds(em: EntityManager, userIds: readonly string[]): Promise<string[]> {
-  const rows = await executeBound<{ id: string }>(em, 'select id from users where id = any($1::uuid[])', [
+export async function existingUserIds(data: DataAccess, userIds: readonly string[]): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(data, 'select id from users where id = any($1::uuid[])', [
     userIds,
   ]);
   return rows.map((row) => row.id);
@@ -83,11 +85,11 @@ export const usernameSql = (idSql: string) => `(select username from users where
 
 /** The stored status message; undefined when the account does not exist. */
 export async function storedStatusMessage(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
 ): Promise<string | null | undefined> {
   const [row] = await executeBound<{ status_message: string | null }>(
-    em,
+    data,
     'select status_message from users where id = $1',
     [userId],
   );
@@ -96,11 +98,11 @@ export async function storedStatusMessage(
 
 /** Writes several users' status messages in one statement, each with the time it was set. */
 export async function writeStatusMessages(
-  em: EntityManager,
+  data: DataAccess,
   batch: readonly { userId: string; message: string | null; at: Date }[],
 ): Promise<void> {
   await executeBound(
-    em,
+    data,
     `update users u set status_message = v.message, updated_at = v.at
      from unnest($1::uuid[], $2::text[], $3::timestamptz[]) as v(id, message, at) where u.id = v.id`,
     [batch.map((b) => b.userId), batch.map((b) => b.message), batch.map((b) => b.at)],
@@ -112,15 +114,53 @@ export async function writeStatusMessages(
  * stored is kept, so sightings written late or twice never move it back.
  */
 export async function writeLastSeen(
-  em: EntityManager,
+  data: DataAccess,
   sightings: readonly (readonly [userId: string, at: Date])[],
 ): Promise<void> {
   const ids = toUuidArray(sightings.map(([id]) => id));
   const times = `{${sightings.map(([, at]) => at.toISOString()).join(',')}}`;
   await executeBound(
-    em,
+    data,
     `update users u set last_seen_at = greatest(coalesce(u.last_seen_at, v.seen), v.seen)
      from unnest($1::uuid[], $2::timestamptz[]) as v(id, seen) where u.id = v.id`,
     [ids, times],
   );
+}
+
+/** What another user may see of an account, read without tracking the entity. */
+export function findPublicUser(data: DataAccess, userId: string) {
+  return entityManagerOf(data).findOne(
+    UserSchema,
+    { id: userId },
+    { fields: ['id', 'username', 'createdAt'] },
+  );
+}
+
+/**
+ * Adds a new account to the unit of work of `data`, written at its next flush (registration: the
+ * flush's unique violations tell a taken username or email).
+ */
+export function createUser(data: DataAccess, account: User): User {
+  return entityManagerOf(data).create(UserSchema, account);
+}
+
+export function findUserById(data: DataAccess, userId: string): Promise<User | null> {
+  return entityManagerOf(data).findOne(UserSchema, { id: userId });
+}
+
+/** Deletes the account; the rows of every module that reference it follow their ON DELETE rules. */
+export async function deleteUser(data: DataAccess, userId: string): Promise<void> {
+  await entityManagerOf(data).nativeDelete(UserSchema, { id: userId });
+}
+
+/** Usernames are unique case-insensitively; this matches the unique index on lower(username). */
+export function findUserByUsername(data: DataAccess, username: string) {
+  return entityManagerOf(data).findOne(UserSchema, { [sql.lower('username')]: username.toLowerCase() });
+}
+
+/** Stores the account's roles, the user loaded through `data` (operator tooling). */
+export async function writeRoles(data: DataAccess, user: User, roles: Role[], at: Date): Promise<void> {
+  user.roles = roles;
+  user.updatedAt = at;
+  await entityManagerOf(data).flush();
 }

@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /** The SQL of chunks and their revisions (revision ids normalised to numbers, as in worlds.repository). */
@@ -15,13 +15,13 @@ export interface ChunkHead extends ChunkKey {
 
 /** A room's live chunks (tombstones left out) after `after` in (x, y, z) order, at most `limit`. */
 export async function liveChunkHeads(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   options: { after?: ChunkKey; limit: number },
 ): Promise<ChunkHead[]> {
   const { after, limit } = options;
   const rows = await executeBound<{ x: number; y: number; z: number; revision: string | number }>(
-    em,
+    data,
     `select x, y, z, revision from chunks
      where room_id = $1 and not deleted and ($2::int is null or (x, y, z) > ($2, $3, $4))
      order by x, y, z limit $5`,
@@ -64,7 +64,7 @@ export interface CommitPlan {
  * waited for the lock must see the commit it waited for.
  */
 export async function prepareCommit(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   roomIds: readonly string[],
   writes: readonly ChunkAddress[],
@@ -75,7 +75,7 @@ export async function prepareCommit(
     ids: (string | number)[];
     content_bytes: string | number;
   }>(
-    em,
+    data,
     `select
        (select array_agg(id::text) from rooms where world_id = $1 and id = any($2::uuid[])) as rooms,
        (select json_agg(json_build_array(k.i, c.revision, c.deleted, octet_length(r.payload)))
@@ -108,12 +108,12 @@ function columns(addresses: readonly ChunkAddress[]): [string[], number[], numbe
 
 /** A live chunk's current payload and revision; undefined for a missing or deleted chunk. */
 export async function livePayload(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   key: ChunkKey,
 ): Promise<{ revision: number; payload: Uint8Array } | undefined> {
   const [row] = await executeBound<{ revision: string | number; payload: Uint8Array }>(
-    em,
+    data,
     `select c.revision, r.payload from chunks c join chunk_revisions r on r.id = c.revision
      where c.room_id = $1 and c.x = $2 and c.y = $3 and c.z = $4 and not c.deleted`,
     [roomId, key.x, key.y, key.z],
@@ -136,7 +136,7 @@ export interface RevisionWrite extends ChunkAddress {
  * content revision. No chunk may appear twice in `writes`.
  */
 export async function writeCommit(
-  em: EntityManager,
+  data: DataAccess,
   commit: {
     worldId: string;
     authorId: string | null;
@@ -148,7 +148,7 @@ export async function writeCommit(
 ): Promise<number> {
   const { worldId, authorId, now, writes, revisions, bytesDelta } = commit;
   const [row] = await executeBound<{ stream_seq: string | number }>(
-    em,
+    data,
     `with w (room_id, x, y, z, id, payload) as (
        select * from unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::bigint[], $6::bytea[])
      ), heads as (

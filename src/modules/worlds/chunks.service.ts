@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { z } from 'zod';
 import { ChunkCodecError, decodeChunk, MAX_CHUNK_BYTES } from '../../../protocol/chunk-codec.js';
 import type { binaryBatchSchema } from '../../../protocol/chunks.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { quotaExceeded } from '../../platform/quota.js';
@@ -177,7 +177,7 @@ export class ChunksService {
     key: ChunkKey,
   ): Promise<{ revision: number; payload: Uint8Array }> {
     const { room } = await this.worlds.readableRoom(ctx, worldId, roomId);
-    const chunk = await livePayload(ctx.em, room.id, key);
+    const chunk = await livePayload(ctx.data, room.id, key);
     if (!chunk) throw chunkNotFound();
     return chunk;
   }
@@ -226,9 +226,9 @@ export class ChunksService {
     const malformedRoom = writes.findIndex((w) => !isId(w.roomId));
     if (malformedRoom >= 0) throw about(roomNotFound(), at(malformedRoom));
     const now = ctx.now();
-    const committed = await ctx.em.transactional(async (em) => {
-      const world = await this.worlds.owned(ctx, request.worldId, em, true);
-      const plan = await prepareCommit(em, world.id, [...new Set(writes.map((w) => w.roomId))], writes);
+    const committed = await transaction(ctx.data, async (data) => {
+      const world = await this.worlds.owned(ctx, request.worldId, data, true);
+      const plan = await prepareCommit(data, world.id, [...new Set(writes.map((w) => w.roomId))], writes);
       const missingRoom = writes.findIndex((w) => !plan.rooms.has(w.roomId));
       if (missingRoom >= 0) throw about(roomNotFound(), at(missingRoom));
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
@@ -244,7 +244,7 @@ export class ChunksService {
         0,
       );
       refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
-      return this.append(em, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
+      return this.append(data, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };
@@ -252,7 +252,7 @@ export class ChunksService {
 
   /** Appends the revisions and records the commit in the world's row; the caller holds the world's lock. */
   private async append(
-    em: EntityManager,
+    data: DataAccess,
     worldId: string,
     authorId: string,
     writes: readonly RevisionWrite[],
@@ -260,7 +260,7 @@ export class ChunksService {
     now: Date,
     bytesDelta: number,
   ): Promise<Committed> {
-    const seq = await writeCommit(em, { worldId, authorId, now, writes, revisions, bytesDelta });
+    const seq = await writeCommit(data, { worldId, authorId, now, writes, revisions, bytesDelta });
     return { worldId, revisions, contentRevision: Math.max(...revisions), seq };
   }
 

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { WorldVisibility } from '../../../protocol/worlds.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /** The SQL of profile favorites: rows carry what `canRead` needs, the service decides. */
@@ -24,11 +24,11 @@ const toFavoriteWorld = (r: RawFavoriteWorld): FavoriteWorld => ({
 
 /** The worlds among these ids (canonical UUIDs), kept from being deleted until the transaction ends. */
 export async function worldsToFavorite(
-  em: EntityManager,
+  data: DataAccess,
   worldIds: readonly string[],
 ): Promise<FavoriteWorld[]> {
   const rows = await executeBound<RawFavoriteWorld>(
-    em,
+    data,
     'select id, owner_id, visibility::text as visibility from worlds where id = any($1::uuid[]) for key share',
     [worldIds],
   );
@@ -40,14 +40,14 @@ export async function worldsToFavorite(
  * time, so each entry gets `now` plus its position in microseconds (the column's resolution).
  */
 export async function replaceFavorites(
-  em: EntityManager,
+  data: DataAccess,
   userId: string,
   worldIds: readonly string[],
   now: Date,
 ): Promise<void> {
-  await executeBound(em, 'delete from profile_favorites where user_id = $1', [userId]);
+  await executeBound(data, 'delete from profile_favorites where user_id = $1', [userId]);
   await executeBound(
-    em,
+    data,
     `insert into profile_favorites (user_id, world_id, created_at)
      select $1, v.world_id, $3::timestamptz + v.n * interval '1 microsecond'
      from unnest($2::uuid[]) with ordinality as v(world_id, n)`,
@@ -56,9 +56,9 @@ export async function replaceFavorites(
 }
 
 /** The user's favorite worlds in the order they were favorited. */
-export async function favoriteWorldsOf(em: EntityManager, userId: string): Promise<FavoriteWorld[]> {
+export async function favoriteWorldsOf(data: DataAccess, userId: string): Promise<FavoriteWorld[]> {
   const rows = await executeBound<RawFavoriteWorld>(
-    em,
+    data,
     `select w.id, w.owner_id, w.visibility::text as visibility
      from profile_favorites f join worlds w on w.id = f.world_id
      where f.user_id = $1 order by f.created_at, f.world_id`,

@@ -1,5 +1,6 @@
 import type { Favorites } from '../../../protocol/favorites.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { UsersApi } from '../users/index.js';
@@ -24,7 +25,7 @@ export class FavoritesService {
   /** Worlds that became unreadable since they were favorited are left out, not deleted. */
   async get(ctx: Ctx): Promise<Favorites> {
     const caller = callerOf(ctx);
-    const worlds = await favoriteWorldsOf(ctx.em, caller.id);
+    const worlds = await favoriteWorldsOf(ctx.data, caller.id);
     return { world_ids: worlds.filter((world) => canRead(world, caller.id)).map((world) => world.id) };
   }
 
@@ -35,14 +36,14 @@ export class FavoritesService {
     // Canonical first, so an id sent in two letter cases collapses like any other duplicate.
     const ids = worldIds.map(canonicalId);
     const unique = [...new Set(ids)];
-    await ctx.em.transactional(async (em) => {
-      if (!(await this.users.lockAccount(em, caller.id)))
+    await transaction(ctx.data, async (data) => {
+      if (!(await this.users.lockAccount(data, caller.id)))
         throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
-      const worlds = await worldsToFavorite(em, unique.filter(isId));
+      const worlds = await worldsToFavorite(data, unique.filter(isId));
       const readable = new Set(worlds.filter((world) => canRead(world, caller.id)).map((world) => world.id));
       const refused = ids.flatMap((id, index) => (readable.has(id) ? [] : [index]));
       if (refused.length > 0) throw notFavoritable(refused);
-      await replaceFavorites(em, caller.id, unique, now);
+      await replaceFavorites(data, caller.id, unique, now);
     });
     return { world_ids: unique };
   }

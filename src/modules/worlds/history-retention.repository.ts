@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -29,7 +29,7 @@ export interface HistoryState {
  * Locks the world whose history has been due longest, if any, skipping worlds another
  * transaction holds: a writer's (which makes the world due again anyway) or another node's pass.
  */
-export async function claimDueWorld(em: EntityManager, now: Date): Promise<HistoryState | undefined> {
+export async function claimDueWorld(data: DataAccess, now: Date): Promise<HistoryState | undefined> {
   const [row] = await executeBound<{
     id: string;
     content_revision: string | number;
@@ -37,7 +37,7 @@ export async function claimDueWorld(em: EntityManager, now: Date): Promise<Histo
     history_pruned_through: string | number;
     history_checked_through: string | number;
   }>(
-    em,
+    data,
     `select id, content_revision, history_horizon, history_pruned_through, history_checked_through
      from worlds where history_due_at <= $1 order by history_due_at limit 1 for update skip locked`,
     [now],
@@ -57,8 +57,8 @@ export async function claimDueWorld(em: EntityManager, now: Date): Promise<Histo
  * Lets this transaction's deletes of revisions through the append-only trigger (migration 0019),
  * which still refuses a revision at or above its world's horizon and a chunk's head.
  */
-export async function armPruning(em: EntityManager): Promise<void> {
-  await executeBound(em, `select set_config('atrium.pruning_revisions', 'on', true)`, []);
+export async function armPruning(data: DataAccess): Promise<void> {
+  await executeBound(data, `select set_config('atrium.pruning_revisions', 'on', true)`, []);
 }
 
 /**
@@ -67,13 +67,13 @@ export async function armPruning(em: EntityManager): Promise<void> {
  * than its newest revision at or below the horizon. Returns how far the world is now pruned.
  */
 export async function pruneWindow(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   after: number,
   horizon: number,
 ): Promise<number> {
   const [row] = await executeBound<{ through: string | number }>(
-    em,
+    data,
     `with win as (
        select id, chunk_id from chunk_revisions
        where world_id = $1 and id > $2 and id <= $3 order by id limit $4
@@ -104,12 +104,12 @@ export async function pruneWindow(
  * Returns how far the world is now checked, and that horizon (0 when no chunk is over the cap).
  */
 export async function checkCaps(
-  em: EntityManager,
+  data: DataAccess,
   state: { worldId: string; after: number; contentRevision: number },
   maxRevisions: number,
 ): Promise<{ through: number; capHorizon: number }> {
   const [row] = await executeBound<{ through: string | number; cap_horizon: string | number | null }>(
-    em,
+    data,
     `with win as (
        select id, chunk_id from chunk_revisions where world_id = $1 and id > $2 order by id limit $3
      ), through as (
@@ -137,13 +137,13 @@ export async function checkCaps(
  * never later than the exact one, only sometimes earlier.
  */
 export async function agedHorizon(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   horizon: number,
   cutoff: Date,
 ): Promise<number> {
   const [row] = await executeBound<{ aged: string | number | null }>(
-    em,
+    data,
     `select max(id) filter (where created_at <= $3) as aged
      from (select id, created_at from chunk_revisions where world_id = $1 and id > $2 order by id limit $4) w`,
     [worldId, horizon, cutoff, PRUNE_WINDOW_REVISIONS],
@@ -151,11 +151,12 @@ export async function agedHorizon(
   return Number(row?.aged ?? 0);
 }
 
-export async function raiseHorizon(em: EntityManager, worldId: string, horizon: number): Promise<void> {
-  await executeBound(em, 'update worlds set history_horizon = greatest(history_horizon, $2) where id = $1', [
-    worldId,
-    horizon,
-  ]);
+export async function raiseHorizon(data: DataAccess, worldId: string, horizon: number): Promise<void> {
+  await executeBound(
+    data,
+    'update worlds set history_horizon = greatest(history_horizon, $2) where id = $1',
+    [worldId, horizon],
+  );
 }
 
 /**
@@ -165,16 +166,16 @@ export async function raiseHorizon(em: EntityManager, worldId: string, horizon: 
  * finished pass found that revision younger than the cutoff, so its time is later than `now`.
  */
 export async function scheduleNextPass(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   next: { finished: true; retentionSeconds: number } | { finished: false; now: Date },
 ): Promise<void> {
   if (!next.finished) {
-    await executeBound(em, 'update worlds set history_due_at = $2 where id = $1', [worldId, next.now]);
+    await executeBound(data, 'update worlds set history_due_at = $2 where id = $1', [worldId, next.now]);
     return;
   }
   await executeBound(
-    em,
+    data,
     `update worlds w set history_due_at = (
        select r.created_at + make_interval(secs => $2) from chunk_revisions r
        where r.world_id = w.id and r.id > w.history_horizon order by r.id limit 1)

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import type { Logger } from '../../platform/log.js';
 import {
   agedHorizon,
@@ -36,7 +36,7 @@ export class HistoryRetention {
 
   constructor(
     private readonly deps: {
-      em: () => EntityManager;
+      data: () => DataAccess;
       log: Logger;
       settings: RetentionSettings;
       intervalSeconds: number;
@@ -76,13 +76,13 @@ export class HistoryRetention {
 
   /** One turn on the world due longest, if any; false when no world is due. */
   private turn(now: Date): Promise<boolean> {
-    return this.deps.em().transactional(async (em) => {
-      const state = await claimDueWorld(em, now);
+    return transaction(this.deps.data(), async (data) => {
+      const state = await claimDueWorld(data, now);
       if (!state) return false;
-      await armPruning(em);
-      const finished = await this.advance(em, state, now);
+      await armPruning(data);
+      const finished = await this.advance(data, state, now);
       await scheduleNextPass(
-        em,
+        data,
         state.worldId,
         finished ? { finished, retentionSeconds: this.deps.settings.retentionSeconds } : { finished, now },
       );
@@ -95,24 +95,24 @@ export class HistoryRetention {
    * raising the horizon for the per-chunk cap (chunks written since the last check) and for age.
    * Answers whether everything due is done, or the turn's statements ran out first.
    */
-  private async advance(em: EntityManager, state: HistoryState, now: Date): Promise<boolean> {
+  private async advance(data: DataAccess, state: HistoryState, now: Date): Promise<boolean> {
     const { retentionSeconds, maxRevisions } = this.deps.settings;
     const cutoff = new Date(now.getTime() - retentionSeconds * 1000);
     let { horizon, prunedThrough, checkedThrough } = state;
     const raise = async (to: number) => {
-      await raiseHorizon(em, state.worldId, to);
+      await raiseHorizon(data, state.worldId, to);
       horizon = to;
     };
     for (let statements = 0; statements < STATEMENTS_PER_TURN; statements++) {
       // On the embedded database each statement runs in this process: let requests in between.
       await setImmediate();
       if (prunedThrough < horizon) {
-        prunedThrough = await pruneWindow(em, state.worldId, prunedThrough, horizon);
+        prunedThrough = await pruneWindow(data, state.worldId, prunedThrough, horizon);
         continue;
       }
       if (checkedThrough < state.contentRevision) {
         const checked = await checkCaps(
-          em,
+          data,
           { worldId: state.worldId, after: checkedThrough, contentRevision: state.contentRevision },
           maxRevisions,
         );
@@ -120,7 +120,7 @@ export class HistoryRetention {
         if (checked.capHorizon > horizon) await raise(checked.capHorizon);
         continue;
       }
-      const aged = await agedHorizon(em, state.worldId, horizon, cutoff);
+      const aged = await agedHorizon(data, state.worldId, horizon, cutoff);
       if (aged <= horizon) return true;
       await raise(aged);
     }

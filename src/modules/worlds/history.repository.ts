@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import type { ChunkKey } from './chunks.repository.js';
 
@@ -48,23 +48,23 @@ const BY_CHUNK = `select ${COLUMNS} from chunk_revisions
   where chunk_id = (select id from chunks where room_id = $1 and x = $5 and y = $6 and z = $7) and ${RANGE}`;
 
 export async function revisionsPage(
-  em: EntityManager,
+  data: DataAccess,
   scope: HistoryScope,
   range: IdRange,
 ): Promise<RevisionRow[]> {
   const bounds = [range.before ?? null, range.after ?? null, range.limit];
   const rows =
     'worldId' in scope
-      ? await executeBound<RawRevision>(em, BY_WORLD, [scope.worldId, ...bounds])
+      ? await executeBound<RawRevision>(data, BY_WORLD, [scope.worldId, ...bounds])
       : scope.key
-        ? await executeBound<RawRevision>(em, BY_CHUNK, [
+        ? await executeBound<RawRevision>(data, BY_CHUNK, [
             scope.roomId,
             ...bounds,
             scope.key.x,
             scope.key.y,
             scope.key.z,
           ])
-        : await executeBound<RawRevision>(em, BY_ROOM, [scope.roomId, ...bounds]);
+        : await executeBound<RawRevision>(data, BY_ROOM, [scope.roomId, ...bounds]);
   return rows.map((r) => ({
     id: Number(r.id),
     roomId: r.room_id,
@@ -83,14 +83,14 @@ export async function revisionsPage(
  * connection may otherwise settle on a generic plan that pages a small world by walking the
  * primary key backwards through every newer revision of the other worlds (seen with EXPLAIN).
  */
-export async function planForValues(em: EntityManager): Promise<void> {
-  await executeBound(em, 'set local plan_cache_mode = force_custom_plan', []);
+export async function planForValues(data: DataAccess): Promise<void> {
+  await executeBound(data, 'set local plan_cache_mode = force_custom_plan', []);
 }
 
 /** The world's history horizon (docs/worlds.md, "Retention"): revisions before it may be pruned. */
-export async function historyHorizon(em: EntityManager, worldId: string): Promise<number> {
+export async function historyHorizon(data: DataAccess, worldId: string): Promise<number> {
   const [row] = await executeBound<{ history_horizon: string | number }>(
-    em,
+    data,
     'select history_horizon from worlds where id = $1',
     [worldId],
   );

@@ -1,7 +1,7 @@
-import { IsolationLevel } from '@mikro-orm/postgresql';
 import type { Revision } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { IsolationLevel, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkKey } from './chunks.repository.js';
 import {
@@ -71,16 +71,17 @@ export class HistoryService {
     const key = chunkOf(query);
     // One snapshot for the page and content_revision, so a client that resumes with
     // since=content_revision neither misses nor repeats a revision.
-    return ctx.em.transactional(
-      async (em) => {
-        await planForValues(em);
-        const world = await this.worlds.readable(ctx, worldId, em);
+    return transaction(
+      ctx.data,
+      async (data) => {
+        await planForValues(data);
+        const world = await this.worlds.readable(ctx, worldId, data);
         let scope: HistoryScope = { worldId: world.id };
         if (query.room_id !== undefined) {
-          const room = await this.worlds.roomIn(em, world, query.room_id);
+          const room = await this.worlds.roomIn(data, world, query.room_id);
           scope = { roomId: room.id, key };
         }
-        const rows = await revisionsPage(em, scope, {
+        const rows = await revisionsPage(data, scope, {
           // Nothing of the world is newer than its content revision: bounding the first page there
           // spares an index walk the other worlds' newer revisions.
           before: before ?? world.contentRevision + 1,
@@ -90,7 +91,7 @@ export class HistoryService {
         return {
           ...pageFrom(rows, query.limit, revisionView, (row) => [row.id]),
           content_revision: world.contentRevision,
-          horizon: await historyHorizon(em, world.id),
+          horizon: await historyHorizon(data, world.id),
         };
       },
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },

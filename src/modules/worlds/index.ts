@@ -87,7 +87,7 @@ export const worldsModule = defineModule({
     const chunks = new ChunksService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
     const rollbacks = new RollbackService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
     const retention = new HistoryRetention({
-      em: () => platform.ctx({ user: null, log: platform.log, ip: 'internal' }).em,
+      data: () => platform.ctx({ user: null, log: platform.log, ip: 'internal' }).data,
       log: platform.log,
       settings: {
         retentionSeconds: config.WORLD_HISTORY_RETENTION_SECONDS,
@@ -101,7 +101,7 @@ export const worldsModule = defineModule({
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
     const api: WorldsApi = {
-      lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.em, worldId) : undefined),
+      lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.data, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
       onDeleted: (listener) => worlds.onDeleted(listener),

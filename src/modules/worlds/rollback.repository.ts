@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
@@ -29,7 +29,7 @@ export interface RollbackBounds {
 }
 
 export async function rollbackBounds(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   target: number,
 ): Promise<RollbackBounds> {
@@ -38,7 +38,7 @@ export async function rollbackBounds(
     content_bytes: string | number;
     target_exists: boolean;
   }>(
-    em,
+    data,
     `select history_horizon, content_bytes,
        exists (select 1 from chunk_revisions where id = $2 and world_id = $1) as target_exists
      from worlds where id = $1`,
@@ -76,7 +76,7 @@ export interface RestoredPage {
  * order within the world; the world's row is moved once at the end (finishRollback).
  */
 export async function restorePage(
-  em: EntityManager,
+  data: DataAccess,
   page: { worldId: string; target: number; afterChunk: number; authorId: string; now: Date },
 ): Promise<RestoredPage> {
   const [row] = await executeBound<{
@@ -87,7 +87,7 @@ export async function restorePage(
     bytes_delta: string | number;
     rooms: string[] | null;
   }>(
-    em,
+    data,
     `with candidates as (
        select c.id as chunk_id, c.room_id, c.x, c.y, c.z, t.id as source, t.bytes as new_bytes,
          case when c.deleted then 0 else octet_length(h.payload) end as old_bytes
@@ -146,11 +146,11 @@ export async function restorePage(
  * Returns the new stream sequence number.
  */
 export async function finishRollback(
-  em: EntityManager,
+  data: DataAccess,
   commit: { worldId: string; contentRevision: number; bytesDelta: number; now: Date },
 ): Promise<number> {
   const [row] = await executeBound<{ stream_seq: string | number }>(
-    em,
+    data,
     `update worlds set content_revision = $2, updated_at = $3, stream_seq = stream_seq + 1,
        content_bytes = content_bytes + $4, history_due_at = least(history_due_at, $3)
      where id = $1 returning stream_seq`,

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RoomChunk } from '../../../protocol/room-content.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import type { ChunkKey } from './chunks.repository.js';
 
@@ -12,9 +12,9 @@ import type { ChunkKey } from './chunks.repository.js';
  */
 
 /** How many chunks the room holds as of `asOf`. */
-export async function countAsOf(em: EntityManager, roomId: string, asOf: number): Promise<number> {
+export async function countAsOf(data: DataAccess, roomId: string, asOf: number): Promise<number> {
   const [row] = await executeBound<{ n: string | number }>(
-    em,
+    data,
     `select count(*) as n from chunks c
      cross join lateral (
        select r.tombstone from chunk_revisions r
@@ -59,7 +59,7 @@ const NEXT_PAGE = pageSql(' and (c.x, c.y, c.z) > ($5, $6, $7)');
  * summed from octet_length, which reads no payload; only the kept rows fetch theirs.
  */
 export async function pageAsOf(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   asOf: number,
   page: { after: ChunkKey | undefined; limit: number; maxBytes: number },
@@ -72,7 +72,7 @@ export async function pageAsOf(
     revision: string | number;
     payload: Uint8Array;
   }>(
-    em,
+    data,
     after ? NEXT_PAGE : FIRST_PAGE,
     after ? [roomId, asOf, limit, maxBytes, after.x, after.y, after.z] : [roomId, asOf, limit, maxBytes],
   );

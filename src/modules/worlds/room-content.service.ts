@@ -1,6 +1,6 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RoomChunk } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { ChunkKey } from './chunks.repository.js';
 import { countAsOf, pageAsOf } from './room-content.repository.js';
@@ -32,13 +32,13 @@ export class RoomContentService {
   async load(ctx: Ctx, worldId: string, roomId: string): Promise<RoomContent> {
     const { world, room } = await this.worlds.readableRoom(ctx, worldId, roomId);
     const asOf = world.contentRevision;
-    const count = await countAsOf(ctx.em, room.id, asOf);
-    return { contentRevision: asOf, count, pages: () => pagesOf(ctx.em, room.id, asOf, count) };
+    const count = await countAsOf(ctx.data, room.id, asOf);
+    return { contentRevision: asOf, count, pages: () => pagesOf(ctx.data, room.id, asOf, count) };
   }
 }
 
 async function* pagesOf(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   asOf: number,
   count: number,
@@ -51,7 +51,7 @@ async function* pagesOf(
   // Revisions <= asOf only go away with their room, so the count holds unless the room does; the
   // limit never reads past it, so the document's array length stays true.
   for (let sent = 0; sent < count; ) {
-    const page = await pageAsOf(em, roomId, asOf, {
+    const page = await pageAsOf(data, roomId, asOf, {
       after,
       limit: Math.min(expected, count - sent),
       maxBytes: PAGE_BYTES,

@@ -151,7 +151,7 @@ export function worldsFrames({
         ? await worlds.readableRoom(ctx, world_id, room_id)
         : { world: await worlds.readable(ctx, world_id), room: undefined };
       const contentRevision = await streams.subscribe(connection, world, room?.id ?? null, () =>
-        streamPosition(ctx.em, world.id),
+        streamPosition(ctx.data, world.id),
       );
       return { world_id: world.id, room_id: room?.id ?? null, content_revision: contentRevision };
     }),

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { WorldVisibility } from '../../../protocol/worlds.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, lockNamed } from '../../platform/db.js';
 
 /**
@@ -69,11 +69,11 @@ const toRoom = (r: RawRoom): RoomRow => ({
 });
 
 export async function insertWorld(
-  em: EntityManager,
+  data: DataAccess,
   world: Omit<WorldRow, 'contentRevision'>,
 ): Promise<WorldRow> {
   const [row] = await executeBound<RawWorld>(
-    em,
+    data,
     `insert into worlds (id, owner_id, name, description, visibility, created_at, updated_at)
      values ($1, $2, $3, $4, $5::world_visibility, $6, $6) returning ${WORLD_COLUMNS}`,
     [world.id, world.ownerId, world.name, world.description, world.visibility, world.createdAt],
@@ -81,8 +81,8 @@ export async function insertWorld(
   return toWorld(row as RawWorld);
 }
 
-export async function findWorld(em: EntityManager, worldId: string): Promise<WorldRow | undefined> {
-  const [row] = await executeBound<RawWorld>(em, `select ${WORLD_COLUMNS} from worlds where id = $1`, [
+export async function findWorld(data: DataAccess, worldId: string): Promise<WorldRow | undefined> {
+  const [row] = await executeBound<RawWorld>(data, `select ${WORLD_COLUMNS} from worlds where id = $1`, [
     worldId,
   ]);
   return row && toWorld(row);
@@ -90,13 +90,13 @@ export async function findWorld(em: EntityManager, worldId: string): Promise<Wor
 
 /** Sets the fields given (null leaves one as it is) and returns the world, or undefined when it is gone. */
 export async function updateWorld(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   patch: { name: string | null; description: string | null; visibility: WorldVisibility | null },
   now: Date,
 ): Promise<WorldRow | undefined> {
   const [row] = await executeBound<RawWorld>(
-    em,
+    data,
     `update worlds set name = coalesce($2, name), description = coalesce($3, description),
        visibility = coalesce($4::world_visibility, visibility), updated_at = $5
      where id = $1 returning ${WORLD_COLUMNS}`,
@@ -105,13 +105,13 @@ export async function updateWorld(
   return row && toWorld(row);
 }
 
-export async function deleteWorld(em: EntityManager, worldId: string): Promise<void> {
-  await executeBound(em, 'delete from worlds where id = $1', [worldId]);
+export async function deleteWorld(data: DataAccess, worldId: string): Promise<void> {
+  await executeBound(data, 'delete from worlds where id = $1', [worldId]);
 }
 
-export async function insertRoom(em: EntityManager, room: RoomRow): Promise<RoomRow> {
+export async function insertRoom(data: DataAccess, room: RoomRow): Promise<RoomRow> {
   const [row] = await executeBound<RawRoom>(
-    em,
+    data,
     `insert into rooms (id, world_id, name, created_at, updated_at) values ($1, $2, $3, $4, $4) returning ${ROOM_COLUMNS}`,
     [room.id, room.worldId, room.name, room.createdAt],
   );
@@ -120,12 +120,12 @@ export async function insertRoom(em: EntityManager, room: RoomRow): Promise<Room
 
 /** Rooms of a world after `afterId` (ids are UUID v7, so this is creation order), at most `limit`. */
 export async function roomsOf(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   options: { afterId?: string; limit: number },
 ): Promise<RoomRow[]> {
   const rows = await executeBound<RawRoom>(
-    em,
+    data,
     `select ${ROOM_COLUMNS} from rooms where world_id = $1 and ($2::uuid is null or id > $2::uuid) order by id limit $3`,
     [worldId, options.afterId ?? null, options.limit],
   );
@@ -137,22 +137,22 @@ export async function roomsOf(
  * the count read after it and the insert are one step and the quota holds under concurrency. The
  * count must be a statement of its own after this one: a statement reads as of its start.
  */
-export async function lockOwnerWorlds(em: EntityManager, ownerId: string): Promise<void> {
-  await lockNamed(em, `worlds:owner:${ownerId}`);
+export async function lockOwnerWorlds(data: DataAccess, ownerId: string): Promise<void> {
+  await lockNamed(data, `worlds:owner:${ownerId}`);
 }
 
-export async function countWorldsOf(em: EntityManager, ownerId: string): Promise<number> {
+export async function countWorldsOf(data: DataAccess, ownerId: string): Promise<number> {
   const [row] = await executeBound<{ n: string | number }>(
-    em,
+    data,
     'select count(*) as n from worlds where owner_id = $1',
     [ownerId],
   );
   return Number(row?.n ?? 0);
 }
 
-export async function countRooms(em: EntityManager, worldId: string): Promise<number> {
+export async function countRooms(data: DataAccess, worldId: string): Promise<number> {
   const [row] = await executeBound<{ n: string | number }>(
-    em,
+    data,
     'select count(*) as n from rooms where world_id = $1',
     [worldId],
   );
@@ -160,12 +160,12 @@ export async function countRooms(em: EntityManager, worldId: string): Promise<nu
 }
 
 export async function findRoom(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   roomId: string,
 ): Promise<RoomRow | undefined> {
   const [row] = await executeBound<RawRoom>(
-    em,
+    data,
     `select ${ROOM_COLUMNS} from rooms where id = $1 and world_id = $2`,
     [roomId, worldId],
   );
@@ -173,13 +173,13 @@ export async function findRoom(
 }
 
 export async function renameRoom(
-  em: EntityManager,
+  data: DataAccess,
   roomId: string,
   name: string,
   now: Date,
 ): Promise<RoomRow | undefined> {
   const [row] = await executeBound<RawRoom>(
-    em,
+    data,
     `update rooms set name = $2, updated_at = $3 where id = $1 returning ${ROOM_COLUMNS}`,
     [roomId, name, now],
   );
@@ -193,13 +193,13 @@ export async function renameRoom(
  * first, so it reads the revisions that are left.
  */
 export async function deleteRoom(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
   roomId: string,
   now: Date,
 ): Promise<{ seq: number; contentRevision: number }> {
   const [freed] = await executeBound<{ bytes: string | number }>(
-    em,
+    data,
     `with freed as (
        select coalesce(sum(octet_length(r.payload)), 0) as bytes
        from chunks c join chunk_revisions r on r.id = c.revision where c.room_id = $1 and not c.deleted
@@ -208,7 +208,7 @@ export async function deleteRoom(
     [roomId],
   );
   const [row] = await executeBound<{ stream_seq: string | number; content_revision: string | number }>(
-    em,
+    data,
     `update worlds set updated_at = $2, stream_seq = stream_seq + 1, content_revision = coalesce(
        (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0),
        content_bytes = content_bytes - $3
@@ -220,11 +220,11 @@ export async function deleteRoom(
 
 /** Where a world's live stream starts: its stream sequence number and content revision. */
 export async function streamPosition(
-  em: EntityManager,
+  data: DataAccess,
   worldId: string,
 ): Promise<{ seq: number; contentRevision: number }> {
   const [row] = await executeBound<{ stream_seq: string | number; content_revision: string | number }>(
-    em,
+    data,
     'select stream_seq, content_revision from worlds where id = $1',
     [worldId],
   );
@@ -232,9 +232,9 @@ export async function streamPosition(
 }
 
 /** Locks the world's row for the rest of the transaction: writes to one world take turns. */
-export async function lockWorld(em: EntityManager, worldId: string): Promise<WorldRow | undefined> {
+export async function lockWorld(data: DataAccess, worldId: string): Promise<WorldRow | undefined> {
   const [row] = await executeBound<RawWorld>(
-    em,
+    data,
     `select ${WORLD_COLUMNS} from worlds where id = $1 for update`,
     [worldId],
   );

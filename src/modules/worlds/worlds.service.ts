@@ -1,8 +1,8 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAIN_ROOM_NAME, type Room, type World, type WorldVisibility } from '../../../protocol/worlds.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId, newId } from '../../platform/ids.js';
@@ -62,7 +62,7 @@ export interface WorldLimits {
 }
 
 /** Runs in the transaction that created or updated the world, with the world as it now is. */
-export type WorldSavedListener = (em: EntityManager, world: WorldRow) => Promise<void>;
+export type WorldSavedListener = (data: DataAccess, world: WorldRow) => Promise<void>;
 
 /** Worlds and rooms: who may read and write them, and their lifecycle. */
 export class WorldsService {
@@ -76,24 +76,24 @@ export class WorldsService {
    * A game server (the internal API) reads the one world its token was issued for, whatever its
    * visibility, and gets 403 for any other.
    */
-  async readable(ctx: Ctx, worldId: string, em: EntityManager = ctx.em): Promise<WorldRow> {
+  async readable(ctx: Ctx, worldId: string, data: DataAccess = ctx.data): Promise<WorldRow> {
     if (ctx.gameServer) {
       if (worldId !== ctx.gameServer.worldId)
         throw new AppError(ErrorCode.FORBIDDEN, 'This server token is for another world.');
-      const world = await findWorld(em, worldId);
+      const world = await findWorld(data, worldId);
       if (!world) throw worldNotFound();
       return world;
     }
     const caller = callerOf(ctx);
-    const world = isId(worldId) ? await findWorld(em, worldId) : undefined;
+    const world = isId(worldId) ? await findWorld(data, worldId) : undefined;
     if (!world || !canRead(world, caller.id)) throw worldNotFound();
     return world;
   }
 
   /** The world if the caller owns it: 404 when they may not even read it, 403 when they only read it. */
-  async owned(ctx: Ctx, worldId: string, em: EntityManager = ctx.em, lock = false): Promise<WorldRow> {
+  async owned(ctx: Ctx, worldId: string, data: DataAccess = ctx.data, lock = false): Promise<WorldRow> {
     const caller = callerOf(ctx);
-    const world = isId(worldId) ? await (lock ? lockWorld : findWorld)(em, worldId) : undefined;
+    const world = isId(worldId) ? await (lock ? lockWorld : findWorld)(data, worldId) : undefined;
     if (!world || !canRead(world, caller.id)) throw worldNotFound();
     if (world.ownerId !== caller.id)
       throw new AppError(ErrorCode.FORBIDDEN, 'Only the owner can change this world.');
@@ -103,12 +103,12 @@ export class WorldsService {
   /** The room of a world the caller may read. */
   async readableRoom(ctx: Ctx, worldId: string, roomId: string): Promise<{ world: WorldRow; room: RoomRow }> {
     const world = await this.readable(ctx, worldId);
-    return { world, room: await this.roomIn(ctx.em, world, roomId) };
+    return { world, room: await this.roomIn(ctx.data, world, roomId) };
   }
 
   /** The room of a world already checked for access; 404 when the id names no room of it. */
-  async roomIn(em: EntityManager, world: WorldRow, roomId: string): Promise<RoomRow> {
-    const room = isId(roomId) ? await findRoom(em, world.id, roomId) : undefined;
+  async roomIn(data: DataAccess, world: WorldRow, roomId: string): Promise<RoomRow> {
+    const room = isId(roomId) ? await findRoom(data, world.id, roomId) : undefined;
     if (!room) throw roomNotFound();
     return room;
   }
@@ -126,11 +126,11 @@ export class WorldsService {
     const now = ctx.now();
     const { maxWorldsPerUser } = this.limits;
     try {
-      const [world, room] = await ctx.em.transactional(async (em) => {
-        await lockOwnerWorlds(em, caller.id);
-        if ((await countWorldsOf(em, caller.id)) >= maxWorldsPerUser)
+      const [world, room] = await transaction(ctx.data, async (data) => {
+        await lockOwnerWorlds(data, caller.id);
+        if ((await countWorldsOf(data, caller.id)) >= maxWorldsPerUser)
           throw quotaExceeded(`An account owns at most ${maxWorldsPerUser} worlds.`, maxWorldsPerUser);
-        const created = await insertWorld(em, {
+        const created = await insertWorld(data, {
           id: newId(),
           ownerId: caller.id,
           name: input.name,
@@ -139,14 +139,14 @@ export class WorldsService {
           createdAt: now,
           updatedAt: now,
         });
-        const main = await insertRoom(em, {
+        const main = await insertRoom(data, {
           id: newId(),
           worldId: created.id,
           name: MAIN_ROOM_NAME,
           createdAt: now,
           updatedAt: now,
         });
-        await this.saved(em, created);
+        await this.saved(data, created);
         return [created, main] as const;
       });
       return worldView(world, [room]);
@@ -160,7 +160,7 @@ export class WorldsService {
 
   async get(ctx: Ctx, worldId: string): Promise<World> {
     const world = await this.readable(ctx, worldId);
-    return worldView(world, await roomsOf(ctx.em, world.id, { limit: this.limits.maxRoomsPerWorld }));
+    return worldView(world, await roomsOf(ctx.data, world.id, { limit: this.limits.maxRoomsPerWorld }));
   }
 
   async update(
@@ -173,9 +173,9 @@ export class WorldsService {
     },
   ): Promise<World> {
     const world = await this.owned(ctx, worldId);
-    const updated = await ctx.em.transactional(async (em) => {
+    const updated = await transaction(ctx.data, async (data) => {
       const row = await updateWorld(
-        em,
+        data,
         world.id,
         {
           name: patch.name ?? null,
@@ -184,18 +184,18 @@ export class WorldsService {
         },
         ctx.now(),
       );
-      if (row) await this.saved(em, row);
+      if (row) await this.saved(data, row);
       return row;
     });
     if (!updated) throw worldNotFound();
     if (world.visibility !== 'private' && updated.visibility === 'private')
       await this.streams.publishHidden(world.id);
-    return worldView(updated, await roomsOf(ctx.em, world.id, { limit: this.limits.maxRoomsPerWorld }));
+    return worldView(updated, await roomsOf(ctx.data, world.id, { limit: this.limits.maxRoomsPerWorld }));
   }
 
   async delete(ctx: Ctx, worldId: string): Promise<void> {
     const world = await this.owned(ctx, worldId);
-    await deleteWorld(ctx.em, world.id);
+    await deleteWorld(ctx.data, world.id);
     await this.streams.publishWorldDeleted(world.id);
     for (const listener of this.deletionListeners) await listener(world.id);
   }
@@ -214,8 +214,8 @@ export class WorldsService {
 
   private readonly savedListeners: WorldSavedListener[] = [];
 
-  private async saved(em: EntityManager, world: WorldRow): Promise<void> {
-    for (const listener of this.savedListeners) await listener(em, world);
+  private async saved(data: DataAccess, world: WorldRow): Promise<void> {
+    for (const listener of this.savedListeners) await listener(data, world);
   }
 
   async listRooms(
@@ -225,21 +225,21 @@ export class WorldsService {
   ): Promise<{ items: Room[]; next_cursor: string | null }> {
     const after = decodeCursor(page.cursor, isRoomKey);
     const world = await this.readable(ctx, worldId);
-    const rows = await roomsOf(ctx.em, world.id, { afterId: after?.[0], limit: page.limit + 1 });
+    const rows = await roomsOf(ctx.data, world.id, { afterId: after?.[0], limit: page.limit + 1 });
     return pageFrom(rows, page.limit, roomView, (room) => [room.id]);
   }
 
   async createRoom(ctx: Ctx, worldId: string, name: string): Promise<Room> {
     const now = ctx.now();
     try {
-      return await ctx.em.transactional(async (em) => {
+      return await transaction(ctx.data, async (data) => {
         // The lock makes the count and the insert one step, so the cap holds under concurrency.
-        const world = await this.owned(ctx, worldId, em, true);
+        const world = await this.owned(ctx, worldId, data, true);
         const { maxRoomsPerWorld } = this.limits;
-        if ((await countRooms(em, world.id)) >= maxRoomsPerWorld)
+        if ((await countRooms(data, world.id)) >= maxRoomsPerWorld)
           throw quotaExceeded(`A world has at most ${maxRoomsPerWorld} rooms.`, maxRoomsPerWorld);
         return roomView(
-          await insertRoom(em, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
+          await insertRoom(data, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
         );
       });
     } catch (error) {
@@ -257,7 +257,7 @@ export class WorldsService {
   ): Promise<{ items: ChunkHead[]; next_cursor: string | null }> {
     const after = decodeCursor(page.cursor, isChunkKey);
     const { room } = await this.readableRoom(ctx, worldId, roomId);
-    const rows = await liveChunkHeads(ctx.em, room.id, {
+    const rows = await liveChunkHeads(ctx.data, room.id, {
       ...(after ? { after: { x: after[0], y: after[1], z: after[2] } } : {}),
       limit: page.limit + 1,
     });
@@ -277,7 +277,7 @@ export class WorldsService {
     const room = await this.ownedRoom(ctx, worldId, roomId);
     if (room.name === MAIN_ROOM_NAME && name !== MAIN_ROOM_NAME) throw mainRoomStays();
     try {
-      const renamed = await renameRoom(ctx.em, room.id, name, ctx.now());
+      const renamed = await renameRoom(ctx.data, room.id, name, ctx.now());
       if (!renamed) throw roomNotFound();
       return roomView(renamed);
     } catch (error) {
@@ -287,11 +287,11 @@ export class WorldsService {
   }
 
   async deleteRoom(ctx: Ctx, worldId: string, roomId: string): Promise<void> {
-    const { world, room, commit } = await ctx.em.transactional(async (em) => {
-      const world = await this.owned(ctx, worldId, em, true);
-      const room = await this.roomIn(em, world, roomId);
+    const { world, room, commit } = await transaction(ctx.data, async (data) => {
+      const world = await this.owned(ctx, worldId, data, true);
+      const room = await this.roomIn(data, world, roomId);
       if (room.name === MAIN_ROOM_NAME) throw mainRoomStays();
-      return { world, room, commit: await deleteRoom(em, world.id, room.id, ctx.now()) };
+      return { world, room, commit: await deleteRoom(data, world.id, room.id, ctx.now()) };
     });
     await this.streams.publishRoomDeleted(commit.seq, {
       world_id: world.id,
@@ -301,7 +301,7 @@ export class WorldsService {
   }
 
   private async ownedRoom(ctx: Ctx, worldId: string, roomId: string): Promise<RoomRow> {
-    return this.roomIn(ctx.em, await this.owned(ctx, worldId), roomId);
+    return this.roomIn(ctx.data, await this.owned(ctx, worldId), roomId);
   }
 }
 
