@@ -109,6 +109,17 @@ module.exports = {
       to: { path: '\\.routes\\.ts$' },
     },
     {
+      name: 'orm-only-in-repositories',
+      severity: 'error',
+      comment:
+        'Inside a module, MikroORM (@mikro-orm/*) is imported by its entities (*.entity.ts) and its ' +
+        'repositories (*.repository.ts) only: services, frames, routes, index.ts and the rest hold ' +
+        "the opaque data handle (ctx.data, src/platform/data-access.ts), so SQL and the ORM's unit " +
+        'of work stay where the statements are (docs/modules.md, "Data access").',
+      from: { path: '^src/modules/[^/]+/', pathNot: ['\\.entity\\.ts$', '\\.repository\\.ts$'] },
+      to: { path: '(^|/)node_modules/@mikro-orm/' },
+    },
+    {
       name: 'module-not-to-module-list',
       severity: 'error',
       comment: 'A module must not import src/modules/index.ts (the list of all modules).',
