@@ -39,7 +39,7 @@ export interface Services {
   testDb: TestDatabase;
   /** Each module's API by name, as other modules receive them. */
   apis: Modules;
-  /** A fresh service context (its own entity manager) for the caller; null is anonymous. */
+  /** A fresh service context (its own data handle) for the caller; null is anonymous. */
   ctxFor(user: AuthUser | null, options?: { ip?: string }): Ctx;
   /**
    * Calls the handler bound to an operation, as both transports do: the input is parsed with the

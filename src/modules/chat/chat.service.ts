@@ -194,10 +194,10 @@ export class ChatService {
     try {
       const row =
         storedOrRefusal(await this.storeMessage(ctx, message)) ??
-        (await transaction(ctx.data, async (data) => {
-          await this.deps.social.holdPair(data, me, peer);
-          if (!(await ensureConversation(data, newId(), me, peer, at))) throw noSuchUser();
-          return storedOrRefusal(await insertMessage(data, message, ADMITTING)) ?? throwBlocked();
+        (await transaction(ctx.data, async (tx) => {
+          await this.deps.social.holdPair(tx, me, peer);
+          if (!(await ensureConversation(tx, newId(), me, peer, at))) throw noSuchUser();
+          return storedOrRefusal(await insertMessage(tx, message, ADMITTING)) ?? throwBlocked();
         }));
       return toMessage(row);
     } catch (error) {

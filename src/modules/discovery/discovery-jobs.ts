@@ -60,13 +60,13 @@ export class DiscoveryJobs {
   async fold(): Promise<number> {
     let folded = 0;
     for (;;) {
-      const step = await transaction(this.deps.data(), async (data) => {
+      const step = await transaction(this.deps.data(), async (tx) => {
         // Folds take turns (a node that finds the lock taken skips its turn), so two never lock
         // counters in different orders.
-        if (!(await tryLockNamed(data, 'discovery:fold'))) return undefined;
-        const visits = await foldVisits(data, FOLD_BATCH);
-        const visitors = await foldVisitors(data, FOLD_BATCH);
-        await pruneVisitHours(data, new Date(this.deps.now().getTime() - BUCKETS_KEPT_MS));
+        if (!(await tryLockNamed(tx, 'discovery:fold'))) return undefined;
+        const visits = await foldVisits(tx, FOLD_BATCH);
+        const visitors = await foldVisitors(tx, FOLD_BATCH);
+        await pruneVisitHours(tx, new Date(this.deps.now().getTime() - BUCKETS_KEPT_MS));
         return { visits, more: visits === FOLD_BATCH || visitors === FOLD_BATCH };
       });
       if (!step) return folded;
@@ -81,12 +81,12 @@ export class DiscoveryJobs {
    */
   async rank(force = false): Promise<void> {
     const now = this.deps.now();
-    await transaction(this.deps.data(), async (data) => {
-      await lockNamed(data, 'discovery:rank');
-      const latest = await latestSnapshot(data);
+    await transaction(this.deps.data(), async (tx) => {
+      await lockNamed(tx, 'discovery:rank');
+      const latest = await latestSnapshot(tx);
       const age = latest ? now.getTime() - Date.parse(latest) : Number.POSITIVE_INFINITY;
       if (!force && age < this.deps.settings.rankIntervalSeconds * 1000 * 0.9) return;
-      await takeSnapshot(data, now, new Date(now.getTime() - SNAPSHOT_KEPT_MS));
+      await takeSnapshot(tx, now, new Date(now.getTime() - SNAPSHOT_KEPT_MS));
     });
   }
 }

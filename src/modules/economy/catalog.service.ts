@@ -57,9 +57,9 @@ export class CatalogService {
     },
   ): Promise<Item> {
     const me = callerOf(ctx).id;
-    return this.deps.writes.run(ctx, 'economy.items.create', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.items.create', input, async (tx) => {
       await consumeOrThrow(this.deps.createLimiter, me, slowDown);
-      const row = await insertItem(data, {
+      const row = await insertItem(tx, {
         id: newId(),
         creatorId: me,
         name: input.name,
@@ -116,8 +116,8 @@ export class CatalogService {
   ): Promise<Item> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.items.update', input, async (data) => {
-      const row = await itemById(data, itemId, true);
+    return this.deps.writes.run(ctx, 'economy.items.update', input, async (tx) => {
+      const row = await itemById(tx, itemId, true);
       if (!row || !this.canSee(ctx, row)) throw noSuchItem();
       if (row.creator_id !== me)
         throw new AppError(ErrorCode.FORBIDDEN, "Only the item's creator may edit it.");
@@ -126,13 +126,13 @@ export class CatalogService {
         throw conflictIn(`An item cannot move from ${row.state} to ${state}.`, row.state);
       }
       const at = ctx.now();
-      const updated = await updateItem(data, itemId, {
+      const updated = await updateItem(tx, itemId, {
         name: input.name ?? null,
         description: input.description ?? null,
         state: state ?? null,
         at,
       });
-      if (state === 'retired') await cancelListingsOfItem(data, itemId, at);
+      if (state === 'retired') await cancelListingsOfItem(tx, itemId, at);
       return { answer: toItem(updated) };
     });
   }
@@ -143,9 +143,9 @@ export class CatalogService {
   ): Promise<Listing> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.listings.create', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.listings.create', input, async (tx) => {
       // Shared with retiring: a listing is never made for an item being retired meanwhile.
-      const item = await itemById(data, itemId, true);
+      const item = await itemById(tx, itemId, true);
       if (!item || !this.canSee(ctx, item)) throw noSuchItem();
       if (item.creator_id !== me)
         throw new AppError(ErrorCode.FORBIDDEN, 'Only the creator of an item may list it.');
@@ -154,11 +154,11 @@ export class CatalogService {
       // The accounts its sales credit, so that a purchase does not have to make them.
       const at = ctx.now();
       await ensureAccounts(
-        data,
+        tx,
         [userAccount(me, 'creator_pending'), userAccount(me, 'creator_available')],
         at,
       );
-      const row = await insertListing(data, {
+      const row = await insertListing(tx, {
         id: newId(),
         itemId,
         sellerId: me,

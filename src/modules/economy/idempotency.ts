@@ -55,9 +55,9 @@ export class IdempotentWrites {
       .update(`${operation}\n${canonicalJson(request)}`)
       .digest('base64url');
     const now = ctx.now();
-    const result = await transaction(ctx.data, async (data) => {
+    const result = await transaction(ctx.data, async (tx) => {
       const claimed = await executeBound(
-        data,
+        tx,
         `insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
          on conflict (user_id, key) do update
            set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
@@ -65,11 +65,11 @@ export class IdempotentWrites {
          returning 1`,
         [userId, key, fingerprint, now, new Date(now.getTime() - this.ttlHours * 3_600_000)],
       );
-      if (claimed.length === 0) return { replay: await this.stored(data, userId, key, fingerprint) };
-      const outcome = await write(data, { userId, key });
+      if (claimed.length === 0) return { replay: await this.stored(tx, userId, key, fingerprint) };
+      const outcome = await write(tx, { userId, key });
       if (!outcome.stored) {
         await executeBound(
-          data,
+          tx,
           'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
           [userId, key, JSON.stringify(outcome.answer)],
         );

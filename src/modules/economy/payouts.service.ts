@@ -51,14 +51,14 @@ export class PayoutsService {
         details: { minimum: this.deps.minimum },
       });
     }
-    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (tx) => {
       await consumeOrThrow(this.deps.createLimiter, me, 'Too many requests; wait before making more.');
       const at = ctx.now();
       const available = userAccount(me, 'creator_available');
       const inPayout = userAccount(me, 'creator_payout');
-      await ensureAccounts(data, [available, inPayout], at);
+      await ensureAccounts(tx, [available, inPayout], at);
       // The caller's due holds first, so what came due counts as available.
-      const released = await releaseHolds(data, {
+      const released = await releaseHolds(tx, {
         at,
         sellerId: me,
         limit: 10_000,
@@ -67,7 +67,7 @@ export class PayoutsService {
       });
       const balance = released.balances.get(available.id) ?? 0;
       if (balance < input.amount) throw insufficientFunds(balance, input.amount);
-      const row = await insertPayout(data, {
+      const row = await insertPayout(tx, {
         id: newId(),
         userId: me,
         amount: input.amount,
@@ -75,7 +75,7 @@ export class PayoutsService {
         payoutAccountId: inPayout.id,
         at,
       });
-      const { entries } = await post(data, { kind: 'payout', payoutId: row.id, actorId: me, at }, [
+      const { entries } = await post(tx, { kind: 'payout', payoutId: row.id, actorId: me, at }, [
         { accountId: available.id, kind: 'payout', amount: -input.amount },
         { accountId: inPayout.id, kind: 'payout', amount: input.amount },
       ]);
@@ -118,9 +118,9 @@ export class PayoutsService {
   decide(ctx: Ctx, input: KeyedInput & { payout_id: string; state: Decision; note?: string | undefined }) {
     const admin = adminOf(ctx);
     const payoutId = idOr(input.payout_id, noSuchPayout);
-    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (tx) => {
       const at = ctx.now();
-      const row = await payoutById(data, payoutId, true);
+      const row = await payoutById(tx, payoutId, true);
       if (!row) throw noSuchPayout();
       if (!ALLOWED[row.state].includes(input.state)) {
         throw conflictIn(`A payout cannot move from ${row.state} to ${input.state}.`, row.state);
@@ -129,19 +129,19 @@ export class PayoutsService {
       const to = input.state === 'paid' ? PAID_OUT.id : row.available_account_id;
       let entries: Awaited<ReturnType<typeof post>>['entries'] = [];
       if (input.state !== 'approved') {
-        await lockAccounts(data, [row.payout_account_id, to]);
+        await lockAccounts(tx, [row.payout_account_id, to]);
         const movements: Movement[] = [
           { accountId: row.payout_account_id, kind: 'payout', amount: -amount },
           { accountId: to, kind: 'payout', amount },
         ];
         ({ entries } = await post(
-          data,
+          tx,
           { kind: 'payout', payoutId, actorId: admin.id, reason: input.note ?? input.state, at },
           movements,
         ));
       }
       const payout = toPayout(
-        await decidePayout(data, payoutId, {
+        await decidePayout(tx, payoutId, {
           state: input.state,
           note: input.note ?? null,
           adminId: admin.id,

@@ -177,20 +177,20 @@ export class PurchasesService {
   refund(ctx: Ctx, input: KeyedInput & { purchase_id: string; reason: string }): Promise<Purchase> {
     const admin = adminOf(ctx);
     const purchaseId = idOr(input.purchase_id, noSuchPurchase);
-    return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (tx) => {
       const at = ctx.now();
-      const row = await purchaseById(data, purchaseId, true);
+      const row = await purchaseById(tx, purchaseId, true);
       if (!row) throw noSuchPurchase();
       if (row.state === 'refunded') throw conflictIn('This purchase was refunded already.', row.state);
       if (row.released_at !== null || row.hold_until.getTime() <= at.getTime()) {
         throw conflictIn("The hold is over: the seller's earnings were released.", row.state);
       }
       // Before the accounts, in the order a purchase takes them, so the two never wait for each other.
-      if (row.buyer_id !== null) await takeFromInventory(data, row.buyer_id, row.item_id, at);
-      const original = await transactionById(data, row.transaction_id);
+      if (row.buyer_id !== null) await takeFromInventory(tx, row.buyer_id, row.item_id, at);
+      const original = await transactionById(tx, row.transaction_id);
       const lines = original?.entries ?? [];
       const locked = await lockAccounts(
-        data,
+        tx,
         lines.map((entry) => entry.account_id),
       );
       // What the refund takes back from a user account must be there (the seller's pending share).
@@ -200,7 +200,7 @@ export class PurchasesService {
       if (debited) throw insufficientFunds(locked.get(debited.account_id) ?? 0, Number(debited.amount));
       const refundTx = newId();
       const { entries } = await post(
-        data,
+        tx,
         { kind: 'refund', purchaseId, actorId: admin.id, reason: input.reason, at },
         lines.map((entry) => ({
           accountId: entry.account_id,
@@ -209,7 +209,7 @@ export class PurchasesService {
         })),
         refundTx,
       );
-      const purchase = toPurchase(await markRefunded(data, purchaseId, refundTx, at));
+      const purchase = toPurchase(await markRefunded(tx, purchaseId, refundTx, at));
       return {
         answer: purchase,
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).

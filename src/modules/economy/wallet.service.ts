@@ -160,15 +160,15 @@ export class WalletService {
   ): Promise<z.infer<typeof grantSchema>> {
     const admin = adminOf(ctx);
     const userId = idOr(input.user_id, noSuchUser);
-    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (data) => {
+    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (tx) => {
       const at = ctx.now();
       const wallet = userAccount(userId, 'wallet');
       // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
-      if ((await this.deps.users.existingUserIds(data, [userId])).length === 0) throw noSuchUser();
-      await ensureAccounts(data, [wallet], at);
-      await lockAccounts(data, [wallet.id, ISSUANCE.id]);
+      if ((await this.deps.users.existingUserIds(tx, [userId])).length === 0) throw noSuchUser();
+      await ensureAccounts(tx, [wallet], at);
+      await lockAccounts(tx, [wallet.id, ISSUANCE.id]);
       const { transactionId, entries } = await post(
-        data,
+        tx,
         { kind: 'grant', actorId: admin.id, reason: input.reason, at },
         [
           { accountId: ISSUANCE.id, kind: 'grant', amount: -input.amount },

@@ -99,10 +99,10 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const spawn = await transaction(ctx.data, async (data) => {
-      const { mayTakeLastSlots } = await this.deps.admission.admit(data, caller.id);
+    const spawn = await transaction(ctx.data, async (tx) => {
+      const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
       return {
-        ...(await this.lifecycle.insertStarting(data, world.id, caller.id, ctx.now())),
+        ...(await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now())),
         mayTakeLastSlots,
       };
     });
@@ -161,15 +161,15 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const world = await this.deps.worlds.readable(ctx, worldId);
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await transaction(ctx.data, async (data) => {
-        await lockWorldJoins(data, world.id);
+      const step = await transaction(ctx.data, async (tx) => {
+        await lockWorldJoins(tx, world.id);
         const now = ctx.now();
-        const overdue = await failOverdue(data, now, this.lifecycle.missedDeadline, world.id);
-        const { slot, starting } = await this.reserve(data, caller.id, world.id, now);
+        const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
+        const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
         if (slot) return { slot, overdue };
         if (starting) return { wait: starting, overdue };
-        const { mayTakeLastSlots } = await this.deps.admission.admit(data, caller.id);
-        const launch = await this.lifecycle.insertStarting(data, world.id, caller.id, now);
+        const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
+        const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
         return { launch: { ...launch, mayTakeLastSlots }, overdue };
       });
       for (const row of step.overdue) await this.lifecycle.afterEnd(row);
@@ -194,7 +194,7 @@ export class GameServersService {
    * place on the server first keeps it running, and of several nodes sweeping one stops it.
    */
   async stopIdle(now: Date): Promise<string[]> {
-    const data = this.deps.systemEm();
+    const data = this.deps.systemData();
     const since = new Date(now.getTime() - this.deps.idleStopMs);
     const error = `The server had no players and no join reservation for ${this.deps.idleStopMs / 1000} s.`;
     const stopped: string[] = [];
@@ -216,7 +216,7 @@ export class GameServersService {
    * another node, or their world deleted).
    */
   async reconcile(): Promise<void> {
-    const data = this.deps.systemEm();
+    const data = this.deps.systemData();
     await this.lifecycle.endOverdue(data, new Date());
     await this.stopIdle(new Date());
     for (const id of this.deps.spawner.runningIds()) {
@@ -228,7 +228,7 @@ export class GameServersService {
   /** Stops everything this node runs (shutdown): their records end as stopped. */
   async close(): Promise<void> {
     this.lifecycle.clearDeadlines();
-    const data = this.deps.systemEm();
+    const data = this.deps.systemData();
     const ids = this.deps.spawner.runningIds();
     await this.deps.spawner.close();
     for (const id of ids) {

@@ -117,7 +117,7 @@ export const gameServersModule = defineModule({
       idleStopMs: config.GAMESERVER_IDLE_STOP_SECONDS * 1000,
       apiUrl: () => apiUrl,
       wsUrl: () => wsUrl,
-      systemEm: () => systemCtx().data,
+      systemData: () => systemCtx().data,
     });
     platform.gameServerCredentials.provide((token) => service.principalOf(systemCtx(), token));
     let reconciler: NodeJS.Timeout | undefined;

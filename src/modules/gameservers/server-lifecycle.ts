@@ -24,8 +24,8 @@ export interface ServerLifecycleDeps {
   /** The internal API's base URL and the gateway's, known once the service listens. */
   apiUrl(): string;
   wsUrl(): string;
-  /** An entity manager outside any request, for the spawner's reports and the timers. */
-  systemEm(): DataAccess;
+  /** A data handle outside any request, for the spawner's reports and the timers. */
+  systemData(): DataAccess;
 }
 
 /** A recorded `starting` server with its token in the clear, ready to be launched. */
@@ -50,11 +50,11 @@ export class ServerLifecycle {
   private readonly deadlines = new Map<string, NodeJS.Timeout>();
   private readonly listener: SpawnListener = {
     ready: (serverId, address) => {
-      this.settle(serverId, () => markReady(this.deps.systemEm(), serverId, address, new Date()));
+      this.settle(serverId, () => markReady(this.deps.systemData(), serverId, address, new Date()));
     },
     ended: (serverId, { failed, reason }) => {
       this.settle(serverId, () =>
-        endServer(this.deps.systemEm(), serverId, {
+        endServer(this.deps.systemData(), serverId, {
           status: failed ? 'failed' : 'stopped',
           error: failed ? reason : null,
           at: new Date(),
@@ -114,11 +114,11 @@ export class ServerLifecycle {
       this.clearDeadline(row.id);
       // Refused for capacity, nothing was started: no record of it is kept.
       if (error instanceof AppError && error.code === ErrorCode.GAMESERVER_CAPACITY) {
-        await deleteServer(this.deps.systemEm(), row.id);
+        await deleteServer(this.deps.systemData(), row.id);
         throw error;
       }
       const reason = error instanceof AppError ? error.message : 'The game server could not be started.';
-      const ended = await endServer(this.deps.systemEm(), row.id, {
+      const ended = await endServer(this.deps.systemData(), row.id, {
         status: 'failed',
         error: reason,
         at: new Date(),
@@ -142,7 +142,7 @@ export class ServerLifecycle {
       () => {
         this.deadlines.delete(row.id);
         this.settle(row.id, () =>
-          endServer(this.deps.systemEm(), row.id, {
+          endServer(this.deps.systemData(), row.id, {
             status: 'failed',
             error: this.missedDeadline,
             at: new Date(),

@@ -69,10 +69,10 @@ export function inLockedGroup<T>(
   first?: (data: DataAccess) => Promise<void>,
 ): Promise<T> {
   const id = groupIdOf(groupId);
-  return transaction(ctx.data, async (data) => {
-    await first?.(data);
-    const group = await lockGroup(data, id);
+  return transaction(ctx.data, async (tx) => {
+    await first?.(tx);
+    const group = await lockGroup(tx, id);
     if (!group) throw noSuchGroup();
-    return change(data, group);
+    return change(tx, group);
   });
 }

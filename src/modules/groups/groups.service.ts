@@ -108,18 +108,18 @@ export class GroupsService {
     const joinPolicy = input.join_policy ?? 'open';
     const description = input.description ?? '';
     try {
-      await transaction(ctx.data, async (data) => {
-        await lockOwnedGroups(data, me);
-        if ((await countOwnedBy(data, me)) >= maxOwnedPerUser)
+      await transaction(ctx.data, async (tx) => {
+        await lockOwnedGroups(tx, me);
+        if ((await countOwnedBy(tx, me)) >= maxOwnedPerUser)
           throw quotaExceeded(`An account owns at most ${maxOwnedPerUser} groups.`, maxOwnedPerUser);
-        await lockMemberships(data, me);
-        if ((await countMembershipsOf(data, me)) >= maxMembershipsPerUser)
+        await lockMemberships(tx, me);
+        if ((await countMembershipsOf(tx, me)) >= maxMembershipsPerUser)
           throw quotaExceeded(
             `An account belongs to at most ${maxMembershipsPerUser} groups, pending requests included.`,
             maxMembershipsPerUser,
           );
-        await insertGroup(data, { id, name: input.name, description, joinPolicy, ownerId: me, at });
-        await insertMember(data, { groupId: id, userId: me, role: 'owner', at });
+        await insertGroup(tx, { id, name: input.name, description, joinPolicy, ownerId: me, at });
+        await insertMember(tx, { groupId: id, userId: me, role: 'owner', at });
       });
     } catch (error) {
       if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw nameTaken();

@@ -137,8 +137,8 @@ export class ModerationService {
     const note = trimmedText(decision.note, { path: 'note', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(reportId)) throw noSuchReport();
     const id = canonicalId(reportId);
-    const row = await transaction(ctx.data, async (data) => {
-      const closed = await closeReport(data, {
+    const row = await transaction(ctx.data, async (tx) => {
+      const closed = await closeReport(tx, {
         id,
         state: decision.state,
         moderatorId: moderator.id,
@@ -146,13 +146,13 @@ export class ModerationService {
         at: ctx.now(),
       });
       if (!closed) {
-        if (await reportById(data, id))
+        if (await reportById(tx, id))
           throw new AppError(ErrorCode.CONFLICT, 'This report was already resolved or dismissed.');
         throw noSuchReport();
       }
       if (decision.delete_message && closed.message_id !== null)
-        await this.deps.messages.deleteMessage(data, closed.message_id);
-      return reportById(data, id);
+        await this.deps.messages.deleteMessage(tx, closed.message_id);
+      return reportById(tx, id);
     });
     if (!row) throw noSuchReport();
     return toModerationReport(row);

@@ -53,7 +53,7 @@ export const presenceModule = defineModule({
       log,
       flushMs: config.STATUS_FLUSH_MS,
       users: deps.users,
-      systemEm: () => ctx({ user: null, log, ip: 'internal' }).data,
+      systemData: () => ctx({ user: null, log, ip: 'internal' }).data,
     });
     const presence = new PresenceService({
       kv,

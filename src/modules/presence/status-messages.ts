@@ -41,8 +41,8 @@ export interface StatusMessagesDeps {
   log: Logger;
   flushMs: number;
   users: Pick<UsersApi, 'writeStatusMessages'>;
-  /** An entity manager outside any request, for the flush. */
-  systemEm(): DataAccess;
+  /** A data handle outside any request, for the flush. */
+  systemData(): DataAccess;
 }
 
 interface Unwritten {
@@ -122,7 +122,7 @@ export class StatusMessages {
         .catch(() => batch.map(() => null));
       try {
         await this.deps.users.writeStatusMessages(
-          this.deps.systemEm(),
+          this.deps.systemData(),
           batch.map(([userId, { message, at }], index) => {
             const stored = decodePendingStatus(newest[index] ?? null);
             return { userId, message: stored ? stored.message : message, at };

@@ -279,15 +279,15 @@ export class SocialService {
     const caller = callerOf(ctx);
     const otherId = otherIdOf(caller.id, userId);
     try {
-      return await transaction(ctx.data, async (data) => {
-        await lockPair(data, caller.id, otherId);
-        const users = await this.deps.users.usernamesOf(data, [caller.id, otherId]);
+      return await transaction(ctx.data, async (tx) => {
+        await lockPair(tx, caller.id, otherId);
+        const users = await this.deps.users.usernamesOf(tx, [caller.id, otherId]);
         const me = users.find((user) => user.id === caller.id);
         const them = users.find((user) => user.id === otherId);
         // The token outlived its account by a moment.
         if (!me) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
         if (!them) throw noSuchUser();
-        return await work(data, me, them);
+        return await work(tx, me, them);
       });
     } catch (error) {
       // One of the two accounts was deleted after it was read: its rows are gone with it.

@@ -226,9 +226,9 @@ export class ChunksService {
     const malformedRoom = writes.findIndex((w) => !isId(w.roomId));
     if (malformedRoom >= 0) throw about(roomNotFound(), at(malformedRoom));
     const now = ctx.now();
-    const committed = await transaction(ctx.data, async (data) => {
-      const world = await this.worlds.owned(ctx, request.worldId, data, true);
-      const plan = await prepareCommit(data, world.id, [...new Set(writes.map((w) => w.roomId))], writes);
+    const committed = await transaction(ctx.data, async (tx) => {
+      const world = await this.worlds.owned(ctx, request.worldId, tx, true);
+      const plan = await prepareCommit(tx, world.id, [...new Set(writes.map((w) => w.roomId))], writes);
       const missingRoom = writes.findIndex((w) => !plan.rooms.has(w.roomId));
       if (missingRoom >= 0) throw about(roomNotFound(), at(missingRoom));
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
@@ -244,7 +244,7 @@ export class ChunksService {
         0,
       );
       refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
-      return this.append(data, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
+      return this.append(tx, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };

@@ -36,14 +36,14 @@ export class FavoritesService {
     // Canonical first, so an id sent in two letter cases collapses like any other duplicate.
     const ids = worldIds.map(canonicalId);
     const unique = [...new Set(ids)];
-    await transaction(ctx.data, async (data) => {
-      if (!(await this.users.lockAccount(data, caller.id)))
+    await transaction(ctx.data, async (tx) => {
+      if (!(await this.users.lockAccount(tx, caller.id)))
         throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
-      const worlds = await worldsToFavorite(data, unique.filter(isId));
+      const worlds = await worldsToFavorite(tx, unique.filter(isId));
       const readable = new Set(worlds.filter((world) => canRead(world, caller.id)).map((world) => world.id));
       const refused = ids.flatMap((id, index) => (readable.has(id) ? [] : [index]));
       if (refused.length > 0) throw notFavoritable(refused);
-      await replaceFavorites(data, caller.id, unique, now);
+      await replaceFavorites(tx, caller.id, unique, now);
     });
     return { world_ids: unique };
   }

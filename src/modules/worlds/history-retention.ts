@@ -76,13 +76,13 @@ export class HistoryRetention {
 
   /** One turn on the world due longest, if any; false when no world is due. */
   private turn(now: Date): Promise<boolean> {
-    return transaction(this.deps.data(), async (data) => {
-      const state = await claimDueWorld(data, now);
+    return transaction(this.deps.data(), async (tx) => {
+      const state = await claimDueWorld(tx, now);
       if (!state) return false;
-      await armPruning(data);
-      const finished = await this.advance(data, state, now);
+      await armPruning(tx);
+      const finished = await this.advance(tx, state, now);
       await scheduleNextPass(
-        data,
+        tx,
         state.worldId,
         finished ? { finished, retentionSeconds: this.deps.settings.retentionSeconds } : { finished, now },
       );

@@ -73,15 +73,15 @@ export class HistoryService {
     // since=content_revision neither misses nor repeats a revision.
     return transaction(
       ctx.data,
-      async (data) => {
-        await planForValues(data);
-        const world = await this.worlds.readable(ctx, worldId, data);
+      async (tx) => {
+        await planForValues(tx);
+        const world = await this.worlds.readable(ctx, worldId, tx);
         let scope: HistoryScope = { worldId: world.id };
         if (query.room_id !== undefined) {
-          const room = await this.worlds.roomIn(data, world, query.room_id);
+          const room = await this.worlds.roomIn(tx, world, query.room_id);
           scope = { roomId: room.id, key };
         }
-        const rows = await revisionsPage(data, scope, {
+        const rows = await revisionsPage(tx, scope, {
           // Nothing of the world is newer than its content revision: bounding the first page there
           // spares an index walk the other worlds' newer revisions.
           before: before ?? world.contentRevision + 1,
@@ -91,7 +91,7 @@ export class HistoryService {
         return {
           ...pageFrom(rows, query.limit, revisionView, (row) => [row.id]),
           content_revision: world.contentRevision,
-          horizon: await historyHorizon(data, world.id),
+          horizon: await historyHorizon(tx, world.id),
         };
       },
       { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },

@@ -50,12 +50,12 @@ export class RollbackService {
   ): Promise<{ content_revision: number; restored: number }> {
     const caller = callerOf(ctx);
     const now = ctx.now();
-    const outcome = await transaction(ctx.data, async (data) => {
-      const world = await this.worlds.owned(ctx, worldId, data, true);
+    const outcome = await transaction(ctx.data, async (tx) => {
+      const world = await this.worlds.owned(ctx, worldId, tx, true);
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
         throw staleWorld(world.contentRevision, expectedContentRevision);
       if (target > world.contentRevision) throw afterContentRevision(world.contentRevision);
-      const bounds = await rollbackBounds(data, world.id, target);
+      const bounds = await rollbackBounds(tx, world.id, target);
       if (target !== 0 && target < bounds.horizon) throw beforeHorizon(target, bounds.horizon);
       if (target !== 0 && !bounds.targetExists)
         throw new AppError(ErrorCode.NOT_FOUND, `Revision ${target} is not a revision of this world.`);
@@ -65,7 +65,7 @@ export class RollbackService {
       let contentRevision = world.contentRevision;
       const rooms = new Set<string>();
       for (let afterChunk = 0, more = true; more; ) {
-        const page = await restorePage(data, {
+        const page = await restorePage(tx, {
           worldId: world.id,
           target,
           afterChunk,
@@ -84,7 +84,7 @@ export class RollbackService {
       }
       if (restored === 0) return { worldId: world.id, restored, contentRevision, seq: undefined, rooms };
       refuseOverQuota(bounds.contentBytes, bytesDelta, this.maxContentBytes);
-      const seq = await finishRollback(data, { worldId: world.id, contentRevision, bytesDelta, now });
+      const seq = await finishRollback(tx, { worldId: world.id, contentRevision, bytesDelta, now });
       return { worldId: world.id, restored, contentRevision, seq, rooms };
     });
     if (outcome.seq !== undefined)

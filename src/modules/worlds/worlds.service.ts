@@ -126,11 +126,11 @@ export class WorldsService {
     const now = ctx.now();
     const { maxWorldsPerUser } = this.limits;
     try {
-      const [world, room] = await transaction(ctx.data, async (data) => {
-        await lockOwnerWorlds(data, caller.id);
-        if ((await countWorldsOf(data, caller.id)) >= maxWorldsPerUser)
+      const [world, room] = await transaction(ctx.data, async (tx) => {
+        await lockOwnerWorlds(tx, caller.id);
+        if ((await countWorldsOf(tx, caller.id)) >= maxWorldsPerUser)
           throw quotaExceeded(`An account owns at most ${maxWorldsPerUser} worlds.`, maxWorldsPerUser);
-        const created = await insertWorld(data, {
+        const created = await insertWorld(tx, {
           id: newId(),
           ownerId: caller.id,
           name: input.name,
@@ -139,14 +139,14 @@ export class WorldsService {
           createdAt: now,
           updatedAt: now,
         });
-        const main = await insertRoom(data, {
+        const main = await insertRoom(tx, {
           id: newId(),
           worldId: created.id,
           name: MAIN_ROOM_NAME,
           createdAt: now,
           updatedAt: now,
         });
-        await this.saved(data, created);
+        await this.saved(tx, created);
         return [created, main] as const;
       });
       return worldView(world, [room]);
@@ -173,9 +173,9 @@ export class WorldsService {
     },
   ): Promise<World> {
     const world = await this.owned(ctx, worldId);
-    const updated = await transaction(ctx.data, async (data) => {
+    const updated = await transaction(ctx.data, async (tx) => {
       const row = await updateWorld(
-        data,
+        tx,
         world.id,
         {
           name: patch.name ?? null,
@@ -184,7 +184,7 @@ export class WorldsService {
         },
         ctx.now(),
       );
-      if (row) await this.saved(data, row);
+      if (row) await this.saved(tx, row);
       return row;
     });
     if (!updated) throw worldNotFound();
@@ -232,14 +232,14 @@ export class WorldsService {
   async createRoom(ctx: Ctx, worldId: string, name: string): Promise<Room> {
     const now = ctx.now();
     try {
-      return await transaction(ctx.data, async (data) => {
+      return await transaction(ctx.data, async (tx) => {
         // The lock makes the count and the insert one step, so the cap holds under concurrency.
-        const world = await this.owned(ctx, worldId, data, true);
+        const world = await this.owned(ctx, worldId, tx, true);
         const { maxRoomsPerWorld } = this.limits;
-        if ((await countRooms(data, world.id)) >= maxRoomsPerWorld)
+        if ((await countRooms(tx, world.id)) >= maxRoomsPerWorld)
           throw quotaExceeded(`A world has at most ${maxRoomsPerWorld} rooms.`, maxRoomsPerWorld);
         return roomView(
-          await insertRoom(data, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
+          await insertRoom(tx, { id: newId(), worldId: world.id, name, createdAt: now, updatedAt: now }),
         );
       });
     } catch (error) {
@@ -287,11 +287,11 @@ export class WorldsService {
   }
 
   async deleteRoom(ctx: Ctx, worldId: string, roomId: string): Promise<void> {
-    const { world, room, commit } = await transaction(ctx.data, async (data) => {
-      const world = await this.owned(ctx, worldId, data, true);
-      const room = await this.roomIn(data, world, roomId);
+    const { world, room, commit } = await transaction(ctx.data, async (tx) => {
+      const world = await this.owned(ctx, worldId, tx, true);
+      const room = await this.roomIn(tx, world, roomId);
       if (room.name === MAIN_ROOM_NAME) throw mainRoomStays();
-      return { world, room, commit: await deleteRoom(data, world.id, room.id, ctx.now()) };
+      return { world, room, commit: await deleteRoom(tx, world.id, room.id, ctx.now()) };
     });
     await this.streams.publishRoomDeleted(commit.seq, {
       world_id: world.id,
