@@ -6,7 +6,7 @@ import { defineConfig, type EntityManager, type Knex, MikroORM } from '@mikro-or
 import pg from 'pg';
 import { migrationsList } from '../../migrations/index.js';
 import type { Config } from '../config.js';
-import { type DataAccess, leanEntityManagerOf } from './data-access.js';
+import { type DataAccess, leanEntityManagerOf } from './data-handle.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
 
 export type Orm = MikroORM;

@@ -1,7 +1,7 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CallContext } from '../../src/platform/context.js';
-import { entityManagerOf } from '../../src/platform/data-access.js';
+import { entityManagerOf } from '../../src/platform/data-handle.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';

@@ -1,5 +1,5 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import { type DataAccess, entityManagerOf } from '../../platform/data-access.js';
+import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
 import type { User } from '../users/index.js';
 import { type RefreshToken, RefreshTokenSchema, type Session, SessionSchema } from './session.entity.js';
 

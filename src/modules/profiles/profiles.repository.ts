@@ -1,6 +1,6 @@
 import { type EntityData, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import type { Privacy } from '../../../protocol/profiles.js';
-import { type DataAccess, entityManagerOf } from '../../platform/data-access.js';
+import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
 import { executeBound } from '../../platform/db.js';
 import { isId, toUuidArray } from '../../platform/ids.js';
 import { type Profile, ProfileSchema } from './profile.entity.js';

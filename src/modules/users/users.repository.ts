@@ -1,6 +1,6 @@
 import { sql } from '@mikro-orm/core';
 import type { Role } from '../../platform/auth/access-tokens.js';
-import { type DataAccess, entityManagerOf } from '../../platform/data-access.js';
+import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
 import { executeBound } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
 import { type User, UserSchema } from './user.entity.js';
