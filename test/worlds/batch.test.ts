@@ -5,7 +5,7 @@ import { MAX_BATCH_WRITES } from '../../protocol/chunks.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { chunkBytes, createRoom, createWorld, sampleChunk } from '../helpers/worlds.js';
+import { chunkBytes, createRoom, createWorld } from '../helpers/worlds.js';
 import { chunkOfSize } from './content-fixtures.js';
 
 const bytes = (id: string, x?: number) => chunkBytes(id, x);
