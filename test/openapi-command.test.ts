@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operations } from '../protocol/operations.js';
+import { PROCESS_TEST_TIMEOUT_MS } from './helpers/service-process.js';
 
 const run = promisify(execFile);
 
@@ -55,7 +56,7 @@ describe('atrium openapi', () => {
     stdoutText = stdout.stdout;
     fromStdout = JSON.parse(stdoutText);
     fromFile = JSON.parse(await readFile(outFile, 'utf8'));
-  }, 120_000);
+  }, PROCESS_TEST_TIMEOUT_MS);
 
   afterAll(async () => {
     if (dir) await rm(dir, { recursive: true, force: true });

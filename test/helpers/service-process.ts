@@ -13,6 +13,13 @@ export interface LogLine {
 export type ServiceProcess = ReturnType<typeof startService>;
 
 /**
+ * The timeout of a test that runs the service or the CLI as a process: tsx compiles the source
+ * and a fresh DATA_DIR gets initdb and every migration, seconds on a quiet machine and tens of
+ * seconds on a loaded two-core one.
+ */
+export const PROCESS_TEST_TIMEOUT_MS = 120_000;
+
+/**
  * The real CLI in a child process, through tsx as `npm start` runs it, on free ports. `listening`
  * resolves with the `atrium listening` log line, which names the ports it chose.
  */

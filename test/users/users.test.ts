@@ -9,6 +9,7 @@ import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { PROCESS_TEST_TIMEOUT_MS } from '../helpers/service-process.js';
 
 describe('user accounts', () => {
   const app = useTestApp();
@@ -247,23 +248,27 @@ describe('role administration', () => {
     );
   });
 
-  it('reports CLI usage mistakes with exit code 2 and unknown users with exit code 1', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'atrium-admin-'));
-    try {
-      const run = (...args: string[]) =>
-        spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
-          env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' },
-          encoding: 'utf8',
-          timeout: 30_000,
-        });
-      const usage = run('promote', 'someone');
-      expect(usage.status).toBe(2);
-      expect(usage.stderr).toContain('Usage: atrium admin grant|revoke <username> <role>');
-      const unknown = run('grant', 'ghost_user', 'moderator');
-      expect(unknown.status).toBe(1);
-      expect(unknown.stderr.trim()).toBe('No user named ghost_user.');
-    } finally {
-      await rm(dataDir, { recursive: true, force: true });
-    }
-  });
+  it(
+    'reports CLI usage mistakes with exit code 2 and unknown users with exit code 1',
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-admin-'));
+      try {
+        const run = (...args: string[]) =>
+          spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
+            env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' },
+            encoding: 'utf8',
+            timeout: 30_000,
+          });
+        const usage = run('promote', 'someone');
+        expect(usage.status).toBe(2);
+        expect(usage.stderr).toContain('Usage: atrium admin grant|revoke <username> <role>');
+        const unknown = run('grant', 'ghost_user', 'moderator');
+        expect(unknown.status).toBe(1);
+        expect(unknown.stderr.trim()).toBe('No user named ghost_user.');
+      } finally {
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });
