@@ -144,7 +144,14 @@ async function openapi(args: string[]): Promise<number> {
   }
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-openapi-'));
   try {
-    const config = configFrom({ DATA_DIR: dataDir, MIGRATE_ON_START: false, LOG_LEVEL: 'error' });
+    // The document needs the routes, not a database: a server URL nothing connects to spares the
+    // command starting PGlite and running initdb (seconds) for a database it never queries.
+    const config = configFrom({
+      DATA_DIR: dataDir,
+      DATABASE_URL: 'postgres://document-only.invalid/atrium',
+      MIGRATE_ON_START: false,
+      LOG_LEVEL: 'error',
+    });
     const app = await buildApp(config, { log: createLogger(config, process.stderr) });
     let document: string;
     try {
