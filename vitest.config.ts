@@ -15,7 +15,8 @@ export default defineConfig({
     maxWorkers: availableParallelism() + 1,
     // A worker runs its files one after another in one module graph: the service's modules, the
     // ORM, Fastify and PGlite are loaded once per worker instead of once per file. Files share no
-    // state through it: each builds its own app on its own database clone and closes it.
+    // state through it: each builds and closes its own app, on a database clone that is fresh or,
+    // embedded, the previous file's reset to the template (test/helpers/embedded-reuse.ts).
     isolate: false,
   },
 });
