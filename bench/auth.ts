@@ -288,7 +288,7 @@ function loopRow(label: string, stats: LoopStats, unauthorizedIsBug = false): st
 }
 
 export async function run(seconds: number): Promise<string> {
-  const algorithm = ['argon2d', 'argon2i', 'argon2id'][Number(ARGON2_PARAMETERS.algorithm)] ?? 'unknown';
+  const algorithm = 'argon2id';
   const { memoryCost, timeCost, parallelism } = ARGON2_PARAMETERS;
   const cores = availableParallelism();
   progress(`Node ${process.version}, ${cores} cores, ${seconds} s per load scenario`);

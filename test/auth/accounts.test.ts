@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { modules } from '../../src/modules/index.js';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { dataAccess } from '../../src/platform/data-access.js';
 import { getMe, login, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
@@ -21,7 +22,8 @@ async function usersNamed(app: TestApp, username: string): Promise<number> {
 }
 
 describe('registration', () => {
-  const app = useTestApp();
+  // The service's own modules: the suite's other apps hash passwords at argon2's minimum cost.
+  const app = useTestApp({}, { modules });
 
   it('creates the account and returns a token pair with 201', async () => {
     const username = uniqueUsername('Ada');

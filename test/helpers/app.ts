@@ -5,6 +5,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { type Config, configFrom } from '../../src/config.js';
+import { argon2Passwords, createAuthModule } from '../../src/modules/auth/index.js';
+import { modules } from '../../src/modules/index.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
@@ -42,6 +44,18 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
   });
 }
 
+/**
+ * The service's modules, but passwords hashed with argon2id at its minimum cost: the suite
+ * registers and logs in thousands of accounts, and at the service's parameters (19 MiB, t = 2)
+ * each hash costs tens of milliseconds of CPU. The service itself has no way to lower them; a
+ * test of the parameters builds its app with `modules` from src/modules/index.ts.
+ */
+export const testModules = modules.map((module) =>
+  module.name === 'auth'
+    ? createAuthModule({ passwords: argon2Passwords({ memoryCost: 8, timeCost: 1, parallelism: 1 }) })
+    : module,
+);
+
 /** Builds the real app on a cloned database, on free ports, through the same buildApp as `npm start`. */
 export async function buildTestApp(
   overrides: ConfigOverrides = {},
@@ -49,7 +63,11 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const testDb = await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
-  const app = await buildApp(testConfig(dataDir, testDb, overrides), { ...appOverrides, db: testDb.db });
+  const app = await buildApp(testConfig(dataDir, testDb, overrides), {
+    modules: testModules,
+    ...appOverrides,
+    db: testDb.db,
+  });
   const exchanges = recordExchanges(app);
   const { httpPort, wsPort } = await app.listen();
   const closeApp = app.close;
@@ -117,7 +135,11 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
   const urls: { httpUrl: string; wsUrl: string }[] = [];
   for (let i = 0; i < nodes; i++) {
     const config = testConfig(dataDir, testDb, overrides);
-    const app = await buildApp(config, { db: testDb.db, ...(sharedKv ? { kv: sharedKv } : {}) });
+    const app = await buildApp(config, {
+      modules: testModules,
+      db: testDb.db,
+      ...(sharedKv ? { kv: sharedKv } : {}),
+    });
     apps.push(app);
     recorders.push(recordExchanges(app));
     const { httpPort, wsPort } = await app.listen();

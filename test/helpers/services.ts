@@ -12,7 +12,7 @@ import type { Ctx } from '../../src/platform/context.js';
 import type { Database } from '../../src/platform/db.js';
 import type { Kv } from '../../src/platform/kv/kv.js';
 import { PASSWORD, uniqueUsername } from './accounts.js';
-import { type ConfigOverrides, testConfig } from './app.js';
+import { type ConfigOverrides, testConfig, testModules } from './app.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 
 /** A user registered through the auth module, and the identity a service call runs as. */
@@ -62,7 +62,7 @@ export async function buildServices(overrides: ConfigOverrides = {}): Promise<Se
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-services-'));
   let app: App | undefined;
   try {
-    app = await buildApp(testConfig(dataDir, testDb, overrides), { db: testDb.db });
+    app = await buildApp(testConfig(dataDir, testDb, overrides), { modules: testModules, db: testDb.db });
     return servicesOn(app, testDb, dataDir);
   } catch (error) {
     await app?.close().catch(() => {});

@@ -8,7 +8,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
 import type { User, UsersApi } from '../users/index.js';
-import { hashPassword, verifyPassword } from './password.js';
+import type { Passwords } from './password.js';
 import {
   addRefreshToken,
   findRefreshToken,
@@ -22,6 +22,7 @@ import {
 
 export interface AuthServiceDeps {
   tokens: AccessTokens;
+  passwords: Passwords;
   users: Pick<UsersApi, 'createUser' | 'findUserByUsername' | 'findUserById'>;
   refreshTtlSeconds: number;
   /** Failed logins per username before it is locked for the limiter's window. */
@@ -56,7 +57,7 @@ export class AuthService {
       id: newId(),
       username: input.username,
       email: input.email ?? null,
-      passwordHash: await hashPassword(input.password),
+      passwordHash: await this.deps.passwords.hash(input.password),
       roles: ['user'],
       termsAcceptedAt: now,
       adultConfirmedAt: now,
@@ -81,7 +82,7 @@ export class AuthService {
       throw rateLimited('Too many failed logins for this account; try again later.', failures.msBeforeNext);
     }
     const user = await this.deps.users.findUserByUsername(ctx.data, input.username);
-    if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
+    if (!(await this.deps.passwords.verify(user?.passwordHash, input.password)) || !user) {
       await loginFailuresByUsername.penalty(usernameKey);
       throw invalidCredentials();
     }
