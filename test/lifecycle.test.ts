@@ -11,6 +11,7 @@ import { createTestDatabase, queryRows } from './helpers/database.js';
 import {
   type LogLine,
   PROCESS_TEST_TIMEOUT_MS,
+  preparedDataDir,
   registerOver,
   startService,
 } from './helpers/service-process.js';
@@ -22,7 +23,7 @@ describe('service lifecycle', () => {
   let child: ChildProcess;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'atrium-life-'));
+    dataDir = await preparedDataDir('atrium-life-');
     service = startService(dataDir);
     child = service.child;
   });
@@ -65,7 +66,7 @@ describe('service lifecycle', () => {
 
 describe('shutdown after a failure', () => {
   it('still closes the gateway, the KV store and the database when the final last_seen_at flush fails, then rejects', async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'atrium-close-'));
+    const dataDir = await preparedDataDir('atrium-close-');
     // The app must own its database and KV store here, so that closing them is its own job.
     const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
     const config = configFrom({
@@ -142,7 +143,7 @@ describe('uWebSockets.js JavaScript fallback', () => {
   it(
     'is reported by /healthz and a startup warning, and still answers frames',
     async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-fallback-'));
+      const dataDir = await preparedDataDir('atrium-fallback-');
       // The flag makes the uWS package load its JS shim, as it does on a Node without a native build.
       const service = startService(dataDir, { UWS_USE_FALLBACK: '1' });
       try {

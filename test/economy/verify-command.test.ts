@@ -1,12 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { configFrom } from '../../src/config.js';
 import { openDatabase } from '../../src/platform/db.js';
 import { migrateUp } from '../../src/platform/migrate.js';
-import { PROCESS_TEST_TIMEOUT_MS } from '../helpers/service-process.js';
+import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir } from '../helpers/service-process.js';
 
 /**
  * `atrium economy verify` as an operator runs it, on an embedded database of its own (the command
@@ -23,7 +22,7 @@ describe('atrium economy verify', () => {
   it(
     'exits 0 on a clean ledger, and prints each difference and exits 1 when a balance is not its entries’ sum',
     async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-verify-'));
+      const dataDir = await preparedDataDir('atrium-verify-');
       try {
         const clean = run(dataDir, 'verify');
         expect(clean.stderr).toBe('');

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -14,6 +14,11 @@ declare module 'vitest' {
     embeddedTemplatePath: string;
     /** Embedded mode: path of a PGlite dump of a database before any migration. */
     embeddedEmptyPath: string;
+    /**
+     * Embedded mode: a DATA_DIR holding a migrated embedded database (`pgdata/`), which tests that
+     * spawn the service or the CLI copy instead of paying initdb in every child process.
+     */
+    embeddedDataDirSeed: string;
     /** Postgres mode: name of a migrated template database every test file clones. */
     postgresTemplateDb: string;
   }
@@ -35,6 +40,7 @@ export default async function setup(project: TestProject) {
     project.provide('postgresTemplateDb', templateDb);
     project.provide('embeddedTemplatePath', '');
     project.provide('embeddedEmptyPath', '');
+    project.provide('embeddedDataDirSeed', '');
     return async () => {
       await adminQuery(databaseUrl, `drop database if exists ${templateDb} with (force)`);
     };
@@ -44,8 +50,15 @@ export default async function setup(project: TestProject) {
   // initdb costs seconds: the migration tests' empty databases start from this dump too.
   project.provide('embeddedEmptyPath', await dumpTo(db, join(dir, 'empty.tar')));
   await migrateUp(db);
-  project.provide('embeddedTemplatePath', await dumpTo(db, join(dir, 'template.tar')));
+  const templatePath = await dumpTo(db, join(dir, 'template.tar'));
+  project.provide('embeddedTemplatePath', templatePath);
   await db.close();
+  const seed = join(dir, 'data-dir-seed');
+  const seeded = await openDatabase(configFrom({}), {
+    embedded: { dataDir: join(seed, 'pgdata'), loadDataDir: new Blob([await readFile(templatePath)]) },
+  });
+  await seeded.close();
+  project.provide('embeddedDataDirSeed', seed);
   project.provide('postgresTemplateDb', '');
   return async () => {
     await rm(dir, { recursive: true, force: true });

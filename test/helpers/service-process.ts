@@ -1,5 +1,9 @@
 import { spawn } from 'node:child_process';
+import { cp, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { inject } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { PASSWORD, uniqueUsername } from './accounts.js';
 
@@ -18,6 +22,18 @@ export type ServiceProcess = ReturnType<typeof startService>;
  * seconds on a loaded two-core one.
  */
 export const PROCESS_TEST_TIMEOUT_MS = 120_000;
+
+/**
+ * A fresh DATA_DIR for a service or CLI process. In embedded mode it already holds the migrated
+ * database of the run's template, so the child skips initdb and the migrations (seconds each on a
+ * loaded two-core machine); a test of what a first start does uses an empty `mkdtemp` instead.
+ */
+export async function preparedDataDir(prefix: string): Promise<string> {
+  const dataDir = await mkdtemp(join(tmpdir(), prefix));
+  const seed = inject('embeddedDataDirSeed');
+  if (seed) await cp(seed, dataDir, { recursive: true });
+  return dataDir;
+}
 
 /**
  * The real CLI in a child process, through tsx as `npm start` runs it, on free ports. `listening`
