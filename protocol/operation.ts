@@ -75,10 +75,12 @@ export interface Operation<
   /** Served to anonymous callers; every other operation needs a signed-in user. */
   readonly public: boolean;
   /**
-   * For game servers, with their server token: a REST operation under /internal (servers only),
-   * or a socket-only frame a game server's socket may send as well as users' (its chunk stream).
+   * Takes a service token (`serviceTokenScheme`) instead of a user's access token: the operation
+   * was declared `gameServer: true`, for game servers with their server token. A REST operation
+   * under /internal (servers only), or a socket-only frame a game server's socket may send as
+   * well as users' (its chunk stream).
    */
-  readonly gameServer: boolean;
+  readonly serviceToken: boolean;
   /** Error statuses the operation can answer besides the ones every route can (400, 413, 415). */
   readonly errors: readonly number[];
 }
@@ -98,9 +100,16 @@ export interface OperationSpec<
   restRoute?: PlainRestTwin | readonly PlainRestTwin[];
   socketOnly?: string;
   public?: boolean;
+  /** For dedicated game servers, with their server token (docs/gameservers.md). */
   gameServer?: boolean;
   errors?: readonly number[];
 }
+
+/** The OpenAPI security scheme of the operations that take a service token (declared `gameServer: true`). */
+export const serviceTokenScheme = {
+  name: 'serverToken',
+  description: "A game server's per-spawn token (its --server-token launch argument), for /internal.",
+} as const;
 
 /**
  * Declares an operation. A frame needs a REST twin or a `socketOnly` reason, so every socket
@@ -146,7 +155,7 @@ export function operation<
     restRoute: spec.restRoute,
     socketOnly: spec.socketOnly,
     public: spec.public ?? false,
-    gameServer: spec.gameServer ?? false,
+    serviceToken: spec.gameServer ?? false,
     errors: spec.errors ?? [],
   };
 }

@@ -1,11 +1,11 @@
 import type { Config } from './config.js';
 import { modules } from './modules/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
-import { GameServerCredentials, requireGameServer } from './platform/auth/game-server-auth.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
 import { loadKeyRing } from './platform/auth/keys.js';
 import { ofSessions } from './platform/auth/principal.js';
 import { revocationLog } from './platform/auth/revocation-log.js';
+import { requireServiceToken, ServiceTokens } from './platform/auth/service-tokens.js';
 import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
 import { type Database, openDatabase } from './platform/db.js';
@@ -158,7 +158,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       gateway,
       keys,
       tokens,
-      gameServerCredentials: new GameServerCredentials(),
+      serviceTokens: new ServiceTokens(),
       ctx: (caller) => new CallContext(db.orm.em, kv, caller),
     };
 
@@ -173,7 +173,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         'onRoute',
         secureByDefault({
           user: requireUser(tokens),
-          gameServer: requireGameServer(platform.gameServerCredentials),
+          service: requireServiceToken(platform.serviceTokens),
         }),
       );
       for (const { parts } of built) {

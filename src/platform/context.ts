@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthUser } from './auth/access-tokens.js';
-import type { GameServerPrincipal } from './auth/game-server-auth.js';
+import type { ServicePrincipal } from './auth/service-tokens.js';
 import { type DataAccess, dataAccess } from './data-access.js';
 import { AppError, ErrorCode } from './errors.js';
 import type { Kv } from './kv/kv.js';
@@ -15,8 +15,8 @@ export interface Ctx {
   /** Passed to repositories and `transaction`; never opened by a service. */
   data: DataAccess;
   user: AuthUser | null;
-  /** The dedicated game server calling the internal API; null for users and anonymous callers. */
-  gameServer: GameServerPrincipal | null;
+  /** The service calling with its service token (auth/service-tokens.ts); null for users and anonymous callers. */
+  service: ServicePrincipal | null;
   kv: Kv;
   log: LogSink;
   now(): Date;
@@ -33,7 +33,7 @@ export function callerOf(ctx: Ctx): AuthUser {
 /** Who a request or frame speaks for; a Fastify request or a gateway connection's fields. */
 export interface Caller {
   user: AuthUser | null;
-  gameServer?: GameServerPrincipal | null;
+  service?: ServicePrincipal | null;
   log: LogSink;
   ip: string;
 }
@@ -62,8 +62,8 @@ export class CallContext implements Ctx {
     return this.caller.user;
   }
 
-  get gameServer(): GameServerPrincipal | null {
-    return this.caller.gameServer ?? null;
+  get service(): ServicePrincipal | null {
+    return this.caller.service ?? null;
   }
 
   get log(): LogSink {

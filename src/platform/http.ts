@@ -14,6 +14,7 @@ import Fastify, {
 } from 'fastify';
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { serviceTokenScheme } from '../../protocol/operation.js';
 import type { Config } from '../config.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
@@ -92,7 +93,7 @@ export async function createHttpServer(deps: {
   }).withTypeProvider<ZodTypeProvider>();
 
   app.decorateRequest('user', null);
-  app.decorateRequest('gameServer', null);
+  app.decorateRequest('service', null);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(fastSerializerCompiler);
 
@@ -157,11 +158,10 @@ export async function createHttpServer(deps: {
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          serverToken: {
+          [serviceTokenScheme.name]: {
             type: 'http',
             scheme: 'bearer',
-            description:
-              "A game server's per-spawn token (its --server-token launch argument), for /internal.",
+            description: serviceTokenScheme.description,
           },
         },
       },

@@ -1,8 +1,8 @@
 import type { EntitySchema } from '@mikro-orm/core';
 import type { Config } from '../config.js';
 import type { AccessTokens } from './auth/access-tokens.js';
-import type { GameServerCredentials } from './auth/game-server-auth.js';
 import type { KeyRing } from './auth/keys.js';
+import type { ServiceTokens } from './auth/service-tokens.js';
 import type { EventBus } from './bus.js';
 import type { Caller, Ctx } from './context.js';
 import type { Database } from './db.js';
@@ -25,8 +25,8 @@ export interface Platform {
   gateway: Gateway;
   keys: KeyRing;
   tokens: AccessTokens;
-  /** Where the game-server module plugs in its server-token check for the /internal API. */
-  gameServerCredentials: GameServerCredentials;
+  /** Where the module that issues service tokens plugs in their check. */
+  serviceTokens: ServiceTokens;
   /** The service context of one request or frame. */
   ctx(caller: Caller): Ctx;
 }

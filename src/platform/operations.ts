@@ -8,7 +8,7 @@ import {
   payloadSchema,
   type RestBinding,
 } from '../../protocol/operation.js';
-import { admittedKinds, gameServerOf, userOf } from './auth/principal.js';
+import { admittedKinds, serviceOf, userOf } from './auth/principal.js';
 import type { Caller, Ctx } from './context.js';
 import { type Wording, worded } from './errors.js';
 import type { Connection } from './gateway/connection.js';
@@ -96,7 +96,7 @@ export function registerFrames(
         handler(
           ctxOf({
             user: userOf(connection.principal),
-            gameServer: gameServerOf(connection.principal),
+            service: serviceOf(connection.principal),
             log,
             ip: connection.remoteAddress,
           }),
@@ -112,7 +112,7 @@ export function registerFrames(
 /**
  * Registers the REST twin of each operation that has one. Authentication is not added here: the
  * scope the module routes live in requires a user on every route not declared public (see
- * `secureByDefault`), and `config.public` carries the operation's declaration to it.
+ * `secureByDefault`), and `config.public` and `config.serviceToken` carry the operation's declaration to it.
  */
 export function registerRoutes(
   http: HttpServer,
@@ -138,7 +138,7 @@ export function registerRoutes(
     http.route({
       method: rest.method,
       url: rest.path,
-      config: { public: op.public, gameServer: op.gameServer },
+      config: { public: op.public, serviceToken: op.serviceToken },
       schema,
       handler:
         status === 200 && !createdWhen && !rest.idempotencyKey

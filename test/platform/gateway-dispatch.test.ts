@@ -2,7 +2,7 @@ import { encode } from '@msgpack/msgpack';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { CloseCode } from '../../protocol/frames.js';
-import { gameServerPrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
+import { servicePrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
 import { AppError, ErrorCode } from '../../src/platform/errors.js';
 import { FrameDispatcher, NO_ACK } from '../../src/platform/gateway/dispatch.js';
 import { createLogger } from '../../src/platform/log.js';
@@ -11,7 +11,7 @@ import { type FakeConnection, fakeConnection } from '../helpers/fake-connection.
 
 const ALLOWANCE = 4;
 const user = userPrincipal({ id: 'u1', sessionId: 's1', roles: [] });
-const server = gameServerPrincipal({ serverId: 'gs1', worldId: 'w1' });
+const server = servicePrincipal({ id: 'gs1', scope: 'w1' });
 
 /** The dispatcher on its own: frames in, acks and error frames out, no socket or app. */
 describe('FrameDispatcher', () => {
@@ -38,7 +38,7 @@ describe('FrameDispatcher', () => {
     client = fakeConnection();
     frames.handle('echo', z.object({ n: z.number() }), (_connection, { n }) => ({ n }));
     frames.handle('open', z.undefined(), () => 'open', { admits: 'anyone' });
-    frames.handle('servers', z.undefined(), () => 'servers', { admits: ['user', 'gameServer'] });
+    frames.handle('servers', z.undefined(), () => 'servers', { admits: ['user', 'service'] });
   });
 
   afterEach(() => {
@@ -52,7 +52,7 @@ describe('FrameDispatcher', () => {
     expect(lastSent()).toEqual({ t: 'ack', id: 2, d: 'open' });
   });
 
-  it("admits a game server's connection only to the frames that admit game servers", () => {
+  it("admits a service's connection only to the frames that admit services", () => {
     client.connection.principal = server;
     receive({ t: 'echo', id: 1, d: { n: 1 } });
     expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'UNAUTHENTICATED' });

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { CloseCode } from '../../protocol/frames.js';
 import type { AuthUser } from '../../src/platform/auth/access-tokens.js';
-import { gameServerPrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
+import { servicePrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
 import { EventBus, userTopic } from '../../src/platform/bus.js';
 import { Sessions } from '../../src/platform/gateway/sessions.js';
 import { Subscriptions } from '../../src/platform/gateway/subscriptions.js';
@@ -93,10 +93,10 @@ describe('Sessions', () => {
     expect(sessions.localUserIds()).toEqual([]);
   });
 
-  it("drops a user's topics, token expiry and presence here when the connection switches to a game server", async () => {
+  it("drops a user's topics, token expiry and presence here when the connection switches to a service", async () => {
     const client = fakeConnection();
     await sessions.authenticate(client.connection, userPrincipal({ ...alice, expiresAt: start + 1_000 }));
-    await sessions.authenticate(client.connection, gameServerPrincipal({ serverId: 'gs1', worldId: 'w1' }));
+    await sessions.authenticate(client.connection, servicePrincipal({ id: 'gs1', scope: 'w1' }));
     expect(client.connection.topics).toBeUndefined();
     expect(sessions.localUserIds()).toEqual([]);
     await vi.waitFor(() => expect(listened).toContain('disconnected alice last=true'));

@@ -1,6 +1,5 @@
 import { authenticate } from '../../../protocol/auth.js';
-import { isGameServerToken } from '../../platform/auth/game-server-auth.js';
-import { gameServerPrincipal, userPrincipal } from '../../platform/auth/principal.js';
+import { servicePrincipal, userPrincipal } from '../../platform/auth/principal.js';
 import type { Platform } from '../../platform/module.js';
 import { type OperationBinding, serve } from '../../platform/operations.js';
 
@@ -8,16 +7,17 @@ import { type OperationBinding, serve } from '../../platform/operations.js';
 export function authFrames({
   tokens,
   gateway,
-  gameServerCredentials,
-}: Pick<Platform, 'tokens' | 'gateway' | 'gameServerCredentials'>): OperationBinding[] {
+  serviceTokens,
+}: Pick<Platform, 'tokens' | 'gateway' | 'serviceTokens'>): OperationBinding[] {
   return [
     // The same verifier as the REST hook, so a token the API refuses is refused here too.
     serve(authenticate, async (_ctx, { token, recover }, connection) => {
-      // A game server's token: the connection may follow its world's chunk stream.
-      if (isGameServerToken(token)) {
-        const server = await gameServerCredentials.verify(token);
-        await gateway.authenticate(connection, gameServerPrincipal(server));
-        return { server_id: server.serverId, world_id: server.worldId };
+      // A game server's token (a service token scoped to its world): the connection may follow
+      // its world's chunk stream.
+      if (serviceTokens.recognizes(token)) {
+        const server = await serviceTokens.verify(token);
+        await gateway.authenticate(connection, servicePrincipal(server));
+        return { server_id: server.id, world_id: server.scope };
       }
       const user = await tokens.verify(token, { remember: false });
       const caughtUp = await gateway.authenticate(connection, userPrincipal(user), recover);

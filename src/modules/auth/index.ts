@@ -37,7 +37,7 @@ export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOp
     entities: [SessionSchema, RefreshTokenSchema],
     tables: ['sessions', 'refresh_tokens'],
     needs: ['users'],
-    setup({ config, kv, tokens, gateway, keys, gameServerCredentials }, { users }: { users: UsersApi }) {
+    setup({ config, kv, tokens, gateway, keys, serviceTokens }, { users }: { users: UsersApi }) {
       const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>
         createLimiter(kv, { keyPrefix, points, durationSeconds });
       const auth = new AuthService({
@@ -69,7 +69,7 @@ export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOp
           serve(authLogin, (ctx, input) => auth.login(ctx, input)),
           serve(authRefresh, (ctx, { refresh_token }) => auth.refresh(ctx, refresh_token)),
           serve(authLogout, (ctx, { refresh_token }) => auth.logout(ctx, refresh_token)),
-          ...authFrames({ tokens, gateway, gameServerCredentials }),
+          ...authFrames({ tokens, gateway, serviceTokens }),
         ],
         routes: (http) => registerJwksRoute(http, keys),
       };

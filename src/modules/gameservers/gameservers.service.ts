@@ -1,6 +1,6 @@
 import type { GameServer } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
-import type { GameServerPrincipal } from '../../platform/auth/game-server-auth.js';
+import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -88,12 +88,12 @@ export class GameServersService {
     this.lifecycle = new ServerLifecycle(deps);
   }
 
-  /** The /internal token check: the live server a token belongs to. */
-  async principalOf(ctx: Ctx, token: string): Promise<GameServerPrincipal> {
+  /** The server token check: the live server a token belongs to, scoped to its world. */
+  async principalOf(ctx: Ctx, token: string): Promise<ServicePrincipal> {
     if (!looksLikeServerToken(token)) throw tokenDead();
     const server = await serverOfToken(ctx.data, hashServerToken(token), ctx.now());
     if (!server) throw tokenDead();
-    return { serverId: server.id, worldId: server.world_id };
+    return { id: server.id, scope: server.world_id };
   }
 
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
@@ -131,7 +131,7 @@ export class GameServersService {
     ctx: Ctx,
     report: { ready: boolean; address?: string | undefined; players?: number | undefined },
   ): Promise<GameServer> {
-    const server = ctx.gameServer;
+    const server = ctx.service;
     if (!server) throw tokenDead();
     if (report.ready && report.address === undefined) {
       const message = 'is required with ready: true';
@@ -141,7 +141,7 @@ export class GameServersService {
     }
     const row = await applyReport(
       ctx.data,
-      server.serverId,
+      server.id,
       { ready: report.ready, address: report.address ?? null, players: report.players ?? null },
       ctx.now(),
     );

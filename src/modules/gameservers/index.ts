@@ -7,7 +7,7 @@ import {
   internalStatusReport,
   worldsJoin,
 } from '../../../protocol/gameservers.js';
-import { ofGameServers } from '../../platform/auth/principal.js';
+import { ofServices } from '../../platform/auth/principal.js';
 import type { Logger } from '../../platform/log.js';
 import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
@@ -19,6 +19,7 @@ import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
 import { LocalSpawner } from './local-spawner.js';
 import { ENDED_SERVERS_TOPIC } from './server-lifecycle.js';
+import { SERVER_TOKEN_PREFIX } from './server-tokens.js';
 import { SpawnAdmission } from './spawn-admission.js';
 import type { Spawner } from './spawner.js';
 
@@ -119,7 +120,12 @@ export const gameServersModule = defineModule({
       wsUrl: () => wsUrl,
       systemData: () => systemCtx().data,
     });
-    platform.gameServerCredentials.provide((token) => service.principalOf(systemCtx(), token));
+    // Server tokens are the platform's service tokens: /internal routes and the socket take them.
+    platform.serviceTokens.provide({
+      prefix: SERVER_TOKEN_PREFIX,
+      name: 'game server token',
+      verify: (token) => service.principalOf(systemCtx(), token),
+    });
     let reconciler: NodeJS.Timeout | undefined;
     let stopClosingSockets: (() => Promise<void>) | undefined;
     // A deleted world's servers went with it (their rows cascade, so their tokens are dead): every
@@ -146,7 +152,7 @@ export const gameServersModule = defineModule({
       start: async ({ httpPort, wsPort }) => {
         stopClosingSockets = await bus.subscribe(ENDED_SERVERS_TOPIC, (event) => {
           const { server_ids, world_ids } = event.d as { server_ids: string[]; world_ids?: string[] };
-          platform.gateway.endSessions(ofGameServers(server_ids, world_ids), 'game server ended');
+          platform.gateway.endSessions(ofServices(server_ids, world_ids), 'game server ended');
         });
         // Port 0 picks a free port: the servers are told the one chosen.
         if (!config.GAMESERVER_API_URL) apiUrl = `http://${host}:${httpPort}`;

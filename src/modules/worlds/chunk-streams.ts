@@ -6,7 +6,7 @@ import {
   type ChunksStreamEndedEvent,
   MAX_CHUNK_STREAMS_PER_CONNECTION,
 } from '../../../protocol/chunks.js';
-import { gameServerOf, principalId } from '../../platform/auth/principal.js';
+import { principalId, serviceOf } from '../../platform/auth/principal.js';
 import type { BusEvent, EventBus } from '../../platform/bus.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { Connection } from '../../platform/gateway/connection.js';
@@ -383,9 +383,9 @@ export class ChunkStreams {
     const reason: ChunksStreamEndedEvent['reason'] = deleted ? 'world_deleted' : 'access_revoked';
     const bytes = encodeFrame('chunks.stream_ended', { world_id: stream.worldId, reason });
     for (const member of [...stream.members]) {
-      // The owner keeps following a world turned private, and so do its game servers, whose
-      // tokens are for this world whatever its visibility.
-      const keepsFollowing = member.principal === stream.ownerId || gameServerOf(member.connection.principal);
+      // The owner keeps following a world turned private, and so do its game servers (services),
+      // whose tokens are for this world whatever its visibility.
+      const keepsFollowing = member.principal === stream.ownerId || serviceOf(member.connection.principal);
       if (!deleted && keepsFollowing) continue;
       member.connection.sendPaced(bytes);
       this.remove(member, stream.worldId);

@@ -162,7 +162,7 @@ export function registerChunkRoutes(
       scope.get(
         twin.path,
         {
-          config: { gameServer: twin.gameServer },
+          config: { serviceToken: twin.gameServer },
           schema: {
             operationId: twin.operationId,
             tags: [twin.tag],

@@ -82,7 +82,7 @@ export function registerRoomContentRoute(
     http.get(
       twin.path,
       {
-        config: { gameServer: twin.gameServer },
+        config: { serviceToken: twin.gameServer },
         schema: {
           operationId: twin.operationId,
           tags: [twin.tag],

@@ -73,12 +73,12 @@ export class WorldsService {
 
   /**
    * The world if the caller may read it; 404 otherwise, so a private world's existence stays hidden.
-   * A game server (the internal API) reads the one world its token was issued for, whatever its
-   * visibility, and gets 403 for any other.
+   * A game server (the internal API: a service whose token is scoped to the world it was spawned
+   * for) reads that one world, whatever its visibility, and gets 403 for any other.
    */
   async readable(ctx: Ctx, worldId: string, data: DataAccess = ctx.data): Promise<WorldRow> {
-    if (ctx.gameServer) {
-      if (worldId !== ctx.gameServer.worldId)
+    if (ctx.service) {
+      if (worldId !== ctx.service.scope)
         throw new AppError(ErrorCode.FORBIDDEN, 'This server token is for another world.');
       const world = await findWorld(data, worldId);
       if (!world) throw worldNotFound();

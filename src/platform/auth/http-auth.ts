@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest, onRequestHookHandler, RouteOptions } from 'fastify';
+import { serviceTokenScheme } from '../../../protocol/operation.js';
 import { AppError, ErrorCode } from '../errors.js';
 import { hookList } from '../http.js';
 import type { AccessTokens, AuthUser } from './access-tokens.js';
@@ -48,24 +49,24 @@ export function requireUser(tokens: AccessTokens) {
 
 /** The security requirement routes using `requireUser` declare in OpenAPI. */
 export const bearerSecurity = [{ bearerAuth: [] }];
-/** The security requirement /internal routes declare (a game server's per-spawn token). */
-export const serverTokenSecurity = [{ serverToken: [] }];
+/** The security requirement routes using `requireServiceToken` declare (service-tokens.ts). */
+export const serviceTokenSecurity = [{ [serviceTokenScheme.name]: [] }];
 
 /**
  * An onRoute hook for the scope module routes are registered in: a route needs a signed-in user
- * unless it declares `config: { public: true }`, or a game server's token when it declares
- * `config: { gameServer: true }` (the /internal API), so forgetting a declaration fails closed.
+ * unless it declares `config: { public: true }`, or a service token when it declares
+ * `config: { serviceToken: true }`, so forgetting a declaration fails closed.
  * The OpenAPI document says which: `security: []` on public routes, the scheme of the others.
  */
-export function secureByDefault(hooks: { user: onRequestHookHandler; gameServer: onRequestHookHandler }) {
+export function secureByDefault(hooks: { user: onRequestHookHandler; service: onRequestHookHandler }) {
   return (route: RouteOptions) => {
     route.schema ??= {};
     if (route.config?.public === true) {
       route.schema.security = [];
       return;
     }
-    const gameServer = route.config?.gameServer === true;
-    route.schema.security = gameServer ? serverTokenSecurity : bearerSecurity;
-    route.onRequest = [gameServer ? hooks.gameServer : hooks.user, ...hookList(route.onRequest)];
+    const service = route.config?.serviceToken === true;
+    route.schema.security = service ? serviceTokenSecurity : bearerSecurity;
+    route.onRequest = [service ? hooks.service : hooks.user, ...hookList(route.onRequest)];
   };
 }

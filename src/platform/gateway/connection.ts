@@ -21,7 +21,7 @@ export class Connection implements Expiring {
   closed = false;
   /**
    * Set by a successful auth frame; frames other than ping and auth need it, and each frame admits
-   * only some kinds (a game server's socket may follow its world's chunk stream, nothing else).
+   * only some kinds (a service's socket only the frames of operations that take service tokens).
    */
   principal: Principal | undefined;
   /** The connection's number on this node (its place among the sockets of its user, SocketQuota). */

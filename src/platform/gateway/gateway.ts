@@ -162,7 +162,7 @@ export class Gateway {
 
   /**
    * Closes this node's connections whose principal matches with 4403, saying `reason`: revoked
-   * sessions (principal.ts `ofSessions`), ended game servers (`ofGameServers`).
+   * sessions (principal.ts `ofSessions`), services whose tokens died (`ofServices`).
    */
   endSessions(matches: (principal: Principal) => boolean, reason: string): void {
     for (const connection of this.connections) {
