@@ -20,6 +20,7 @@ import { Migration0019WorldContentLimits } from './0019_world_content_limits.js'
 import { Migration0020GameServerReservations } from './0020_game_server_reservations.js';
 import { Migration0021ConversationSides } from './0021_conversation_sides.js';
 import { Migration0022GroupChat } from './0022_group_chat.js';
+import { Migration0023AuditLog } from './0023_audit_log.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -49,4 +50,5 @@ export const migrationsList = [
   { name: '0020_game_server_reservations', class: Migration0020GameServerReservations },
   { name: '0021_conversation_sides', class: Migration0021ConversationSides },
   { name: '0022_group_chat', class: Migration0022GroupChat },
+  { name: '0023_audit_log', class: Migration0023AuditLog },
 ];

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { auditOperations } from './audit.js';
 import { authOperations } from './auth.js';
 import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
@@ -20,6 +21,7 @@ import { userOperations } from './users.js';
 import { worldChatOperations } from './world-chat.js';
 import { worldOperations } from './worlds.js';
 
+export * from './audit.js';
 export * from './auth.js';
 export * from './chat.js';
 export * from './chunks.js';
@@ -47,6 +49,7 @@ export * from './worlds.js';
 const all = [
   ping,
   ...authOperations,
+  ...auditOperations,
   ...userOperations,
   ...presenceOperations,
   ...profileOperations,

@@ -1,4 +1,5 @@
 import { accountModule } from './account/index.js';
+import { auditModule } from './audit/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
@@ -20,6 +21,7 @@ import { worldsModule } from './worlds/index.js';
  */
 export const modules = [
   healthModule,
+  auditModule,
   usersModule,
   profilesModule,
   socialModule,

@@ -11,6 +11,7 @@ import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from
 import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
+import { adminRows } from './parity-admin.js';
 import { economyRows } from './parity-economy.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
@@ -22,6 +23,7 @@ import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
 const rows: { [N in RestName]: Row<N> } = {
   ...economyRows(() => app),
+  ...adminRows(() => app),
   'auth.register': {
     fresh: true,
     prepare: () => ({

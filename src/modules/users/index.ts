@@ -52,7 +52,7 @@ export const usersModule = defineModule({
   name: 'users',
   entities: [UserSchema],
   tables: ['users'],
-  needs: [],
+  needs: ['audit'],
   setup() {
     const users = new UsersService();
     const api: UsersApi = {

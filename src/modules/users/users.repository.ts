@@ -1,4 +1,4 @@
-import { sql } from '@mikro-orm/core';
+import { LockMode, sql } from '@mikro-orm/core';
 import type { Role } from '../../platform/auth/access-tokens.js';
 import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
 import { executeBound } from '../../platform/db.js';
@@ -156,6 +156,15 @@ export async function deleteUser(data: DataAccess, userId: string): Promise<void
 /** Usernames are unique case-insensitively; this matches the unique index on lower(username). */
 export function findUserByUsername(data: DataAccess, username: string) {
   return entityManagerOf(data).findOne(UserSchema, { [sql.lower('username')]: username.toLowerCase() });
+}
+
+/**
+ * The account by id or username (case-insensitively), its row locked until the transaction of
+ * `data` ends: role changes and suspensions read, change and audit it without a lost update.
+ */
+export function lockUser(data: DataAccess, by: { id: string } | { username: string }): Promise<User | null> {
+  const where = 'id' in by ? { id: by.id } : { [sql.lower('username')]: by.username.toLowerCase() };
+  return entityManagerOf(data).findOne(UserSchema, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
 }
 
 /** Stores the account's roles, the user loaded through `data` (operator tooling). */
