@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/index.js';
 import { dataAccess } from '../../src/platform/data-access.js';
+import { auditEntriesOf } from '../audit/audit.js';
 import { registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
@@ -151,4 +152,27 @@ describe("moderators' decisions on reports", () => {
       expect(await messageCount(messageId)).toBe(1);
     },
   );
+
+  it('records each decision in the audit log with the moderator, and a refused decision records nothing', async () => {
+    const { report, messageId } = await openReport();
+    const mod = await moderator();
+    await expectStatus(200, 'PATCH', `/api/moderation/reports/${report.id}`, mod, {
+      state: 'resolved',
+      note: 'gone',
+      delete_message: true,
+    });
+    const again = await decide(mod, report.id, { state: 'dismissed' });
+    expect(again.statusCode).toBe(409);
+    expect(await auditEntriesOf(app().db, report.id)).toEqual([
+      {
+        actor_kind: 'user',
+        actor_id: mod.user.id,
+        action: 'moderation.reports.resolve',
+        target_type: 'report',
+        target_id: report.id,
+        before: { state: 'open', message_id: messageId },
+        after: { state: 'resolved', note: 'gone', message_deleted: true },
+      },
+    ]);
+  });
 });

@@ -2,6 +2,7 @@ import { reportsCreate, reportsList, reportsUpdate } from '../../../protocol/mod
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import type { ChatApi } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
@@ -12,12 +13,16 @@ export const moderationModule = defineModule({
   name: 'moderation',
   entities: [],
   tables: ['message_reports'],
-  needs: ['worlds', 'groups', 'chat'],
-  setup({ kv, config }, { worlds, groups, chat }: { worlds: WorldsApi; groups: GroupsApi; chat: ChatApi }) {
+  needs: ['worlds', 'groups', 'chat', 'audit'],
+  setup(
+    { kv, config },
+    { worlds, groups, chat, audit }: { worlds: WorldsApi; groups: GroupsApi; chat: ChatApi; audit: AuditApi },
+  ) {
     const moderation = new ModerationService({
       worlds,
       groups,
       messages: chat,
+      audit,
       reportLimiter: createLimiter(kv, {
         keyPrefix: 'report',
         points: config.REPORT_RATE_LIMIT_COUNT,

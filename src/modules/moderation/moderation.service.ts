@@ -15,6 +15,7 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { trimmedText } from '../../platform/trimmed-text.js';
+import type { AuditApi } from '../audit/index.js';
 import type { ChatApi, MessageTargetRow } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { WorldsApi } from '../worlds/index.js';
@@ -34,6 +35,8 @@ export interface ModerationDeps {
   messages: Pick<ChatApi, 'messageTarget' | 'deleteMessage'>;
   /** Reports per user and window, shared by the nodes through Redis: each one lands in a moderator's queue. */
   reportLimiter: RateLimiterAbstract;
+  /** Every decision is recorded in the audit log, in its transaction. */
+  audit: AuditApi;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -150,8 +153,15 @@ export class ModerationService {
           throw new AppError(ErrorCode.CONFLICT, 'This report was already resolved or dismissed.');
         throw noSuchReport();
       }
-      if (decision.delete_message && closed.message_id !== null)
-        await this.deps.messages.deleteMessage(tx, closed.message_id);
+      const deleteMessage = decision.delete_message === true && closed.message_id !== null;
+      if (deleteMessage) await this.deps.messages.deleteMessage(tx, closed.message_id as string);
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: moderator.id },
+        action: decision.state === 'resolved' ? 'moderation.reports.resolve' : 'moderation.reports.dismiss',
+        target: { type: 'report', id },
+        before: { state: 'open', message_id: closed.message_id },
+        after: { state: decision.state, note, message_deleted: deleteMessage },
+      });
       return reportById(tx, id);
     });
     if (!row) throw noSuchReport();
