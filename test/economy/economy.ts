@@ -84,3 +84,17 @@ export async function ledgerCounts(services: Services) {
 export async function balanceOf(services: Services, user: ServiceUser): Promise<number> {
   return (await services.call('economy.wallet', services.ctxFor(user.user), undefined)).balance;
 }
+
+/** A creator with `sales` released sales of 1000 (700 each after the fee) available. */
+export async function earningCreator(s: Services, admin: ServiceUser, sales: number): Promise<ServiceUser> {
+  const creator = await s.createUser();
+  const buyer = await fundedUser(s, admin, 1000 * sales);
+  const { listing } = await listedItem(s, creator, { price: 1000, consumable: true });
+  for (let i = 0; i < sales; i++) await buy(s, buyer, listing.id);
+  await executeBound(
+    s.db.orm.em,
+    `update purchases set hold_until = now() - interval '1 second' where seller_id = $1`,
+    [creator.user.id],
+  );
+  return creator;
+}

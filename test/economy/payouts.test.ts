@@ -8,21 +8,7 @@ import { executeBound } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
-import { asAdmin, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
-
-/** A creator with `sales` released sales of 1000 (700 each after the fee) available. */
-async function earningCreator(s: Services, admin: ServiceUser, sales: number): Promise<ServiceUser> {
-  const creator = await s.createUser();
-  const buyer = await fundedUser(s, admin, 1000 * sales);
-  const { listing } = await listedItem(s, creator, { price: 1000, consumable: true });
-  for (let i = 0; i < sales; i++) await buy(s, buyer, listing.id);
-  await executeBound(
-    s.db.orm.em,
-    `update purchases set hold_until = now() - interval '1 second' where seller_id = $1`,
-    [creator.user.id],
-  );
-  return creator;
-}
+import { asAdmin, buy, earningCreator, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
 
 const request = (s: Services, user: ServiceUser, amount: number) =>
   s.call('economy.payouts.create', s.ctxFor(user.user), { idempotency_key: key(), amount });

@@ -1,6 +1,7 @@
 import { decode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CloseCode } from '../../protocol/frames.js';
+import { auditEntriesOf } from '../audit/audit.js';
 import { PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -116,6 +117,29 @@ describe('a spawned game server with the reference program', () => {
     expect((await get(owner, byAdmin.server_id)).world_id).toBe(hidden.worldId);
     await expectStatus(204, 'DELETE', `/api/servers/${byAdmin.server_id}`, owner);
     await expectStatus(404, 'GET', '/api/servers/00000000-0000-7000-8000-000000000000', admin);
+  });
+
+  it("records an admin's stop of another's server in the audit log, and not an owner's stop of their own", async () => {
+    const owner = await registerUser(app());
+    const admin = await registerWithRole(app(), 'admin');
+    const { worldId } = await createWorld(app(), owner.access_token);
+    const byAdmin = await spawn(owner, worldId);
+    await expectStatus(204, 'DELETE', `/api/servers/${byAdmin.server_id}`, admin);
+    const byOwner = await spawn(owner, worldId);
+    await expectStatus(204, 'DELETE', `/api/servers/${byOwner.server_id}`, owner);
+    expect(await auditEntriesOf(app().db, byAdmin.server_id)).toEqual([
+      {
+        actor_kind: 'user',
+        actor_id: admin.user.id,
+        action: 'gameservers.stop',
+        target_type: 'game_server',
+        target_id: byAdmin.server_id,
+        // The server may have reported ready meanwhile.
+        before: { status: expect.stringMatching(/^(starting|ready)$/), world_id: worldId },
+        after: { status: 'stopped' },
+      },
+    ]);
+    expect(await auditEntriesOf(app().db, byOwner.server_id)).toEqual([]);
   });
 
   it("lets a game server's socket follow its own world's chunk stream, and nothing else, until the server stops", async () => {

@@ -31,6 +31,7 @@ import {
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import { CatalogService } from './catalog.service.js';
 import { IdempotentWrites } from './idempotency.js';
@@ -61,8 +62,8 @@ export const economyModule = defineModule({
     'economy_idempotency_keys',
     'inventory_items',
   ],
-  needs: ['users'],
-  setup({ config, kv, bus, db, log }, { users }: { users: UsersApi }) {
+  needs: ['users', 'audit'],
+  setup({ config, kv, bus, db, log }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);
     const createLimit = createLimiter(kv, {
       keyPrefix: 'economy-create',
@@ -73,6 +74,7 @@ export const economyModule = defineModule({
       writes,
       bus,
       users,
+      audit,
       settings: {
         currency: CURRENCY,
         fee_bps: config.ECONOMY_FEE_BPS,
@@ -86,12 +88,14 @@ export const economyModule = defineModule({
       bus,
       feeBps: config.ECONOMY_FEE_BPS,
       holdSeconds: config.ECONOMY_HOLD_SECONDS,
+      audit,
     });
     const payouts = new PayoutsService({
       writes,
       bus,
       minimum: config.ECONOMY_PAYOUT_MINIMUM,
       createLimiter: createLimit,
+      audit,
     });
     const job = new ReleaseJob({
       db,

@@ -7,6 +7,7 @@ import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../plat
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import { platformAccount, userAccount } from './accounts.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { announceBalances, type Movement, post } from './ledger.js';
@@ -20,10 +21,19 @@ export interface PayoutsDeps {
   bus: EventBus;
   minimum: number;
   createLimiter: RateLimiterAbstract;
+  /** Admins' decisions are recorded in the audit log, in their transaction. */
+  audit: Pick<AuditApi, 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
 type Decision = Exclude<PayoutState, 'requested'>;
+
+/** The audit log's name of each decision. */
+const DECISION_ACTIONS: Record<Decision, string> = {
+  approved: 'economy.payouts.approve',
+  paid: 'economy.payouts.pay',
+  rejected: 'economy.payouts.reject',
+};
 
 const noSuchPayout = () => new AppError(ErrorCode.NOT_FOUND, 'No such payout.');
 const PAID_OUT = platformAccount('platform_payouts');
@@ -148,6 +158,13 @@ export class PayoutsService {
           at,
         }),
       );
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: admin.id },
+        action: DECISION_ACTIONS[input.state],
+        target: { type: 'payout', id: payoutId },
+        before: { state: row.state },
+        after: { state: input.state, note: input.note ?? null },
+      });
       return {
         answer: payout,
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).

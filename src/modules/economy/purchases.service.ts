@@ -6,6 +6,7 @@ import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../plat
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
+import type { AuditApi } from '../audit/index.js';
 import { platformAccount, userAccount } from './accounts.js';
 import { listingById } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
@@ -36,6 +37,8 @@ export interface PurchasesDeps {
   bus: EventBus;
   feeBps: number;
   holdSeconds: number;
+  /** Admins' refunds are recorded in the audit log, in their transaction. */
+  audit: Pick<AuditApi, 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -210,6 +213,13 @@ export class PurchasesService {
         refundTx,
       );
       const purchase = toPurchase(await markRefunded(tx, purchaseId, refundTx, at));
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: admin.id },
+        action: 'economy.purchases.refund',
+        target: { type: 'purchase', id: purchaseId },
+        before: { state: row.state },
+        after: { state: 'refunded', transaction_id: refundTx, reason: input.reason },
+      });
       return {
         answer: purchase,
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).

@@ -13,6 +13,7 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId } from '../../platform/ids.js';
+import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import {
   isPlatformAccount,
@@ -42,6 +43,8 @@ export interface WalletDeps {
   /** Who may be granted currency: an account that exists. */
   users: Pick<UsersApi, 'existingUserIds'>;
   settings: z.infer<typeof settingsSchema>;
+  /** Grants are recorded in the audit log, in their transaction. */
+  audit: Pick<AuditApi, 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -176,6 +179,12 @@ export class WalletService {
         ],
       );
       const credited = entries.find((entry) => entry.account_id === wallet.id);
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: admin.id },
+        action: 'economy.grant',
+        target: { type: 'user', id: userId },
+        after: { transaction_id: transactionId, amount: input.amount, reason: input.reason },
+      });
       return {
         answer: {
           transaction_id: transactionId,

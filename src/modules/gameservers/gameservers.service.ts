@@ -5,6 +5,7 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId } from '../../platform/ids.js';
+import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
@@ -37,6 +38,8 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   admission: SpawnAdmission;
   /** A ready server with no players and no live reservation for this long is stopped. */
   idleStopMs: number;
+  /** An admin's stop of a server of someone else's world is recorded in the audit log. */
+  audit: Pick<AuditApi, 'record'>;
 }
 
 /** Joins re-check for a ready server this many times at most before giving up. */
@@ -120,9 +123,22 @@ export class GameServersService {
   async stop(ctx: Ctx, serverId: string): Promise<void> {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
-    if (!isAdmin(caller) && (await this.deps.worlds.lookup(ctx, row.world_id))?.ownerId !== caller.id)
+    const byOwner = (await this.deps.worlds.lookup(ctx, row.world_id))?.ownerId === caller.id;
+    if (!byOwner && !isAdmin(caller))
       throw new AppError(ErrorCode.FORBIDDEN, "Only the world's owner or an admin can stop its servers.");
-    const ended = await endServer(ctx.data, row.id, { status: 'stopped', error: null, at: ctx.now() });
+    // An admin stopping someone else's server acts as an admin: the audit log records it.
+    const ended = await transaction(ctx.data, async (tx) => {
+      const stopped = await endServer(tx, row.id, { status: 'stopped', error: null, at: ctx.now() });
+      if (stopped && !byOwner)
+        await this.deps.audit.record(tx, {
+          actor: { kind: 'user', id: caller.id },
+          action: 'gameservers.stop',
+          target: { type: 'game_server', id: row.id },
+          before: { status: row.status, world_id: row.world_id },
+          after: { status: 'stopped' },
+        });
+      return stopped;
+    });
     if (ended) await this.lifecycle.afterEnd(ended);
   }
 

@@ -13,6 +13,7 @@ import { defineModule, type Platform } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import { StartupError } from '../../platform/startup-error.js';
+import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { GameServersService } from './gameservers.service.js';
@@ -87,8 +88,11 @@ export const gameServersModule = defineModule({
   name: 'gameservers',
   entities: [],
   tables: ['game_servers', 'game_server_reservations'],
-  needs: ['worlds', 'discovery'],
-  async setup(platform, { worlds, discovery }: { worlds: WorldsApi; discovery: DiscoveryApi }) {
+  needs: ['worlds', 'discovery', 'audit'],
+  async setup(
+    platform,
+    { worlds, discovery, audit }: { worlds: WorldsApi; discovery: DiscoveryApi; audit: AuditApi },
+  ) {
     const { config, log, bus, kv } = platform;
     const spawner = await spawnerFor(config, log);
     // A wildcard bind address is not one to call: local servers call over loopback then. An IPv6
@@ -102,6 +106,7 @@ export const gameServersModule = defineModule({
       spawner,
       worlds,
       visits: discovery,
+      audit,
       bus,
       log,
       admission: new SpawnAdmission({
