@@ -1,5 +1,8 @@
+import { z } from 'zod';
 import type { Config } from './config.js';
+import { verifyLedger } from './modules/economy/index.js';
 import { modules } from './modules/index.js';
+import { changeRole } from './modules/users/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
 import { loadKeyRing } from './platform/auth/keys.js';
@@ -8,7 +11,15 @@ import { revocationLog } from './platform/auth/revocation-log.js';
 import { requireServiceToken, ServiceTokens } from './platform/auth/service-tokens.js';
 import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
+import {
+  ControlChannel,
+  type ControlCommand,
+  type ControlContext,
+  type ControlOutput,
+} from './platform/control-channel.js';
+import { type DataAccess, dataAccess } from './platform/data-access.js';
 import { type Database, openDatabase } from './platform/db.js';
+import { AppError } from './platform/errors.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
 import { createKv, type Kv } from './platform/kv/index.js';
@@ -32,7 +43,12 @@ export interface App extends Platform {
   modules: Modules;
   /** Every operation's binding to its service function, by operation name (service-level tests call these). */
   operations: ReadonlyMap<string, OperationBinding>;
-  /** Binds HTTP and the gateway; port 0 in the config picks free ports, returned here. */
+  /** The operators' commands, served on DATA_DIR's control socket once the app listens. */
+  control: ControlChannel;
+  /**
+   * Binds HTTP and the gateway, then the control channel; port 0 in the config picks free ports,
+   * returned here.
+   */
   listen(): Promise<{ httpPort: number; wsPort: number }>;
   /**
    * Stops accepting, drains in-flight work, closes sockets, stops the modules (presence ends),
@@ -54,6 +70,60 @@ export interface AppOverrides {
 
 /** Every entity of every module, for callers that open the database themselves. */
 export const appEntities = entitiesOf(modules);
+
+/**
+ * The CLI's commands that need the database (`atrium admin`, `atrium economy verify`). A running
+ * server serves them on its control channel; with none running, the CLI runs these same ones on
+ * a database it opens, so both print the same lines and exit with the same code.
+ */
+export function controlCommands(data: () => DataAccess): Record<string, ControlCommand<never>> {
+  const roleArgs = z
+    .object({ username: z.string().min(1).max(200), role: z.string().min(1).max(64) })
+    .strict();
+  const roleCommand = (change: 'grant' | 'revoke'): ControlCommand<z.infer<typeof roleArgs>> => ({
+    args: roleArgs,
+    // The context names the actor (the CLI), for whoever records who changed a role.
+    run: async (_ctx: ControlContext, { username, role }): Promise<ControlOutput> => {
+      try {
+        const roles = await changeRole(data(), username, role, change);
+        const line = `${username} now has roles: ${roles.join(', ')} (effective from the next login or token refresh)`;
+        return { exitCode: 0, stdout: [line], stderr: [] };
+      } catch (error) {
+        if (!(error instanceof AppError)) throw error;
+        return { exitCode: 1, stdout: [], stderr: [error.message] };
+      }
+    },
+  });
+  const economyVerify: ControlCommand<Record<string, never>> = {
+    args: z.object({}).strict(),
+    // Every stored balance against the sum of its entries, in one snapshot: a line per difference.
+    run: async () => {
+      const differences = await verifyLedger(data());
+      const stdout = differences.map((difference) => JSON.stringify(difference));
+      if (differences.length === 0) {
+        stdout.push('ledger verified: every balance equals the sum of its entries');
+        return { exitCode: 0, stdout, stderr: [] };
+      }
+      return { exitCode: 1, stdout, stderr: [`ledger differences: ${differences.length}`] };
+    },
+  };
+  return {
+    'admin.grant': roleCommand('grant') as ControlCommand<never>,
+    'admin.revoke': roleCommand('revoke') as ControlCommand<never>,
+    'economy.verify': economyVerify as ControlCommand<never>,
+  };
+}
+
+/** A channel serving `commands`. */
+export function controlChannel(
+  log: Logger,
+  commands: Record<string, ControlCommand<never>>,
+  closeGraceMs?: number,
+): ControlChannel {
+  const channel = new ControlChannel({ log, closeGraceMs });
+  for (const [name, command] of Object.entries(commands)) channel.register(name, command);
+  return channel;
+}
 
 /**
  * Stops accepting HTTP requests and waits for in-flight ones, but only for `graceMs`: after that
@@ -182,6 +252,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }
     });
     await http.ready();
+    const control = controlChannel(
+      log,
+      controlCommands(() => dataAccess(db.orm.em)),
+      config.SHUTDOWN_GRACE_MS,
+    );
     const stopSteps = built
       .filter(({ parts }) => parts.stop)
       .reverse()
@@ -196,6 +271,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     return {
       ...platform,
       http,
+      control,
       modules: Object.fromEntries(built.map(({ name, parts }) => [name, parts.api])) as Modules,
       operations: new Map(
         built.flatMap(({ parts }) => (parts.operations ?? []).map((binding) => [binding.op.name, binding])),
@@ -206,6 +282,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
         for (const { parts } of built) await parts.start?.({ httpPort, wsPort });
+        await control.listen(config.DATA_DIR);
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
@@ -214,6 +291,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
           [
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
             ['close the gateway', () => gateway.close()],
+            ['close the control channel', () => control.close()],
           ],
           // After the sockets closed, so presence's offline events and last sightings are included.
           ...stopSteps,

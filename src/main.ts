@@ -2,14 +2,12 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { appEntities, buildApp } from './app.js';
+import { appEntities, buildApp, controlChannel, controlCommands } from './app.js';
 import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
-import { verifyLedger } from './modules/economy/index.js';
-import { changeRole } from './modules/users/index.js';
 import { createSigningKey } from './platform/auth/keys.js';
+import { type ControlReply, type ControlRequest, callControl } from './platform/control-channel.js';
 import { dataAccess } from './platform/data-access.js';
 import { openDatabase } from './platform/db.js';
-import { AppError } from './platform/errors.js';
 import { createLogger } from './platform/log.js';
 import { migrateUp, migrationStatus } from './platform/migrate.js';
 
@@ -47,7 +45,9 @@ async function main(argv: string[]): Promise<number> {
       return admin(config, argv.slice(1));
     case 'economy':
       if (sub !== 'verify' || argv.length !== 2) break;
-      return economyVerify(config);
+      // Every stored balance against the sum of its entries, every transaction's sum, every
+      // entry's balance_after, read in one snapshot (docs/economy.md).
+      return runCommand(config, { command: 'economy.verify' });
     case 'keys': {
       if (sub !== 'create') break;
       const key = await createSigningKey(config.DATA_DIR);
@@ -93,39 +93,36 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
     console.error(`Usage: atrium admin grant|revoke <username> <role>\n\n${usage}`);
     return 2;
   }
-  const db = await openDatabase(config, { entities: appEntities });
-  try {
-    await migrateUp(db, config.DATABASE_URL);
-    const roles = await changeRole(dataAccess(db.orm.em), username, role, change);
-    console.log(
-      `${username} now has roles: ${roles.join(', ')} (effective from the next login or token refresh)`,
-    );
-    return 0;
-  } catch (error) {
-    if (!(error instanceof AppError)) throw error;
-    console.error(error.message);
-    return 1;
-  } finally {
-    await db.close();
-  }
+  return runCommand(config, { command: `admin.${change}`, args: { username, role } });
 }
 
 /**
- * `economy verify`: every stored balance against the sum of its entries, every transaction's sum,
- * every entry's balance_after, read in one snapshot. One line per difference, then a summary.
+ * Runs a command of the control channel: on the server running on this DATA_DIR when there is
+ * one (the embedded database cannot be opened twice), else on the database opened here. Both
+ * print the same lines and exit with the same code.
  */
-async function economyVerify(config: ReturnType<typeof loadConfig>): Promise<number> {
+async function runCommand(config: ReturnType<typeof loadConfig>, request: ControlRequest): Promise<number> {
+  const reply = (await callControl(config.DATA_DIR, request)) ?? (await runLocally(config, request));
+  if (!reply.ok) {
+    console.error(`${reply.error.code}: ${reply.error.message}`);
+    return 1;
+  }
+  for (const line of reply.stdout) console.log(line);
+  for (const line of reply.stderr) console.error(line);
+  return reply.exit_code;
+}
+
+async function runLocally(
+  config: ReturnType<typeof loadConfig>,
+  request: ControlRequest,
+): Promise<ControlReply> {
   const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
-    const differences = await verifyLedger(dataAccess(db.orm.em));
-    for (const difference of differences) console.log(JSON.stringify(difference));
-    if (differences.length === 0) {
-      console.log('ledger verified: every balance equals the sum of its entries');
-      return 0;
-    }
-    console.error(`ledger differences: ${differences.length}`);
-    return 1;
+    return await controlChannel(
+      createLogger(config),
+      controlCommands(() => dataAccess(db.orm.em)),
+    ).execute(request);
   } finally {
     await db.close();
   }
