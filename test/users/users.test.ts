@@ -257,7 +257,7 @@ describe('role administration', () => {
           spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
             env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' },
             encoding: 'utf8',
-            timeout: 30_000,
+            timeout: PROCESS_TEST_TIMEOUT_MS,
           });
         const usage = run('promote', 'someone');
         expect(usage.status).toBe(2);
