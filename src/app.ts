@@ -76,7 +76,7 @@ export const appEntities = entitiesOf(modules);
  * server serves them on its control channel; with none running, the CLI runs these same ones on
  * a database it opens, so both print the same lines and exit with the same code.
  */
-export function controlCommands(data: () => DataAccess): Record<string, ControlCommand<never>> {
+export function registerControlCommands(channel: ControlChannel, data: () => DataAccess): ControlChannel {
   const roleArgs = z
     .object({ username: z.string().min(1).max(200), role: z.string().min(1).max(64) })
     .strict();
@@ -94,35 +94,22 @@ export function controlCommands(data: () => DataAccess): Record<string, ControlC
       }
     },
   });
-  const economyVerify: ControlCommand<Record<string, never>> = {
-    args: z.object({}).strict(),
-    // Every stored balance against the sum of its entries, in one snapshot: a line per difference.
-    run: async () => {
-      const differences = await verifyLedger(data());
-      const stdout = differences.map((difference) => JSON.stringify(difference));
-      if (differences.length === 0) {
-        stdout.push('ledger verified: every balance equals the sum of its entries');
-        return { exitCode: 0, stdout, stderr: [] };
-      }
-      return { exitCode: 1, stdout, stderr: [`ledger differences: ${differences.length}`] };
-    },
-  };
-  return {
-    'admin.grant': roleCommand('grant') as ControlCommand<never>,
-    'admin.revoke': roleCommand('revoke') as ControlCommand<never>,
-    'economy.verify': economyVerify as ControlCommand<never>,
-  };
-}
-
-/** A channel serving `commands`. */
-export function controlChannel(
-  log: Logger,
-  commands: Record<string, ControlCommand<never>>,
-  closeGraceMs?: number,
-): ControlChannel {
-  const channel = new ControlChannel({ log, closeGraceMs });
-  for (const [name, command] of Object.entries(commands)) channel.register(name, command);
-  return channel;
+  return channel
+    .register('admin.grant', roleCommand('grant'))
+    .register('admin.revoke', roleCommand('revoke'))
+    .register('economy.verify', {
+      args: z.object({}).strict(),
+      // Every stored balance against the sum of its entries, in one snapshot: a line per difference.
+      run: async () => {
+        const differences = await verifyLedger(data());
+        const stdout = differences.map((difference) => JSON.stringify(difference));
+        if (differences.length === 0) {
+          stdout.push('ledger verified: every balance equals the sum of its entries');
+          return { exitCode: 0, stdout, stderr: [] };
+        }
+        return { exitCode: 1, stdout, stderr: [`ledger differences: ${differences.length}`] };
+      },
+    });
 }
 
 /**
@@ -252,10 +239,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }
     });
     await http.ready();
-    const control = controlChannel(
-      log,
-      controlCommands(() => dataAccess(db.orm.em)),
-      config.SHUTDOWN_GRACE_MS,
+    const control = registerControlCommands(
+      new ControlChannel({ log, closeGraceMs: config.SHUTDOWN_GRACE_MS }),
+      () => dataAccess(db.orm.em),
     );
     const stopSteps = built
       .filter(({ parts }) => parts.stop)

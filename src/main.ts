@@ -2,10 +2,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { appEntities, buildApp, controlChannel, controlCommands } from './app.js';
+import { appEntities, buildApp, registerControlCommands } from './app.js';
 import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
 import { createSigningKey } from './platform/auth/keys.js';
-import { type ControlReply, type ControlRequest, callControl } from './platform/control-channel.js';
+import { ControlChannel, type ControlReply, type ControlRequest } from './platform/control-channel.js';
+import { callControl } from './platform/control-client.js';
 import { dataAccess } from './platform/data-access.js';
 import { openDatabase } from './platform/db.js';
 import { createLogger } from './platform/log.js';
@@ -119,10 +120,8 @@ async function runLocally(
   const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
-    return await controlChannel(
-      createLogger(config),
-      controlCommands(() => dataAccess(db.orm.em)),
-    ).execute(request);
+    const channel = new ControlChannel({ log: createLogger(config) });
+    return await registerControlCommands(channel, () => dataAccess(db.orm.em)).execute(request);
   } finally {
     await db.close();
   }

@@ -83,7 +83,7 @@ function refusal(code: ErrorCode, message: string): ControlReply {
   return { ok: false, error: { code, message } };
 }
 
-function errnoOf(error: unknown): string | undefined {
+export function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | undefined)?.code;
 }
 
@@ -152,8 +152,14 @@ export class ControlChannel {
       log.warn({ dataDir }, 'control channel off: no unix socket on this platform or DATA_DIR path too long');
       return 'unavailable';
     }
-    await mkdir(dataDir, { recursive: true, mode: 0o700 });
-    const mode = (await stat(dataDir)).mode;
+    let mode: number;
+    try {
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
+      mode = (await stat(dataDir)).mode;
+    } catch (error) {
+      log.warn({ err: error, dataDir }, 'control channel off: DATA_DIR could not be read');
+      return 'unavailable';
+    }
     if ((mode & 0o022) !== 0) {
       log.warn(
         { dataDir, mode: (mode & 0o777).toString(8) },
@@ -341,50 +347,5 @@ function answers(path: string): Promise<boolean> {
       done(true);
     });
     socket.once('error', (error) => done(!['ECONNREFUSED', 'ENOENT'].includes(errnoOf(error) ?? '')));
-  });
-}
-
-/**
- * Sends one request to the server on DATA_DIR's control channel and waits for its answer.
- * Undefined when no server listens there (no socket file, a stale one, no channel on this
- * platform): the caller then does the work itself.
- */
-export function callControl(
-  dataDir: string,
-  request: ControlRequest,
-  timeoutMs = 330_000,
-): Promise<ControlReply | undefined> {
-  const path = controlSocketPath(dataDir);
-  if (!path) return Promise.resolve(undefined);
-  return new Promise((done, fail) => {
-    const socket = createConnection({ path });
-    let connected = false;
-    const chunks: Buffer[] = [];
-    socket.setTimeout(timeoutMs, () => {
-      socket.destroy();
-      fail(new Error(`The server's control channel (${path}) did not answer within ${timeoutMs} ms.`));
-    });
-    socket.once('connect', () => {
-      connected = true;
-      socket.write(`${JSON.stringify(request)}\n`);
-    });
-    socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      if (chunk.indexOf(10) === -1) return;
-      const text = Buffer.concat(chunks).toString('utf8');
-      socket.end();
-      try {
-        done(JSON.parse(text.slice(0, text.indexOf('\n'))) as ControlReply);
-      } catch {
-        fail(new Error(`The server's control channel (${path}) sent an answer that is not JSON.`));
-      }
-    });
-    socket.once('error', (error) => {
-      if (!connected && ['ENOENT', 'ECONNREFUSED'].includes(errnoOf(error) ?? '')) done(undefined);
-      else fail(new Error(`The server's control channel (${path}) failed: ${error.message}`));
-    });
-    socket.once('close', () =>
-      fail(new Error(`The server's control channel (${path}) closed without an answer.`)),
-    );
   });
 }

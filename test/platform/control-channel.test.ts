@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ControlChannel, type ControlContext, callControl } from '../../src/platform/control-channel.js';
+import { ControlChannel, type ControlContext } from '../../src/platform/control-channel.js';
+import { callControl } from '../../src/platform/control-client.js';
 import { createLogger } from '../../src/platform/log.js';
 
 interface Deferred<T> {
