@@ -21,6 +21,7 @@ import { Migration0020GameServerReservations } from './0020_game_server_reservat
 import { Migration0021ConversationSides } from './0021_conversation_sides.js';
 import { Migration0022GroupChat } from './0022_group_chat.js';
 import { Migration0023AuditLog } from './0023_audit_log.js';
+import { Migration0024AccountSuspensions } from './0024_account_suspensions.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -51,4 +52,5 @@ export const migrationsList = [
   { name: '0021_conversation_sides', class: Migration0021ConversationSides },
   { name: '0022_group_chat', class: Migration0022GroupChat },
   { name: '0023_audit_log', class: Migration0023AuditLog },
+  { name: '0024_account_suspensions', class: Migration0024AccountSuspensions },
 ];

@@ -73,22 +73,24 @@ export const authRegister = operation('auth.register', {
 
 export const authLogin = operation('auth.login', {
   tag,
-  summary: 'Start a session with a username and password. Rate limited per username and per IP.',
+  summary:
+    'Start a session with a username and password. Rate limited per username and per IP. A suspended account answers 403 ACCOUNT_SUSPENDED with `until`.',
   public: true,
   rest: { method: 'POST', path: '/api/auth/login' },
   request: loginRequestSchema,
   response: tokenResponseSchema,
-  errors: [401, 422, 429],
+  errors: [401, 403, 422, 429],
 });
 
 export const authRefresh = operation('auth.refresh', {
   tag,
-  summary: 'Exchange a refresh token for a new pair. Reusing a spent token revokes its whole session.',
+  summary:
+    'Exchange a refresh token for a new pair. Reusing a spent token revokes its whole session. A suspended account answers 403 ACCOUNT_SUSPENDED with `until`.',
   public: true,
   rest: { method: 'POST', path: '/api/auth/refresh' },
   request: refreshTokenRequestSchema,
   response: tokenResponseSchema,
-  errors: [401, 422],
+  errors: [401, 403, 422],
 });
 
 export const authLogout = operation('auth.logout', {

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { adminOperations } from './admin.js';
 import { auditOperations } from './audit.js';
 import { authOperations } from './auth.js';
 import { chatOperations } from './chat.js';
@@ -21,6 +22,7 @@ import { userOperations } from './users.js';
 import { worldChatOperations } from './world-chat.js';
 import { worldOperations } from './worlds.js';
 
+export * from './admin.js';
 export * from './audit.js';
 export * from './auth.js';
 export * from './chat.js';
@@ -50,6 +52,7 @@ const all = [
   ping,
   ...authOperations,
   ...auditOperations,
+  ...adminOperations,
   ...userOperations,
   ...presenceOperations,
   ...profileOperations,

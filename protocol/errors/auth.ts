@@ -14,4 +14,6 @@ export const authErrors = {
   INVALID_REFRESH_TOKEN: 401,
   /** A password re-check (for example before deleting the account) failed. */
   PASSWORD_INCORRECT: 403,
+  /** Login or refresh of a suspended account; the body carries `until` (null: until an admin lifts it). */
+  ACCOUNT_SUSPENDED: 403,
 };

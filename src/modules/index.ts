@@ -1,4 +1,5 @@
 import { accountModule } from './account/index.js';
+import { adminModule } from './admin/index.js';
 import { auditModule } from './audit/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
@@ -32,6 +33,7 @@ export const modules = [
   presenceModule,
   authModule,
   accountModule,
+  adminModule,
   avatarModule,
   moderationModule,
   gameServersModule,

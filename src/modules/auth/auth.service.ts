@@ -7,7 +7,7 @@ import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
-import type { User, UsersApi } from '../users/index.js';
+import { type Suspension, suspensionInForce, type User, type UsersApi } from '../users/index.js';
 import type { Passwords } from './password.js';
 import {
   addRefreshToken,
@@ -87,6 +87,9 @@ export class AuthService {
       throw invalidCredentials();
     }
     await loginFailuresByUsername.delete(usernameKey);
+    // After the password: only the account's holder learns that it is suspended.
+    const suspension = suspensionInForce(user, ctx.now());
+    if (suspension) throw accountSuspended(suspension);
     return this.startSession(ctx, user);
   }
 
@@ -97,15 +100,20 @@ export class AuthService {
       const presented = await lockRefreshToken(tx, hashToken(refreshToken));
       if (!presented) return { kind: 'invalid' as const };
       const session = await lockSession(tx, presented.session.id);
-      if (!session || session.revokedAt) return { kind: 'invalid' as const };
+      if (!session) return { kind: 'invalid' as const };
+      const user = await this.deps.users.findUserById(tx, session.user.id);
+      if (!user) return { kind: 'invalid' as const };
+      // Before the revocation check: suspending revokes every session, and the holder of one of
+      // its tokens is told why it stopped working.
+      const suspension = suspensionInForce(user, now);
+      if (suspension) return { kind: 'suspended' as const, suspension };
+      if (session.revokedAt) return { kind: 'invalid' as const };
       if (presented.rotatedAt) {
         session.revokedAt = now;
         session.revokedReason = 'refresh_token_reuse';
         return { kind: 'reused' as const, sessionId: session.id };
       }
       if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
-      const user = await this.deps.users.findUserById(tx, session.user.id);
-      if (!user) return { kind: 'invalid' as const };
       presented.rotatedAt = now;
       session.lastRefreshedAt = now;
       session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
@@ -117,6 +125,7 @@ export class AuthService {
       ctx.log.warn({ sessionId: outcome.sessionId }, 'refresh token reuse detected; session revoked');
       await this.deps.tokens.revokeSessions([outcome.sessionId]);
     }
+    if (outcome.kind === 'suspended') throw accountSuspended(outcome.suspension);
     if (outcome.kind !== 'rotated') throw invalidRefreshToken();
     return this.tokenResponse(outcome.user, outcome.sessionId, outcome.refreshToken);
   }
@@ -157,6 +166,16 @@ export class AuthService {
       expires_in: this.deps.tokens.ttlSeconds,
     };
   }
+}
+
+/** The refusal of a suspended account's login or refresh: `until` says when it may sign in again. */
+function accountSuspended(suspension: Suspension): AppError {
+  const until = suspension.until?.toISOString() ?? null;
+  return new AppError(
+    ErrorCode.ACCOUNT_SUSPENDED,
+    until === null ? 'This account is suspended.' : `This account is suspended until ${until}.`,
+    { details: { until } },
+  );
 }
 
 /** 256 random bits, sent to the client once; only the SHA-256 is stored. */

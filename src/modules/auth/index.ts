@@ -11,12 +11,17 @@ import { argon2Passwords, type Passwords } from './password.js';
 export { type Argon2Parameters, argon2Passwords, type Passwords } from './password.js';
 
 import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
+import { recentSessionsOf, revokeSessionsOf } from './sessions.repository.js';
 
 /** What other modules may use of accounts and sessions. */
 export interface AuthApi {
   /** Ends every session of the user, on every node (account deletion). */
   revokeAllSessions: AuthService['revokeAllSessions'];
   verifyPassword: Passwords['verify'];
+  /** Revokes the user's open sessions in the caller's transaction (suspension, admins); answers their ids. */
+  revokeSessionsOf: typeof revokeSessionsOf;
+  /** The user's most recent sessions, for the operator console. */
+  recentSessionsOf: typeof recentSessionsOf;
 }
 
 export interface AuthModuleOptions {
@@ -61,6 +66,8 @@ export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOp
       const api: AuthApi = {
         revokeAllSessions: (ctx, userId) => auth.revokeAllSessions(ctx, userId),
         verifyPassword: passwords.verify,
+        revokeSessionsOf,
+        recentSessionsOf,
       };
       return {
         api,

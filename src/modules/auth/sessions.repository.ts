@@ -1,5 +1,6 @@
 import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
 import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
+import { executeBound } from '../../platform/db.js';
 import type { User } from '../users/index.js';
 import { type RefreshToken, RefreshTokenSchema, type Session, SessionSchema } from './session.entity.js';
 
@@ -102,4 +103,46 @@ export async function writeSession(
   });
   await em.flush();
   return session;
+}
+
+/**
+ * Revokes every session of the user not revoked yet (suspension, an admin's revocation): their
+ * refresh tokens stop working; answers their ids, whose access tokens the caller then revokes.
+ */
+export async function revokeSessionsOf(
+  data: DataAccess,
+  userId: string,
+  at: Date,
+  reason: string,
+): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(
+    data,
+    `update sessions set revoked_at = $2, revoked_reason = $3
+     where user_id = $1 and revoked_at is null
+     returning id`,
+    [userId, at, reason],
+  );
+  return rows.map((row) => row.id);
+}
+
+/** A session as the operator console lists it: never a token. */
+export interface SessionRow {
+  id: string;
+  created_at: Date;
+  expires_at: Date;
+  last_refreshed_at: Date | null;
+  revoked_at: Date | null;
+  revoked_reason: string | null;
+}
+
+/** The user's `limit` most recent sessions, newest first. */
+export function recentSessionsOf(data: DataAccess, userId: string, limit: number): Promise<SessionRow[]> {
+  return executeBound<SessionRow>(
+    data,
+    `select id, created_at, expires_at, last_refreshed_at, revoked_at, revoked_reason
+     from sessions where user_id = $1
+     order by created_at desc, id desc
+     limit $2`,
+    [userId, limit],
+  );
 }

@@ -1,6 +1,8 @@
 import { usersGet } from '../../../protocol/users.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
+import { directoryEntry, directoryPage } from './directory.repository.js';
+import { liftSuspension, suspendAccount } from './suspensions.js';
 import { UserSchema } from './user.entity.js';
 import {
   createUser,
@@ -15,8 +17,10 @@ import {
   writeLastSeen,
   writeStatusMessages,
 } from './users.repository.js';
-import { UsersService } from './users.service.js';
+import { changeRoleById, UsersService } from './users.service.js';
 
+export type { DirectoryRow } from './directory.repository.js';
+export { type Suspension, suspensionInForce, suspensionJson } from './suspensions.js';
 /** The entity, for other modules' relations to a user (a session's user) and the API's answers. */
 export type { User } from './user.entity.js';
 export { UserSchema } from './user.entity.js';
@@ -45,6 +49,13 @@ export interface UsersApi {
   storedStatusMessage: typeof storedStatusMessage;
   writeStatusMessages: typeof writeStatusMessages;
   writeLastSeen: typeof writeLastSeen;
+  /** Administration (docs/admin.md): suspensions and role changes, each audited in its transaction. */
+  suspendAccount: typeof suspendAccount;
+  liftSuspension: typeof liftSuspension;
+  changeRoleById: typeof changeRoleById;
+  /** The console's lookups: one account, or a page of them by username or id. */
+  directoryEntry: typeof directoryEntry;
+  directoryPage: typeof directoryPage;
 }
 
 /** The user directory: the users table other modules build on, and another user's public view. */
@@ -67,6 +78,11 @@ export const usersModule = defineModule({
       storedStatusMessage,
       writeStatusMessages,
       writeLastSeen,
+      suspendAccount,
+      liftSuspension,
+      changeRoleById,
+      directoryEntry,
+      directoryPage,
     };
     return {
       api,

@@ -13,6 +13,11 @@ export interface User {
   adultConfirmedAt: Date;
   createdAt: Date;
   updatedAt: Date;
+  /** A suspension, when one was set and not lifted: in force while `suspendedUntil` is null or later than now. */
+  suspendedAt?: Date | null;
+  suspendedUntil?: Date | null;
+  suspensionReason?: string | null;
+  suspendedBy?: string | null;
 }
 
 export const UserSchema = new EntitySchema<User>({
@@ -30,5 +35,9 @@ export const UserSchema = new EntitySchema<User>({
     statusMessage: { type: 'text', fieldName: 'status_message', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'created_at' },
     updatedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'updated_at' },
+    suspendedAt: { type: 'Date', columnType: 'timestamptz', fieldName: 'suspended_at', nullable: true },
+    suspendedUntil: { type: 'Date', columnType: 'timestamptz', fieldName: 'suspended_until', nullable: true },
+    suspensionReason: { type: 'text', fieldName: 'suspension_reason', nullable: true },
+    suspendedBy: { type: 'uuid', fieldName: 'suspended_by', nullable: true },
   },
 });

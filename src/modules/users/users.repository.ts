@@ -173,3 +173,16 @@ export async function writeRoles(data: DataAccess, user: User, roles: Role[], at
   user.updatedAt = at;
   await entityManagerOf(data).flush();
 }
+
+/** Sets (or with null clears) the suspension of the account loaded through `data`. */
+export async function writeSuspension(
+  data: DataAccess,
+  user: User,
+  suspension: { since: Date; until: Date | null; reason: string; by: string | null } | null,
+): Promise<void> {
+  user.suspendedAt = suspension?.since ?? null;
+  user.suspendedUntil = suspension?.until ?? null;
+  user.suspensionReason = suspension?.reason ?? null;
+  user.suspendedBy = suspension?.by ?? null;
+  await entityManagerOf(data).flush();
+}

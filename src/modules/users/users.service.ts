@@ -40,6 +40,22 @@ export async function changeRole(
   });
 }
 
+/** changeRole for the account of this id (the admin routes); NOT_FOUND when there is none. */
+export async function changeRoleById(
+  data: DataAccess,
+  userId: string,
+  role: string,
+  change: 'grant' | 'revoke',
+  actor: AuditActor,
+): Promise<Role[]> {
+  const known = checkedRole(role, change);
+  return transaction(data, async (tx) => {
+    const user = await lockUser(tx, { id: userId });
+    if (!user) throw new AppError(ErrorCode.NOT_FOUND, 'No such user.');
+    return applyRoleChange(tx, user, known, change, actor);
+  });
+}
+
 /** The role, if it is one an account may be given (grant) or lose (revoke). */
 export function checkedRole(role: string, change: 'grant' | 'revoke'): Role {
   if (!(roles as readonly string[]).includes(role)) {
