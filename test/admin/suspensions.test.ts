@@ -1,7 +1,9 @@
+import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
+import { executeBound } from '../../src/platform/db.js';
 import { auditEntriesOf } from '../audit/audit.js';
 import { login, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
-import { buildTestCluster, type TestCluster, useTestApp } from '../helpers/app.js';
+import { buildTestCluster, type TestCluster, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { authedSocket, request } from '../helpers/ws-client.js';
 import { adminCalls } from './admin.js';
@@ -184,6 +186,34 @@ describe('account suspensions', () => {
       expect([refused.statusCode, refused.json().code]).toEqual([404, 'NOT_FOUND']);
       expect((await account(by, id)).statusCode).toBe(404);
     }
+  });
+
+  it('refuses a login that raced a suspension, leaving none of its sessions open', async () => {
+    const user = await registerUser(app());
+    let answer: Promise<LightMyRequestResponse> | undefined;
+    // As a suspension does: the account's row locked, the suspension written, then committed.
+    await whileTransactionOpen(
+      app,
+      async (em) => {
+        await executeBound(em, 'select 1 from users where id = $1 for update', [user.user.id]);
+        await executeBound(
+          em,
+          `update users set suspended_at = now(), suspension_reason = 'race' where id = $1`,
+          [user.user.id],
+        );
+        await executeBound(em, `update sessions set revoked_at = now() where user_id = $1`, [user.user.id]);
+      },
+      () => {
+        answer = login(app(), user.user.username);
+      },
+    );
+    const refused = await (answer as Promise<LightMyRequestResponse>);
+    expect([refused.statusCode, refused.json().code]).toEqual([403, 'ACCOUNT_SUSPENDED']);
+    expect(
+      await queryRows(app().db, 'select id from sessions where user_id = ? and revoked_at is null', [
+        user.user.id,
+      ]),
+    ).toEqual([]);
   });
 
   it('leaves a wrong password answered 401 for a suspended account, telling nothing of the suspension', async () => {

@@ -23,7 +23,7 @@ import {
 export interface AuthServiceDeps {
   tokens: AccessTokens;
   passwords: Passwords;
-  users: Pick<UsersApi, 'createUser' | 'findUserByUsername' | 'findUserById'>;
+  users: Pick<UsersApi, 'createUser' | 'findUserByUsername' | 'findUserById' | 'suspensionOf'>;
   refreshTtlSeconds: number;
   /** Failed logins per username before it is locked for the limiter's window. */
   maxLoginFailures: number;
@@ -90,7 +90,18 @@ export class AuthService {
     // After the password: only the account's holder learns that it is suspended.
     const suspension = suspensionInForce(user, ctx.now());
     if (suspension) throw accountSuspended(suspension);
-    return this.startSession(ctx, user);
+    return this.startSession(ctx, user, async (sessionId) => {
+      // A suspension that committed while this login ran revoked the sessions it saw, perhaps not
+      // this one: its row lock held the new session's insert until it committed, so a read now
+      // sees it, and the session is revoked before any token of it is issued.
+      const late = suspensionInForce(
+        (await this.deps.users.suspensionOf(ctx.data, user.id)) ?? {},
+        ctx.now(),
+      );
+      if (!late) return;
+      await revokeSession(ctx.data, sessionId, ctx.now(), 'suspended');
+      throw accountSuspended(late);
+    });
   }
 
   /** Exchanges a refresh token for a new pair; the presented token is spent. */
@@ -143,7 +154,11 @@ export class AuthService {
     await this.deps.tokens.revokeSessions(await sessionIdsOf(ctx.data, userId));
   }
 
-  private async startSession(ctx: Ctx, user: User): Promise<TokenResponse> {
+  private async startSession(
+    ctx: Ctx,
+    user: User,
+    beforeIssue?: (sessionId: string) => Promise<void>,
+  ): Promise<TokenResponse> {
     const now = ctx.now();
     const expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
     const refresh = issueRefreshToken();
@@ -153,6 +168,7 @@ export class AuthService {
       createdAt: now,
       expiresAt,
     });
+    await beforeIssue?.(session.id);
     return this.tokenResponse(user, session.id, refresh.token);
   }
 

@@ -13,6 +13,7 @@ import {
   findUserByUsername,
   lockAccount,
   storedStatusMessage,
+  suspensionOf,
   usernamesOf,
   writeLastSeen,
   writeStatusMessages,
@@ -56,6 +57,8 @@ export interface UsersApi {
   /** The console's lookups: one account, or a page of them by username or id. */
   directoryEntry: typeof directoryEntry;
   directoryPage: typeof directoryPage;
+  /** The suspension columns as committed, read again by login after it wrote its session. */
+  suspensionOf: typeof suspensionOf;
 }
 
 /** The user directory: the users table other modules build on, and another user's public view. */
@@ -83,6 +86,7 @@ export const usersModule = defineModule({
       changeRoleById,
       directoryEntry,
       directoryPage,
+      suspensionOf,
     };
     return {
       api,

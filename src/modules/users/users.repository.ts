@@ -167,6 +167,26 @@ export function lockUser(data: DataAccess, by: { id: string } | { username: stri
   return entityManagerOf(data).findOne(UserSchema, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
 }
 
+/** The account's suspension columns as they are committed now (login's late check); undefined when it is gone. */
+export async function suspensionOf(
+  data: DataAccess,
+  userId: string,
+): Promise<Pick<User, 'suspendedAt' | 'suspendedUntil' | 'suspensionReason' | 'suspendedBy'> | undefined> {
+  const [row] = await executeBound<{
+    suspendedAt: Date | null;
+    suspendedUntil: Date | null;
+    suspensionReason: string | null;
+    suspendedBy: string | null;
+  }>(
+    data,
+    `select suspended_at as "suspendedAt", suspended_until as "suspendedUntil",
+            suspension_reason as "suspensionReason", suspended_by as "suspendedBy"
+     from users where id = $1`,
+    [userId],
+  );
+  return row;
+}
+
 /** Stores the account's roles, the user loaded through `data` (operator tooling). */
 export async function writeRoles(data: DataAccess, user: User, roles: Role[], at: Date): Promise<void> {
   user.roles = roles;
