@@ -20,6 +20,7 @@ import { transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import { searchTerms } from '../../platform/name-search.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { GroupEvents } from './group-events.js';
@@ -63,26 +64,6 @@ const isNameKey = cursorKey(cursorField.text);
 
 const nameTaken = () =>
   new AppError(ErrorCode.CONFLICT, 'A group with this name exists (names ignore case).');
-
-/** At most this many words of a search query count; more only narrow an already narrow search. */
-const SEARCH_WORDS_MAX = 8;
-
-/**
- * A search as SQL matches it: the lower-cased query as a LIKE prefix (its wildcards escaped), and
- * each of its words as a tsquery prefix; undefined when the query is blank (every group).
- */
-export function searchTerms(q: string | undefined): { prefix: string; words: string | null } | undefined {
-  const query = q?.trim().toLowerCase();
-  if (!query) return undefined;
-  const words = query
-    .split(/[^\p{L}\p{N}]+/u)
-    .filter((word) => word.length > 0)
-    .slice(0, SEARCH_WORDS_MAX);
-  return {
-    prefix: `${query.replace(/[\\%_]/g, (c) => `\\${c}`)}%`,
-    words: words.length > 0 ? words.map((word) => `${word}:*`).join(' & ') : null,
-  };
-}
 
 /** Groups, their settings and their lists (docs/groups.md); roster changes are RosterService's. */
 export class GroupsService {
