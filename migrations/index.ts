@@ -22,6 +22,7 @@ import { Migration0021ConversationSides } from './0021_conversation_sides.js';
 import { Migration0022GroupChat } from './0022_group_chat.js';
 import { Migration0023AuditLog } from './0023_audit_log.js';
 import { Migration0024AccountSuspensions } from './0024_account_suspensions.js';
+import { Migration0025AdminIndexes } from './0025_admin_indexes.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -53,4 +54,5 @@ export const migrationsList = [
   { name: '0022_group_chat', class: Migration0022GroupChat },
   { name: '0023_audit_log', class: Migration0023AuditLog },
   { name: '0024_account_suspensions', class: Migration0024AccountSuspensions },
+  { name: '0025_admin_indexes', class: Migration0025AdminIndexes },
 ];

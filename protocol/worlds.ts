@@ -186,7 +186,7 @@ export const chunksList = operation('chunks.list', {
 export const revisionsList = operation('revisions.list', {
   tag,
   summary:
-    "A world's revisions, newest first, with its content revision. `room_id` keeps one room's, `room_id` with `x`, `y` and `z` one chunk's; `since` keeps those newer than that revision.",
+    "A world's revisions, newest first, with its content revision. `room_id` keeps one room's, `room_id` with `x`, `y` and `z` one chunk's; `since` keeps those newer than that revision. Moderators and admins read the history of any world, private ones included.",
   rest: { method: 'GET', path: '/api/worlds/:world_id/revisions' },
   request: z
     .object({
@@ -211,6 +211,37 @@ export const revisionsList = operation('revisions.list', {
   errors: [401, 404, 422],
 });
 
+/** A world as the administration lists show it: any visibility, with its owner's name. */
+export const adminWorldSchema = worldSchema.omit({ rooms: true }).extend({ owner_username: z.string() });
+export type AdminWorld = z.infer<typeof adminWorldSchema>;
+
+export const adminWorldsList = operation('admin.worlds.list', {
+  tag: 'admin',
+  summary:
+    'Every world whatever its visibility, newest first (moderators and admins; others 403 FORBIDDEN). `query` matches a prefix of the name or words of it (case-insensitive), `visibility` and `owner_id` narrow it.',
+  rest: { method: 'GET', path: '/api/admin/worlds' },
+  request: z
+    .object({
+      query: text(1, WORLD_NAME_MAX_CHARS).optional(),
+      visibility: worldVisibilitySchema.optional(),
+      owner_id: id.optional(),
+      ...listQuery,
+    })
+    .strict(),
+  response: pageOf(adminWorldSchema),
+  errors: [401, 403, 422],
+});
+
+export const adminWorldsUpdate = operation('admin.worlds.update', {
+  tag: 'admin',
+  summary:
+    "Change any world's visibility (admins; others 403 FORBIDDEN), recorded in the audit log as `worlds.visibility` with the visibility before and after. Making a world private ends its non-owners' chunk streams as the owner's change does.",
+  rest: { method: 'PATCH', path: '/api/admin/worlds/:world_id' },
+  request: z.object({ world_id: id, visibility: worldVisibilitySchema }).strict(),
+  response: worldSchema,
+  errors: [401, 403, 404, 422],
+});
+
 export const worldOperations = [
   worldsCreate,
   worldsGet,
@@ -223,4 +254,6 @@ export const worldOperations = [
   roomsDelete,
   chunksList,
   revisionsList,
+  adminWorldsList,
+  adminWorldsUpdate,
 ] as const;

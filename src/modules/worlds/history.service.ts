@@ -62,7 +62,7 @@ export class HistoryService {
   constructor(private readonly worlds: WorldsService) {}
 
   /**
-   * One page, newest first, keyset on the revision id. Ids increase in commit order within a
+   * One page, newest first, of a world the caller may read (moderators and admins: any world). keyset on the revision id. Ids increase in commit order within a
    * world, so a later page (older ids) can miss nothing committed meanwhile; what was committed
    * since the first page is newer than it, and `since` fetches it.
    */
@@ -75,7 +75,7 @@ export class HistoryService {
       ctx.data,
       async (tx) => {
         await planForValues(tx);
-        const world = await this.worlds.readable(ctx, worldId, tx);
+        const world = await this.worlds.reviewable(ctx, worldId, tx);
         let scope: HistoryScope = { worldId: world.id };
         if (query.room_id !== undefined) {
           const room = await this.worlds.roomIn(tx, world, query.room_id);

@@ -2,6 +2,8 @@ import { worldsRollback } from '../../../protocol/chunks.js';
 import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
 import { internalRoomsList, internalWorldsGet } from '../../../protocol/internal.js';
 import {
+  adminWorldsList,
+  adminWorldsUpdate,
   chunksList,
   revisionsList,
   roomsCreate,
@@ -19,6 +21,7 @@ import { isId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import { registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
@@ -30,10 +33,12 @@ import { HistoryRetention } from './history-retention.js';
 import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
+import { WorldAdminService } from './world-admin.service.js';
 import { frameWording, worldsFrames } from './worlds.frames.js';
 import { findWorld, type WorldRow } from './worlds.repository.js';
 import { type WorldSavedListener, WorldsService } from './worlds.service.js';
 
+export { worldOwnerSql } from './worlds.repository.js';
 export type { WorldRow, WorldSavedListener };
 
 /** What other modules see of a world: enough to decide who may read what belongs to it. */
@@ -67,8 +72,8 @@ export const worldsModule = defineModule({
   name: 'worlds',
   entities: [],
   tables: ['worlds', 'rooms', 'chunks', 'chunk_revisions', 'profile_favorites'],
-  needs: ['users'],
-  setup(platform, { users }: { users: UsersApi }) {
+  needs: ['users', 'audit'],
+  setup(platform, { users, audit }: { users: UsersApi; audit: AuditApi }) {
     const streams = new ChunkStreams({
       bus: platform.bus,
       log: platform.log,
@@ -85,7 +90,8 @@ export const worldsModule = defineModule({
       }),
     });
     const chunks = new ChunksService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
-    const rollbacks = new RollbackService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES);
+    const rollbacks = new RollbackService(worlds, streams, config.MAX_WORLD_CONTENT_BYTES, audit);
+    const admin = new WorldAdminService(worlds, audit);
     const retention = new HistoryRetention({
       data: () => platform.ctx({ user: null, log: platform.log, ip: 'internal' }).data,
       log: platform.log,
@@ -139,6 +145,10 @@ export const worldsModule = defineModule({
           { rest: restWording, frame: frameWording },
         ),
         ...worldsFrames({ worlds, chunks, roomContent, streams, drainBelow }),
+        serve(adminWorldsList, (ctx, query) => admin.list(ctx, query)),
+        serve(adminWorldsUpdate, (ctx, { world_id, visibility }) =>
+          admin.setVisibility(ctx, world_id, visibility),
+        ),
         serve(favoritesGet, (ctx) => favorites.get(ctx)),
         serve(favoritesPut, (ctx, { world_ids }) => favorites.replace(ctx, world_ids)),
       ],

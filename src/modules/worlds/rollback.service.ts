@@ -2,6 +2,7 @@ import { setImmediate } from 'node:timers/promises';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { AuditApi } from '../audit/index.js';
 import type { ChunkStreams } from './chunk-streams.js';
 import { type ContentRefusal, refuseOverQuota, staleWorld } from './chunks.service.js';
 import { finishRollback, restorePage, rollbackBounds } from './rollback.repository.js';
@@ -34,13 +35,16 @@ export class RollbackService {
     private readonly streams: ChunkStreams,
     /** MAX_WORLD_CONTENT_BYTES: the live payload bytes a world may hold. */
     private readonly maxContentBytes: number,
+    /** An admin's rollback of someone else's world is recorded in the audit log, in its transaction. */
+    private readonly audit: Pick<AuditApi, 'record'>,
   ) {}
 
   /**
    * Restores every chunk of the world as it was at `target` by appending revisions (chunks deleted
    * since come back, chunks created since become tombstones); history is never rewritten. Target
    * 0 is the empty world, always reachable; any other target must be a revision of this world no
-   * older than its history horizon.
+   * older than its history horizon. The owner rolls back; an admin rolls back any world, and
+   * that is recorded in the audit log when the world is someone else's.
    */
   async rollback(
     ctx: Ctx,
@@ -51,7 +55,7 @@ export class RollbackService {
     const caller = callerOf(ctx);
     const now = ctx.now();
     const outcome = await transaction(ctx.data, async (tx) => {
-      const world = await this.worlds.owned(ctx, worldId, tx, true);
+      const world = await this.worlds.owned(ctx, worldId, tx, true, true);
       if (expectedContentRevision !== undefined && expectedContentRevision !== world.contentRevision)
         throw staleWorld(world.contentRevision, expectedContentRevision);
       if (target > world.contentRevision) throw afterContentRevision(world.contentRevision);
@@ -82,6 +86,14 @@ export class RollbackService {
         // (a liveness probe) be served between pages.
         await setImmediate();
       }
+      if (world.ownerId !== caller.id)
+        await this.audit.record(tx, {
+          actor: { kind: 'user', id: caller.id },
+          action: 'worlds.rollback',
+          target: { type: 'world', id: world.id },
+          before: { content_revision: world.contentRevision, owner_id: world.ownerId },
+          after: { content_revision: contentRevision, revision: target, restored },
+        });
       if (restored === 0) return { worldId: world.id, restored, contentRevision, seq: undefined, rooms };
       refuseOverQuota(bounds.contentBytes, bytesDelta, this.maxContentBytes);
       const seq = await finishRollback(tx, { worldId: world.id, contentRevision, bytesDelta, now });

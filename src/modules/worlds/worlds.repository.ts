@@ -1,6 +1,8 @@
 import type { WorldVisibility } from '../../../protocol/worlds.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, lockNamed } from '../../platform/db.js';
+import type { NameSearch } from '../../platform/name-search.js';
+import { usernameSql } from '../users/index.js';
 
 /**
  * The SQL of worlds and rooms. Revision ids are bigint: the drivers hand them back as text or
@@ -67,6 +69,12 @@ const toRoom = (r: RawRoom): RoomRow => ({
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
 });
+
+/**
+ * SQL fragment for other modules' statements (docs/modules.md, "Tables: one owner each"): the
+ * owner of the world `worldIdSql` names, null when there is no such world.
+ */
+export const worldOwnerSql = (worldIdSql: string) => `(select owner_id from worlds where id = ${worldIdSql})`;
 
 export async function insertWorld(
   data: DataAccess,
@@ -239,4 +247,48 @@ export async function lockWorld(data: DataAccess, worldId: string): Promise<Worl
     [worldId],
   );
   return row && toWorld(row);
+}
+
+export interface AdminWorldFilter {
+  /** A name search (src/platform/name-search.ts). */
+  search?: NameSearch | undefined;
+  visibility?: WorldVisibility | undefined;
+  ownerId?: string | undefined;
+}
+
+/**
+ * A page of every world, newest first (ids are UUID v7), for the administration list. The text
+ * depends only on which filters are present (a few fixed texts, each prepared once), so a present
+ * filter is an index condition (migration 0025) rather than a `$n is null or ...`; a first page
+ * compares with the largest id there is, keeping the keyset an index bound.
+ */
+export async function adminWorldsPage(
+  data: DataAccess,
+  filter: AdminWorldFilter,
+  page: { beforeId: string | undefined; limit: number },
+): Promise<(WorldRow & { ownerUsername: string })[]> {
+  const conditions = [`id < coalesce($2::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff')`];
+  const params: unknown[] = [page.limit, page.beforeId ?? null];
+  const param = (value: unknown) => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  if (filter.visibility !== undefined)
+    conditions.push(`visibility = ${param(filter.visibility)}::world_visibility`);
+  if (filter.ownerId !== undefined) conditions.push(`owner_id = ${param(filter.ownerId)}::uuid`);
+  if (filter.search !== undefined) {
+    const prefix = `lower(name) collate "C" like ${param(filter.search.prefix)}`;
+    conditions.push(
+      filter.search.words === null
+        ? prefix
+        : `(${prefix} or to_tsvector('simple', name) @@ to_tsquery('simple', ${param(filter.search.words)}))`,
+    );
+  }
+  const rows = await executeBound<RawWorld & { owner_username: string }>(
+    data,
+    `select ${WORLD_COLUMNS}, ${usernameSql('owner_id')} as owner_username from worlds
+     where ${conditions.join(' and ')} order by id desc limit $1`,
+    params,
+  );
+  return rows.map((row) => ({ ...toWorld(row), ownerUsername: row.owner_username }));
 }

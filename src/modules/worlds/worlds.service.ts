@@ -1,5 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAIN_ROOM_NAME, type Room, type World, type WorldVisibility } from '../../../protocol/worlds.js';
+import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
@@ -39,6 +40,15 @@ const roomNameTaken = () =>
 export function canRead(world: Pick<WorldRow, 'ownerId' | 'visibility'>, userId: string): boolean {
   return world.visibility !== 'private' || world.ownerId === userId;
 }
+
+/**
+ * Staff roles on worlds (docs/worlds.md, "Administration"): moderators and admins review any world
+ * (the administration list, the revision history of private worlds too); only admins change one
+ * that is not theirs (visibility, rollback), and each such change is recorded in the audit log.
+ */
+export const reviewsWorlds = (user: AuthUser) =>
+  user.roles.includes('moderator') || user.roles.includes('admin');
+export const administersWorlds = (user: AuthUser) => user.roles.includes('admin');
 
 export function roomView(room: RoomRow): Room {
   return {
@@ -90,10 +100,31 @@ export class WorldsService {
     return world;
   }
 
-  /** The world if the caller owns it: 404 when they may not even read it, 403 when they only read it. */
-  async owned(ctx: Ctx, worldId: string, data: DataAccess = ctx.data, lock = false): Promise<WorldRow> {
+  /** The world if the caller may read it, or whatever its visibility to moderators and admins. */
+  async reviewable(ctx: Ctx, worldId: string, data: DataAccess = ctx.data): Promise<WorldRow> {
+    if (ctx.service || !reviewsWorlds(callerOf(ctx))) return this.readable(ctx, worldId, data);
+    const world = isId(worldId) ? await findWorld(data, worldId) : undefined;
+    if (!world) throw worldNotFound();
+    return world;
+  }
+
+  /**
+   * The world if the caller owns it: 404 when they may not even read it, 403 when they only read it.
+   * With `admins`, an admin acts on any world as its owner would (the caller then records it).
+   */
+  async owned(
+    ctx: Ctx,
+    worldId: string,
+    data: DataAccess = ctx.data,
+    lock = false,
+    admins = false,
+  ): Promise<WorldRow> {
     const caller = callerOf(ctx);
     const world = isId(worldId) ? await (lock ? lockWorld : findWorld)(data, worldId) : undefined;
+    if (admins && administersWorlds(caller)) {
+      if (!world) throw worldNotFound();
+      return world;
+    }
     if (!world || !canRead(world, caller.id)) throw worldNotFound();
     if (world.ownerId !== caller.id)
       throw new AppError(ErrorCode.FORBIDDEN, 'Only the owner can change this world.');
@@ -173,24 +204,41 @@ export class WorldsService {
     },
   ): Promise<World> {
     const world = await this.owned(ctx, worldId);
-    const updated = await transaction(ctx.data, async (tx) => {
-      const row = await updateWorld(
-        tx,
-        world.id,
-        {
-          name: patch.name ?? null,
-          description: patch.description ?? null,
-          visibility: patch.visibility ?? null,
-        },
-        ctx.now(),
-      );
-      if (row) await this.saved(tx, row);
-      return row;
-    });
-    if (!updated) throw worldNotFound();
-    if (world.visibility !== 'private' && updated.visibility === 'private')
-      await this.streams.publishHidden(world.id);
-    return worldView(updated, await roomsOf(ctx.data, world.id, { limit: this.limits.maxRoomsPerWorld }));
+    const updated = await transaction(ctx.data, (tx) => this.change(tx, world.id, patch, ctx.now()));
+    return this.changed(ctx, world, updated);
+  }
+
+  /** Writes a change of a world's settings and tells the listeners, in the caller's transaction. */
+  async change(
+    tx: DataAccess,
+    worldId: string,
+    patch: {
+      name?: string | undefined;
+      description?: string | undefined;
+      visibility?: WorldVisibility | undefined;
+    },
+    now: Date,
+  ): Promise<WorldRow> {
+    const row = await updateWorld(
+      tx,
+      worldId,
+      {
+        name: patch.name ?? null,
+        description: patch.description ?? null,
+        visibility: patch.visibility ?? null,
+      },
+      now,
+    );
+    if (!row) throw worldNotFound();
+    await this.saved(tx, row);
+    return row;
+  }
+
+  /** After the commit of a change: a world made private ends the streams of those who no longer read it. */
+  async changed(ctx: Ctx, before: WorldRow, updated: WorldRow): Promise<World> {
+    if (before.visibility !== 'private' && updated.visibility === 'private')
+      await this.streams.publishHidden(before.id);
+    return worldView(updated, await roomsOf(ctx.data, before.id, { limit: this.limits.maxRoomsPerWorld }));
   }
 
   async delete(ctx: Ctx, worldId: string): Promise<void> {
@@ -308,7 +356,7 @@ export class WorldsService {
 const mainRoomStays = () =>
   new AppError(ErrorCode.CONFLICT, `The room "${MAIN_ROOM_NAME}" can be neither renamed nor deleted.`);
 
-function worldView(world: WorldRow, rooms: readonly RoomRow[]): World {
+export function worldView(world: WorldRow, rooms: readonly RoomRow[]): World {
   return {
     id: world.id,
     owner_id: world.ownerId,
