@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
 
 /**
@@ -113,4 +114,34 @@ export const internalStatusReport = operation('internal.servers.status', {
   errors: [401, 422],
 });
 
-export const gameServerOperations = [gameServersSpawn, gameServersGet, gameServersStop, worldsJoin] as const;
+/** A status filter of the administration list: a status, or `running` for starting and ready ones. */
+export const gameServerStatusFilterSchema = z.enum(['running', ...gameServerStatusSchema.options]);
+export type GameServerStatusFilter = z.infer<typeof gameServerStatusFilterSchema>;
+
+/** A server as the administration list shows it: who started it and whose world it serves. */
+export const adminGameServerSchema = gameServerSchema.extend({
+  /** The account that started it (its world's owner, an admin, or a join); null once deleted. */
+  requested_by: z.string().nullable(),
+  world_owner_id: z.string(),
+});
+export type AdminGameServer = z.infer<typeof adminGameServerSchema>;
+
+export const adminServersList = operation('admin.servers.list', {
+  tag: 'admin',
+  summary:
+    'Every game server, newest first, ended ones included (admins; others 403 FORBIDDEN): status, world and its owner, who started it, backend, address, times and the last error. `status` keeps one status (`running`: starting and ready), `world_id` one world. `players` is the count the server last reported.',
+  rest: { method: 'GET', path: '/api/admin/servers' },
+  request: z
+    .object({ status: gameServerStatusFilterSchema.optional(), world_id: id.optional(), ...listQuery })
+    .strict(),
+  response: pageOf(adminGameServerSchema),
+  errors: [401, 403, 422],
+});
+
+export const gameServerOperations = [
+  gameServersSpawn,
+  gameServersGet,
+  gameServersStop,
+  worldsJoin,
+  adminServersList,
+] as const;

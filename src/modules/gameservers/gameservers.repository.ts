@@ -1,6 +1,8 @@
-import type { GameServerStatus } from '../../../protocol/gameservers.js';
+import type { GameServerStatus, GameServerStatusFilter } from '../../../protocol/gameservers.js';
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, lockNamed } from '../../platform/db.js';
+import { worldOwnerSql } from '../worlds/index.js';
 
 /**
  * A game server's row (migration 0008). Token hashes travel as hex text (`decode($n, 'hex')`):
@@ -230,4 +232,40 @@ export async function stopIfIdle(
     [serverId, since, outcome.error, outcome.at],
   );
   return row;
+}
+
+export interface AdminServerRow extends GameServerRow {
+  world_owner_id: string;
+  /** The row's keyset position: `created_at` to the microsecond. */
+  created_key: string;
+}
+
+/**
+ * A page of every server, newest first, for the administration list. The text depends only on
+ * which filters are present (a few fixed texts, each prepared once), so each present filter is an
+ * index condition on migration 0025's indexes; `running` is the starting and ready ones.
+ */
+export function adminServersPage(
+  data: DataAccess,
+  filter: { status?: GameServerStatusFilter | undefined; worldId?: string | undefined },
+  page: { before: readonly [string, string] | undefined; limit: number },
+): Promise<AdminServerRow[]> {
+  const conditions = [beforeTimeIdKey('created_at', 'id')];
+  const params: unknown[] = [page.limit, ...timeIdKeyParams(page.before)];
+  if (filter.status === 'running') conditions.push(`status in ('starting', 'ready')`);
+  else if (filter.status !== undefined) {
+    params.push(filter.status);
+    conditions.push(`status = $${params.length}::game_server_status`);
+  }
+  if (filter.worldId !== undefined) {
+    params.push(filter.worldId);
+    conditions.push(`world_id = $${params.length}::uuid`);
+  }
+  return executeBound<AdminServerRow>(
+    data,
+    `select ${COLUMNS}, ${worldOwnerSql('world_id')} as world_owner_id, ${timeKeySql('created_at')} as created_key
+     from game_servers where ${conditions.join(' and ')}
+     order by created_at desc, id desc limit $1`,
+    params,
+  );
 }

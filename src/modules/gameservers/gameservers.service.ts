@@ -1,14 +1,16 @@
-import type { GameServer } from '../../../protocol/gameservers.js';
+import type { AdminGameServer, GameServer, GameServerStatusFilter } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { isId } from '../../platform/ids.js';
+import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
+  adminServersPage,
   applyReport,
   endServer,
   failOverdue,
@@ -117,6 +119,39 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
     return view(row, await freshReservations(ctx.data, row.id, ctx.now()));
+  }
+
+  /** Every server, newest first, ended ones included: admins only (docs/gameservers.md, "Administration"). */
+  async adminList(
+    ctx: Ctx,
+    query: {
+      status?: GameServerStatusFilter | undefined;
+      world_id?: string | undefined;
+      limit: number;
+      cursor?: string | undefined;
+    },
+  ): Promise<{ items: AdminGameServer[]; next_cursor: string | null }> {
+    if (!isAdmin(callerOf(ctx)))
+      throw new AppError(ErrorCode.FORBIDDEN, 'Only admins list every game server.');
+    if (query.world_id !== undefined && !isId(query.world_id))
+      throw new AppError(ErrorCode.VALIDATION_FAILED, 'world_id: must be a world id', {
+        errors: [{ path: 'world_id', message: 'must be a world id' }],
+      });
+    const before = decodeCursor(query.cursor, isTimeIdKey);
+    const rows = await adminServersPage(
+      ctx.data,
+      {
+        status: query.status,
+        worldId: query.world_id === undefined ? undefined : canonicalId(query.world_id),
+      },
+      { before, limit: query.limit + 1 },
+    );
+    return pageFrom(
+      rows,
+      query.limit,
+      (row) => ({ ...view(row), requested_by: row.requested_by, world_owner_id: row.world_owner_id }),
+      (row) => [row.created_key, row.id],
+    );
   }
 
   /** Stops a server; an ended one stays as it is (the call is idempotent). */

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
+  adminServersList,
   gameServersGet,
   gameServersSpawn,
   gameServersStop,
@@ -152,6 +153,7 @@ export const gameServersModule = defineModule({
           return null;
         }),
         serve(worldsJoin, (ctx, { world_id }) => service.join(ctx, world_id)),
+        serve(adminServersList, (ctx, query) => service.adminList(ctx, query)),
         serve(internalStatusReport, (ctx, report) => service.report(ctx, report)),
       ],
       start: async ({ httpPort, wsPort }) => {
