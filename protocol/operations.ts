@@ -9,6 +9,7 @@ import { economyOperations } from './economy.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
+import { groupAdminOperations } from './group-admin.js';
 import { groupOperations } from './groups.js';
 import { internalOperations } from './internal.js';
 import { marketplaceOperations } from './marketplace.js';
@@ -31,6 +32,7 @@ export * from './discovery.js';
 export * from './economy.js';
 export * from './favorites.js';
 export * from './gameservers.js';
+export * from './group-admin.js';
 export * from './groups.js';
 export * from './internal.js';
 export * from './marketplace.js';
@@ -66,6 +68,7 @@ const all = [
   ...worldChatOperations,
   ...moderationOperations,
   ...groupOperations,
+  ...groupAdminOperations,
   ...gameServerOperations,
   ...internalOperations,
   ...economyOperations,

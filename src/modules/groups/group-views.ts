@@ -1,5 +1,6 @@
 import type { Group, GroupMember, GroupRole } from '../../../protocol/groups.js';
-import type { Ctx } from '../../platform/context.js';
+import type { AuthUser } from '../../platform/auth/access-tokens.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
 import { timeOfKey } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -39,6 +40,17 @@ export function groupIdOf(groupId: string): string {
 export function memberIdOf(userId: string): string {
   if (!isId(userId)) throw notAMember();
   return canonicalId(userId);
+}
+
+/**
+ * The caller if they moderate groups (docs/groups.md, "Administration"): moderators and admins of
+ * the service (roles of the access token, not of a group) list, clear and delete any group.
+ */
+export function groupStaffOf(ctx: Ctx): AuthUser {
+  const caller = callerOf(ctx);
+  if (!caller.roles.some((role) => role === 'moderator' || role === 'admin'))
+    throw forbidden('Only moderators and admins administer groups.');
+  return caller;
 }
 
 /** Roles that manage the roster and join requests. */

@@ -23,11 +23,13 @@ import { newId } from '../../platform/ids.js';
 import { searchTerms } from '../../platform/name-search.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import type { GroupEvents } from './group-events.js';
 import { membershipsPage, requestsPage, rosterPage, searchPage } from './group-lists.repository.js';
 import {
   forbidden,
   groupIdOf,
+  groupStaffOf,
   inLockedGroup,
   noSuchGroup,
   requireManager,
@@ -70,6 +72,8 @@ export class GroupsService {
   constructor(
     private readonly events: GroupEvents,
     private readonly limits: GroupLimits,
+    /** A moderator's deletion is recorded in the audit log, in its transaction. */
+    private readonly audit: Pick<AuditApi, 'record'>,
   ) {}
 
   /** Creates the group with the caller as its owner and first member. */
@@ -158,15 +162,31 @@ export class GroupsService {
     return group;
   }
 
-  /** Deletes the group with its roster, requests and chat: the owner only. */
-  async delete(ctx: Ctx, groupId: string): Promise<void> {
-    const me = callerOf(ctx).id;
+  /**
+   * Deletes the group with its roster, requests and chat: the owner only, or `asStaff` a moderator
+   * or admin of the service, whose deletion is recorded with the group as it was.
+   */
+  async delete(ctx: Ctx, groupId: string, asStaff = false): Promise<void> {
+    const me = (asStaff ? groupStaffOf(ctx) : callerOf(ctx)).id;
     const id = await inLockedGroup(ctx, groupId, async (data, group) => {
-      if (group.owner_id !== me) throw forbidden('Only the owner deletes a group.');
+      if (asStaff)
+        await this.audit.record(data, {
+          actor: { kind: 'user', id: me },
+          action: 'groups.delete',
+          target: { type: 'group', id: group.id },
+          before: toGroup(group),
+        });
+      else if (group.owner_id !== me) throw forbidden('Only the owner deletes a group.');
       await deleteGroup(data, group.id);
       return group.id;
     });
     await this.events.roster(ctx, id, [], 'group.deleted', { group_id: id });
+  }
+
+  /** The search of every group for moderators and admins (their list shows what anyone's does). */
+  async adminSearch(ctx: Ctx, q: string | undefined, page: Page) {
+    groupStaffOf(ctx);
+    return this.search(ctx, q, page);
   }
 
   async search(ctx: Ctx, q: string | undefined, page: Page) {

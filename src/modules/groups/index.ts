@@ -1,4 +1,9 @@
 import {
+  adminGroupsDelete,
+  adminGroupsList,
+  adminGroupsRemoveMember,
+} from '../../../protocol/group-admin.js';
+import {
   groupsApprove,
   groupsClaim,
   groupsCreate,
@@ -19,6 +24,8 @@ import type { Ctx } from '../../platform/context.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
+import type { UsersApi } from '../users/index.js';
 import {
   GROUP_MEMBERSHIP_ENDED,
   GROUP_TOPIC_PREFIX,
@@ -44,33 +51,41 @@ export const groupsModule = defineModule({
   name: 'groups',
   entities: [],
   tables: ['groups', 'group_members', 'group_join_requests'],
-  needs: ['users'],
-  setup({ bus, kv, config, gateway }) {
+  needs: ['users', 'audit'],
+  setup({ bus, kv, config, gateway }, { audit }: { users: UsersApi; audit: AuditApi }) {
     // A socket that joins a group's chat again is sent what it missed, its roster events included.
     bus.recordTopics(GROUP_TOPIC_PREFIX);
     gateway.onUserEvent(GROUP_MEMBERSHIP_ENDED, (connection, event) =>
       gateway.unsubscribe(connection, [groupTopic((event.d as GroupMembershipEndedEvent).group_id)]),
     );
     const events = new GroupEvents(bus);
-    const groups = new GroupsService(events, {
-      maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
-      maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
-      createLimiter: createLimiter(kv, {
-        keyPrefix: 'group-create',
-        points: config.CREATE_RATE_LIMIT_COUNT,
-        durationSeconds: config.CREATE_RATE_LIMIT_WINDOW_SECONDS,
-      }),
-    });
-    const roster = new RosterService(events, {
-      maxMembers: config.GROUP_MAX_MEMBERS,
-      maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
-      maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
-      joinLimiter: createLimiter(kv, {
-        keyPrefix: 'group-join',
-        points: config.SOCIAL_RATE_LIMIT_COUNT,
-        durationSeconds: config.SOCIAL_RATE_LIMIT_WINDOW_SECONDS,
-      }),
-    });
+    const groups = new GroupsService(
+      events,
+      {
+        maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
+        maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
+        createLimiter: createLimiter(kv, {
+          keyPrefix: 'group-create',
+          points: config.CREATE_RATE_LIMIT_COUNT,
+          durationSeconds: config.CREATE_RATE_LIMIT_WINDOW_SECONDS,
+        }),
+      },
+      audit,
+    );
+    const roster = new RosterService(
+      events,
+      {
+        maxMembers: config.GROUP_MAX_MEMBERS,
+        maxMembershipsPerUser: config.GROUP_MAX_MEMBERSHIPS_PER_USER,
+        maxOwnedPerUser: config.MAX_GROUPS_PER_USER,
+        joinLimiter: createLimiter(kv, {
+          keyPrefix: 'group-join',
+          points: config.SOCIAL_RATE_LIMIT_COUNT,
+          durationSeconds: config.SOCIAL_RATE_LIMIT_WINDOW_SECONDS,
+        }),
+      },
+      audit,
+    );
     const api: GroupsApi = { memberOf: (ctx, groupId) => roster.memberOf(ctx, groupId) };
     return {
       api,
@@ -101,6 +116,15 @@ export const groupsModule = defineModule({
         ),
         serve(groupsTransfer, (ctx, { group_id, user_id }) => roster.transfer(ctx, group_id, user_id)),
         serve(groupsClaim, (ctx, { group_id }) => roster.claim(ctx, group_id)),
+        serve(adminGroupsList, (ctx, { query, ...page }) => groups.adminSearch(ctx, query, page)),
+        serve(adminGroupsRemoveMember, async (ctx, { group_id, user_id }) => {
+          await roster.remove(ctx, group_id, user_id, true);
+          return null;
+        }),
+        serve(adminGroupsDelete, async (ctx, { group_id }) => {
+          await groups.delete(ctx, group_id, true);
+          return null;
+        }),
       ],
     };
   },

@@ -4,10 +4,12 @@ import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
 import type { GroupEvents } from './group-events.js';
 import {
   forbidden,
   groupIdOf,
+  groupStaffOf,
   inLockedGroup,
   isManager,
   memberIdOf,
@@ -56,6 +58,8 @@ export class RosterService {
   constructor(
     private readonly events: GroupEvents,
     private readonly limits: RosterLimits,
+    /** A moderator's removal of a member is recorded in the audit log, in its transaction. */
+    private readonly audit: Pick<AuditApi, 'record'>,
   ) {}
 
   /** Joins an open group, or asks to join a closed one. */
@@ -149,16 +153,30 @@ export class RosterService {
 
   /**
    * The caller's own id leaves (or withdraws a pending request); another's is a kick: the owner
-   * kicks anyone, an admin kicks members only. The owner leaves only after a transfer.
+   * kicks anyone, an admin kicks members only. The owner leaves only after a transfer. `asStaff`,
+   * a moderator or admin of the service removes anyone but the owner, recorded in the audit log.
    */
-  async remove(ctx: Ctx, groupId: string, userId: string): Promise<void> {
-    const me = callerOf(ctx).id;
+  async remove(ctx: Ctx, groupId: string, userId: string, asStaff = false): Promise<void> {
+    const me = (asStaff ? groupStaffOf(ctx) : callerOf(ctx)).id;
     const target = memberIdOf(userId);
     const outcome = await inLockedGroup(ctx, groupId, async (data, group) => {
       const roles = await rolesIn(data, group.id, [me, target]);
       const mine = roles.get(me);
       const theirs = roles.get(target);
-      if (target === me) {
+      if (asStaff) {
+        if (theirs === undefined) throw notAMember();
+        if (theirs === 'owner')
+          throw new AppError(
+            ErrorCode.CONFLICT,
+            'The owner is not removed from their group: transfer it or delete the group.',
+          );
+        await this.audit.record(data, {
+          actor: { kind: 'user', id: me },
+          action: 'groups.members.remove',
+          target: { type: 'group', id: group.id },
+          before: { user_id: target, role: theirs },
+        });
+      } else if (target === me) {
         if (mine === undefined) {
           if (await deleteRequest(data, group.id, me))
             return { id: group.id, left: false, managers: await managersOf(data, group.id) };
