@@ -1,7 +1,9 @@
 import { expect } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { uniqueGroupName } from '../groups/groups.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import type { TestApp } from '../helpers/app.js';
+import { createWorld } from '../helpers/worlds.js';
 import type { RestName, Row } from './parity-types.js';
 
 /** The administration rows of the parity table (`/api/admin/...`), run as one admin. */
@@ -15,6 +17,27 @@ export function adminRows(appOf: () => TestApp): { [N in AdminName]: Row<N> } {
     return admin;
   };
   const fresh = async () => (await registerUser(appOf())).user.id;
+  /** A world of `me` made once, which the world rows read and set to the same visibility. */
+  let world: Promise<string> | undefined;
+  const aWorld = (me: TokenResponse) => {
+    world ??= createWorld(appOf(), me.access_token, { name: uniqueGroupName('Admin parity') }).then(
+      (created) => created.worldId,
+    );
+    return world;
+  };
+  /** A new group of `me` (each deleting run takes its own); answers its id and name. */
+  const aGroup = async (me: TokenResponse) => {
+    const name = uniqueGroupName('Admin parity');
+    const created = await appOf().http.inject({
+      method: 'POST',
+      url: '/api/groups',
+      headers: bearer(me.access_token),
+      payload: { name },
+    });
+    if (created.statusCode !== 201) throw new Error(`group: ${created.statusCode} ${created.body}`);
+    return { groupId: (created.json() as { id: string }).id, name };
+  };
+  let group: ReturnType<typeof aGroup> | undefined;
   return {
     'admin.users.list': {
       prepare: async ({ other }) => ({
@@ -76,6 +99,52 @@ export function adminRows(appOf: () => TestApp): { [N in AdminName]: Row<N> } {
       prepare: async ({ me }) => ({
         token: (await anAdmin()).access_token,
         input: { target: me.user.id, limit: 10 },
+      }),
+    },
+    'admin.worlds.list': {
+      prepare: async ({ me }) => {
+        await aWorld(me);
+        return { token: (await anAdmin()).access_token, input: { owner_id: me.user.id, limit: 2 } };
+      },
+    },
+    'admin.worlds.update': {
+      prepare: async ({ me }) => ({
+        token: (await anAdmin()).access_token,
+        input: { world_id: await aWorld(me), visibility: 'unlisted' },
+      }),
+    },
+    'admin.servers.list': {
+      prepare: async ({ me }) => ({
+        token: (await anAdmin()).access_token,
+        input: { world_id: await aWorld(me), status: 'running' },
+      }),
+    },
+    'admin.groups.list': {
+      prepare: async ({ me }) => {
+        group ??= aGroup(me);
+        return { token: (await anAdmin()).access_token, input: { query: (await group).name, limit: 5 } };
+      },
+    },
+    'admin.groups.removeMember': {
+      prepare: async ({ me }) => {
+        const { groupId } = await aGroup(me);
+        const member = await registerUser(appOf());
+        const joined = await appOf().http.inject({
+          method: 'POST',
+          url: `/api/groups/${groupId}/members`,
+          headers: bearer(member.access_token),
+        });
+        if (joined.statusCode !== 201) throw new Error(`join: ${joined.statusCode} ${joined.body}`);
+        return {
+          token: (await anAdmin()).access_token,
+          input: { group_id: groupId, user_id: member.user.id },
+        };
+      },
+    },
+    'admin.groups.delete': {
+      prepare: async ({ me }) => ({
+        token: (await anAdmin()).access_token,
+        input: { group_id: (await aGroup(me)).groupId },
       }),
     },
   };
