@@ -222,7 +222,7 @@ export const adminWorldsList = operation('admin.worlds.list', {
   rest: { method: 'GET', path: '/api/admin/worlds' },
   request: z
     .object({
-      query: text(1, WORLD_NAME_MAX_CHARS).optional(),
+      query: text(0, WORLD_NAME_MAX_CHARS).optional(),
       visibility: worldVisibilitySchema.optional(),
       owner_id: id.optional(),
       ...listQuery,

@@ -101,6 +101,8 @@ describe('worlds administration', () => {
     expect(await ids(`query=${word}&visibility=private`)).toEqual([privateOne]);
     expect(await ids(`query=${word}&visibility=unlisted`)).toEqual([]);
     expect(await ids(`query=${encodeURIComponent('%')}&owner_id=${owner.user.id}`)).toEqual([]);
+    // A blank query is no filter: the console sends its empty search box as it is.
+    expect(await ids(`query=%20&owner_id=${owner.user.id}`)).toEqual([publicOne, privateOne]);
   });
 
   it.each([
