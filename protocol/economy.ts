@@ -337,6 +337,48 @@ export const adminRefund = operation('economy.admin.refund', {
   errors: [401, 403, 404, 409, 422],
 });
 
+/** The most differences one verify answer lists; `difference_count` counts them all. */
+export const VERIFY_DIFFERENCES_SHOWN = 100;
+
+/** One way the ledger disagrees with itself (`atrium economy verify` prints the same objects). */
+export const ledgerDifferenceSchema = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('balance'),
+    account_id: z.string(),
+    account: z.string(),
+    user_id: z.string().nullable(),
+    stored: money,
+    entries: money,
+  }),
+  z.object({ kind: z.literal('unbalanced_transaction'), transaction_id: z.string(), sum: money }),
+  z.object({
+    kind: z.literal('balance_after'),
+    entry_id: z.string(),
+    account_id: z.string(),
+    stored: money,
+    running: money,
+  }),
+]);
+
+export const verifyReportSchema = z.object({
+  /** True when every balance equals its entries' sum, every transaction sums to zero and every balance_after is its running sum. */
+  ok: z.boolean(),
+  verified_at: z.string(),
+  difference_count: z.number().int(),
+  /** The first VERIFY_DIFFERENCES_SHOWN differences; the CLI prints them all. */
+  differences: z.array(ledgerDifferenceSchema),
+});
+
+export const adminVerify = operation('economy.admin.verify', {
+  tag,
+  summary:
+    "Admins: `atrium economy verify` over the API: every stored balance against its entries' sum, every transaction's sum and every entry's balance_after, read in one snapshot.",
+  rest: { method: 'GET', path: '/api/economy/admin/verify' },
+  request: z.object({}).strict(),
+  response: verifyReportSchema,
+  errors: [401, 403, 422],
+});
+
 export const economyOperations = [
   economySettings,
   economyWallet,
@@ -351,6 +393,7 @@ export const economyOperations = [
   adminPayouts,
   adminPayoutDecide,
   adminRefund,
+  adminVerify,
 ] as const;
 
 /** Events on the user's own topic, so a live client updates without polling. */

@@ -245,5 +245,8 @@ export function economyRows(appOf: () => TestApp): { [N in EconomyName]: Row<N> 
         };
       },
     },
+    'economy.admin.verify': {
+      prepare: async (a) => ({ token: (await setUp(a)).admin.access_token }),
+    },
   };
 }

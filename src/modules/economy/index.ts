@@ -4,6 +4,7 @@ import {
   adminPayoutDecide,
   adminPayouts,
   adminRefund,
+  adminVerify,
   CURRENCY,
   creatorBalance,
   economyLedger,
@@ -133,6 +134,7 @@ export const economyModule = defineModule({
         serve(adminPayouts, (ctx, query) => payouts.queue(ctx, query)),
         serve(adminPayoutDecide, (ctx, input) => payouts.decide(ctx, input)),
         serve(adminRefund, (ctx, input) => purchases.refund(ctx, input)),
+        serve(adminVerify, (ctx) => wallet.verify(ctx)),
       ],
       async start() {
         job.start();

@@ -6,6 +6,8 @@ import {
   type grantSchema,
   type settingsSchema,
   type Transaction,
+  VERIFY_DIFFERENCES_SHOWN,
+  type verifyReportSchema,
   type walletSchema,
 } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
@@ -35,6 +37,7 @@ import {
 } from './ledger.repository.js';
 import { paidOutTo } from './payouts.repository.js';
 import { nextReleaseOf } from './purchases.repository.js';
+import { verifyLedger } from './verify.js';
 import { adminOf, idOr, isAdmin, toEntry } from './views.js';
 
 export interface WalletDeps {
@@ -196,6 +199,18 @@ export class WalletService {
         afterCommit: () => announceBalances(this.deps.bus, ctx.log, entries).then(() => undefined),
       };
     });
+  }
+
+  /** Admins: the CLI's `economy verify`, its first differences and their count. */
+  async verify(ctx: Ctx): Promise<z.infer<typeof verifyReportSchema>> {
+    adminOf(ctx);
+    const differences = await verifyLedger(ctx.data);
+    return {
+      ok: differences.length === 0,
+      verified_at: ctx.now().toISOString(),
+      difference_count: differences.length,
+      differences: differences.slice(0, VERIFY_DIFFERENCES_SHOWN),
+    };
   }
 
   private async entriesPage(ctx: Ctx, accountIds: string[], query: Page) {
