@@ -18,6 +18,7 @@ import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from '
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
 import { roomContentOperations } from './room-content.js';
+import { settingsOperations } from './settings.js';
 import { socialOperations } from './social.js';
 import { userOperations } from './users.js';
 import { worldChatOperations } from './world-chat.js';
@@ -40,6 +41,7 @@ export * from './moderation.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './room-content.js';
+export * from './settings.js';
 export * from './social.js';
 export * from './users.js';
 export * from './world-chat.js';
@@ -73,6 +75,7 @@ const all = [
   ...internalOperations,
   ...economyOperations,
   ...marketplaceOperations,
+  ...settingsOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

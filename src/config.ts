@@ -106,8 +106,16 @@ export const configSchema = z.object(mergeParts(configParts));
 
 export type Config = z.infer<typeof configSchema>;
 
-/** Variables that may carry credentials: an error message names them but never echoes their value. */
-const secretVariables = new Set(['DATABASE_URL', 'REDIS_URL', 'JWT_SIGNING_KEY_PEM', 'JWT_VERIFY_KEYS_PEM']);
+/**
+ * Variables that may carry credentials: an error message names them but never echoes their value,
+ * and the admins' view of the configuration redacts them (src/modules/settings).
+ */
+export const secretVariables: ReadonlySet<string> = new Set([
+  'DATABASE_URL',
+  'REDIS_URL',
+  'JWT_SIGNING_KEY_PEM',
+  'JWT_VERIFY_KEYS_PEM',
+]);
 
 export { StartupError };
 

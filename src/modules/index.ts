@@ -12,6 +12,7 @@ import { healthModule } from './health/index.js';
 import { moderationModule } from './moderation/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
+import { settingsModule } from './settings/index.js';
 import { socialModule } from './social/index.js';
 import { usersModule } from './users/index.js';
 import { worldsModule } from './worlds/index.js';
@@ -38,4 +39,5 @@ export const modules = [
   moderationModule,
   gameServersModule,
   economyModule,
+  settingsModule,
 ] as const;
