@@ -31,6 +31,8 @@ COPY --from=build /app/dist ./dist
 # @msgpack/msgpack and ws, dependencies of the service too.
 COPY examples/gameserver/server.mjs ./dist/examples/gameserver/server.mjs
 COPY deploy/agones/gameserver-template.yaml ./dist/deploy/agones/gameserver-template.yaml
+# The operator console's stylesheet and script, which tsc does not copy.
+COPY src/modules/console/assets ./dist/src/modules/console/assets
 # The embedded database and generated keys live here when DATABASE_URL is not set.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

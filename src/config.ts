@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { mergeParts } from '../protocol/parts.js';
 import { authConfig } from './modules/auth/auth.config.js';
 import { chatConfig } from './modules/chat/chat.config.js';
+import { consoleConfig } from './modules/console/console.config.js';
 import { discoveryConfig } from './modules/discovery/discovery.config.js';
 import { economyConfig } from './modules/economy/economy.config.js';
 import { gameServersConfig } from './modules/gameservers/gameservers.config.js';
@@ -100,6 +101,7 @@ export const configParts = {
   moderation: moderationConfig,
   gameservers: gameServersConfig,
   economy: economyConfig,
+  console: consoleConfig,
 };
 
 export const configSchema = z.object(mergeParts(configParts));

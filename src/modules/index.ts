@@ -4,6 +4,7 @@ import { auditModule } from './audit/index.js';
 import { authModule } from './auth/index.js';
 import { avatarModule } from './avatar/index.js';
 import { chatModule } from './chat/index.js';
+import { consoleModule } from './console/index.js';
 import { discoveryModule } from './discovery/index.js';
 import { economyModule } from './economy/index.js';
 import { gameServersModule } from './gameservers/index.js';
@@ -40,4 +41,5 @@ export const modules = [
   gameServersModule,
   economyModule,
   settingsModule,
+  consoleModule,
 ] as const;

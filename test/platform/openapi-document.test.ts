@@ -22,6 +22,7 @@ import {
 type Schema = Record<string, unknown>;
 interface Operation {
   operationId?: string;
+  tags?: string[];
   security?: unknown[];
   parameters?: { schema?: Schema }[];
   requestBody?: { content: Record<string, { schema?: Schema }> };
@@ -76,14 +77,23 @@ describe('the OpenAPI document', () => {
     expect(failures).toEqual([]);
   });
 
-  it('declares every error answer as application/problem+json and no other way', () => {
+  it('declares every error answer as application/problem+json and no other way, but the console’s own refusals as pages', () => {
+    // The operator console's pages are for people in a browser: the refusals they make themselves
+    // (a role, a CSRF token, a failed sign-in) are HTML pages; what the framework refuses before
+    // them (413, 415, ...) is a problem as everywhere.
+    const isConsole = (operation: Operation) => operation.tags?.includes('console') ?? false;
     const wrong = operationsOf(document).flatMap(({ path, method, operation }) =>
       Object.entries(operation.responses)
         .filter(([status]) => Number(status) >= 400 && method !== 'head')
-        .filter(([, response]) => Object.keys(response.content ?? {}).join() !== 'application/problem+json')
+        .filter(([, response]) => {
+          const types = Object.keys(response.content ?? {}).join();
+          return types !== 'application/problem+json' && !(isConsole(operation) && types === 'text/html');
+        })
         .map(([status]) => `${method} ${path} ${status}`),
     );
     expect(wrong).toEqual([]);
+    const consolePaths = operationsOf(document).filter(({ operation }) => isConsole(operation));
+    expect(consolePaths.every(({ path }) => path.startsWith('/console'))).toBe(true);
   });
 
   it('declares the statuses every route can answer: 414 and 431 everywhere, 401 where credentials are needed, 422 where a path id is read', () => {

@@ -1,10 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Setting } from '../../protocol/settings.js';
-import {
-  isSecretSetting,
-  settingInForce,
-  withoutCredentials,
-} from '../../src/modules/settings/settings.service.js';
+import { isSecretSetting, settingInForce, withoutCredentials } from '../../src/platform/config-in-force.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 

@@ -1,0 +1,55 @@
+import { defineModule } from '../../platform/module.js';
+import { registerConsoleRoutes } from './console.routes.js';
+import { NodeSamples } from './node-samples.js';
+import { OperatorApi } from './operator-api.js';
+import type { ConsoleAction, ConsolePage } from './page.js';
+import { configurationPage } from './pages/configuration.js';
+import { economyActions, economyPage, payoutsPage } from './pages/economy.js';
+import { decideReport, moderationPage } from './pages/moderation.js';
+import { overviewPage } from './pages/overview.js';
+import { upcomingPages } from './pages/upcoming.js';
+import { ConsoleSessions } from './session.js';
+
+/**
+ * The operator console at /console (docs/console.md): server-rendered pages for moderators and
+ * admins that read and change everything through the service's own API, as the signed-in
+ * operator. It imports no other module: the API is its only way in.
+ */
+export const consoleModule = defineModule({
+  name: 'console',
+  entities: [],
+  tables: [],
+  needs: [],
+  setup({ config, kv, metrics, gateway, log }) {
+    const samples = new NodeSamples({
+      metrics,
+      gateway,
+      kv,
+      log,
+      intervalMs: config.CONSOLE_SAMPLE_INTERVAL_SECONDS * 1000,
+    });
+    const sessions = new ConsoleSessions(kv, config.CONSOLE_SESSION_IDLE_SECONDS * 1000);
+    const pages: ConsolePage[] = [
+      overviewPage(samples),
+      moderationPage,
+      economyPage,
+      payoutsPage,
+      configurationPage,
+      ...upcomingPages,
+    ];
+    const actions: ConsoleAction[] = [decideReport, ...economyActions];
+    return {
+      api: { samples },
+      routes: (http) =>
+        registerConsoleRoutes(http, {
+          pages,
+          actions,
+          sessions,
+          api: new OperatorApi(http, sessions),
+          idleSeconds: config.CONSOLE_SESSION_IDLE_SECONDS,
+        }),
+      start: () => samples.start(),
+      stop: () => samples.stop(),
+    };
+  },
+});
