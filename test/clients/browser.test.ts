@@ -1,48 +1,19 @@
-import { accessSync, constants } from 'node:fs';
-import { delimiter, join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type DevServer, startDevServer } from '../../examples/web-client/dev-server.js';
 import { useTestApp } from '../helpers/app.js';
+import { chromiumPath, requireChromium } from '../helpers/chromium.js';
 
 /**
  * examples/web-client in a real browser: headless Chromium runs the page against a real app,
- * through @atrium/client bundled for browsers. CHROMIUM_PATH names the executable; otherwise it
- * is looked up on PATH. CI must have it (.ci/run installs it), so there a missing Chromium fails.
+ * through @atrium/client bundled for browsers (Chromium as test/helpers/chromium.ts finds it).
  */
 
 const STEPS = ['registered', 'connected', 'presence-seen', 'dm-received', 'chunks-loaded'];
 const PAGE_DEADLINE_MS = 20_000;
 
-function isExecutable(file: string): boolean {
-  try {
-    accessSync(file, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function findChromium(): string | undefined {
-  if (process.env.CHROMIUM_PATH) return process.env.CHROMIUM_PATH;
-  const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
-  for (const name of ['chromium', 'chromium-browser']) {
-    const found = dirs.map((dir) => join(dir, name)).find(isExecutable);
-    if (found) return found;
-  }
-  return undefined;
-}
-
-const executablePath = findChromium();
-const missing = 'no Chromium: set CHROMIUM_PATH or install it (apt-get install chromium)';
-
-describe.runIf(!executablePath && process.env.CI)('the web client example in CI', () => {
-  it('needs Chromium, which CI must provide', () => {
-    throw new Error(`${missing}; .ci/run installs it before the tests`);
-  });
-});
-
-if (!executablePath && !process.env.CI) console.warn(`browser.test.ts skipped: ${missing}`);
+const executablePath = chromiumPath;
+requireChromium('the web client example', 'browser.test.ts');
 
 describe.skipIf(!executablePath)('the web client example in headless Chromium', () => {
   const app = useTestApp();

@@ -25,15 +25,17 @@ export function lineChart(title: string, unit: string, series: readonly Series[]
   }
   const first = Math.min(...all.map((p) => p.at));
   const last = Math.max(...all.map((p) => p.at));
-  const top = Math.max(...all.map((p) => p.value), 1e-9);
+  const peakValue = Math.max(...all.map((p) => p.value));
+  // A flat zero line sits on the axis rather than dividing by zero.
+  const top = peakValue > 0 ? peakValue : 1;
   const x = (at: number) => PAD + ((at - first) / Math.max(last - first, 1)) * (WIDTH - 2 * PAD);
   const y = (value: number) => HEIGHT - PAD - (value / top) * (HEIGHT - 2 * PAD);
-  const peak = `${formatRate(top)} ${unit}`;
+  const peak = `${formatRate(peakValue)} ${unit}`;
   const summary = shown
     .map((s) => `${s.label}: now ${formatRate(s.points.at(-1)?.value ?? 0)} ${unit}`)
     .join('; ');
   return html`<figure class="chart">
-<figcaption>${title} <small>(peak ${peak}, last ${Math.round((last - first) / 60_000)} min)</small></figcaption>
+<figcaption>${title} <small>(peak ${peak} over the last ${span(last - first)})</small></figcaption>
 <svg viewBox="0 0 ${WIDTH} ${HEIGHT}" role="img" aria-label="${`${title}: ${summary}`}" preserveAspectRatio="none">
 <line class="axis" x1="${PAD}" y1="${HEIGHT - PAD}" x2="${WIDTH - PAD}" y2="${HEIGHT - PAD}"/>
 ${shown.map(
@@ -43,6 +45,12 @@ ${shown.map(
 </svg>
 ${shown.length > 1 ? html`<ul class="legend">${shown.map((s, i) => html`<li class="key-${i}">${s.label}</li>`)}</ul>` : ''}
 </figure>`;
+}
+
+function span(ms: number): string {
+  if (ms < 120_000) return `${Math.round(ms / 1000)} s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)} min`;
+  return `${(ms / 3_600_000).toFixed(1)} h`;
 }
 
 /** A rate as people read it: two significant digits below 10, whole numbers above. */

@@ -161,7 +161,11 @@ function decisionForms(ctx: PageContext, payout: Payout): Html {
       `${PAYOUTS}/${segment(payout.id)}`,
       html`${idempotencyField()}<input type="hidden" name="state" value="${move.state}">`,
       move.label,
-      { className: 'inline', label: `${move.label} the payout of ${payout.amount} coin`, progress: '…' },
+      {
+        className: 'inline',
+        label: `${move.label} the payout of ${payout.amount} coin`,
+        progress: 'Deciding…',
+      },
     ),
   )}`;
 }

@@ -74,7 +74,7 @@ ${table(
     ({
       node,
       now,
-    }) => html`<tr><td><code>${shortId(node)}</code></td><td>${when(new Date(node.startedAt).toISOString())}</td>
+    }) => html`<tr><td><code class="id">${shortId(node)}</code></td><td>${when(new Date(node.startedAt).toISOString())}</td>
 <td>${now?.sockets ?? 0}</td><td>${now?.users ?? 0}</td><td>${formatRate(now?.httpPerSecond ?? 0)}</td>
 <td>${formatRate(now?.http4xxPerSecond ?? 0)}</td><td>${formatRate(now?.http5xxPerSecond ?? 0)}</td>
 <td>${formatRate(now?.framesPerSecond ?? 0)}</td><td>${formatRate(now?.errorFramesPerSecond ?? 0)}</td>
