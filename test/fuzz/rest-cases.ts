@@ -13,11 +13,14 @@ export interface Operation {
   /** Header parameters (the economy's Idempotency-Key). */
   headerParams: { name: string; schema: JsonSchema }[];
   body: JsonSchema | undefined;
+  /** Error statuses the document declares as an HTML page (the operator console's own refusals). */
+  htmlErrors: number[];
 }
 
 interface OpenApiOperation {
   parameters?: { name: string; in: string; schema?: JsonSchema }[];
   requestBody?: { content?: Record<string, { schema?: JsonSchema }> };
+  responses?: Record<string, { content?: Record<string, unknown> }>;
 }
 
 export interface OpenApiDocument {
@@ -44,6 +47,9 @@ export function operationsOf(doc: OpenApiDocument): Operation[] {
           queryParams: pick('query'),
           headerParams: pick('header'),
           body: op.requestBody?.content?.['application/json']?.schema,
+          htmlErrors: Object.entries(op.responses ?? {})
+            .filter(([status, response]) => Number(status) >= 400 && 'text/html' in (response.content ?? {}))
+            .map(([status]) => Number(status)),
         };
       }),
   );
@@ -87,6 +93,8 @@ export interface RestCase {
   labels: string[];
   /** Valid JSON with a JSON content type on a well-formed URL: never refused as malformed or unsupported. */
   clean: boolean;
+  /** The operation's error statuses the document declares as HTML pages, which need not be problems. */
+  htmlErrors: number[];
 }
 
 const BAD_AUTH = [
@@ -435,6 +443,7 @@ export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arb
           !junkUrl &&
           c.raw === null &&
           (!hasBody || JSON_TYPES.includes(c.contentType ?? '')),
+        htmlErrors: op.htmlErrors,
       };
     });
 }

@@ -36,7 +36,8 @@ export function describeRestCase(c: RestCase): string {
 
 /**
  * The assertions every REST answer must pass: no 5xx; an error is problem+json whose `code` is in
- * the catalogue and whose `status` matches; a clean request is never refused as malformed.
+ * the catalogue and whose `status` matches, unless the document declares that status an HTML page
+ * of the operation (the console's); a clean request is never refused as malformed.
  */
 export function checkResponse(
   c: RestCase,
@@ -45,6 +46,10 @@ export function checkResponse(
   body: string,
 ): Outcome {
   if (status < 400) return { bucket: String(status) };
+  // The operator console answers its own refusals as pages, where the document says so.
+  if (c.method !== 'HEAD' && c.htmlErrors.includes(status) && /^text\/html/.test(contentType ?? '')) {
+    return { bucket: `${status} (page)` };
+  }
   // A HEAD answer has no body to read the code from; its headers are still checked.
   const problemType = /^application\/problem\+json/.test(contentType ?? '');
   let code: unknown;
