@@ -90,7 +90,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             await deps.sessions.save(id, session);
           }
           const ctx: PageContext = {
-            operator: session,
+            operator: { username: session.username, roles: session.roles },
             query: firstValues(request.query),
             csrf: session.csrf,
             api: (call) => deps.api.call(request, id, session, call),
