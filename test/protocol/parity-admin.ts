@@ -39,6 +39,7 @@ export function adminRows(appOf: () => TestApp): { [N in AdminName]: Row<N> } {
   };
   let group: ReturnType<typeof aGroup> | undefined;
   return {
+    'admin.config': { prepare: async () => ({ token: (await anAdmin()).access_token }) },
     'admin.users.list': {
       prepare: async ({ other }) => ({
         token: (await anAdmin()).access_token,

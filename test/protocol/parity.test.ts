@@ -240,7 +240,6 @@ const rows: { [N in RestName]: Row<N> } = {
       input: { message_id: (await reported()).messageId, reason: ' parity ', details: 'compared' },
     }),
   },
-  'admin.config': { prepare: async () => ({ token: (await registerWithRole(app, 'admin')).access_token }) },
   'reports.list': { prepare: async () => ({ token: (await reported()).moderator.access_token }) },
   'reports.update': {
     fresh: true,
