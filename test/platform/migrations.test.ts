@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
@@ -35,6 +35,19 @@ describe('database migrations', () => {
     opened.push(t);
     return t;
   };
+  // The tests that read what the migrations made share one empty database they were applied to:
+  // applying all of them costs seconds of CPU on the embedded database.
+  let migrated: Promise<TestDatabase> | undefined;
+  const migratedDatabase = () => {
+    migrated ??= createEmptyDatabase().then(async (t) => {
+      await migrateUp(t.db, t.url);
+      return t;
+    });
+    return migrated;
+  };
+  afterAll(async () => {
+    await (await migrated)?.drop();
+  });
 
   it('are numbered with four digits, in order, without duplicates', () => {
     const numbers = allNames.map((name) => name.slice(0, 4));
@@ -51,8 +64,7 @@ describe('database migrations', () => {
   });
 
   it('do nothing when run again', async () => {
-    const { db, url } = await emptyDatabase();
-    await migrateUp(db, url);
+    const { db, url } = await migratedDatabase();
     expect(await migrateUp(db, url)).toEqual([]);
     const rows: { name: string }[] = await db.orm.em
       .fork()
@@ -62,8 +74,7 @@ describe('database migrations', () => {
   });
 
   it('create each enumeration type exactly once', async () => {
-    const { db, url } = await emptyDatabase();
-    await migrateUp(db, url);
+    const { db } = await migratedDatabase();
     const rows: { typname: string; n: string }[] = await db.orm.em
       .fork()
       .getConnection()
@@ -76,8 +87,7 @@ describe('database migrations', () => {
   });
 
   it('store no date of birth anywhere in the schema', async () => {
-    const { db, url } = await emptyDatabase();
-    await migrateUp(db, url);
+    const { db } = await migratedDatabase();
     const rows: { column_name: string }[] = await db.orm.em
       .fork()
       .getConnection()
@@ -88,8 +98,7 @@ describe('database migrations', () => {
   });
 
   it('enforce case-insensitive username uniqueness in the database itself', async () => {
-    const { db, url } = await emptyDatabase();
-    await migrateUp(db, url);
+    const { db } = await migratedDatabase();
     const connection = db.orm.em.fork().getConnection();
     const insert = (id: string, username: string) =>
       connection.execute(
