@@ -1,11 +1,15 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { lstat, mkdtemp, rm, stat } from 'node:fs/promises';
+import { lstat, rm, stat } from 'node:fs/promises';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PASSWORD } from '../helpers/accounts.js';
-import { PROCESS_TEST_TIMEOUT_MS, registerOver, startService } from '../helpers/service-process.js';
+import {
+  PROCESS_TEST_TIMEOUT_MS,
+  preparedDataDir,
+  registerOver,
+  startService,
+} from '../helpers/service-process.js';
 
 /**
  * One embedded server for the whole file (each embedded start costs an initdb): the CLI talks to
@@ -78,7 +82,7 @@ describe('the CLI and a running server', () => {
   let username: string;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'atrium-ctl-'));
+    dataDir = await preparedDataDir('atrium-ctl-');
     socketPath = join(dataDir, 'control.sock');
     // A crashed server's socket: the file stays, nothing accepts on it (exit skips closing it).
     const crashed = spawnSync(

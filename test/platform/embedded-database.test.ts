@@ -1,10 +1,10 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { openDatabase } from '../../src/platform/db.js';
+import { preparedDataDir } from '../helpers/service-process.js';
 
 /** Embedded mode regardless of DATABASE_URL: these tests are about PGlite under DATA_DIR. */
 describe('embedded database', () => {
@@ -12,7 +12,7 @@ describe('embedded database', () => {
   const config = () => configFrom({ DATA_DIR: dataDir, HTTP_PORT: 0, WS_PORT: 0, LOG_LEVEL: 'silent' });
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(join(tmpdir(), 'atrium-embedded-'));
+    dataDir = await preparedDataDir('atrium-embedded-');
   });
   afterAll(async () => {
     await rm(dataDir, { recursive: true, force: true });

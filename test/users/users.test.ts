@@ -1,7 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { statementsAtOnce } from '../../src/platform/batcher.js';
@@ -9,7 +7,7 @@ import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { PROCESS_TEST_TIMEOUT_MS } from '../helpers/service-process.js';
+import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir } from '../helpers/service-process.js';
 
 describe('user accounts', () => {
   const app = useTestApp();
@@ -251,7 +249,7 @@ describe('role administration', () => {
   it(
     'reports CLI usage mistakes with exit code 2 and unknown users with exit code 1',
     async () => {
-      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-admin-'));
+      const dataDir = await preparedDataDir('atrium-admin-');
       try {
         const run = (...args: string[]) =>
           spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
