@@ -14,6 +14,8 @@ const OWN_SENSE: Record<string, string> = {
   auth: 'authentication is the platform\'s (its auth/ folder, the "auth" frame)',
   users: 'a signed-in user is the principal the platform knows',
   discovery: "MikroORM's `discovery` option",
+  settings: 'a setting is a configuration variable, which the platform reads and validates',
+  console: "JavaScript's `console`, which the KV stores warn through",
 };
 
 function filesUnder(dir: string): string[] {
