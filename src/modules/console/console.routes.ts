@@ -92,6 +92,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
           const ctx: PageContext = {
             operator: { username: session.username, roles: session.roles },
             query: firstValues(request.query),
+            params: request.params as Record<string, string>,
             csrf: session.csrf,
             api: (call) => deps.api.call(request, id, session, call),
           };
@@ -102,7 +103,9 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             if (err instanceof SessionEnded) return ended(request, reply, id);
             throw err;
           }
-          const nav = deps.pages.filter((candidate) => allows(session.roles, candidate.role));
+          const nav = deps.pages.filter(
+            (candidate) => !candidate.path.includes(':') && allows(session.roles, candidate.role),
+          );
           return reply.type('text/html; charset=utf-8').send(
             shell({
               title: page.title,
@@ -139,6 +142,13 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
           if (!sameSecret(form._csrf, session.csrf)) return csrfRefused(reply);
           if (!allows(session.roles, action.role)) return roleRefused(reply);
           const params = request.params as Record<string, string>;
+          const back = typeof action.back === 'function' ? action.back(params) : action.back;
+          const unconfirmed = action.unconfirmed?.(form);
+          if (unconfirmed) {
+            session.flash = { kind: 'error', text: unconfirmed };
+            await deps.sessions.save(id, session);
+            return reply.redirect(back, 303);
+          }
           try {
             const answer = await deps.api.call(request, id, session, action.call(form, params));
             session.flash = answer.ok
@@ -152,7 +162,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             throw err;
           }
           await deps.sessions.save(id, session);
-          return reply.redirect(action.back, 303);
+          return reply.redirect(back, 303);
         },
       );
     }

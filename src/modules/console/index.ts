@@ -3,11 +3,15 @@ import { registerConsoleRoutes } from './console.routes.js';
 import { NodeSamples } from './node-samples.js';
 import { OperatorApi } from './operator-api.js';
 import type { ConsoleAction, ConsolePage } from './page.js';
+import { auditPage } from './pages/audit.js';
 import { configurationPage } from './pages/configuration.js';
 import { economyActions, economyPage, payoutsPage } from './pages/economy.js';
+import { gameServersPage, stopGameServer } from './pages/gameservers.js';
+import { groupActions, groupPage, groupsPage } from './pages/groups.js';
 import { decideReport, moderationPage } from './pages/moderation.js';
 import { overviewPage } from './pages/overview.js';
-import { upcomingPages } from './pages/upcoming.js';
+import { userActions, userPage, usersPage } from './pages/users.js';
+import { worldActions, worldPage, worldsPage } from './pages/worlds.js';
 import { ConsoleSessions } from './session.js';
 
 /**
@@ -35,9 +39,23 @@ export const consoleModule = defineModule({
       economyPage,
       payoutsPage,
       configurationPage,
-      ...upcomingPages,
+      usersPage,
+      userPage,
+      worldsPage,
+      worldPage,
+      gameServersPage,
+      groupsPage,
+      groupPage,
+      auditPage,
     ];
-    const actions: ConsoleAction[] = [decideReport, ...economyActions];
+    const actions: ConsoleAction[] = [
+      decideReport,
+      ...economyActions,
+      ...userActions,
+      ...worldActions,
+      stopGameServer,
+      ...groupActions,
+    ];
     return {
       api: { samples },
       routes: (http) =>

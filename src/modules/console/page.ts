@@ -14,6 +14,8 @@ export interface PageContext {
   operator: { username: string; roles: readonly string[] };
   /** The query string's fields (first value of each). */
   query: Readonly<Record<string, string>>;
+  /** The path's `:name` segments, for a page about one thing (`/console/users/:user_id`). */
+  params: Readonly<Record<string, string>>;
   /** The session's CSRF token, which `form()` puts in every form. */
   csrf: string;
   /** Calls the API as the operator. */
@@ -21,6 +23,7 @@ export interface PageContext {
 }
 
 export interface ConsolePage {
+  /** A path with `:name` segments is a page about one thing, reached by links, not in the navigation. */
   path: `/console${string}`;
   /** The navigation label and the page's heading. */
   title: string;
@@ -35,10 +38,15 @@ export interface ConsoleAction {
   summary: string;
   role: OperatorRole;
   call(form: Readonly<Record<string, string>>, params: Readonly<Record<string, string>>): ApiRequest;
+  /**
+   * What the form itself lacks before any API call (a confirmation box left unticked): the
+   * error shown instead of calling the API, or undefined to go ahead.
+   */
+  unconfirmed?(form: Readonly<Record<string, string>>): string | undefined;
   /** The notice shown after it succeeded. */
   done(answer: unknown): string;
-  /** Where the operator goes afterwards (the page the form was on). */
-  back: `/console${string}`;
+  /** Where the operator goes afterwards (the page the form was on), from the path's segments if it needs them. */
+  back: `/console${string}` | ((params: Readonly<Record<string, string>>) => `/console${string}`);
 }
 
 /** A hidden field carrying a fresh Idempotency-Key: a form submitted twice does its work once. */

@@ -1,0 +1,172 @@
+import type { AdminWorld, Revision, World } from '../../../../protocol/worlds.js';
+import { worldVisibilitySchema } from '../../../../protocol/worlds.js';
+import { html } from '../html.js';
+import { segment } from '../operator-api.js';
+import {
+  type ConsoleAction,
+  type ConsolePage,
+  field,
+  nextPage,
+  postForm,
+  problemBox,
+  select,
+  table,
+  when,
+} from '../page.js';
+import { allows } from '../session.js';
+import { userLink } from './users.js';
+
+const PATH = '/console/worlds';
+const PAGE_SIZE = 20;
+const VISIBILITIES: readonly string[] = worldVisibilitySchema.options;
+const worldPath = (worldId: string): `/console${string}` => `${PATH}/${segment(worldId)}`;
+
+/** Every world whatever its visibility, newest first, by name and visibility. */
+export const worldsPage: ConsolePage = {
+  path: PATH,
+  title: 'Worlds',
+  role: 'moderator',
+  async render(ctx) {
+    const query = ctx.query.query ?? '';
+    const visibility = VISIBILITIES.includes(ctx.query.visibility ?? '')
+      ? (ctx.query.visibility as string)
+      : '';
+    const search = html`<form method="get" action="${PATH}" class="filters" aria-label="Search worlds">
+${field('query', 'Name', { value: query, max: 100 })}
+${select('visibility', 'Visibility', ['', ...VISIBILITIES], visibility)}<button type="submit">Search</button></form>`;
+    const answer = await ctx.api<{ items: AdminWorld[]; next_cursor: string | null }>({
+      method: 'GET',
+      path: '/api/admin/worlds',
+      query: { query, visibility, limit: PAGE_SIZE, cursor: ctx.query.cursor },
+    });
+    if (!answer.ok) return html`${search}${problemBox(answer.problem)}`;
+    return html`${search}
+${table(
+  'Worlds',
+  ['Name', 'Owner', 'Visibility', 'Content revision', 'Updated'],
+  answer.body.items.map(
+    (
+      world,
+    ) => html`<tr><td><a href="${worldPath(world.id)}">${world.name}</a></td><td>${userLink(world.owner_id, world.owner_username)}</td>
+<td>${world.visibility}</td><td>${world.content_revision}</td><td>${when(world.updated_at)}</td></tr>`,
+  ),
+)}
+${nextPage(PATH, { query, visibility }, answer.body.next_cursor)}`;
+  },
+};
+
+/** One world: its revision history, and for admins a rollback (confirmed) and its visibility. */
+export const worldPage: ConsolePage = {
+  path: `${PATH}/:world_id`,
+  title: 'World',
+  role: 'moderator',
+  async render(ctx) {
+    const worldId = ctx.params.world_id ?? '';
+    const history = await ctx.api<{
+      items: Revision[];
+      next_cursor: string | null;
+      content_revision: number;
+      horizon: number;
+    }>({
+      method: 'GET',
+      path: `/api/worlds/${segment(worldId)}/revisions`,
+      query: { limit: PAGE_SIZE, cursor: ctx.query.cursor },
+    });
+    if (!history.ok)
+      return html`${problemBox(history.problem)}<p><a href="${PATH}">Back to the worlds</a></p>`;
+    // The world's own record reads for its owner and public or unlisted worlds; a private one shows by id.
+    const world = await ctx.api<World>({ method: 'GET', path: `/api/worlds/${segment(worldId)}` });
+    const { content_revision: content, horizon } = history.body;
+    const admin = allows(ctx.operator.roles, 'admin');
+    return html`<h2>${world.ok ? world.body.name : worldId}</h2>
+<dl class="facts">
+<dt>Id</dt><dd><code>${worldId}</code></dd>
+${world.ok ? html`<dt>Owner</dt><dd>${userLink(world.body.owner_id)}</dd><dt>Visibility</dt><dd>${world.body.visibility}</dd>` : ''}
+<dt>Content revision</dt><dd>${content}</dd>
+<dt>History horizon</dt><dd>${horizon}</dd>
+</dl>
+<p><a href="${`/console/audit?target=${encodeURIComponent(worldId)}`}">Audit entries about this world</a></p>
+${
+  admin
+    ? html`<h2>Roll back</h2>${postForm(
+        ctx,
+        `${worldPath(worldId)}/rollback`,
+        html`<input type="hidden" name="expected_content_revision" value="${content}">
+${field('revision', 'To revision', { type: 'number', required: true, hint: `0 (the empty world), or ${horizon} to ${content}. Every chunk becomes what it was then; history stays.` })}
+<label><input type="checkbox" name="confirm" value="yes" required> I have checked the revision: this rewrites the world's live content for everyone in it.</label>`,
+        'Roll back',
+        { label: 'Roll the world back', progress: 'Rolling back…' },
+      )}
+<h2>Visibility</h2>${postForm(
+        ctx,
+        `${worldPath(worldId)}/visibility`,
+        select(
+          'visibility-new',
+          'Visibility',
+          VISIBILITIES,
+          world.ok ? world.body.visibility : 'private',
+          'visibility',
+        ),
+        'Change the visibility',
+        { label: 'Change the visibility' },
+      )}`
+    : ''
+}
+<h2>Revisions</h2>
+${table(
+  'Revisions, newest first',
+  ['Revision', 'Room', 'Chunk', 'Change', 'Bytes', 'Author', 'At'],
+  history.body.items.map(
+    (
+      revision,
+    ) => html`<tr><td>${revision.revision}</td><td><code>${revision.room_id}</code></td><td>${revision.x}, ${revision.y}, ${revision.z}</td>
+<td>${revision.deleted ? 'deleted' : 'written'}</td><td>${revision.size}</td><td>${userLink(revision.author_id)}</td><td>${when(revision.created_at)}</td></tr>`,
+  ),
+)}
+${nextPage(worldPath(worldId), {}, history.body.next_cursor)}`;
+  },
+};
+
+const back = (params: Readonly<Record<string, string>>) => worldPath(params.world_id ?? '');
+/** A whole number typed in a form as the API takes it; anything else as typed, for the API to refuse. */
+const integer = (value: string | undefined) =>
+  value && /^\d{1,15}$/.test(value) ? Number(value) : (value ?? '');
+
+export const worldActions: ConsoleAction[] = [
+  {
+    path: `${PATH}/:world_id/rollback`,
+    summary: 'Roll a world back to a revision (POST /api/worlds/{world_id}/rollback), once confirmed.',
+    role: 'admin',
+    back,
+    unconfirmed: (form) =>
+      form.confirm === 'yes'
+        ? undefined
+        : 'Nothing was rolled back: tick the box to confirm the revision first.',
+    call: (form, params) => ({
+      method: 'POST',
+      path: `/api/worlds/${segment(params.world_id ?? '')}/rollback`,
+      body: {
+        revision: integer(form.revision),
+        ...(form.expected_content_revision
+          ? { expected_content_revision: integer(form.expected_content_revision) }
+          : {}),
+      },
+    }),
+    done: (answer) => {
+      const result = answer as { content_revision: number; restored: number };
+      return `Rolled back: ${result.restored} chunk(s) restored, content revision ${result.content_revision}.`;
+    },
+  },
+  {
+    path: `${PATH}/:world_id/visibility`,
+    summary: "Change a world's visibility (PATCH /api/admin/worlds/{world_id}).",
+    role: 'admin',
+    back,
+    call: (form, params) => ({
+      method: 'PATCH',
+      path: `/api/admin/worlds/${segment(params.world_id ?? '')}`,
+      body: { visibility: form.visibility ?? '' },
+    }),
+    done: (answer) => `“${(answer as World).name}” is now ${(answer as World).visibility}.`,
+  },
+];
