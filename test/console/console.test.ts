@@ -48,6 +48,10 @@ describe('the operator console', () => {
       '/console/economy/payouts',
       '/console/configuration',
       '/console/users',
+      '/console/worlds',
+      '/console/game-servers',
+      '/console/groups',
+      '/console/audit',
       '/console/sign-in',
     ]) {
       const response = await browser.get(path);
