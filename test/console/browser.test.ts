@@ -4,16 +4,21 @@ import { join } from 'node:path';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { bearer, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
+import { recordingCommand } from '../gameservers/gameservers.js';
+import { groupCalls } from '../groups/groups.js';
+import { bearer, login, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { chromiumPath, requireChromium } from '../helpers/chromium.js';
 import { queryRows } from '../helpers/database.js';
+import { chunkBytes, createWorld } from '../helpers/worlds.js';
+import { authedSocket } from '../helpers/ws-client.js';
 import { moderationCalls } from '../moderation/moderation.js';
 
 /**
  * The operator console in headless Chromium (one launch for the file): signing in, a moderator
- * resolving a report, a plain user refused, a form without its CSRF token refused, an admin
- * approving a payout, and every page at 1280 and 390 px wide, photographed.
+ * resolving a report and finding it in the audit log, a plain user refused, a form without its
+ * CSRF token refused, an admin approving a payout, granting a role and suspending an account
+ * (whose socket closes), and every page at 1280 and 390 px wide, photographed.
  *
  * Screenshots go to test-artifacts/console/ (gitignored). `npm run docs:console` runs this file
  * with CONSOLE_SCREENSHOT_DIR=docs/console, which writes the 1280 px pages docs/console.md shows.
@@ -27,8 +32,10 @@ requireChromium('the operator console', 'console/browser.test.ts');
 
 describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () => {
   // Samples are taken by the test, between bursts of traffic, so the charts have a shape.
-  const app = useTestApp({ CONSOLE_SAMPLE_INTERVAL_SECONDS: 3600 });
+  const { command } = recordingCommand();
+  const app = useTestApp({ CONSOLE_SAMPLE_INTERVAL_SECONDS: 3600, GAMESERVER_COMMAND: command });
   const mod = moderationCalls(app);
+  const groups = groupCalls(app);
   let browser: Browser;
   let admin: TokenResponse;
   let moderator: TokenResponse;
@@ -115,7 +122,7 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
     await browser?.close();
   });
 
-  it('lets a moderator sign in and resolve a report, deleting its message', async () => {
+  it('a moderator signs in, resolves a report and sees it in the audit log', async () => {
     const report = await reportedMessage('visit cheap-coins.example for free coins', 'scam link');
     const { context, page } = await open();
     try {
@@ -133,7 +140,56 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
         note: 'scam, account warned',
       });
       expect(await mod.messageCount(report.message_id)).toBe(0);
+      await page.getByRole('navigation').getByRole('link', { name: 'Audit log' }).click();
+      const entry = page.locator('tr', { hasText: report.id });
+      await expect.poll(() => entry.locator('td').nth(2).textContent()).toBe('moderation.reports.resolve');
+      expect(await entry.locator('pre').last().textContent()).toContain('scam, account warned');
     } finally {
+      await context.close();
+    }
+  });
+
+  it('an admin grants a role', async () => {
+    const target = await registerUser(app());
+    const { context, page } = await open();
+    try {
+      await signIn(page, admin.user.username);
+      await page.getByRole('navigation').getByRole('link', { name: 'Users' }).click();
+      await page.getByLabel('Name or id').fill(target.user.username);
+      await page.getByRole('button', { name: 'Search' }).click();
+      await page.getByRole('link', { name: target.user.username }).click();
+      await page.getByRole('button', { name: 'Grant moderator' }).click();
+      await expect
+        .poll(() => page.locator('.flash.notice').textContent())
+        .toContain('now holds user, moderator');
+      const account = await app().http.inject({
+        method: 'GET',
+        url: `/api/admin/users/${target.user.id}`,
+        headers: bearer(admin.access_token),
+      });
+      expect(account.json().roles).toEqual(['user', 'moderator']);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('suspending a user closes their open socket and refuses their login', async () => {
+    const target = await registerUser(app());
+    const socket = await authedSocket(app().wsUrl, target.access_token);
+    const { context, page } = await open();
+    try {
+      await signIn(page, moderator.user.username);
+      await page.goto(`/console/users/${target.user.id}`);
+      await page.getByLabel('Reason').fill('raid spam');
+      await page.getByLabel('Or for').selectOption('7 days');
+      await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+      await expect.poll(() => page.locator('.flash.notice').textContent()).toContain('is suspended until');
+      expect((await socket.closed).code).toBe(4403);
+      const refused = await login(app(), target.user.username);
+      expect(refused.statusCode).toBe(403);
+      expect(refused.json().code).toBe('ACCOUNT_SUSPENDED');
+    } finally {
+      socket.close();
       await context.close();
     }
   });
@@ -219,6 +275,28 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
 
   it('draws every page at 1280 and 390 px without the page scrolling sideways, and photographs it', async () => {
     await reportedMessage('<b>totally</b> normal message, promise', 'harassment');
+    const owner = await registerUser(app());
+    const member = await registerUser(app());
+    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token, { name: 'Harbour town' });
+    for (const [x, precondition] of [
+      [0, { 'if-none-match': '*' }],
+      [1, { 'if-none-match': '*' }],
+    ] as const) {
+      const put = await app().http.inject({
+        method: 'PUT',
+        url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/${x}/0/0`,
+        headers: {
+          ...bearer(owner.access_token),
+          'content-type': 'application/octet-stream',
+          ...precondition,
+        },
+        payload: chunkBytes(`c${x}`, x),
+      });
+      expect(put.statusCode, put.body).toBe(200);
+    }
+    await send(owner.access_token, 'POST', `/api/worlds/${worldId}/servers`, {});
+    const group = await groups.createGroup(owner, { name: 'Harbour builders', join_policy: 'open' });
+    await groups.joined(member, group.id);
     // Traffic between samples, so the overview's charts have something to draw.
     for (let round = 0; round < 6; round++) {
       for (let i = 0; i < 5 * (round + 1); i++) await app().http.inject({ method: 'GET', url: '/healthz' });
@@ -231,6 +309,13 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
       ['payouts', '/console/economy/payouts?state=approved'],
       ['configuration', '/console/configuration'],
       ['users', '/console/users'],
+      ['user', `/console/users/${moderator.user.id}`],
+      ['worlds', '/console/worlds'],
+      ['world', `/console/worlds/${worldId}`],
+      ['game-servers', '/console/game-servers'],
+      ['groups', '/console/groups'],
+      ['group', `/console/groups/${group.id}`],
+      ['audit', '/console/audit'],
     ];
     for (const width of [1280, 390]) {
       const { context, page } = await open(width);
