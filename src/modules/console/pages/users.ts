@@ -154,7 +154,7 @@ function suspensionForms(ctx: PageContext, user: AdminUserDetail): Html {
     `${userPath(user.id)}/suspend`,
     html`${field('reason', 'Reason', { required: true, max: SUSPENSION_REASON_MAX })}
 ${field('until', 'Until (UTC, optional)', { type: 'datetime-local', hint: 'Leave empty for a duration below, or for a suspension until lifted.' })}
-${select('duration', 'Or for', ['', ...Object.keys(DURATIONS)])}`,
+${select('duration', 'Or for', ['until lifted', ...Object.keys(DURATIONS)])}`,
     user.suspension ? 'Replace the suspension' : 'Suspend',
     { label: 'Suspend the account', progress: 'Suspending…' },
   );
