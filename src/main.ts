@@ -2,15 +2,11 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { appEntities, buildApp, registerControlCommands } from './app.js';
 import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
-import { createSigningKey } from './platform/auth/keys.js';
-import { ControlChannel, type ControlReply, type ControlRequest } from './platform/control-channel.js';
-import { callControl } from './platform/control-client.js';
-import { dataAccess } from './platform/data-access.js';
-import { openDatabase } from './platform/db.js';
-import { createLogger } from './platform/log.js';
-import { migrateUp, migrationStatus } from './platform/migrate.js';
+import type { ControlReply, ControlRequest } from './platform/control-channel.js';
+
+// Each command imports what it needs when it runs: the service's modules, the ORM and the database
+// driver take seconds to load, which `help`, a usage mistake or a bad setting should not wait for.
 
 const usage = `Usage: atrium <command>
 
@@ -51,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
       return runCommand(config, { command: 'economy.verify' });
     case 'keys': {
       if (sub !== 'create') break;
+      const { createSigningKey } = await import('./platform/auth/keys.js');
       const key = await createSigningKey(config.DATA_DIR);
       console.log(`created key ${key.kid} at ${key.privateKeyPath}`);
       return 0;
@@ -61,6 +58,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
+  const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -103,6 +101,7 @@ async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Pro
  * print the same lines and exit with the same code.
  */
 async function runCommand(config: ReturnType<typeof loadConfig>, request: ControlRequest): Promise<number> {
+  const { callControl } = await import('./platform/control-client.js');
   const reply = (await callControl(config.DATA_DIR, request)) ?? (await runLocally(config, request));
   if (!reply.ok) {
     console.error(`${reply.error.code}: ${reply.error.message}`);
@@ -117,6 +116,21 @@ async function runLocally(
   config: ReturnType<typeof loadConfig>,
   request: ControlRequest,
 ): Promise<ControlReply> {
+  const [
+    { appEntities, registerControlCommands },
+    { ControlChannel },
+    { dataAccess },
+    { openDatabase },
+    { createLogger },
+    { migrateUp },
+  ] = await Promise.all([
+    import('./app.js'),
+    import('./platform/control-channel.js'),
+    import('./platform/data-access.js'),
+    import('./platform/db.js'),
+    import('./platform/log.js'),
+    import('./platform/migrate.js'),
+  ]);
   const db = await openDatabase(config, { entities: appEntities });
   try {
     await migrateUp(db, config.DATABASE_URL);
@@ -138,6 +152,10 @@ async function openapi(args: string[]): Promise<number> {
     console.error(`Usage: atrium openapi [--out <file>]\n\n${usage}`);
     return 2;
   }
+  const [{ buildApp }, { createLogger }] = await Promise.all([
+    import('./app.js'),
+    import('./platform/log.js'),
+  ]);
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-openapi-'));
   try {
     // The document needs the routes, not a database: a server URL nothing connects to spares the
@@ -185,6 +203,10 @@ async function migrate(config: ReturnType<typeof loadConfig>, sub: string): Prom
     console.error(`Unknown migrate command: ${sub}\n\n${usage}`);
     return 2;
   }
+  const [{ openDatabase }, { migrateUp, migrationStatus }] = await Promise.all([
+    import('./platform/db.js'),
+    import('./platform/migrate.js'),
+  ]);
   const db = await openDatabase(config);
   try {
     if (sub === 'status') {
