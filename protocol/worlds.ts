@@ -218,7 +218,7 @@ export type AdminWorld = z.infer<typeof adminWorldSchema>;
 export const adminWorldsList = operation('admin.worlds.list', {
   tag: 'admin',
   summary:
-    'Every world whatever its visibility, newest first (moderators and admins; others 403 FORBIDDEN). `query` matches a prefix of the name or words of it (case-insensitive), `visibility` and `owner_id` narrow it.',
+    'Every world whatever its visibility, newest first (moderators and admins; others 403 FORBIDDEN). `query` is an exact world id (that world alone) or matches a prefix of the name or words of it (case-insensitive), `visibility` and `owner_id` narrow it.',
   rest: { method: 'GET', path: '/api/admin/worlds' },
   request: z
     .object({

@@ -210,6 +210,18 @@ describe('the operator console’s administration pages', () => {
       expect(await contentRevision(worldId)).toBe(second);
     });
 
+    it('shows a private world by its name, owner and visibility, which its public record would not', async () => {
+      const { console: browser } = await operator('moderator');
+      const { owner, worldId } = await worldWithHistory();
+      const page = await browser.get(`/console/worlds/${worldId}`);
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain('<h2>Vandalised keep</h2>');
+      expect(page.body).toContain(
+        `<dt>Owner</dt><dd><a href="/console/users/${owner.user.id}"><code>${owner.user.username}</code></a></dd>`,
+      );
+      expect(page.body).toContain('<dt>Visibility</dt><dd>private</dd>');
+    });
+
     it('rolls a world back for an admin only once confirmed, recorded in the audit log', async () => {
       const { console: browser } = await operator('admin');
       const { worldId, first, second } = await worldWithHistory();

@@ -105,10 +105,58 @@ describe('worlds administration', () => {
     expect(await ids(`query=%20&owner_id=${owner.user.id}`)).toEqual([publicOne, privateOne]);
   });
 
+  it('finds one world, private ones included, when the query is its id in any case', async () => {
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token, { name: 'Hidden keep' });
+    await createWorld(app(), owner.access_token, { name: worldId });
+    for (const staff of [
+      await registerWithRole(app(), 'moderator'),
+      await registerWithRole(app(), 'admin'),
+    ]) {
+      for (const query of [worldId, worldId.toUpperCase(), `%20${worldId}%20`]) {
+        const found = (await expectStatus(200, 'GET', `/api/admin/worlds?query=${query}`, staff)).json();
+        expect(found).toEqual({
+          items: [
+            {
+              id: worldId,
+              owner_id: owner.user.id,
+              owner_username: owner.user.username,
+              name: 'Hidden keep',
+              description: expect.any(String),
+              visibility: 'private',
+              content_revision: 0,
+              created_at: expect.any(String),
+              updated_at: expect.any(String),
+            },
+          ],
+          next_cursor: null,
+        });
+      }
+      const ids = async (query: string) =>
+        (await expectStatus(200, 'GET', `/api/admin/worlds?${query}`, staff))
+          .json()
+          .items.map((w: { id: string }) => w.id);
+      // The other filters still narrow it; an id no world has finds nothing.
+      expect(await ids(`query=${worldId}&visibility=public`)).toEqual([]);
+      expect(await ids(`query=${worldId}&owner_id=${newId()}`)).toEqual([]);
+      expect(await ids(`query=${newId()}`)).toEqual([]);
+    }
+  });
+
+  it('refuses a lookup by id to users without a staff role with 403 FORBIDDEN, even the owner', async () => {
+    const owner = await registerUser(app());
+    const { worldId } = await createWorld(app(), owner.access_token);
+    for (const caller of [owner, await registerUser(app())]) {
+      const refused = await list(caller, `?query=${worldId}`);
+      expect([refused.statusCode, refused.json().code]).toEqual([403, 'FORBIDDEN']);
+    }
+  });
+
   it.each([
     ['an owner_id that is no id', '?owner_id=someone', 'owner_id'],
     ['an unknown visibility', '?visibility=hidden', 'visibility'],
     ['a limit over 100', '?limit=101', 'limit'],
+    ['a query over 100 characters', `?query=${'x'.repeat(101)}`, 'query'],
     ['a cursor it never gave', '?cursor=bm90LWEta2V5', 'cursor'],
     ['an unknown filter', '?name=x', ''],
   ])('answers 422 VALIDATION_FAILED to %s', async (_what, query, path) => {

@@ -22,7 +22,7 @@ export class WorldAdminService {
     private readonly audit: Pick<AuditApi, 'record'>,
   ) {}
 
-  /** Every world whatever its visibility, newest first: moderators and admins. */
+  /** Every world whatever its visibility, newest first, or the one whose id `query` is: moderators and admins. */
   async list(
     ctx: Ctx,
     query: {
@@ -40,10 +40,12 @@ export class WorldAdminService {
         errors: [{ path: 'owner_id', message: 'must be an account id' }],
       });
     const before = decodeCursor(query.cursor, isWorldKey);
+    // As the accounts list does: a query that is an id finds that world, whatever its name.
+    const text = query.query?.trim() ?? '';
     const rows = await adminWorldsPage(
       ctx.data,
       {
-        search: searchTerms(query.query),
+        ...(isId(text) ? { id: canonicalId(text) } : { search: searchTerms(text) }),
         visibility: query.visibility,
         ownerId: query.owner_id === undefined ? undefined : canonicalId(query.owner_id),
       },

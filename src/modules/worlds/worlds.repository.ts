@@ -250,6 +250,8 @@ export async function lockWorld(data: DataAccess, worldId: string): Promise<Worl
 }
 
 export interface AdminWorldFilter {
+  /** One world by its exact (canonical) id. */
+  id?: string | undefined;
   /** A name search (src/platform/name-search.ts). */
   search?: NameSearch | undefined;
   visibility?: WorldVisibility | undefined;
@@ -273,6 +275,7 @@ export async function adminWorldsPage(
     params.push(value);
     return `$${params.length}`;
   };
+  if (filter.id !== undefined) conditions.push(`id = ${param(filter.id)}::uuid`);
   if (filter.visibility !== undefined)
     conditions.push(`visibility = ${param(filter.visibility)}::world_visibility`);
   if (filter.ownerId !== undefined) conditions.push(`owner_id = ${param(filter.ownerId)}::uuid`);
