@@ -323,13 +323,15 @@ describe('the operator console’s administration pages', () => {
       expect((await browser.get(`/console/groups/${group.id}`)).body).toContain('Member removed.');
     });
 
-    it('deletes a group only once confirmed', async () => {
+    it('deletes a group only once confirmed, saying so on its page, then goes back to the list', async () => {
       const { console: browser } = await operator('moderator');
       const { group } = await groupWithMember();
-      await browser.post(`/console/groups/${group.id}/delete`, {});
-      expect((await browser.get('/console/groups')).body).toContain('Nothing was deleted');
+      const unticked = await browser.post(`/console/groups/${group.id}/delete`, {});
+      expect([unticked.statusCode, unticked.headers.location]).toEqual([303, `/console/groups/${group.id}`]);
+      expect((await browser.get(`/console/groups/${group.id}`)).body).toContain('Nothing was deleted');
       expect(await memberIds(group.id)).toHaveLength(2);
-      await browser.post(`/console/groups/${group.id}/delete`, { confirm: 'yes' });
+      const deleted = await browser.post(`/console/groups/${group.id}/delete`, { confirm: 'yes' });
+      expect([deleted.statusCode, deleted.headers.location]).toEqual([303, '/console/groups']);
       expect(await memberIds(group.id)).toEqual([]);
       expect((await browser.get('/console/groups')).body).toContain('Group deleted.');
     });

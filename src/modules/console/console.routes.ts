@@ -142,15 +142,18 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
           if (!sameSecret(form._csrf, session.csrf)) return csrfRefused(reply);
           if (!allows(session.roles, action.role)) return roleRefused(reply);
           const params = request.params as Record<string, string>;
-          const back = typeof action.back === 'function' ? action.back(params) : action.back;
+          const back = (done: boolean) =>
+            typeof action.back === 'function' ? action.back(params, done) : action.back;
           const unconfirmed = action.unconfirmed?.(form);
           if (unconfirmed) {
             session.flash = { kind: 'error', text: unconfirmed };
             await deps.sessions.save(id, session);
-            return reply.redirect(back, 303);
+            return reply.redirect(back(false), 303);
           }
+          let done = false;
           try {
             const answer = await deps.api.call(request, id, session, action.call(form, params));
+            done = answer.ok;
             session.flash = answer.ok
               ? { kind: 'notice', text: action.done(answer.body) }
               : {
@@ -162,7 +165,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             throw err;
           }
           await deps.sessions.save(id, session);
-          return reply.redirect(back, 303);
+          return reply.redirect(back(done), 303);
         },
       );
     }

@@ -45,8 +45,13 @@ export interface ConsoleAction {
   unconfirmed?(form: Readonly<Record<string, string>>): string | undefined;
   /** The notice shown after it succeeded. */
   done(answer: unknown): string;
-  /** Where the operator goes afterwards (the page the form was on), from the path's segments if it needs them. */
-  back: `/console${string}` | ((params: Readonly<Record<string, string>>) => `/console${string}`);
+  /**
+   * Where the operator goes afterwards (the page the form was on), from the path's segments if it
+   * needs them and from whether the action was done (a deleted thing's page is gone; a refusal shows there).
+   */
+  back:
+    | `/console${string}`
+    | ((params: Readonly<Record<string, string>>, done: boolean) => `/console${string}`);
 }
 
 /** A hidden field carrying a fresh Idempotency-Key: a form submitted twice does its work once. */

@@ -122,7 +122,8 @@ export const groupActions: ConsoleAction[] = [
     path: `${PATH}/:group_id/delete`,
     summary: 'Delete a group (DELETE /api/admin/groups/{group_id}), once confirmed.',
     role: 'moderator',
-    back: PATH,
+    // Once deleted, its page is gone: back to the list. Unconfirmed or refused, back to its page.
+    back: (params, done) => (done ? PATH : groupPath(params.group_id ?? '')),
     unconfirmed: (form) =>
       form.confirm === 'yes' ? undefined : 'Nothing was deleted: tick the box to confirm the deletion first.',
     call: (_form, params) => ({
