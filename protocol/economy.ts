@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { filterId, timeIdCursor } from './cursors.js';
+import { timeIdCursor } from './cursors.js';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
-import { text } from './text.js';
 
 /**
  * The economy (docs/economy.md): wallets and creator balances kept by a double-entry ledger, a
- * catalog of items, fixed-price listings, purchases with a platform fee and a hold, inventories,
- * payouts and the admins' tools. Money is an integer of minor units of one currency, `coin`.
+ * catalog of items, fixed-price listings, purchases with a platform fee and a hold, inventories
+ * and payouts (the admins' tools: economy-admin.ts). Money is an integer of minor units of one
+ * currency, `coin`.
  *
  * Every POST and PATCH carries an idempotency key (REST: the `Idempotency-Key` header; a frame:
  * its `idempotency_key` field): a retry with the same key and request replays the first answer
@@ -23,7 +23,7 @@ const currency = z.literal(CURRENCY);
 /** A request amount or price: an integer of minor units, 1 to 10^12 (no strings, no fractions). */
 export const amount = z.number().int().min(1).max(MAX_AMOUNT);
 /** A balance or entry amount as stored: a signed integer of minor units. */
-const money = z.number().int();
+export const money = z.number().int();
 
 /** The Idempotency-Key: 1-255 visible ASCII characters, chosen by the client per logical write. */
 export const idempotencyKeySchema = z
@@ -282,103 +282,6 @@ export const payoutsGet = operation('economy.payouts.get', {
   errors: [401, 404, 422],
 });
 
-export const adminGrant = operation('economy.admin.grant', {
-  tag,
-  summary: "Admins: credit a user's wallet from the platform's issuance account, with a reason.",
-  rest: { method: 'POST', path: '/api/economy/admin/grants', status: 201, idempotencyKey: true },
-  request: z.object({ ...idempotent, user_id: id, amount, reason: text(1, 500) }).strict(),
-  response: grantSchema,
-  errors: [401, 403, 404, 422],
-});
-
-export const adminLedger = operation('economy.admin.ledger', {
-  tag,
-  summary:
-    "Admins: ledger entries newest first, of a user's accounts (`user_id`, optionally one `account`) or of one platform account (`account` alone).",
-  rest: { method: 'GET', path: '/api/economy/admin/ledger' },
-  request: z.object({ user_id: filterId.optional(), account: accountSchema.optional(), ...page }).strict(),
-  response: pageOf(entrySchema),
-  errors: [401, 403, 422],
-});
-
-export const adminPayouts = operation('economy.admin.payouts', {
-  tag,
-  summary: 'Admins: payout requests, oldest first, optionally in one state.',
-  rest: { method: 'GET', path: '/api/economy/admin/payouts' },
-  request: z.object({ state: payoutStateSchema.optional(), ...page }).strict(),
-  response: pageOf(payoutSchema),
-  errors: [401, 403, 422],
-});
-
-export const adminPayoutDecide = operation('economy.admin.payouts.decide', {
-  tag,
-  summary:
-    'Admins: move a payout requested -> approved -> paid, or requested|approved -> rejected (funds back to available). Any other move 409 CONFLICT with current_state; of two deciders one wins.',
-  rest: { method: 'PATCH', path: '/api/economy/admin/payouts/:payout_id', idempotencyKey: true },
-  request: z
-    .object({
-      ...idempotent,
-      payout_id: id,
-      state: z.enum(['approved', 'paid', 'rejected']),
-      note: text(1, 2000).optional(),
-    })
-    .strict(),
-  response: payoutSchema,
-  errors: [401, 403, 404, 409, 422],
-});
-
-export const adminRefund = operation('economy.admin.refund', {
-  tag,
-  summary:
-    "Admins: refund a purchase while its hold lasts (negated entries, one unit leaves the buyer's inventory); after the hold, or a second time, 409.",
-  rest: { method: 'POST', path: '/api/economy/admin/purchases/:purchase_id/refund', idempotencyKey: true },
-  request: z.object({ ...idempotent, purchase_id: id, reason: text(1, 500) }).strict(),
-  response: purchaseSchema,
-  errors: [401, 403, 404, 409, 422],
-});
-
-/** The most differences one verify answer lists; `difference_count` counts them all. */
-export const VERIFY_DIFFERENCES_SHOWN = 100;
-
-/** One way the ledger disagrees with itself (`atrium economy verify` prints the same objects). */
-export const ledgerDifferenceSchema = z.discriminatedUnion('kind', [
-  z.object({
-    kind: z.literal('balance'),
-    account_id: z.string(),
-    account: z.string(),
-    user_id: z.string().nullable(),
-    stored: money,
-    entries: money,
-  }),
-  z.object({ kind: z.literal('unbalanced_transaction'), transaction_id: z.string(), sum: money }),
-  z.object({
-    kind: z.literal('balance_after'),
-    entry_id: z.string(),
-    account_id: z.string(),
-    stored: money,
-    running: money,
-  }),
-]);
-
-export const verifyReportSchema = z.object({
-  /** True when every balance equals its entries' sum, every transaction sums to zero and every balance_after is its running sum. */
-  ok: z.boolean(),
-  verified_at: z.string(),
-  difference_count: z.number().int(),
-  /** The first VERIFY_DIFFERENCES_SHOWN differences; the CLI prints them all. */
-  differences: z.array(ledgerDifferenceSchema),
-});
-
-export const adminVerify = operation('economy.admin.verify', {
-  tag,
-  summary:
-    "Admins: `atrium economy verify` over the API: every stored balance against its entries' sum, every transaction's sum and every entry's balance_after, read in one snapshot.",
-  rest: { method: 'GET', path: '/api/economy/admin/verify' },
-  request: z.object({}).strict(),
-  response: verifyReportSchema,
-  errors: [401, 403, 422],
-});
-
 export const economyOperations = [
   economySettings,
   economyWallet,
@@ -388,12 +291,6 @@ export const economyOperations = [
   payoutsCreate,
   payoutsList,
   payoutsGet,
-  adminGrant,
-  adminLedger,
-  adminPayouts,
-  adminPayoutDecide,
-  adminRefund,
-  adminVerify,
 ] as const;
 
 /** Events on the user's own topic, so a live client updates without polling. */

@@ -6,6 +6,7 @@ import { chatOperations } from './chat.js';
 import { chunkOperations } from './chunks.js';
 import { discoveryOperations } from './discovery.js';
 import { economyOperations } from './economy.js';
+import { economyAdminOperations } from './economy-admin.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
@@ -31,6 +32,7 @@ export * from './chat.js';
 export * from './chunks.js';
 export * from './discovery.js';
 export * from './economy.js';
+export * from './economy-admin.js';
 export * from './favorites.js';
 export * from './gameservers.js';
 export * from './group-admin.js';
@@ -74,6 +76,7 @@ const all = [
   ...gameServerOperations,
   ...internalOperations,
   ...economyOperations,
+  ...economyAdminOperations,
   ...marketplaceOperations,
   ...settingsOperations,
 ] as const;

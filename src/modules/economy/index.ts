@@ -1,10 +1,4 @@
 import {
-  adminGrant,
-  adminLedger,
-  adminPayoutDecide,
-  adminPayouts,
-  adminRefund,
-  adminVerify,
   CURRENCY,
   creatorBalance,
   economyLedger,
@@ -15,6 +9,14 @@ import {
   payoutsGet,
   payoutsList,
 } from '../../../protocol/economy.js';
+import {
+  adminGrant,
+  adminLedger,
+  adminPayoutDecide,
+  adminPayouts,
+  adminRefund,
+  adminVerify,
+} from '../../../protocol/economy-admin.js';
 import {
   inventoryList,
   itemsCreate,

@@ -6,10 +6,9 @@ import {
   type grantSchema,
   type settingsSchema,
   type Transaction,
-  VERIFY_DIFFERENCES_SHOWN,
-  type verifyReportSchema,
   type walletSchema,
 } from '../../../protocol/economy.js';
+import { VERIFY_DIFFERENCES_SHOWN, type verifyReportSchema } from '../../../protocol/economy-admin.js';
 import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';

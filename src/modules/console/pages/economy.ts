@@ -6,8 +6,8 @@ import {
   type Payout,
   type Purchase,
   payoutStateSchema,
-  type verifyReportSchema,
 } from '../../../../protocol/economy.js';
+import type { verifyReportSchema } from '../../../../protocol/economy-admin.js';
 import { type Html, html } from '../html.js';
 import { segment } from '../operator-api.js';
 import {
