@@ -1,5 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
+import { errorResponses } from '../../platform/http-schemas.js';
 import { DOCUMENTED_BODIES, mediaResponse } from '../../platform/openapi.js';
 import { type Html, html } from './html.js';
 import { bare } from './layout.js';
@@ -42,6 +43,21 @@ export function consoleSchema(
     summary,
     response,
     ...(form ? { [DOCUMENTED_BODIES]: formBody } : {}),
+  };
+}
+
+/**
+ * The schema of a page or form about one thing (`/console/users/:user_id`): its ids are bounded as
+ * the API's are (over 64 characters: 422), and a path that resolves to no route once its `..` are
+ * taken answers 404, as the API's routes with ids do.
+ */
+export function withPathIds<S extends { response: Record<number, unknown> }>(path: string, schema: S) {
+  const names = [...path.matchAll(/:(\w+)/g)].map((match) => match[1] as string);
+  if (names.length === 0) return schema;
+  return {
+    ...schema,
+    params: z.object(Object.fromEntries(names.map((name) => [name, z.string().max(64)]))),
+    response: { ...schema.response, ...errorResponses(404) },
   };
 }
 

@@ -15,6 +15,7 @@ import {
   refused,
   SESSION_COOKIE,
   seeOther,
+  withPathIds,
 } from './console-http.js';
 import { consoleCookie, parseCookies } from './cookies.js';
 import { type Html, html } from './html.js';
@@ -73,11 +74,14 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
         page.path,
         {
           ...consoleRoute,
-          schema: consoleSchema(`page.${slug(page.path)}`, `The console's ${page.title} page.`, {
-            200: htmlPage('The page.'),
-            303: seeOther,
-            403: refused,
-          }),
+          schema: withPathIds(
+            page.path,
+            consoleSchema(`page.${slug(page.path)}`, `The console's ${page.title} page.`, {
+              200: htmlPage('The page.'),
+              303: seeOther,
+              403: refused,
+            }),
+          ),
         },
         async (request, reply) => {
           const signedIn = await sessionOf(request);
@@ -126,11 +130,14 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
         action.path,
         {
           ...consoleRoute,
-          schema: consoleSchema(
-            `action.${slug(action.path)}`,
-            action.summary,
-            { 303: seeOther, 403: refused },
-            true,
+          schema: withPathIds(
+            action.path,
+            consoleSchema(
+              `action.${slug(action.path)}`,
+              action.summary,
+              { 303: seeOther, 403: refused },
+              true,
+            ),
           ),
         },
         async (request, reply) => {
