@@ -4,10 +4,10 @@ import { suspensionUntil } from '../../src/modules/console/pages/users.js';
 import { auditEntriesOf } from '../audit/audit.js';
 import { gameServerCalls, recordingCommand } from '../gameservers/gameservers.js';
 import { groupCalls } from '../groups/groups.js';
-import { bearer, login, registerUser, registerWithRole } from '../helpers/accounts.js';
+import { login, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { chunkBytes, createWorld } from '../helpers/worlds.js';
+import { createWorld, worldWithHistory as historyWorld } from '../helpers/worlds.js';
 import { ConsoleClient } from './console-client.js';
 
 /**
@@ -37,28 +37,7 @@ describe('the operator console’s administration pages', () => {
         userId,
       ])
     )[0]?.s;
-  /** A world of a fresh user with one chunk written then replaced: revisions `first` and `second`. */
-  const worldWithHistory = async () => {
-    const owner = await registerUser(app());
-    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token, { name: 'Vandalised keep' });
-    const put = async (id: string, precondition: Record<string, string>) => {
-      const response = await app().http.inject({
-        method: 'PUT',
-        url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/0/0/0`,
-        headers: {
-          ...bearer(owner.access_token),
-          'content-type': 'application/octet-stream',
-          ...precondition,
-        },
-        payload: chunkBytes(id),
-      });
-      expect(response.statusCode, response.body).toBe(200);
-      return response.json().revision as number;
-    };
-    const first = await put('first', { 'if-none-match': '*' });
-    const second = await put('second', { 'if-match': `"${first}"` });
-    return { owner, worldId, first, second };
-  };
+  const worldWithHistory = () => historyWorld(app(), { name: 'Vandalised keep' });
   const contentRevision = async (worldId: string) =>
     Number(
       (

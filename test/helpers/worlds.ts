@@ -1,6 +1,7 @@
+import { expect } from 'vitest';
 import { type Chunk, encodeChunk } from '../../protocol/chunk-codec.js';
 import type { App } from '../../src/app.js';
-import { bearer } from './accounts.js';
+import { bearer, registerUser } from './accounts.js';
 
 /** A node a test talks to over HTTP: the in-process app, or one instance of a cluster. */
 type Node = Pick<App, 'http'>;
@@ -52,4 +53,26 @@ export async function createRoom(node: Node, token: string, worldId: string, nam
   });
   if (created.statusCode !== 201) throw new Error(`createRoom: ${created.statusCode} ${created.body}`);
   return (created.json() as { id: string }).id;
+}
+
+/**
+ * A world of a fresh user with one chunk written (revision `first`) and then replaced (content
+ * revision `second`): something to read the history of and roll back.
+ */
+export async function worldWithHistory(node: App, options: { name?: string; visibility?: string } = {}) {
+  const owner = await registerUser(node);
+  const { worldId, mainRoomId } = await createWorld(node, owner.access_token, options);
+  const put = async (id: string, precondition: Record<string, string>) => {
+    const response = await node.http.inject({
+      method: 'PUT',
+      url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/0/0/0`,
+      headers: { ...bearer(owner.access_token), 'content-type': 'application/octet-stream', ...precondition },
+      payload: chunkBytes(id),
+    });
+    expect(response.statusCode, response.body).toBe(200);
+    return response.json().revision as number;
+  };
+  const first = await put('first', { 'if-none-match': '*' });
+  const second = await put('second', { 'if-match': `"${first}"` });
+  return { owner, worldId, first, second };
 }

@@ -3,10 +3,10 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import { newId } from '../../src/platform/ids.js';
 import { auditEntriesOf } from '../audit/audit.js';
 import { uniqueGroupName } from '../groups/groups.js';
-import { bearer, callsAs, registerUser, registerWithRole } from '../helpers/accounts.js';
+import { callsAs, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { chunkBytes, createWorld } from '../helpers/worlds.js';
+import { createWorld, worldWithHistory as historyWorld } from '../helpers/worlds.js';
 
 /** The administration of worlds (docs/worlds.md, "Administration"). */
 describe('worlds administration', () => {
@@ -20,28 +20,7 @@ describe('worlds administration', () => {
       ])
     )[0]?.v;
 
-  /** A world of a fresh user, with one chunk written (revision `first`) and then replaced (content revision `second`). */
-  const worldWithHistory = async (visibility = 'private') => {
-    const owner = await registerUser(app());
-    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token, { visibility });
-    const put = async (id: string, precondition: Record<string, string>) => {
-      const response = await app().http.inject({
-        method: 'PUT',
-        url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/0/0/0`,
-        headers: {
-          ...bearer(owner.access_token),
-          'content-type': 'application/octet-stream',
-          ...precondition,
-        },
-        payload: chunkBytes(id),
-      });
-      expect(response.statusCode, response.body).toBe(200);
-      return response.json().revision as number;
-    };
-    const first = await put('first', { 'if-none-match': '*' });
-    const second = await put('second', { 'if-match': `"${first}"` });
-    return { owner, worldId, first, second };
-  };
+  const worldWithHistory = (visibility = 'private') => historyWorld(app(), { visibility });
 
   it('lists every world to moderators and admins, private ones included, newest first in keyset pages', async () => {
     const owner = await registerUser(app());
