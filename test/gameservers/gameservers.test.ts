@@ -13,14 +13,7 @@ const node = JSON.stringify;
 
 describe('a spawned game server with the reference program', () => {
   const { command, dir } = recordingCommand();
-  // Ten concurrent joins of one world take its join lock in turn, and Postgres counts the wait
-  // against the statement timeout: on a loaded CI machine the last waited over the default 1 s and
-  // answered 503. The test is about one server for all of them, so it gives the waits room.
-  const app = useTestApp({
-    GAMESERVER_COMMAND: command,
-    GAMESERVER_READY_TIMEOUT_MS: 20_000,
-    DATABASE_QUERY_TIMEOUT_MS: 10_000,
-  });
+  const app = useTestApp({ GAMESERVER_COMMAND: command, GAMESERVER_READY_TIMEOUT_MS: 20_000 });
   const { spawn, settled, internal, expectStatus, get, putChunk } = gameServerCalls(app);
 
   it('starts, reports ready with its address, reads its world with its token, and its token dies when it is stopped', async () => {
