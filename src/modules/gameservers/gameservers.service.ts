@@ -6,6 +6,7 @@ import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
+import { KeyedTurns } from '../../platform/keyed-turns.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
@@ -88,6 +89,8 @@ const isAdmin = (user: AuthUser) => user.roles.includes('admin');
  */
 export class GameServersService {
   private readonly lifecycle: ServerLifecycle;
+  /** Joins of one world on this node take turns here before they take the world's lock. */
+  private readonly joinTurns = new KeyedTurns();
 
   constructor(private readonly deps: GameServersDeps) {
     this.lifecycle = new ServerLifecycle(deps);
@@ -212,17 +215,19 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const world = await this.deps.worlds.readable(ctx, worldId);
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await transaction(ctx.data, async (tx) => {
-        await lockWorldJoins(tx, world.id);
-        const now = ctx.now();
-        const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
-        const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
-        if (slot) return { slot, overdue };
-        if (starting) return { wait: starting, overdue };
-        const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-        const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
-        return { launch: { ...launch, mayTakeLastSlots }, overdue };
-      });
+      const step = await this.joinTurns.run(world.id, () =>
+        transaction(ctx.data, async (tx) => {
+          await lockWorldJoins(tx, world.id);
+          const now = ctx.now();
+          const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
+          const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
+          if (slot) return { slot, overdue };
+          if (starting) return { wait: starting, overdue };
+          const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
+          const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
+          return { launch: { ...launch, mayTakeLastSlots }, overdue };
+        }),
+      );
       for (const row of step.overdue) await this.lifecycle.afterEnd(row);
       if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
       const pending = step.launch?.row ?? (step.wait as GameServerRow);
