@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+import { LongFilesFirst } from './test/helpers/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -18,5 +19,6 @@ export default defineConfig({
     // state through it: each builds and closes its own app, on a database clone that is fresh or,
     // embedded, the previous file's reset to the template (test/helpers/embedded-reuse.ts).
     isolate: false,
+    sequence: { sequencer: LongFilesFirst },
   },
 });
