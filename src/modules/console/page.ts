@@ -156,3 +156,33 @@ export function nextPage(
 export function when(iso: string | null | undefined): string {
   return iso ? `${iso.slice(0, 19).replace('T', ' ')} UTC` : '—';
 }
+
+/** What a list page shows: its filter form, the API list it pages through and one row per item. */
+export interface Listing<T> {
+  /** The page's own path, which the next-page link points at. */
+  path: string;
+  filters: Html;
+  /** The API's list route and the filter fields it is given (and the next-page link carries). */
+  api: `/api/${string}`;
+  query: Readonly<Record<string, string>>;
+  pageSize: number;
+  caption: string;
+  headings: readonly string[];
+  row(item: T): Html;
+}
+
+/**
+ * A list page's body: the filter form, then one page of the API's list as a table with the link
+ * to the next, or the API's refusal under the form.
+ */
+export async function listing<T>(ctx: PageContext, list: Listing<T>): Promise<Html> {
+  const answer = await ctx.api<{ items: T[]; next_cursor: string | null }>({
+    method: 'GET',
+    path: list.api,
+    query: { ...list.query, limit: list.pageSize, cursor: ctx.query.cursor },
+  });
+  if (!answer.ok) return html`${list.filters}${problemBox(answer.problem)}`;
+  return html`${list.filters}
+${table(list.caption, list.headings, answer.body.items.map(list.row))}
+${nextPage(list.path, list.query, answer.body.next_cursor)}`;
+}

@@ -1,6 +1,6 @@
 import type { AuditEntryView } from '../../../../protocol/audit.js';
 import { type Html, html } from '../html.js';
-import { type ConsolePage, field, nextPage, problemBox, table, when } from '../page.js';
+import { type ConsolePage, field, listing, when } from '../page.js';
 import { userLink } from './users.js';
 
 const PATH = '/console/audit';
@@ -30,23 +30,18 @@ ${field('actor', 'Actor (account id)', { value: filters.actor, max: 64 })}
 ${field('target', 'Target id', { value: filters.target, max: 200 })}
 ${field('action', 'Action', { value: filters.action, max: 100, hint: 'An exact name: users.suspend, moderation.reports.resolve…' })}
 <button type="submit">Show</button></form>`;
-    const answer = await ctx.api<{ items: AuditEntryView[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/admin/audit',
-      query: { ...filters, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
-    if (!answer.ok) return html`${form}${problemBox(answer.problem)}`;
-    return html`${form}
-${table(
-  'Audit entries, newest first',
-  ['At', 'Actor', 'Action', 'Target', 'Before', 'After'],
-  answer.body.items.map(
-    (
-      entry,
-    ) => html`<tr><td>${when(entry.at)}</td><td>${actor(entry)}</td><td><code>${entry.action}</code></td>
+    return listing<AuditEntryView>(ctx, {
+      path: PATH,
+      filters: form,
+      api: '/api/admin/audit',
+      query: filters,
+      pageSize: PAGE_SIZE,
+      caption: 'Audit entries, newest first',
+      headings: ['At', 'Actor', 'Action', 'Target', 'Before', 'After'],
+      row: (
+        entry,
+      ) => html`<tr><td>${when(entry.at)}</td><td>${actor(entry)}</td><td><code>${entry.action}</code></td>
 <td>${entry.target_type} <code>${entry.target_id}</code></td><td>${state(entry.before)}</td><td>${state(entry.after)}</td></tr>`,
-  ),
-)}
-${nextPage(PATH, filters, answer.body.next_cursor)}`;
+    });
   },
 };

@@ -2,16 +2,7 @@ import type { AdminGameServer } from '../../../../protocol/gameservers.js';
 import { gameServerStatusFilterSchema } from '../../../../protocol/gameservers.js';
 import { html } from '../html.js';
 import { segment } from '../operator-api.js';
-import {
-  type ConsoleAction,
-  type ConsolePage,
-  nextPage,
-  postForm,
-  problemBox,
-  select,
-  table,
-  when,
-} from '../page.js';
+import { type ConsoleAction, type ConsolePage, listing, postForm, select, when } from '../page.js';
 import { userLink } from './users.js';
 
 const PATH = '/console/game-servers';
@@ -27,34 +18,40 @@ export const gameServersPage: ConsolePage = {
     const status = STATUSES.includes(ctx.query.status ?? '') ? (ctx.query.status as string) : '';
     const filter = html`<form method="get" action="${PATH}" class="filters" aria-label="Filter game servers">
 ${select('status', 'Status', ['', ...STATUSES], status)}<button type="submit">Show</button></form>`;
-    const answer = await ctx.api<{ items: AdminGameServer[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/admin/servers',
-      query: { status, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
-    if (!answer.ok) return html`${filter}${problemBox(answer.problem)}`;
-    return html`${filter}
-${table(
-  'Game servers',
-  ['Server', 'World', 'Status', 'Players', 'Backend', 'Address', 'Started by', 'Created', 'Ended', ''],
-  answer.body.items.map(
-    (
-      server,
-    ) => html`<tr><td><code>${server.server_id}</code></td><td><a href="${`/console/worlds/${segment(server.world_id)}`}"><code>${server.world_id}</code></a></td>
+    return listing<AdminGameServer>(ctx, {
+      path: PATH,
+      filters: filter,
+      api: '/api/admin/servers',
+      query: { status },
+      pageSize: PAGE_SIZE,
+      caption: 'Game servers',
+      headings: [
+        'Server',
+        'World',
+        'Status',
+        'Players',
+        'Backend',
+        'Address',
+        'Started by',
+        'Created',
+        'Ended',
+        '',
+      ],
+      row: (
+        server,
+      ) => html`<tr><td><code>${server.server_id}</code></td><td><a href="${`/console/worlds/${segment(server.world_id)}`}"><code>${server.world_id}</code></a></td>
 <td>${server.status}${server.error ? html`<br><small>${server.error}</small>` : ''}</td><td>${server.players} / ${server.max_players}</td><td>${server.backend}</td>
 <td>${server.address ?? '—'}</td><td>${userLink(server.requested_by)}</td><td>${when(server.created_at)}</td><td>${when(server.ended_at)}</td>
 <td>${
-      server.status === 'starting' || server.status === 'ready'
-        ? postForm(ctx, `${PATH}/${segment(server.server_id)}/stop`, html``, 'Stop', {
-            className: 'inline',
-            label: `Stop the server ${server.server_id}`,
-            progress: 'Stopping…',
-          })
-        : ''
-    }</td></tr>`,
-  ),
-)}
-${nextPage(PATH, { status }, answer.body.next_cursor)}`;
+        server.status === 'starting' || server.status === 'ready'
+          ? postForm(ctx, `${PATH}/${segment(server.server_id)}/stop`, html``, 'Stop', {
+              className: 'inline',
+              label: `Stop the server ${server.server_id}`,
+              progress: 'Stopping…',
+            })
+          : ''
+      }</td></tr>`,
+    });
   },
 };
 

@@ -5,6 +5,7 @@ import {
   type ConsoleAction,
   type ConsolePage,
   field,
+  listing,
   nextPage,
   postForm,
   problemBox,
@@ -26,24 +27,19 @@ export const groupsPage: ConsolePage = {
     const query = ctx.query.query ?? '';
     const search = html`<form method="get" action="${PATH}" class="filters" aria-label="Search groups">
 ${field('query', 'Name', { value: query, max: GROUP_NAME_MAX })}<button type="submit">Search</button></form>`;
-    const answer = await ctx.api<{ items: Group[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/admin/groups',
-      query: { query, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
-    if (!answer.ok) return html`${search}${problemBox(answer.problem)}`;
-    return html`${search}
-${table(
-  'Groups',
-  ['Name', 'Owner', 'Join policy', 'Members', 'Created'],
-  answer.body.items.map(
-    (
-      group,
-    ) => html`<tr><td><a href="${groupPath(group.id)}">${group.name}</a></td><td>${userLink(group.owner_id)}</td>
+    return listing<Group>(ctx, {
+      path: PATH,
+      filters: search,
+      api: '/api/admin/groups',
+      query: { query },
+      pageSize: PAGE_SIZE,
+      caption: 'Groups',
+      headings: ['Name', 'Owner', 'Join policy', 'Members', 'Created'],
+      row: (
+        group,
+      ) => html`<tr><td><a href="${groupPath(group.id)}">${group.name}</a></td><td>${userLink(group.owner_id)}</td>
 <td>${group.join_policy}</td><td>${group.member_count}</td><td>${when(group.created_at)}</td></tr>`,
-  ),
-)}
-${nextPage(PATH, { query }, answer.body.next_cursor)}`;
+    });
   },
 };
 

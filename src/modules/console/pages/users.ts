@@ -6,7 +6,7 @@ import {
   type ConsoleAction,
   type ConsolePage,
   field,
-  nextPage,
+  listing,
   type PageContext,
   postForm,
   problemBox,
@@ -50,24 +50,19 @@ export const usersPage: ConsolePage = {
     const query = ctx.query.query ?? '';
     const search = html`<form method="get" action="${PATH}" class="filters" aria-label="Search accounts">
 ${field('query', 'Name or id', { value: query, max: 64 })}<button type="submit">Search</button></form>`;
-    const answer = await ctx.api<{ items: AdminUser[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/admin/users',
-      query: { query, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
-    if (!answer.ok) return html`${search}${problemBox(answer.problem)}`;
-    return html`${search}
-${table(
-  'Accounts',
-  ['Username', 'Id', 'Roles', 'Created', 'Last seen', 'Suspended'],
-  answer.body.items.map(
-    (
-      user,
-    ) => html`<tr><td><a href="${userPath(user.id)}">${user.username}</a></td><td><code>${user.id}</code></td>
+    return listing<AdminUser>(ctx, {
+      path: PATH,
+      filters: search,
+      api: '/api/admin/users',
+      query: { query },
+      pageSize: PAGE_SIZE,
+      caption: 'Accounts',
+      headings: ['Username', 'Id', 'Roles', 'Created', 'Last seen', 'Suspended'],
+      row: (
+        user,
+      ) => html`<tr><td><a href="${userPath(user.id)}">${user.username}</a></td><td><code>${user.id}</code></td>
 <td>${user.roles.join(', ')}</td><td>${when(user.created_at)}</td><td>${when(user.last_seen_at)}</td><td>${suspensionText(user.suspension)}</td></tr>`,
-  ),
-)}
-${nextPage(PATH, { query }, answer.body.next_cursor)}`;
+    });
   },
 };
 

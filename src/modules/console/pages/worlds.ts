@@ -6,6 +6,7 @@ import {
   type ConsoleAction,
   type ConsolePage,
   field,
+  listing,
   nextPage,
   postForm,
   problemBox,
@@ -34,24 +35,19 @@ export const worldsPage: ConsolePage = {
     const search = html`<form method="get" action="${PATH}" class="filters" aria-label="Search worlds">
 ${field('query', 'Name or id', { value: query, max: 100 })}
 ${select('visibility', 'Visibility', ['', ...VISIBILITIES], visibility)}<button type="submit">Search</button></form>`;
-    const answer = await ctx.api<{ items: AdminWorld[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/admin/worlds',
-      query: { query, visibility, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
-    if (!answer.ok) return html`${search}${problemBox(answer.problem)}`;
-    return html`${search}
-${table(
-  'Worlds',
-  ['Name', 'Owner', 'Visibility', 'Content revision', 'Updated'],
-  answer.body.items.map(
-    (
-      world,
-    ) => html`<tr><td><a href="${worldPath(world.id)}">${world.name}</a></td><td>${userLink(world.owner_id, world.owner_username)}</td>
+    return listing<AdminWorld>(ctx, {
+      path: PATH,
+      filters: search,
+      api: '/api/admin/worlds',
+      query: { query, visibility },
+      pageSize: PAGE_SIZE,
+      caption: 'Worlds',
+      headings: ['Name', 'Owner', 'Visibility', 'Content revision', 'Updated'],
+      row: (
+        world,
+      ) => html`<tr><td><a href="${worldPath(world.id)}">${world.name}</a></td><td>${userLink(world.owner_id, world.owner_username)}</td>
 <td>${world.visibility}</td><td>${world.content_revision}</td><td>${when(world.updated_at)}</td></tr>`,
-  ),
-)}
-${nextPage(PATH, { query, visibility }, answer.body.next_cursor)}`;
+    });
   },
 };
 
