@@ -10,6 +10,7 @@ import { bearer, login, PASSWORD, registerUser, registerWithRole } from '../help
 import { useTestApp } from '../helpers/app.js';
 import { chromiumPath, requireChromium } from '../helpers/chromium.js';
 import { queryRows } from '../helpers/database.js';
+import { PROCESS_TEST_TIMEOUT_MS } from '../helpers/service-process.js';
 import { chunkBytes, createWorld } from '../helpers/worlds.js';
 import { authedSocket } from '../helpers/ws-client.js';
 import { moderationCalls } from '../moderation/moderation.js';
@@ -273,66 +274,71 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
     }
   });
 
-  it('draws every page at 1280 and 390 px without the page scrolling sideways, and photographs it', async () => {
-    await reportedMessage('<b>totally</b> normal message, promise', 'harassment');
-    const owner = await registerUser(app());
-    const member = await registerUser(app());
-    const { worldId, mainRoomId } = await createWorld(app(), owner.access_token, { name: 'Harbour town' });
-    for (const [x, precondition] of [
-      [0, { 'if-none-match': '*' }],
-      [1, { 'if-none-match': '*' }],
-    ] as const) {
-      const put = await app().http.inject({
-        method: 'PUT',
-        url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/${x}/0/0`,
-        headers: {
-          ...bearer(owner.access_token),
-          'content-type': 'application/octet-stream',
-          ...precondition,
-        },
-        payload: chunkBytes(`c${x}`, x),
-      });
-      expect(put.statusCode, put.body).toBe(200);
-    }
-    await send(owner.access_token, 'POST', `/api/worlds/${worldId}/servers`, {});
-    const group = await groups.createGroup(owner, { name: 'Harbour builders', join_policy: 'open' });
-    await groups.joined(member, group.id);
-    // Traffic between samples, so the overview's charts have something to draw.
-    for (let round = 0; round < 6; round++) {
-      for (let i = 0; i < 5 * (round + 1); i++) await app().http.inject({ method: 'GET', url: '/healthz' });
-      await app().modules.console.samples.sample();
-    }
-    const pages: [string, string][] = [
-      ['overview', '/console'],
-      ['moderation', '/console/moderation'],
-      ['economy', '/console/economy?verify=1&account=platform_issuance'],
-      ['payouts', '/console/economy/payouts?state=approved'],
-      ['configuration', '/console/configuration'],
-      ['users', '/console/users'],
-      ['user', `/console/users/${moderator.user.id}`],
-      ['worlds', '/console/worlds'],
-      ['world', `/console/worlds/${worldId}`],
-      ['game-servers', '/console/game-servers'],
-      ['groups', '/console/groups'],
-      ['group', `/console/groups/${group.id}`],
-      ['audit', '/console/audit'],
-    ];
-    for (const width of [1280, 390]) {
-      const { context, page } = await open(width);
-      try {
-        await page.goto('/console/sign-in');
-        await shoot(page, 'sign-in', width);
-        await signIn(page, admin.user.username);
-        for (const [name, path] of pages) {
-          const response = await page.goto(path);
-          expect(response?.status(), path).toBe(200);
-          const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
-          expect(overflow, `${path} at ${width} px`).toBeLessThanOrEqual(0);
-          await shoot(page, name, width);
-        }
-      } finally {
-        await context.close();
+  it(
+    'draws every page at 1280 and 390 px without the page scrolling sideways, and photographs it',
+    async () => {
+      await reportedMessage('<b>totally</b> normal message, promise', 'harassment');
+      const owner = await registerUser(app());
+      const member = await registerUser(app());
+      const { worldId, mainRoomId } = await createWorld(app(), owner.access_token, { name: 'Harbour town' });
+      for (const [x, precondition] of [
+        [0, { 'if-none-match': '*' }],
+        [1, { 'if-none-match': '*' }],
+      ] as const) {
+        const put = await app().http.inject({
+          method: 'PUT',
+          url: `/api/worlds/${worldId}/rooms/${mainRoomId}/chunks/${x}/0/0`,
+          headers: {
+            ...bearer(owner.access_token),
+            'content-type': 'application/octet-stream',
+            ...precondition,
+          },
+          payload: chunkBytes(`c${x}`, x),
+        });
+        expect(put.statusCode, put.body).toBe(200);
       }
-    }
-  });
+      await send(owner.access_token, 'POST', `/api/worlds/${worldId}/servers`, {});
+      const group = await groups.createGroup(owner, { name: 'Harbour builders', join_policy: 'open' });
+      await groups.joined(member, group.id);
+      // Traffic between samples, so the overview's charts have something to draw.
+      for (let round = 0; round < 6; round++) {
+        for (let i = 0; i < 5 * (round + 1); i++) await app().http.inject({ method: 'GET', url: '/healthz' });
+        await app().modules.console.samples.sample();
+      }
+      const pages: [string, string][] = [
+        ['overview', '/console'],
+        ['moderation', '/console/moderation'],
+        ['economy', '/console/economy?verify=1&account=platform_issuance'],
+        ['payouts', '/console/economy/payouts?state=approved'],
+        ['configuration', '/console/configuration'],
+        ['users', '/console/users'],
+        ['user', `/console/users/${moderator.user.id}`],
+        ['worlds', '/console/worlds'],
+        ['world', `/console/worlds/${worldId}`],
+        ['game-servers', '/console/game-servers'],
+        ['groups', '/console/groups'],
+        ['group', `/console/groups/${group.id}`],
+        ['audit', '/console/audit'],
+      ];
+      for (const width of [1280, 390]) {
+        const { context, page } = await open(width);
+        try {
+          await page.goto('/console/sign-in');
+          await shoot(page, 'sign-in', width);
+          await signIn(page, admin.user.username);
+          for (const [name, path] of pages) {
+            const response = await page.goto(path);
+            expect(response?.status(), path).toBe(200);
+            const overflow = await page.evaluate('document.documentElement.scrollWidth - window.innerWidth');
+            expect(overflow, `${path} at ${width} px`).toBeLessThanOrEqual(0);
+            await shoot(page, name, width);
+          }
+        } finally {
+          await context.close();
+        }
+      }
+      // Twenty-eight page loads and screenshots in a real browser: a loaded machine takes minutes.
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });
