@@ -11,7 +11,7 @@ import { moderationConfig } from './modules/moderation/moderation.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
 import { worldsConfig } from './modules/worlds/worlds.config.js';
-import { bool, intInRange, pem, port, positiveInt, url } from './platform/config-fields.js';
+import { bool, intInRange, pem, port, positiveInt, processCount, url } from './platform/config-fields.js';
 import { trustProxySetting } from './platform/http-proxy.js';
 import { StartupError } from './platform/startup-error.js';
 
@@ -45,6 +45,11 @@ const platformConfig = {
   /** A Redis command not answered within this time fails (503 to the caller) instead of waiting. */
   REDIS_COMMAND_TIMEOUT_MS: positiveInt(500, 60_000),
   MIGRATE_ON_START: bool(true),
+  /**
+   * Worker processes `serve` runs on this host, sharing HTTP_PORT and WS_PORT (docs/scaling.md);
+   * `auto` is one per available core. More than one needs production mode.
+   */
+  WORKERS: processCount(256),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       error: 'must be one of fatal, error, warn, info, debug, trace, silent',
@@ -126,6 +131,34 @@ export class ConfigError extends StartupError {
 }
 
 /**
+ * Whether the settings name a Redis every process of the deployment shares (KV, counters,
+ * cross-node events). Other ways to reach one (Sentinel, Cluster) extend this check.
+ */
+export function hasSharedRedis(config: Pick<Config, 'REDIS_URL'>): boolean {
+  return config.REDIS_URL !== undefined;
+}
+
+/**
+ * Production mode: a PostgreSQL server and a shared Redis, so several processes behave as one
+ * service. Without them the embedded database and the in-process KV belong to one process.
+ */
+export function isProductionMode(config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>): boolean {
+  return config.DATABASE_URL !== undefined && hasSharedRedis(config);
+}
+
+/** Settings that are each valid but not together, as one sentence each for the operator. */
+function conflicts(config: Config): string[] {
+  const problems: string[] = [];
+  if (config.WORKERS !== 1 && !isProductionMode(config)) {
+    problems.push(
+      `WORKERS=${config.WORKERS} needs DATABASE_URL and REDIS_URL: worker processes share only a PostgreSQL ` +
+        'and a Redis, while the embedded database and the in-process KV belong to one process (set both, or WORKERS=1)',
+    );
+  }
+  return problems;
+}
+
+/**
  * Parses the environment into a Config. A bad value throws a ConfigError whose message is one line
  * naming each bad variable and what it allows, so an operator can fix it without reading code.
  */
@@ -137,7 +170,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if (value !== undefined && value.trim() !== '') input[key] = value.trim();
   }
   const parsed = configSchema.safeParse(input);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const problems = conflicts(parsed.data);
+    if (problems.length === 0) return parsed.data;
+    throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+  }
   const problems = parsed.error.issues.map((issue) => {
     const name = String(issue.path[0]);
     const shown = secretVariables.has(name) ? 'value hidden' : `got ${JSON.stringify(input[name])}`;

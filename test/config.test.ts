@@ -153,6 +153,59 @@ describe('configuration', () => {
     },
   );
 
+  describe('WORKERS', () => {
+    const production = { DATABASE_URL: 'postgres://u@db:5432/atrium', REDIS_URL: 'redis://cache:6379' };
+
+    it('runs one process by default', () => {
+      expect(loadConfig({}).WORKERS).toBe(1);
+    });
+
+    it('takes a count, or auto for one per core, in production mode', () => {
+      expect(loadConfig({ ...production, WORKERS: '4' }).WORKERS).toBe(4);
+      expect(loadConfig({ ...production, WORKERS: 'auto' }).WORKERS).toBe('auto');
+      expect(loadConfig({ ...production, WORKERS: '256' }).WORKERS).toBe(256);
+    });
+
+    it.each(['0', '-1', 'abc', '1.5', '257', 'AUTO'])(
+      'refuses WORKERS=%s, naming what it allows',
+      (value) => {
+        expect(() => loadConfig({ ...production, WORKERS: value })).toThrow(
+          `Invalid configuration: WORKERS must be auto or an integer from 1 to 256 (got "${value}")`,
+        );
+      },
+    );
+
+    it.each([
+      ['2', {}],
+      ['auto', {}],
+      ['2', { DATABASE_URL: production.DATABASE_URL }],
+      ['2', { REDIS_URL: production.REDIS_URL }],
+    ])('refuses WORKERS=%s without both DATABASE_URL and REDIS_URL, saying why', (value, env) => {
+      expect(() => loadConfig({ ...env, WORKERS: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ ...env, WORKERS: value })).toThrow(
+        `Invalid configuration: WORKERS=${value} needs DATABASE_URL and REDIS_URL: worker processes share only a ` +
+          'PostgreSQL and a Redis, while the embedded database and the in-process KV belong to one process ' +
+          '(set both, or WORKERS=1)',
+      );
+    });
+
+    it('keeps WORKERS=1 in embedded mode', () => {
+      expect(loadConfig({ WORKERS: '1' }).WORKERS).toBe(1);
+    });
+
+    it('stops serve in embedded mode with WORKERS=2: one stderr line, exit code 78', () => {
+      const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+        env: { ...process.env, WORKERS: '2', DATABASE_URL: '', REDIS_URL: '' },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      expect(result.status).toBe(78);
+      expect(result.stderr.trim()).toMatch(
+        /^Invalid configuration: WORKERS=2 needs DATABASE_URL and REDIS_URL: /,
+      );
+    });
+  });
+
   it('stops the CLI at startup with one stderr line and exit code 78', () => {
     const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
       env: { ...process.env, HTTP_PORT: 'eighty', DATABASE_URL: '', REDIS_URL: '' },

@@ -18,6 +18,19 @@ export const intInRange = (fallback: number, min: number, max: number) => {
 export const positiveInt = (fallback: number, max = 2 ** 31 - 1) => intInRange(fallback, 1, max);
 export const port = (fallback: number) => intInRange(fallback, 0, 65535);
 
+/**
+ * How many processes serve: an integer, or `auto` (kept as the word, so the settings view shows
+ * what the operator set; `serve` resolves it to the host's cores when it forks).
+ */
+export const processCount = (max: number) => {
+  const allowed = `must be auto or an integer from 1 to ${max}`;
+  return z
+    .string()
+    .refine((value) => value === 'auto' || (/^\d+$/.test(value) && +value >= 1 && +value <= max), allowed)
+    .transform((value): number | 'auto' => (value === 'auto' ? 'auto' : Number(value)))
+    .default(1);
+};
+
 export const bool = (fallback: boolean) =>
   z
     .enum(['true', 'false', '1', '0', 'yes', 'no'], { error: 'must be one of true, false, 1, 0, yes, no' })
