@@ -46,10 +46,10 @@ export interface App extends Platform {
   /** The operators' commands, served on DATA_DIR's control socket once the app listens. */
   control: ControlChannel;
   /**
-   * Binds HTTP and the gateway, then the control channel; port 0 in the config picks free ports,
-   * returned here.
+   * Binds HTTP and the gateway, then the control channel unless told not to (in worker mode one
+   * worker serves it for the host); port 0 in the config picks free ports, returned here.
    */
-  listen(): Promise<{ httpPort: number; wsPort: number }>;
+  listen(options?: { controlChannel?: boolean }): Promise<{ httpPort: number; wsPort: number }>;
   /**
    * Stops accepting, drains in-flight work, closes sockets, stops the modules (presence ends),
    * then closes the KV store and the database. Every step runs even when an earlier one failed;
@@ -262,13 +262,13 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       operations: new Map(
         built.flatMap(({ parts }) => (parts.operations ?? []).map((binding) => [binding.op.name, binding])),
       ),
-      async listen() {
+      async listen({ controlChannel = true } = {}) {
         await http.listen({ host: config.HOST, port: config.HTTP_PORT });
         const address = http.server.address();
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
         for (const { parts } of built) await parts.start?.({ httpPort, wsPort });
-        await control.listen(config.DATA_DIR);
+        if (controlChannel) await control.listen(config.DATA_DIR);
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },

@@ -2,6 +2,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import type { App } from './app.js';
 import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
 import type { ControlReply, ControlRequest } from './platform/control-channel.js';
 
@@ -58,17 +59,74 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
+  const [{ default: cluster }, { superviseWorkers, workerCount }, { createLogger }] = await Promise.all([
+    import('node:cluster'),
+    import('./platform/cluster/supervisor.js'),
+    import('./platform/log.js'),
+  ]);
+  const count = workerCount(config);
+  if (cluster.isPrimary && count > 1) return superviseWorkers(config, count, createLogger(config));
+  const { workerSlot } = await import('./platform/cluster/worker-messages.js');
+  const slot = workerSlot();
+  return slot === undefined ? serveAlone(config) : serveAsWorker(config, slot);
+}
+
+/** One process serving: SIGTERM or SIGINT drains it, a second signal exits at once. */
+async function serveAlone(config: ReturnType<typeof loadConfig>): Promise<number> {
   const { buildApp } = await import('./app.js');
   const app = await buildApp(config);
+  const stop = drainOnce(app);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  await app.listen();
+  return -1;
+}
+
+/**
+ * A worker of worker mode (src/platform/cluster/supervisor.ts). It drains when the supervisor
+ * says so, or on its own SIGTERM (a second signal exits at once); SIGINT is left to the
+ * supervisor, which relays a terminal's Ctrl-C that reached every worker too. Slot 1 serves the
+ * host's control channel, so its replacement takes the socket over after a crash.
+ */
+async function serveAsWorker(config: ReturnType<typeof loadConfig>, slot: number): Promise<number> {
+  process.on('SIGINT', () => {});
+  const [{ buildApp }, { createLogger }, { contributeToHostMetrics }, { isWorkerMessage, tellSupervisor }] =
+    await Promise.all([
+      import('./app.js'),
+      import('./platform/log.js'),
+      import('./platform/cluster/host-metrics.js'),
+      import('./platform/cluster/worker-messages.js'),
+    ]);
+  const shareMetrics = contributeToHostMetrics();
+  const app = await buildApp(config, { log: createLogger(config).child({ worker: slot }) });
+  shareMetrics(app.metrics.registry);
+  const stop = drainOnce(app);
+  process.on('SIGTERM', stop);
+  process.on('message', (message: unknown) => {
+    if (isWorkerMessage(message) && message.type === 'atrium:shutdown') stop('supervisor');
+  });
+  await app.listen({ controlChannel: slot === 1 });
+  tellSupervisor({ type: 'atrium:ready' });
+  return -1;
+}
+
+/**
+ * The drain of a signal: logs, closes the app and exits 0, or 1 when any step of close() failed
+ * (each failure is logged as it happens). A second signal means the operator does not want to
+ * wait; the supervisor's request is not a signal, so one with a signal is still a single drain.
+ */
+function drainOnce(app: Pick<App, 'log' | 'close'>) {
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
-    // A second signal means the operator does not want to wait for the drain.
-    if (stopping) process.exit(1);
+  return (reason: NodeJS.Signals | 'supervisor') => {
+    if (stopping) {
+      if (reason !== 'supervisor') process.exit(1);
+      return;
+    }
     stopping = true;
-    app.log.info({ signal }, 'shutting down');
-    // close() runs every release step whatever fails, and logs each failure as it happens. Any
-    // failure (lost last_seen_at sightings included) still exits 1, so supervisors and deploy
-    // tooling see that the shutdown was not clean.
+    app.log.info(
+      reason === 'supervisor' ? { requestedBy: 'supervisor' } : { signal: reason },
+      'shutting down',
+    );
     app.close().then(
       () => {
         app.log.info('shutdown complete');
@@ -80,10 +138,6 @@ async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
       },
     );
   };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
-  await app.listen();
-  return -1;
 }
 
 async function admin(config: ReturnType<typeof loadConfig>, args: string[]): Promise<number> {

@@ -1,4 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { hostMetricsText } from './cluster/host-metrics.js';
+import { workerSlot } from './cluster/worker-messages.js';
 import { HotHistogram } from './hot-histogram.js';
 
 /**
@@ -10,6 +12,8 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
+    /** What /metrics serves: this process's registry, or in worker mode the whole host's. */
+    exposition: (): Promise<string> => (workerSlot() === undefined ? registry.metrics() : hostMetricsText()),
     // Observed on every request: see HotHistogram for why it is not prom-client's Histogram.
     httpRequestDuration: new HotHistogram({
       name: 'atrium_http_request_duration_seconds',

@@ -11,6 +11,8 @@ describe('health, readiness and metrics', () => {
     const native = Number(process.versions.modules) === 115;
     expect(response.json()).toMatchObject({
       status: 'ok',
+      pid: process.pid,
+      worker: null,
       gateway: { native, transport: native ? 'uws-native' : 'uws-js-fallback' },
     });
   });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { workerSlot } from '../../platform/cluster/worker-messages.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { HttpServer } from '../../platform/http.js';
 import { sendProblem } from '../../platform/http-errors.js';
@@ -11,6 +12,9 @@ const CHECK_TIMEOUT_MS = 2000;
 const healthSchema = z.object({
   status: z.literal('ok'),
   uptime_seconds: z.number(),
+  /** The answering process: in worker mode, one of the host's workers (docs/scaling.md). */
+  pid: z.number().int(),
+  worker: z.number().int().nullable(),
   gateway: z.object({
     transport: z.enum(['uws-native', 'uws-js-fallback']),
     native: z.boolean(),
@@ -36,13 +40,16 @@ export function registerHealthRoutes(
       schema: {
         operationId: 'health.live',
         tags: ['operations'],
-        summary: 'Liveness: the process is up. Also reports whether uWebSockets.js runs natively.',
+        summary:
+          'Liveness: the process is up. Also reports which process answered and whether uWebSockets.js runs natively.',
         response: { 200: healthSchema },
       },
     },
     async () => ({
       status: 'ok' as const,
       uptime_seconds: Math.round((Date.now() - startedAt) / 1000),
+      pid: process.pid,
+      worker: workerSlot() ?? null,
       gateway: {
         transport: services.gateway.native ? ('uws-native' as const) : ('uws-js-fallback' as const),
         native: services.gateway.native,
@@ -83,8 +90,9 @@ export function registerHealthRoutes(
       schema: {
         operationId: 'health.metrics',
         tags: ['operations'],
-        summary: 'Prometheus metrics in the text exposition format.',
+        summary: 'Prometheus metrics in the text exposition format; in worker mode, of the whole host.',
         response: {
+          ...errorResponses(503),
           200: mediaResponse('Metrics in the Prometheus text exposition format.', {
             'text/plain': z.string(),
           }),
@@ -92,8 +100,19 @@ export function registerHealthRoutes(
       },
     },
     async (_request, reply) => {
+      let text: string;
+      try {
+        text = await services.metrics.exposition();
+      } catch {
+        // Worker mode: a worker's registry could not be gathered (it died mid-scrape); the next
+        // scrape gathers the survivors and its replacement.
+        return sendProblem(
+          reply,
+          new AppError(ErrorCode.UNAVAILABLE, "The host's metrics could not be gathered from every worker."),
+        );
+      }
       reply.type(services.metrics.registry.contentType);
-      return services.metrics.registry.metrics();
+      return text;
     },
   );
 }

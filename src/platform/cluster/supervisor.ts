@@ -1,0 +1,139 @@
+import cluster, { type Worker } from 'node:cluster';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:net';
+import { availableParallelism } from 'node:os';
+import type { Config } from '../../config.js';
+import { loadKeyRing } from '../auth/keys.js';
+import type { Logger } from '../log.js';
+import { serveHostMetrics } from './host-metrics.js';
+import { RestartBackoff } from './restart-backoff.js';
+import { isWorkerMessage, WORKER_SLOT_VARIABLE } from './worker-messages.js';
+
+/** How many workers WORKERS asks for on this host (`auto`: one per core the process may use). */
+export function workerCount(config: Pick<Config, 'WORKERS'>): number {
+  return config.WORKERS === 'auto' ? availableParallelism() : config.WORKERS;
+}
+
+interface Slot {
+  number: number;
+  worker?: Worker;
+  ready: boolean;
+  startedAt: number;
+  backoff: RestartBackoff;
+  restart?: NodeJS.Timeout;
+}
+
+/**
+ * Worker mode's primary process: it builds no app, it forks `count` workers that each build one
+ * and share HTTP_PORT (node:cluster hands the accepted connections round) and WS_PORT (each
+ * worker's uWebSockets.js listens with SO_REUSEPORT and the kernel spreads the connections).
+ * A worker that exits unexpectedly is restarted after a backoff; SIGTERM or SIGINT drains every
+ * worker. Resolves with the exit code once every worker has exited after a shutdown: 0 when each
+ * exited cleanly, 1 when any did not.
+ */
+export async function superviseWorkers(config: Config, count: number, log: Logger): Promise<number> {
+  // Every worker must sign with the same key: the first start creates it here, before any worker
+  // could race another to create one of its own under DATA_DIR/keys.
+  await loadKeyRing(config, (created) =>
+    log.info({ kid: created.kid, path: created.privateKeyPath }, 'generated a development signing key'),
+  );
+  const ports = await concretePorts(config);
+  serveHostMetrics();
+  log.info({ workers: count, ...ports }, 'starting workers');
+
+  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
+    number: i + 1,
+    ready: false,
+    startedAt: 0,
+    backoff: new RestartBackoff(),
+  }));
+  let stopping = false;
+  let failed = false;
+  let finish: (code: number) => void = () => {};
+  const finished = new Promise<number>((resolve) => {
+    finish = resolve;
+  });
+  const finishWhenAllExited = () => {
+    if (slots.every((slot) => !slot.worker)) finish(failed ? 1 : 0);
+  };
+
+  const start = (slot: Slot) => {
+    slot.restart = undefined;
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    const worker = cluster.fork({
+      HTTP_PORT: String(ports.httpPort),
+      WS_PORT: String(ports.wsPort),
+      [WORKER_SLOT_VARIABLE]: String(slot.number),
+    });
+    slot.worker = worker;
+    log.info({ worker: slot.number, pid: worker.process.pid }, 'worker started');
+    worker.on('message', (message: unknown) => {
+      if (isWorkerMessage(message) && message.type === 'atrium:ready') slot.ready = true;
+    });
+    worker.on('exit', (code, signal) => {
+      slot.worker = undefined;
+      const exit = { worker: slot.number, pid: worker.process.pid, code, signal };
+      if (stopping) {
+        if (code !== 0) failed = true;
+        log[code === 0 ? 'info' : 'error'](exit, 'worker stopped');
+        return finishWhenAllExited();
+      }
+      const delayMs = slot.backoff.next(Date.now() - slot.startedAt);
+      log.error({ ...exit, restartInMs: delayMs }, 'worker exited unexpectedly; restarting it');
+      slot.restart = setTimeout(() => start(slot), delayMs);
+    });
+  };
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      // A second signal means the operator does not want to wait for the drain.
+      log.warn({ signal }, 'second signal: killing the workers');
+      for (const slot of slots) slot.worker?.process.kill('SIGKILL');
+      process.exit(1);
+    }
+    stopping = true;
+    log.info({ signal }, 'shutting down the workers');
+    for (const slot of slots) {
+      clearTimeout(slot.restart);
+      const worker = slot.worker;
+      if (!worker) continue;
+      // A ready worker listens for the message; one still starting may not yet, and a signal
+      // (its handler, or the default action) is never lost. SIGINT is not sent: a terminal's
+      // Ctrl-C already reached every worker with it, and workers leave that one to the primary.
+      if (slot.ready && worker.isConnected()) worker.send({ type: 'atrium:shutdown' }, undefined, () => {});
+      else worker.process.kill('SIGTERM');
+    }
+    finishWhenAllExited();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+
+  for (const slot of slots) start(slot);
+  const code = await finished;
+  log.info(
+    { code },
+    code === 0 ? 'shutdown complete' : 'shutdown complete with failures (each one logged above)',
+  );
+  return code;
+}
+
+/**
+ * Port 0 picks a free port, but every worker must listen on the same one: the supervisor picks
+ * them. Both are held at once so the two are different, then released for the workers to bind.
+ */
+async function concretePorts(config: Pick<Config, 'HOST' | 'HTTP_PORT' | 'WS_PORT'>) {
+  const held: Server[] = [];
+  const pick = async (port: number) => {
+    if (port !== 0) return port;
+    const server = createServer().listen(0, config.HOST);
+    held.push(server);
+    await once(server, 'listening');
+    return (server.address() as { port: number }).port;
+  };
+  try {
+    return { httpPort: await pick(config.HTTP_PORT), wsPort: await pick(config.WS_PORT) };
+  } finally {
+    for (const server of held) server.close();
+  }
+}

@@ -1,0 +1,36 @@
+import cluster from 'node:cluster';
+
+/**
+ * What the supervisor (the primary process of worker mode) and its workers tell each other over
+ * node:cluster's IPC channel, and the worker's own view of its place.
+ */
+
+/** The worker's slot, 1 to WORKERS, in its environment: a restarted worker takes its slot again. */
+export const WORKER_SLOT_VARIABLE = 'ATRIUM_WORKER_SLOT';
+
+export type WorkerMessage =
+  /** Worker to supervisor: the worker listens and serves. */
+  | { type: 'atrium:ready' }
+  /** Supervisor to worker: drain and exit, as on SIGTERM. */
+  | { type: 'atrium:shutdown' }
+  /** Worker to supervisor: the whole host's metrics, please (a scrape reached this worker). */
+  | { type: 'atrium:metrics-request'; id: number }
+  | { type: 'atrium:metrics'; id: number; text: string }
+  | { type: 'atrium:metrics'; id: number; error: string };
+
+export function isWorkerMessage(message: unknown): message is WorkerMessage {
+  const type = (message as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && type.startsWith('atrium:');
+}
+
+/** This process's slot when it is a worker of worker mode; undefined when it serves alone. */
+export function workerSlot(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  const slot = Number(process.env[WORKER_SLOT_VARIABLE]);
+  return Number.isInteger(slot) && slot > 0 ? slot : undefined;
+}
+
+/** Sends to the supervisor; a worker whose supervisor is gone is about to exit anyway. */
+export function tellSupervisor(message: WorkerMessage): void {
+  if (process.connected) process.send?.(message, undefined, undefined, () => {});
+}
