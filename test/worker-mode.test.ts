@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from './helpers/database.js';
+import {
+  PROCESS_TEST_TIMEOUT_MS,
+  registerOver,
+  type ServiceProcess,
+  startService,
+} from './helpers/service-process.js';
+import { authedSocket, request, type TestSocket } from './helpers/ws-client.js';
+
+const { DATABASE_URL, REDIS_URL } = process.env;
+
+interface Health {
+  pid: number;
+  worker: number | null;
+}
+
+/** Polls `check` until it returns a value, for up to `deadlineMs` (a loaded machine is slow). */
+async function eventually<T>(
+  check: () => Promise<T | undefined>,
+  what: string,
+  deadlineMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+// Worker mode exists only in production mode: the workers share a PostgreSQL and a Redis.
+describe.skipIf(!DATABASE_URL || !REDIS_URL)(
+  'worker mode, WORKERS=2 (needs DATABASE_URL and REDIS_URL)',
+  () => {
+    let testDb: TestDatabase;
+    let dataDir: string;
+    let service: ServiceProcess;
+    let httpUrl: string;
+    let wsUrl: string;
+    const sockets: TestSocket[] = [];
+    let healthRequests = 0;
+
+    /**
+     * GET /healthz on a connection of its own: node:cluster hands each new connection to the next
+     * worker in turn, while fetch would keep reusing one kept-alive connection to one worker.
+     */
+    const health = () =>
+      new Promise<Health>((resolve, reject) => {
+        healthRequests++;
+        const call = get(`${httpUrl}/healthz`, { agent: false, timeout: 5000 }, (response) => {
+          let body = '';
+          response.on('data', (chunk) => {
+            body += chunk;
+          });
+          response.on('end', () => resolve(JSON.parse(body) as Health));
+        });
+        call.on('timeout', () => call.destroy(new Error('no answer')));
+        call.on('error', reject);
+      });
+
+    const workersAnswering = async (count: number, excluding: ReadonlySet<number> = new Set()) => {
+      const seen = new Map<number, Health>();
+      return eventually(async () => {
+        // A connection handed to the worker just killed fails; a later one reaches a live worker.
+        const answer = await health().catch(() => undefined);
+        if (answer && !excluding.has(answer.pid)) seen.set(answer.pid, answer);
+        return seen.size >= count ? [...seen.values()] : undefined;
+      }, `${count} workers answering`);
+    };
+
+    beforeAll(async () => {
+      testDb = await createTestDatabase();
+      dataDir = await mkdtemp(join(tmpdir(), 'atrium-workers-'));
+      service = startService(dataDir, {
+        DATABASE_URL: testDb.url as string,
+        REDIS_URL: REDIS_URL as string,
+        REDIS_KEY_PREFIX: `test:workers:${randomBytes(6).toString('hex')}:`,
+        MIGRATE_ON_START: 'false',
+        WORKERS: '2',
+        REGISTER_IP_MAX_ATTEMPTS: '1000',
+      });
+      const { httpPort, wsPort } = await service.listening;
+      httpUrl = `http://127.0.0.1:${httpPort}`;
+      wsUrl = `ws://127.0.0.1:${wsPort}/ws`;
+    }, PROCESS_TEST_TIMEOUT_MS);
+
+    afterAll(async () => {
+      for (const socket of sockets) socket.close();
+      if (service && service.child.exitCode === null && service.child.signalCode === null) {
+        service.child.kill('SIGTERM');
+        await service.exited;
+      }
+      await testDb?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    });
+
+    it(
+      'serves REST on one HTTP port from two worker processes, and the control channel from worker 1 only',
+      async () => {
+        const answers = await workersAnswering(2);
+        expect(answers.map((answer) => answer.worker).sort()).toEqual([1, 2]);
+        expect(new Set(answers.map((answer) => answer.pid)).size).toBe(2);
+        expect(answers.map((answer) => answer.pid)).not.toContain(service.child.pid);
+        const control = service.lines.filter((line) => line.msg.startsWith('control channel'));
+        expect(control.map((line) => [line.msg, line.worker])).toEqual([['control channel listening', 1]]);
+      },
+      PROCESS_TEST_TIMEOUT_MS,
+    );
+
+    it(
+      "answers /metrics for the whole host: one scrape counts every worker's requests",
+      async () => {
+        // Both workers answered /healthz above; each worker's own registry holds only its part.
+        const count = await eventually(async () => {
+          const text = await (await fetch(`${httpUrl}/metrics`)).text();
+          const match =
+            /atrium_http_request_duration_seconds_count\{method="GET",route="\/healthz",status="200"\} (\d+)/.exec(
+              text,
+            );
+          const counted = Number(match?.[1] ?? 0);
+          return counted === healthRequests ? counted : undefined;
+        }, 'the scrape to count every /healthz request');
+        expect(count).toBe(healthRequests);
+      },
+      PROCESS_TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'restarts a worker killed with -9, whose sockets close and whose users go offline on the other worker',
+      async () => {
+        // The kernel spreads connections to the shared gateway port over both workers: with twelve,
+        // all on one worker has a chance of 1 in 2048.
+        const users = [];
+        // One after the other: twelve password hashes at once outlast the database's 1 s bound.
+        for (let i = 0; i < 12; i++) users.push(await registerOver(httpUrl));
+        const userIds = users.map((user) => user.user.id);
+        for (const user of users) {
+          const socket = await authedSocket(wsUrl, user.access_token);
+          sockets.push(socket);
+          expect((await request(socket, 'presence.subscribe', { user_ids: userIds })).t).toBe('ack');
+        }
+        const before = await workersAnswering(2);
+        const victim = before[0] as Health;
+        process.kill(victim.pid, 'SIGKILL');
+
+        const [replacement] = await workersAnswering(1, new Set(before.map((answer) => answer.pid)));
+        expect(replacement?.worker).toBe(victim.worker);
+        expect(service.lines).toContainEqual(
+          expect.objectContaining({
+            msg: 'worker exited unexpectedly; restarting it',
+            pid: victim.pid,
+            signal: 'SIGKILL',
+          }),
+        );
+
+        const open = sockets.filter((socket) => socket.open);
+        const closedUsers = userIds.filter((_, i) => !sockets[i]?.open);
+        expect(open.length).toBeGreaterThan(0);
+        expect(closedUsers.length).toBeGreaterThan(0);
+        const watcher = open[0] as TestSocket;
+        for (const userId of closedUsers) {
+          const offline = await watcher.next(
+            (frame) =>
+              frame.t === 'presence' &&
+              (frame.d as { user_id: string; status: string }).user_id === userId &&
+              (frame.d as { status: string }).status === 'offline',
+            30_000,
+          );
+          expect(offline.d).toMatchObject({ user_id: userId, status: 'offline' });
+        }
+      },
+      PROCESS_TEST_TIMEOUT_MS,
+    );
+
+    it(
+      'drains every worker on SIGTERM: sockets close with 1001 and the supervisor exits 0',
+      async () => {
+        const user = await registerOver(httpUrl);
+        const socket = await authedSocket(wsUrl, user.access_token);
+        service.child.kill('SIGTERM');
+        expect((await socket.closed).code).toBe(1001);
+        expect(await service.exited).toBe(0);
+        const stopped = service.lines.filter((line) => line.msg === 'worker stopped');
+        expect(stopped.map((line) => [line.worker, line.code]).sort()).toEqual([
+          [1, 0],
+          [2, 0],
+        ]);
+        expect(service.lines.filter((line) => line.msg === 'shutdown step failed')).toEqual([]);
+        expect(service.lines.at(-1)).toMatchObject({ msg: 'shutdown complete', code: 0 });
+      },
+      PROCESS_TEST_TIMEOUT_MS,
+    );
+  },
+);
