@@ -35,6 +35,8 @@ import { parseArgs } from 'node:util';
  *                         joins of a hot world beside pgbench with and without the visit, fold and
  *                         ranking durations (bench/results/discovery.md); also takes --backends
  *                         embedded,postgres
+ *   workers               WORKERS=2 beside WORKERS=1 on Postgres + Redis: GET /api/users/me and
+ *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -49,6 +51,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   groups: () => import('./groups.js'),
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
+  workers: () => import('./workers.js'),
 };
 
 const { values, positionals } = parseArgs({

@@ -19,8 +19,21 @@ export async function rssKiB(pid: number): Promise<number> {
   return Number(match[1]);
 }
 
-/** CPU seconds (user + system) the process has used so far. */
+/**
+ * CPU seconds (user + system) the process and its live child processes have used so far: a
+ * service in worker mode (WORKERS) serves from the workers its primary forked.
+ */
 export async function cpuSeconds(pid: number): Promise<number> {
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  const pids = [pid, ...children.split(' ').filter(Boolean).map(Number)];
+  const each = await Promise.all(
+    // A child that exited since the list was read has nothing more to add.
+    pids.map((p, i) => ownCpuSeconds(p).catch((error) => (i === 0 ? Promise.reject(error) : 0))),
+  );
+  return each.reduce((sum, seconds) => sum + seconds, 0);
+}
+
+async function ownCpuSeconds(pid: number): Promise<number> {
   const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // Fields 14 and 15 of /proc/<pid>/stat (utime, stime); index 0 here is field 3.
