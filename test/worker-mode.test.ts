@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
+import { freePort } from './helpers/redis-server.js';
 import {
   PROCESS_TEST_TIMEOUT_MS,
   registerOver,
@@ -199,3 +200,43 @@ describe.skipIf(!DATABASE_URL || !REDIS_URL)(
     );
   },
 );
+
+// Runs in both passes: the database and Redis it names are ports nobody listens on.
+describe('worker mode, a worker that cannot start', () => {
+  it(
+    'is restarted after 1 s, then 2 s, instead of in a loop, and SIGTERM still ends the supervisor',
+    async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), 'atrium-workers-down-'));
+      const [databasePort, redisPort] = [await freePort(), await freePort()];
+      const service = startService(dataDir, {
+        DATABASE_URL: `postgres://atrium@127.0.0.1:${databasePort}/atrium`,
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        WORKERS: '2',
+      });
+      try {
+        const restarts = () =>
+          service.lines.filter(
+            (line) => line.msg === 'worker exited unexpectedly; restarting it' && line.worker === 1,
+          );
+        await eventually(
+          async () => (restarts().length >= 2 ? true : undefined),
+          'two restarts of worker 1',
+          90_000,
+        );
+        expect(
+          restarts()
+            .map((line) => line.restartInMs)
+            .slice(0, 2),
+        ).toEqual([1000, 2000]);
+        service.child.kill('SIGTERM');
+        expect([0, 1]).toContain(await service.exited);
+        expect(service.lines.at(-1)).toMatchObject({ msg: expect.stringMatching(/^shutdown complete/) });
+      } finally {
+        if (service.child.exitCode === null && service.child.signalCode === null)
+          service.child.kill('SIGKILL');
+        await rm(dataDir, { recursive: true, force: true });
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+});
