@@ -11,8 +11,18 @@ import { moderationConfig } from './modules/moderation/moderation.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
 import { worldsConfig } from './modules/worlds/worlds.config.js';
-import { bool, intInRange, pem, port, positiveInt, processCount, url } from './platform/config-fields.js';
+import {
+  bool,
+  hostPortList,
+  intInRange,
+  pem,
+  port,
+  positiveInt,
+  processCount,
+  url,
+} from './platform/config-fields.js';
 import { trustProxySetting } from './platform/http-proxy.js';
+import { redisSettingsProblems, redisTopology } from './platform/kv/redis-topology.js';
 import { StartupError } from './platform/startup-error.js';
 
 /**
@@ -36,7 +46,18 @@ const platformConfig = {
   DATABASE_QUERY_TIMEOUT_MS: intInRange(1000, 0, 3_600_000),
   /** With DATABASE_URL: how long opening a database connection may take before the request fails. */
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt(1000, 600_000),
+  /** One Redis server; REDIS_SENTINELS and REDIS_CLUSTER_NODES are the alternatives (docs/scaling.md). */
   REDIS_URL: url(['redis:', 'rediss:']),
+  /** Sentinels to ask for the current primary, `host:port,host:port`; with REDIS_SENTINEL_NAME. */
+  REDIS_SENTINELS: hostPortList(),
+  /** The name the Sentinels monitor the primary under (`sentinel monitor <name> ...`). */
+  REDIS_SENTINEL_NAME: z.string().min(1).optional(),
+  /** The Sentinels' own password (their `requirepass`), when they have one. */
+  REDIS_SENTINEL_PASSWORD: z.string().min(1).optional(),
+  /** Some nodes of a Redis Cluster, `host:port,host:port`: the rest are discovered from them. */
+  REDIS_CLUSTER_NODES: hostPortList(),
+  /** The password of the Redis servers reached through REDIS_SENTINELS or REDIS_CLUSTER_NODES. */
+  REDIS_PASSWORD: z.string().min(1).optional(),
   /** Prepended to every Redis key and channel, so several deployments can share one Redis. */
   REDIS_KEY_PREFIX: z
     .string()
@@ -120,6 +141,8 @@ export type Config = z.infer<typeof configSchema>;
 export const secretVariables: ReadonlySet<string> = new Set([
   'DATABASE_URL',
   'REDIS_URL',
+  'REDIS_PASSWORD',
+  'REDIS_SENTINEL_PASSWORD',
   'JWT_SIGNING_KEY_PEM',
   'JWT_VERIFY_KEYS_PEM',
 ]);
@@ -131,28 +154,21 @@ export class ConfigError extends StartupError {
 }
 
 /**
- * Whether the settings name a Redis every process of the deployment shares (KV, counters,
- * cross-node events). Other ways to reach one (Sentinel, Cluster) extend this check.
- */
-export function hasSharedRedis(config: Pick<Config, 'REDIS_URL'>): boolean {
-  return config.REDIS_URL !== undefined;
-}
-
-/**
  * Production mode: a PostgreSQL server and a shared Redis, so several processes behave as one
  * service. Without them the embedded database and the in-process KV belong to one process.
  */
-export function isProductionMode(config: Pick<Config, 'DATABASE_URL' | 'REDIS_URL'>): boolean {
+export function isProductionMode(config: Config): boolean {
   return config.DATABASE_URL !== undefined && hasSharedRedis(config);
 }
 
 /** Settings that are each valid but not together, as one sentence each for the operator. */
 function conflicts(config: Config): string[] {
-  const problems: string[] = [];
+  const problems = redisSettingsProblems(config);
   if (config.WORKERS !== 1 && !isProductionMode(config)) {
     problems.push(
-      `WORKERS=${config.WORKERS} needs DATABASE_URL and REDIS_URL: worker processes share only a PostgreSQL ` +
-        'and a Redis, while the embedded database and the in-process KV belong to one process (set both, or WORKERS=1)',
+      `WORKERS=${config.WORKERS} needs DATABASE_URL and a shared Redis (REDIS_URL, REDIS_SENTINELS or ` +
+        'REDIS_CLUSTER_NODES): worker processes share only a PostgreSQL and a Redis, while the embedded ' +
+        'database and the in-process KV belong to one process (set both, or WORKERS=1)',
     );
   }
   return problems;
@@ -181,6 +197,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     return `${name} ${issue.message} (${shown})`;
   });
   throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
+}
+
+/**
+ * Whether the service shares a Redis with its other processes (REDIS_URL, REDIS_SENTINELS or
+ * REDIS_CLUSTER_NODES) rather than keeping presence, counters and events in process: with the
+ * database, what running more than one process needs.
+ */
+export function hasSharedRedis(config: Config): boolean {
+  return redisTopology(config) !== undefined;
 }
 
 /** A config for tests and tools: defaults plus overrides, without reading process.env. */

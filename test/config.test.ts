@@ -180,12 +180,12 @@ describe('configuration', () => {
       ['auto', {}],
       ['2', { DATABASE_URL: production.DATABASE_URL }],
       ['2', { REDIS_URL: production.REDIS_URL }],
-    ])('refuses WORKERS=%s without both DATABASE_URL and REDIS_URL, saying why', (value, env) => {
+    ])('refuses WORKERS=%s without both DATABASE_URL and a shared Redis, saying why', (value, env) => {
       expect(() => loadConfig({ ...env, WORKERS: value })).toThrow(ConfigError);
       expect(() => loadConfig({ ...env, WORKERS: value })).toThrow(
-        `Invalid configuration: WORKERS=${value} needs DATABASE_URL and REDIS_URL: worker processes share only a ` +
-          'PostgreSQL and a Redis, while the embedded database and the in-process KV belong to one process ' +
-          '(set both, or WORKERS=1)',
+        `Invalid configuration: WORKERS=${value} needs DATABASE_URL and a shared Redis (REDIS_URL, ` +
+          'REDIS_SENTINELS or REDIS_CLUSTER_NODES): worker processes share only a PostgreSQL and a Redis, ' +
+          'while the embedded database and the in-process KV belong to one process (set both, or WORKERS=1)',
       );
     });
 
@@ -201,7 +201,7 @@ describe('configuration', () => {
       });
       expect(result.status).toBe(78);
       expect(result.stderr.trim()).toMatch(
-        /^Invalid configuration: WORKERS=2 needs DATABASE_URL and REDIS_URL: /,
+        /^Invalid configuration: WORKERS=2 needs DATABASE_URL and a shared Redis /,
       );
     });
   });

@@ -60,3 +60,28 @@ export const pem = (label: string) =>
       message: `must be PEM text containing -----BEGIN ${label}-----`,
     })
     .optional();
+
+/**
+ * `host:port` pairs separated by commas (an IPv6 host in brackets, `[::1]:6379`), or undefined when
+ * any of them is malformed or names port 0.
+ */
+export function parseHostPorts(text: string): { host: string; port: number }[] | undefined {
+  const parsed: { host: string; port: number }[] = [];
+  for (const pair of text.split(',')) {
+    const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/.exec(pair.trim());
+    const port = Number(match?.[3]);
+    const host = match?.[1] ?? match?.[2];
+    if (!host || !(port >= 1 && port <= 65535)) return undefined;
+    parsed.push({ host, port });
+  }
+  return parsed;
+}
+
+/** Kept as the text given (so admins see it as written); parseHostPorts reads it where it is used. */
+export const hostPortList = () =>
+  z
+    .string()
+    .refine((value) => parseHostPorts(value) !== undefined, {
+      message: 'must be host:port pairs separated by commas',
+    })
+    .optional();

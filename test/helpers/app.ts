@@ -4,7 +4,7 @@ import { basename, join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
-import { type Config, configFrom } from '../../src/config.js';
+import { type Config, configFrom, hasSharedRedis } from '../../src/config.js';
 import { argon2Passwords, createAuthModule } from '../../src/modules/auth/index.js';
 import { modules } from '../../src/modules/index.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
@@ -22,7 +22,8 @@ export type ConfigOverrides = Parameters<typeof configFrom>[0];
 
 /**
  * The config of a test app: free ports, silent logs, the clone's database, and Redis when
- * REDIS_URL is set (as in CI's second pass), the in-process KV otherwise.
+ * REDIS_URL is set (as in CI's second pass) and the overrides name no Redis of their own (a
+ * private Cluster or Sentinels), the in-process KV otherwise.
  */
 export function testConfig(dataDir: string, testDb: TestDatabase, overrides: ConfigOverrides): Config {
   return configFrom({
@@ -39,9 +40,13 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
     LOGIN_IP_MAX_ATTEMPTS: 1_000_000,
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...(process.env.REDIS_URL && !namesRedis(overrides) ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...overrides,
   });
+}
+
+function namesRedis(overrides: ConfigOverrides): boolean {
+  return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some((name) => overrides?.[name as keyof Config]);
 }
 
 /**
@@ -122,14 +127,14 @@ export function useTestApp(
 
 /**
  * Several app instances sharing one database and one KV store, as a multi-node deployment does:
- * one Redis when REDIS_URL is set (each node with its own connections), otherwise one in-process
- * store object passed to every node.
+ * one Redis when REDIS_URL is set or the overrides name one (each node with its own connections),
+ * otherwise one in-process store object passed to every node.
  */
 export async function buildTestCluster(nodes: number, overrides: ConfigOverrides = {}): Promise<TestCluster> {
   const testDb = await createTestDatabase();
-  const sharedKv = process.env.REDIS_URL ? undefined : new MemoryKv();
   // Every node reads its signing keys from one DATA_DIR, as production nodes share one key.
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-cluster-'));
+  const sharedKv = hasSharedRedis(testConfig(dataDir, testDb, overrides)) ? undefined : new MemoryKv();
   const apps: App[] = [];
   const recorders: ExchangeRecorder[] = [];
   const urls: { httpUrl: string; wsUrl: string }[] = [];
