@@ -22,7 +22,7 @@ import { type Database, openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
-import { createKv, type Kv } from './platform/kv/index.js';
+import { createKv, type Kv, redisTopology } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
 import { createMetrics } from './platform/metrics.js';
 import { migrateUp } from './platform/migrate.js';
@@ -171,7 +171,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     }
     const kv =
       overrides.kv ??
-      (await createKv(config.REDIS_URL, {
+      (await createKv(redisTopology(config), {
         namespace: config.REDIS_KEY_PREFIX,
         commandTimeoutMs: config.REDIS_COMMAND_TIMEOUT_MS,
         onError: (err, context) => log.error({ err }, `kv: ${context}`),

@@ -46,7 +46,9 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
 }
 
 function namesRedis(overrides: ConfigOverrides): boolean {
-  return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some((name) => overrides?.[name as keyof Config]);
+  return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some(
+    (name) => overrides?.[name as keyof Config],
+  );
 }
 
 /**

@@ -1,6 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** Whether a `redis-server` binary is on PATH, for tests that start a Redis of their own. */
 export function hasRedisServer(): boolean {
@@ -24,17 +27,31 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
+export interface RedisServerOptions {
+  /** A configuration file, given first (a Sentinel's, which it rewrites as it learns). */
+  configFile?: string;
+  /** More arguments after the defaults (`--cluster-enabled yes`, `--replicaof ...`, `--sentinel`). */
+  args?: string[];
+  /** The log line that says the server is ready; a Sentinel logs `+monitor` instead. */
+  readyLine?: string;
+}
+
 /**
  * A private, throwaway redis-server (no persistence) that a test can stop and start again on the
  * same port, to play a Redis outage against the app without touching the shared Redis.
  */
 export class RedisServer {
   private process: ChildProcess | undefined;
+  /** Its working directory: a replica writes the primary's snapshot there (dump.rdb). */
+  private dir: string | undefined;
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly options: RedisServerOptions,
+  ) {}
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  static async start(options: RedisServerOptions = {}): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), options);
     await server.start();
     return server;
   }
@@ -46,9 +63,16 @@ export class RedisServer {
   /** Starts the server and resolves once it accepts connections. */
   async start(): Promise<void> {
     if (this.process) return;
+    const { configFile, args = [], readyLine = 'Ready to accept connections' } = this.options;
+    this.dir = await mkdtemp(join(tmpdir(), 'atrium-redis-'));
     const child = spawn(
       'redis-server',
-      ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      [
+        ...(configFile ? [configFile] : []),
+        ...['--port', String(this.port), '--bind', '127.0.0.1', '--dir', this.dir],
+        ...['--save', '', '--appendonly', 'no'],
+        ...args,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process = child;
@@ -65,7 +89,7 @@ export class RedisServer {
       child.once('exit', (code) => fail(new Error(`redis-server exited with ${code}:\n${output}`)));
       child.stdout?.on('data', (chunk: Buffer) => {
         output += chunk.toString();
-        if (output.includes('Ready to accept connections')) {
+        if (output.includes(readyLine)) {
           clearTimeout(timer);
           child.removeAllListeners('exit');
           child.removeAllListeners('error');
@@ -80,9 +104,12 @@ export class RedisServer {
     const child = this.process;
     if (!child) return;
     this.process = undefined;
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGKILL');
-    await exited;
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = once(child, 'exit');
+      child.kill('SIGKILL');
+      await exited;
+    }
+    if (this.dir) await rm(this.dir, { recursive: true, force: true });
+    this.dir = undefined;
   }
 }

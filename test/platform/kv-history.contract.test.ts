@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
 import { unframePositioned } from '../../src/platform/kv/kv.js';
+import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 const limits = { maxLen: 5, ttlMs: 60_000 };
@@ -122,6 +123,12 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
 }
 
 describeHistoryContract('MemoryKv history', async () => new MemoryKv());
+
+describeOnRedisTopologies((servers) =>
+  describeHistoryContract('RedisKv history', (namespace) =>
+    RedisKv.connect(servers().topology, { namespace }),
+  ),
+);
 
 describe.skipIf(!REDIS_URL)('RedisKv history (REDIS_URL)', () => {
   describeHistoryContract('RedisKv history', (namespace) => RedisKv.connect(REDIS_URL ?? '', { namespace }));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
+import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 
@@ -89,3 +90,7 @@ describeSetContract('MemoryKv sets', async () => new MemoryKv());
 describe.skipIf(!REDIS_URL)('RedisKv sets (REDIS_URL)', () => {
   describeSetContract('RedisKv sets', () => RedisKv.connect(REDIS_URL ?? ''));
 });
+
+describeOnRedisTopologies((servers) =>
+  describeSetContract('RedisKv sets', () => RedisKv.connect(servers().topology)),
+);

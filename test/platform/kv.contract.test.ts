@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKv, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
+import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 type OnError = (error: unknown, context: string) => void;
 type KvFactory = (onError: OnError) => Promise<Kv>;
@@ -381,6 +382,10 @@ describe.skipIf(!REDIS_URL)('RedisKv (REDIS_URL)', () => {
     await kv.close();
   });
 });
+
+describeOnRedisTopologies((servers) =>
+  describeKvContract('RedisKv', 'redis', (onError) => RedisKv.connect(servers().topology, { onError })),
+);
 
 describe('MemoryKv with an injected clock', () => {
   it('a key expires exactly when the clock reaches its TTL', async () => {

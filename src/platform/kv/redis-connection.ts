@@ -1,11 +1,11 @@
 /** The lifecycle of RedisKv's ioredis connections: becoming ready, reporting outages, closing. */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 
 /**
  * QUIT when connected, so replies already on their way still arrive; otherwise, or when QUIT is not
  * answered within a second, just drop the socket. Never throws.
  */
-export async function closeConnection(connection: Redis): Promise<void> {
+export async function closeConnection(connection: RedisClient): Promise<void> {
   if (connection.status === 'end') return;
   if (connection.status === 'ready') {
     let timer: NodeJS.Timeout | undefined;
@@ -28,7 +28,7 @@ export async function closeConnection(connection: Redis): Promise<void> {
  * Resolves once `connection` is ready for commands; rejects after `timeoutMs` (naming the last
  * connection error, which never contains the URL's password) or when it was closed.
  */
-export function untilReady(connection: Redis, timeoutMs: number): Promise<void> {
+export function untilReady(connection: RedisClient, timeoutMs: number): Promise<void> {
   if (connection.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     let lastError: Error | undefined;
@@ -60,7 +60,7 @@ export function untilReady(connection: Redis, timeoutMs: number): Promise<void> 
  * The first one of an outage is reported, the rest only once the connection was ready again. The
  * listener is needed anyway: without one ioredis prints each as "Unhandled error event".
  */
-export function reportErrorsOncePerOutage(connection: Redis, report: (error: Error) => void): void {
+export function reportErrorsOncePerOutage(connection: RedisClient, report: (error: Error) => void): void {
   let reported = false;
   connection.on('error', (error: Error) => {
     if (reported) return;

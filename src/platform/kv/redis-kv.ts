@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import {
   HISTORY_META_TTL_MS,
   type HistoryLimits,
@@ -9,6 +9,7 @@ import {
   type StreamPosition,
 } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
+import { commandClient, type RedisClient, subscriberClient } from './redis-client.js';
 import { closeConnection, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
 import {
   type DefinedScripts,
@@ -18,6 +19,8 @@ import {
   historyStreamKey,
   INCR_SCRIPT,
 } from './redis-scripts.js';
+import { indexesBySlot, perSlot } from './redis-slots.js';
+import type { RedisTopology } from './redis-topology.js';
 
 export interface RedisKvOptions {
   /** Called for connection errors and for subscribers that throw; defaults to console.error. */
@@ -56,21 +59,18 @@ const EXPIRE_BATCH = 1000;
 /** The default of REDIS_COMMAND_TIMEOUT_MS, for callers that do not pass the setting. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 500;
 
-/** How long one reconnect attempt may wait for the TCP connection to a Redis that went silent. */
-const CONNECT_TIMEOUT_MS = 2_000;
-
 /**
- * Reconnect attempts back off up to this delay and never give up, so a Redis that comes back is
- * used again within about half a second.
+ * `Kv` on Redis, shared by every node of the service: one server, a Sentinel-watched primary or a
+ * Redis Cluster. On a Cluster every multi-key command and script runs once per hash slot, and
+ * pub/sub is sharded (SPUBLISH / SSUBSCRIBE), so an event reaches only the shard its channel
+ * hashes to instead of every node of the Cluster.
  */
-const MAX_RECONNECT_DELAY_MS = 500;
-
-/** `Kv` on Redis, shared by every node of the service. */
 export class RedisKv implements Kv {
   readonly kind = 'redis' as const;
-  private readonly redis: Redis;
-  // Created on first subscribe: a connection in subscribe mode cannot run other commands.
-  private subscriber: Redis | undefined;
+  private readonly redis: RedisClient;
+  /** On a Redis Cluster: commands split by hash slot, channels hash-tagged and sharded. */
+  private readonly sharded: boolean;
+  private subscriber: RedisClient | undefined;
   private readonly channels = new Map<string, Channel>();
   private readonly onError: (error: unknown, context: string) => void;
   private readonly pingTimeoutMs: number;
@@ -82,8 +82,8 @@ export class RedisKv implements Kv {
    * here. Commands are refused while disconnected (see the constructor), so nothing may be sent
    * before this resolves.
    */
-  static async connect(url: string, options: RedisKvOptions = {}): Promise<RedisKv> {
-    const kv = new RedisKv(url, options);
+  static async connect(redis: RedisTopology | string, options: RedisKvOptions = {}): Promise<RedisKv> {
+    const kv = new RedisKv(redis, options);
     try {
       await untilReady(kv.redis, kv.pingTimeoutMs);
       await kv.ping();
@@ -94,33 +94,21 @@ export class RedisKv implements Kv {
     }
   }
 
-  constructor(url: string, options: RedisKvOptions = {}) {
+  constructor(redis: RedisTopology | string, options: RedisKvOptions = {}) {
     this.onError = options.onError ?? ((error, context) => console.error(`RedisKv: ${context}`, error));
     this.pingTimeoutMs = options.pingTimeoutMs ?? 1_000;
     this.namespace = options.namespace ?? '';
-    // While Redis is down a command fails at once, and one that gets no answer fails after the
-    // command timeout: callers answer 503 and rate limiters switch to their in-memory insurance
-    // within a second. Nothing is queued while disconnected (that queue has no bound, and would run
-    // writes long after their callers gave up), and a command in flight when the connection drops
-    // fails at once rather than being resent later. Reconnecting never stops.
-    // ioredis prefixes key arguments itself (scripts' KEYS included); channels are prefixed below.
-    this.redis = new Redis(url, {
-      lazyConnect: false,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
-      connectTimeout: CONNECT_TIMEOUT_MS,
-      retryStrategy: (attempt) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS),
+    this.redis = commandClient(typeof redis === 'string' ? { kind: 'server', url: redis } : redis, {
+      commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
       keyPrefix: this.namespace,
-      // Commands issued in the same tick (concurrent heartbeats, limiter checks) share one write.
-      enableAutoPipelining: true,
     });
+    this.sharded = this.redis instanceof Cluster;
     reportErrorsOncePerOutage(this.redis, (error) => this.onError(error, 'command connection error'));
     defineScripts(this.redis);
   }
 
   /** The command connection, for libraries that need a raw ioredis client. */
-  get client(): Redis {
+  get client(): RedisClient {
     return this.redis;
   }
 
@@ -131,6 +119,7 @@ export class RedisKv implements Kv {
   async mget(keys: readonly string[]): Promise<(string | null)[]> {
     // MGET with no keys is a Redis error.
     if (keys.length === 0) return [];
+    if (this.sharded) return perSlot(keys, this.namespace, (group) => this.redis.mget(...group));
     return this.redis.mget(...keys);
   }
 
@@ -161,16 +150,30 @@ export class RedisKv implements Kv {
   async msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void> {
     const ms = checkTtl(ttlMs);
     if (entries.length === 0) return;
-    const pipeline = this.redis.pipeline();
-    for (const [key, value] of entries) pipeline.set(key, value, 'PX', ms);
-    const results = await pipeline.exec();
-    const failure = results?.find(([error]) => error);
-    if (failure) throw failure[0];
+    // A Cluster pipeline may hold the keys of one slot only.
+    const groups = this.sharded
+      ? indexesBySlot(
+          entries.map(([key]) => key),
+          this.namespace,
+        ).map((indexes) => indexes.map((index) => entries[index] as readonly [string, string]))
+      : [entries];
+    await Promise.all(
+      groups.map(async (group) => {
+        const pipeline = this.redis.pipeline();
+        for (const [key, value] of group) pipeline.set(key, value, 'PX', ms);
+        const results = await pipeline.exec();
+        const failure = results?.find(([error]) => error);
+        if (failure) throw failure[0];
+      }),
+    );
   }
 
   async del(...keys: string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    return this.redis.del(...keys);
+    if (!this.sharded) return this.redis.del(...keys);
+    // One DEL per key (auto-pipelined per node): a Cluster refuses a DEL across slots.
+    const counts = await Promise.all(keys.map((key) => this.redis.del(key)));
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   async incr(key: string, options: { by?: number; ttlMs?: number } = {}): Promise<number> {
@@ -186,12 +189,16 @@ export class RedisKv implements Kv {
 
   async expireMany(keys: readonly string[], ttlMs: number): Promise<boolean[]> {
     const ms = checkTtl(ttlMs);
-    const batches: Promise<number[]>[] = [];
-    for (let start = 0; start < keys.length; start += EXPIRE_BATCH) {
-      const batch = keys.slice(start, start + EXPIRE_BATCH);
-      batches.push(this.redis.eval(EXPIRE_MANY_SCRIPT, batch.length, ...batch, ms) as Promise<number[]>);
-    }
-    return (await Promise.all(batches)).flat().map((existed) => existed === 1);
+    const expire = async (group: readonly string[]) => {
+      const batches: Promise<number[]>[] = [];
+      for (let start = 0; start < group.length; start += EXPIRE_BATCH) {
+        const batch = group.slice(start, start + EXPIRE_BATCH);
+        batches.push(this.redis.eval(EXPIRE_MANY_SCRIPT, batch.length, ...batch, ms) as Promise<number[]>);
+      }
+      return (await Promise.all(batches)).flat();
+    };
+    const existed = this.sharded ? await perSlot(keys, this.namespace, expire) : await expire(keys);
+    return existed.map((flag) => flag === 1);
   }
 
   ttl(key: string): Promise<number> {
@@ -200,10 +207,10 @@ export class RedisKv implements Kv {
 
   async publish(channel: string, message: Uint8Array): Promise<void> {
     // A Buffer view over the same bytes: no copy, and ioredis sends it as binary.
-    await this.redis.publish(
-      this.namespace + channel,
-      Buffer.from(message.buffer, message.byteOffset, message.byteLength),
-    );
+    const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+    // SPUBLISH's channel is a key to ioredis, which adds the prefix itself.
+    if (this.sharded) await this.redis.spublish(`{${channel}}`, bytes);
+    else await this.redis.publish(this.namespace + channel, bytes);
   }
 
   async publishRecorded(
@@ -213,19 +220,24 @@ export class RedisKv implements Kv {
   ): Promise<StreamPosition[]> {
     if (channels.length === 0) return [];
     const scripts = this.redis as unknown as DefinedScripts;
-    const keys = channels.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]);
-    const perChannel = channels.flatMap((channel) => [this.namespace + channel, newEpoch()]);
-    const flat = await scripts.publishRecorded(
-      keys.length,
-      ...keys,
-      Buffer.from(message.buffer, message.byteOffset, message.byteLength),
-      maxLen,
-      ttlMs,
-      Date.now(),
-      HISTORY_META_TTL_MS,
-      ...perChannel,
+    const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
+    const now = Date.now();
+    const publish = async (group: readonly string[]): Promise<StreamPosition[]> => {
+      const keys = group.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]);
+      const perChannel = group.flatMap((channel) => [this.channelName(channel), newEpoch()]);
+      const args = [keys.length, ...keys, bytes, maxLen, ttlMs, now, HISTORY_META_TTL_MS, ...perChannel];
+      const flat = this.sharded
+        ? await scripts.publishRecordedSharded(...args)
+        : await scripts.publishRecorded(...args);
+      return group.map((_, i) => ({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string }));
+    };
+    if (!this.sharded) return publish(channels);
+    // On a Cluster, one call per slot (a direct message to two users is two calls, in parallel),
+    // grouped by the hash tag their keys and channel share.
+    const tags = channels.map((channel) => `{${channel}}`);
+    return perSlot(tags, this.namespace, (_, indexes) =>
+      publish(indexes.map((index) => channels[index] as string)),
     );
-    return channels.map((_, i) => ({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string }));
   }
 
   async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
@@ -254,6 +266,8 @@ export class RedisKv implements Kv {
   }
 
   async hasSubscribers(channel: string): Promise<boolean> {
+    if (this.sharded)
+      return (await (this.redis as unknown as DefinedScripts).shardSubscribers(`{${channel}}`)) > 0;
     const [, count] = (await this.redis.pubsub('NUMSUB', this.namespace + channel)) as [string, number];
     return count > 0;
   }
@@ -264,6 +278,17 @@ export class RedisKv implements Kv {
     ttlMs: number,
     peek: { channel: string; key: string },
   ): Promise<Peeked> {
+    if (this.sharded) {
+      // The key, the peeked key and the channel are in different slots, so three commands: the
+      // write first, then the count, which keeps the promise above (a subscriber not counted
+      // subscribed after the write, so it reads the new value).
+      await this.redis.set(key, value, 'PX', checkTtl(ttlMs));
+      const [listened, read] = await Promise.all([
+        this.hasSubscribers(peek.channel),
+        this.redis.get(peek.key),
+      ]);
+      return { listened, value: listened ? read : null };
+    }
     const scripts = this.redis as unknown as DefinedScripts;
     const [listened, read] = await scripts.setAndPeek(
       key,
@@ -278,13 +303,14 @@ export class RedisKv implements Kv {
   async subscribe(name: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
     // After close() a new subscriber connection would leak, so refuse like any closed connection.
     if (this.closing) throw new Error('RedisKv is closed');
-    const channel = this.namespace + name;
+    const channel = this.channelName(name);
     const subscription: Subscription = { handler };
     let entry = this.channels.get(channel);
     if (!entry) {
       const subscriptions = new Set<Subscription>();
       // One Redis SUBSCRIBE per channel, however many local handlers share it.
-      const ready = this.subscriberConnection().subscribe(channel);
+      const subscriber = this.subscriberConnection();
+      const ready = this.sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel);
       entry = { subscriptions, ready };
       this.channels.set(channel, entry);
     }
@@ -324,18 +350,20 @@ export class RedisKv implements Kv {
     return this.closing;
   }
 
-  private subscriberConnection(): Redis {
+  /**
+   * A channel's full name on Redis. On a Cluster it carries the channel in braces, the hash tag
+   * of its history's keys (redis-scripts.ts), so a recorded publish's keys and channel share a slot.
+   */
+  private channelName(channel: string): string {
+    return this.sharded ? `${this.namespace}{${channel}}` : this.namespace + channel;
+  }
+
+  private subscriberConnection(): RedisClient {
     if (this.subscriber) return this.subscriber;
-    // Subscribe-mode commands are few and must not be batched with anything else. Unlike the
-    // command connection this one queues while disconnected: subscribe() runs right after it is
-    // created, and SUBSCRIBE and UNSUBSCRIBE must keep their order. The queue stays small and
-    // short-lived: each queued command's caller gets the command timeout's error, and every failed
-    // reconnect attempt empties the queue (maxRetriesPerRequest 0).
-    const subscriber = this.redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+    const subscriber = subscriberClient(this.redis);
     reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
-    subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) =>
-      this.deliver(channel.toString(), message),
-    );
+    const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
+    subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
     this.subscriber = subscriber;
     return subscriber;
   }
@@ -362,7 +390,8 @@ export class RedisKv implements Kv {
     if (this.channels.get(channel) !== entry) return;
     this.channels.delete(channel);
     // Commands on one connection run in order, so a SUBSCRIBE issued after this one still wins.
-    await this.subscriber?.unsubscribe(channel);
+    if (this.sharded) await this.subscriber?.sunsubscribe(channel);
+    else await this.subscriber?.unsubscribe(channel);
   }
 
   // SADD and SREM without members are Redis errors; like del(), an empty call is simply a no-op.

@@ -1,5 +1,5 @@
 /** The Lua scripts RedisKv runs, each one atomic step on Redis, and the keys of event histories. */
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis-client.js';
 
 /**
  * INCRBY, and PEXPIRE only when the key did not exist before, in one atomic step. Checking EXISTS
@@ -33,10 +33,12 @@ return existed`;
  * hash starts a new epoch and drops the stream of the old one, whose ids the new offsets would
  * repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
  * while the stream expired is still told so. The message is published with its position in front
- * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. The keys of several
- * channels are in several hash slots: this runs on one Redis, not a Redis Cluster.
+ * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. On a Redis Cluster every
+ * key of one call must be in one hash slot, so RedisKv calls it per slot, and it publishes with
+ * SPUBLISH to channels named with the same hash tag as the keys (`<prefix>{<channel>}`), which
+ * reaches only the subscribers of that shard.
  */
-const PUBLISH_RECORDED_SCRIPT = `
+const publishRecordedScript = (publish: 'PUBLISH' | 'SPUBLISH') => `
 local positions = {}
 for i = 1, #KEYS / 2 do
   local meta, stream = KEYS[2 * i - 1], KEYS[2 * i]
@@ -50,7 +52,7 @@ for i = 1, #KEYS / 2 do
   redis.call('XADD', stream, 'MAXLEN', ARGV[2], offset .. '-0', 'd', ARGV[1], 't', ARGV[4])
   redis.call('PEXPIRE', meta, ARGV[5])
   redis.call('PEXPIRE', stream, ARGV[3])
-  redis.call('PUBLISH', ARGV[4 + 2 * i], offset .. ':' .. epoch .. ':' .. ARGV[1])
+  redis.call('${publish}', ARGV[4 + 2 * i], offset .. ':' .. epoch .. ':' .. ARGV[1])
   positions[2 * i - 1] = offset
   positions[2 * i] = epoch
 end
@@ -72,10 +74,19 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return {meta[1], tonumber(meta[2]), redis.call('XRANGE', KEYS[2], '(' .. ARGV[1] .. '-0', '+', 'COUNT', ARGV[2])}`;
 
+/**
+ * On a Redis Cluster, the subscribers of the sharded channel KEYS[1] (the key prefix ioredis adds
+ * to it makes it the channel's full name). Run as a script only to reach the primary that owns
+ * the channel's slot: PUBSUB SHARDNUMSUB counts only the subscribers of the node it runs on.
+ */
+const SHARD_SUBSCRIBERS_SCRIPT = `return redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[1])[2]`;
+
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 export interface DefinedScripts {
-  /** Each channel's offset and epoch, flat. */
+  /** Each channel's offset and epoch, flat; the Sharded one on a Redis Cluster. */
   publishRecorded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
+  publishRecordedSharded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
+  shardSubscribers(channelTag: string): Promise<number>;
   readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
   /** One element when nobody listened; else the key's value second (null when missing). */
   setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
@@ -91,10 +102,12 @@ export function historyStreamKey(channel: string): string {
 }
 
 /** Defines the scripts the hot paths run as commands of `redis` (see DefinedScripts). */
-export function defineScripts(redis: Redis): void {
+export function defineScripts(redis: RedisClient): void {
   // A defined command runs by EVALSHA and has a Buffer-returning twin for binary replies.
   // The number of keys is the first argument: two per channel.
-  redis.defineCommand('publishRecorded', { lua: PUBLISH_RECORDED_SCRIPT });
+  redis.defineCommand('publishRecorded', { lua: publishRecordedScript('PUBLISH') });
+  redis.defineCommand('publishRecordedSharded', { lua: publishRecordedScript('SPUBLISH') });
+  redis.defineCommand('shardSubscribers', { numberOfKeys: 1, lua: SHARD_SUBSCRIBERS_SCRIPT });
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
 }

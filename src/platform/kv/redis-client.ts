@@ -1,0 +1,84 @@
+/** The ioredis clients RedisKv talks through, for each way of reaching Redis (redis-topology.ts). */
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { RedisTopology } from './redis-topology.js';
+
+/** One server (REDIS_URL or the primary the Sentinels name) or a whole Redis Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/** How long one reconnect attempt may wait for the TCP connection to a Redis that went silent. */
+const CONNECT_TIMEOUT_MS = 2_000;
+
+/**
+ * Reconnect attempts back off up to this delay and never give up, so a Redis that comes back (or
+ * the replica the Sentinels promoted) is used again within about half a second.
+ */
+const MAX_RECONNECT_DELAY_MS = 500;
+const reconnectDelay = (attempt: number) => Math.min(attempt * 100, MAX_RECONNECT_DELAY_MS);
+
+/**
+ * The command connection. While Redis is down a command fails at once, and one that gets no answer
+ * fails after the command timeout: callers answer 503 and rate limiters switch to their in-memory
+ * insurance within a second. Nothing is queued while disconnected (that queue has no bound, and
+ * would run writes long after their callers gave up), and a command in flight when the connection
+ * drops fails at once rather than being resent later. Reconnecting never stops. ioredis prefixes
+ * key arguments itself (scripts' KEYS and sharded channels included).
+ */
+export function commandClient(
+  topology: RedisTopology,
+  settings: { commandTimeoutMs: number; keyPrefix: string },
+): RedisClient {
+  const perServer: RedisOptions = {
+    maxRetriesPerRequest: 0,
+    commandTimeout: settings.commandTimeoutMs,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    ...(topology.kind !== 'server' && topology.password ? { password: topology.password } : {}),
+  };
+  const client = {
+    lazyConnect: false,
+    enableOfflineQueue: false,
+    keyPrefix: settings.keyPrefix,
+    // Commands issued in the same tick (concurrent heartbeats, limiter checks) share one write.
+    enableAutoPipelining: true,
+  };
+  if (topology.kind === 'cluster') {
+    // Reads go to the primaries too: a replica may lag, and every read here is followed by writes.
+    return new Cluster(topology.nodes, {
+      ...client,
+      scaleReads: 'master',
+      clusterRetryStrategy: reconnectDelay,
+      redisOptions: perServer,
+    });
+  }
+  const common = { ...perServer, ...client, retryStrategy: reconnectDelay };
+  if (topology.kind === 'server') return new Redis(topology.url, common);
+  // ioredis asks the Sentinels for the primary on every (re)connect and checks its role, so after
+  // a failover it reconnects to the promoted replica by itself.
+  return new Redis({
+    ...common,
+    sentinels: topology.sentinels,
+    name: topology.name,
+    sentinelRetryStrategy: reconnectDelay,
+    ...(topology.sentinelPassword ? { sentinelPassword: topology.sentinelPassword } : {}),
+  });
+}
+
+/**
+ * The subscriber connection, created on first subscribe: a connection in subscribe mode cannot run
+ * other commands, and its few commands must not be batched with anything else. Unlike the command
+ * connection it queues while disconnected: SUBSCRIBE and UNSUBSCRIBE must keep their order. The
+ * queue stays small and short-lived: each queued command's caller gets the command timeout's
+ * error, and every failed reconnect attempt empties it (maxRetriesPerRequest 0). On a Cluster it
+ * holds one connection per primary (sharded pub/sub), takes full channel names (no key prefix)
+ * and resubscribes them where their slot moved.
+ */
+export function subscriberClient(commands: RedisClient): RedisClient {
+  if (commands instanceof Cluster) {
+    return commands.duplicate([], {
+      enableAutoPipelining: false,
+      enableOfflineQueue: true,
+      shardedSubscribers: true,
+      keyPrefix: '',
+    });
+  }
+  return commands.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+}
