@@ -182,6 +182,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       maxLen: config.EVENT_HISTORY_SIZE,
       ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000,
     });
+    owned.unshift(['stop the event bus', async () => bus.close()]);
     const gateway = new Gateway({ config, log, metrics, bus, kv });
     if (!gateway.native) {
       log.warn(

@@ -62,6 +62,15 @@ export class EventBus {
     private readonly history: HistoryLimits,
   ) {}
 
+  /**
+   * Channels of recorded topics with an event that could not be recorded (Redis unreachable, or a
+   * primary failing over), by how many times: their histories are dropped once Redis answers
+   * again, so a reconnecting reader is told `recovered: false` rather than that it missed nothing.
+   */
+  private readonly unrecorded = new Map<string, number>();
+  private dropTimer: NodeJS.Timeout | undefined;
+  private closed = false;
+
   private readonly recordedPrefixes = [USER_TOPIC_PREFIX];
 
   /** Records the topics starting with `prefix` from now on (a module's, at setup: chat rooms). */
@@ -89,8 +98,44 @@ export class EventBus {
       if (!options.transient && this.isRecorded(topic)) recorded.push(channel(topic));
       else published.push(this.kv.publish(channel(topic), bytes));
     }
-    if (recorded.length > 0) published.push(this.kv.publishRecorded(recorded, bytes, this.history));
+    if (recorded.length > 0) published.push(this.publishRecorded(recorded, bytes));
     await Promise.all(published);
+  }
+
+  private async publishRecorded(channels: readonly string[], bytes: Uint8Array): Promise<void> {
+    try {
+      await this.kv.publishRecorded(channels, bytes, this.history);
+    } catch (error) {
+      for (const name of channels) this.unrecorded.set(name, (this.unrecorded.get(name) ?? 0) + 1);
+      this.dropUnrecordedSoon();
+      throw error;
+    }
+  }
+
+  /** Retries dropping the unrecorded channels' histories until the store answers. */
+  private dropUnrecordedSoon(): void {
+    if (this.dropTimer || this.closed) return;
+    this.dropTimer = setTimeout(async () => {
+      const attempt = [...this.unrecorded];
+      try {
+        await this.kv.dropHistories(attempt.map(([name]) => name));
+        // A channel that failed again meanwhile stays for the next attempt.
+        for (const [name, failures] of attempt) {
+          if (this.unrecorded.get(name) === failures) this.unrecorded.delete(name);
+        }
+      } catch {
+        // Still unreachable: the next attempt follows.
+      }
+      this.dropTimer = undefined;
+      if (this.unrecorded.size > 0) this.dropUnrecordedSoon();
+    }, DROP_RETRY_MS);
+    this.dropTimer.unref();
+  }
+
+  /** Stops retrying (the store is closing); histories not dropped by then expire with their TTL. */
+  close(): void {
+    this.closed = true;
+    clearTimeout(this.dropTimer);
   }
 
   /**
@@ -143,6 +188,7 @@ export class EventBus {
    */
   async recover(topic: string, since: StreamPosition): Promise<Recovery> {
     const { position, entries } = await this.kv.readHistory(channel(topic), since.offset, this.history);
+    if (this.unrecorded.has(channel(topic))) return { recovered: false, position };
     const missed = position.offset - since.offset;
     const oldestAllowed = Date.now() - this.history.ttlMs;
     const complete =
@@ -164,6 +210,9 @@ export class EventBus {
     return (await this.kv.readHistory(channel(topic), Number.MAX_SAFE_INTEGER, this.history)).position;
   }
 }
+
+/** How often an unrecorded channel's history is tried to be dropped while the store does not answer. */
+const DROP_RETRY_MS = 250;
 
 const USER_TOPIC_PREFIX = 'user:';
 

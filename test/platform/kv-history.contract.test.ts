@@ -56,6 +56,19 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
       await unsubscribe();
     });
 
+    it('dropHistories forgets each history: the next read and publish start a new epoch, others are kept', async () => {
+      const [dropped, other, kept] = [channel(), channel(), channel()];
+      const before = await kv.publishRecorded([dropped, other, kept], bytes('a'), limits);
+      await kv.dropHistories([dropped, other]);
+      const after = await kv.readHistory(dropped, 0, limits);
+      expect(after).toEqual({ position: { offset: 0, epoch: expect.any(String) }, entries: [] });
+      expect(after.position.epoch).not.toBe(before[0]?.epoch);
+      const [next] = await kv.publishRecorded([other], bytes('b'), limits);
+      expect(next).toEqual({ offset: 1, epoch: expect.not.stringMatching(`^${before[1]?.epoch}$`) });
+      expect((await kv.readHistory(kept, 0, limits)).entries).toHaveLength(1);
+      await expect(kv.dropHistories([])).resolves.toBeUndefined();
+    });
+
     it('readHistory returns the messages after an offset in order, binary bytes intact', async () => {
       const name = channel();
       const binary = new Uint8Array([0x83, 0x00, 0xff, 0x3a, 0x0a]);

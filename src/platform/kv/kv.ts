@@ -88,6 +88,12 @@ export interface Kv {
    * (at most `limits.maxLen`). A history never written, or lost, reads as offset 0 of a new epoch.
    */
   readHistory(channel: string, afterOffset: number, limits: HistoryLimits): Promise<HistoryRead>;
+  /**
+   * Forgets the histories of `channels`: the next publish or read of each starts a new epoch, so a
+   * reader is told that not every event is kept. For channels with an event that could not be
+   * recorded (EventBus).
+   */
+  dropHistories(channels: readonly string[]): Promise<void>;
 
   /** Throws when the store does not answer. */
   ping(): Promise<void>;

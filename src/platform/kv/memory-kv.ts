@@ -239,6 +239,10 @@ export class MemoryKv implements Kv {
     };
   }
 
+  async dropHistories(channels: readonly string[]): Promise<void> {
+    for (const channel of channels) this.histories.delete(channel);
+  }
+
   /** The channel's history, started (offset 0 of a new epoch) when missing, with expired messages gone. */
   private history(channel: string, now: number): History {
     let history = this.histories.get(channel);

@@ -44,6 +44,10 @@ export function commandClient(
     // Reads go to the primaries too: a replica may lag, and every read here is followed by writes.
     return new Cluster(topology.nodes, {
       ...client,
+      // ioredis 5.11's auto-pipelining on a Cluster refuses batches whose keys' slots it has not
+      // grouped onto one node yet ("All keys in the pipeline should belong to the same slots
+      // allocation group"), failing unrelated commands issued in the same tick.
+      enableAutoPipelining: false,
       scaleReads: 'master',
       clusterRetryStrategy: reconnectDelay,
       redisOptions: perServer,

@@ -265,6 +265,10 @@ export class RedisKv implements Kv {
     };
   }
 
+  async dropHistories(channels: readonly string[]): Promise<void> {
+    await this.del(...channels.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]));
+  }
+
   async hasSubscribers(channel: string): Promise<boolean> {
     if (this.sharded)
       return (await (this.redis as unknown as DefinedScripts).shardSubscribers(`{${channel}}`)) > 0;
