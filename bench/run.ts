@@ -37,6 +37,8 @@ import { parseArgs } from 'node:util';
  *                         embedded,postgres
  *   workers               WORKERS=2 beside WORKERS=1 on Postgres + Redis: GET /api/users/me and
  *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
+ *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
+ *                         reach an open socket again (bench/results/failover.md)
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -52,6 +54,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
   workers: () => import('./workers.js'),
+  failover: () => import('./failover.js'),
 };
 
 const { values, positionals } = parseArgs({
