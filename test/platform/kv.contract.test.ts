@@ -198,8 +198,10 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       const existed = await kv.expireMany(keys, 5_000);
       expect(existed).toEqual(keys.map((_, i) => i % 3 !== 1));
       const [kept, missing] = [keys[0] as string, keys[1] as string];
+      // Down from 60 s to at most 5 s, and still a TTL (not -1). How much of the 5 s is left depends
+      // on how long the 2,500 keys took: on a Cluster they are one script per hash slot.
       expect(await kv.ttl(kept)).toBeLessThanOrEqual(5_000);
-      expect(await kv.ttl(kept)).toBeGreaterThan(4_000);
+      expect(await kv.ttl(kept)).toBeGreaterThan(0);
       expect(await kv.ttl(missing)).toBe(-2);
       expect(await kv.expireMany([], 5_000)).toEqual([]);
       await expect(kv.expireMany([kept], 0)).rejects.toThrow(RangeError);
