@@ -39,6 +39,10 @@ import { parseArgs } from 'node:util';
  *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
+ *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
+ *                         Redis, thousands of sockets under load while nodes are killed and Redis and
+ *                         PostgreSQL restarted, then a reconciliation (bench/results/soak.md); takes
+ *                         --minutes, --sockets and the rates of bench/soak/options.ts, not --seconds
  */
 const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<string> }>> = {
   foundation: () => import('./foundation.js'),
@@ -55,6 +59,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   discovery: () => import('./discovery.js'),
   workers: () => import('./workers.js'),
   failover: () => import('./failover.js'),
+  soak: () => import('./soak.js'),
 };
 
 const { values, positionals } = parseArgs({
