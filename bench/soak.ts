@@ -27,7 +27,7 @@ const progress = (message: string) => console.log(`[bench:soak] ${message}`);
 /** Sockets connecting at once while the users come online. */
 const CONNECT_CONCURRENCY = 50;
 /** After the load: how long the users get to reconnect and their last events to arrive. */
-const SETTLE_DEADLINE_MS = 60_000;
+const SETTLE_DEADLINE_MS = 120_000;
 
 async function connectAll(users: readonly SoakUser[]): Promise<void> {
   let next = 0;
@@ -97,8 +97,14 @@ export async function run(): Promise<string> {
 
     const loadMs = options.minutes * 60_000;
     const load = new Load(users, worlds, cluster, ledger, options);
-    const chaos = new Chaos(cluster, ledger, progress);
+    const chaos = new Chaos(
+      cluster,
+      ledger,
+      progress,
+      (node) => users.filter((user) => user.ready && user.node === node.index).length,
+    );
     const loadStarted = performance.now();
+    ledger.startClock();
     load.start();
     chaos.start(loadMs);
     const ticker = setInterval(() => {
@@ -109,7 +115,8 @@ export async function run(): Promise<string> {
             .map((node) => node.index)
             .join(',')}, acked dm ${ledger.dms.length} ` +
           `chat ${ledger.chats.length} chunk ${ledger.revisions.length}, 5xx ${ledger.serverErrors.length}, ` +
-          `unanswered ${ledger.unanswered}, reconnects ${ledger.reconnects}`,
+          `unanswered ${ledger.unanswered}, reconnects ${ledger.reconnects}, failed connects ` +
+          JSON.stringify(Object.fromEntries(ledger.connectFailures)),
       );
     }, 10_000);
     await sleep(loadMs);
@@ -118,6 +125,7 @@ export async function run(): Promise<string> {
     clearInterval(ticker);
     progress('load stopped; letting users reconnect and events arrive...');
     await settle(users, ledger);
+    const connectedAtEnd = users.filter((user) => user.ready).length;
 
     progress('reconciling...');
     const stored = await checkStored(cluster.postgres.url, ledger);
@@ -131,6 +139,7 @@ export async function run(): Promise<string> {
       environment,
       code: codeLine(before, codeState()),
       connected,
+      connectedAtEnd,
       faults: chaos.faults,
       ledger,
       stored,

@@ -3,9 +3,9 @@ import type { Cluster, Node } from './cluster.js';
 import type { Ledger } from './ledger.js';
 
 /**
- * The soak's faults, on a schedule fixed at the start: a random node killed with -9 every 30-60 s
- * and started again at once, Redis restarted at a third of the load time and PostgreSQL at two
- * thirds. Each fault is recorded as a window from its start until the part is back.
+ * The soak's faults: a random node killed with -9 every 30-60 s and started again at once, Redis
+ * restarted once and PostgreSQL once. Each fault is recorded as a window from its start until the
+ * part is back.
  */
 
 /** How long Redis and PostgreSQL stay down when restarted. */
@@ -18,17 +18,10 @@ export interface Fault {
   to: number;
 }
 
-type Step = { at: number; kind: 'kill' } | { at: number; kind: 'redis' | 'postgres' };
+type Kind = 'kill' | 'redis' | 'postgres';
 
-function schedule(loadMs: number): Step[] {
-  const steps: Step[] = [
-    { at: loadMs / 3, kind: 'redis' },
-    { at: (2 * loadMs) / 3, kind: 'postgres' },
-  ];
-  for (let at = 30_000 + Math.random() * 30_000; at < loadMs - 10_000; at += 30_000 + Math.random() * 30_000)
-    steps.push({ at, kind: 'kill' });
-  return steps.sort((a, b) => a.at - b.at);
-}
+/** A pause of 30-60 s. */
+const between = () => 30_000 + Math.random() * 30_000;
 
 export class Chaos {
   readonly faults: Fault[] = [];
@@ -39,17 +32,35 @@ export class Chaos {
     private readonly cluster: Cluster,
     private readonly ledger: Ledger,
     private readonly log: (line: string) => void,
+    /** Sockets connected to a node now. */
+    private readonly socketsOn: (node: Node) => number,
   ) {}
 
-  /** Starts the schedule, `loadMs` long, measured from now. */
+  /**
+   * Starts the faults, for `loadMs` from now: a kill 30-60 s after the previous fault is over (a
+   * node restart takes tens of seconds on a busy machine, so a fixed timetable would kill nodes
+   * that have barely started), Redis once a third of the time has passed and PostgreSQL once two
+   * thirds have, each as soon as the fault under way is over.
+   */
   start(loadMs: number): void {
     const startedAt = this.ledger.now();
+    const pending: { at: number; kind: Kind }[] = [
+      { at: startedAt + loadMs / 3, kind: 'redis' },
+      { at: startedAt + (2 * loadMs) / 3, kind: 'postgres' },
+    ];
+    const end = startedAt + loadMs - 10_000;
     this.running = (async () => {
-      for (const step of schedule(loadMs)) {
-        const wait = startedAt + step.at - this.ledger.now();
+      let nextKill = startedAt + between();
+      while (!this.stopped) {
+        const due = pending[0] && pending[0].at <= nextKill ? pending[0] : undefined;
+        const at = due ? due.at : nextKill;
+        if (at > end) return;
+        const wait = at - this.ledger.now();
         if (wait > 0) await sleep(wait);
         if (this.stopped) return;
-        await this.play(step.kind);
+        if (due) pending.shift();
+        await this.play(due ? due.kind : 'kill');
+        if (!due) nextKill = this.ledger.now() + between();
       }
     })();
   }
@@ -60,14 +71,19 @@ export class Chaos {
     await this.running;
   }
 
-  private async play(kind: Step['kind']): Promise<void> {
+  private async play(kind: Kind): Promise<void> {
     const from = this.ledger.now();
     if (kind === 'kill') {
       const node = this.cluster.nodes[Math.floor(Math.random() * this.cluster.nodes.length)] as Node;
-      this.log(`chaos: kill -9 node ${node.index}`);
+      const sockets = this.socketsOn(node);
+      this.log(`chaos: kill -9 node ${node.index} (${sockets} sockets)`);
       await this.cluster.killNode(node);
       await this.cluster.startNode(node);
-      this.faults.push({ what: `node ${node.index} killed and started again`, from, to: this.ledger.now() });
+      this.faults.push({
+        what: `node ${node.index} killed (${sockets} sockets) and started again`,
+        from,
+        to: this.ledger.now(),
+      });
       return;
     }
     const server = kind === 'redis' ? this.cluster.redis : this.cluster.postgres;

@@ -5,7 +5,7 @@ import { httpStatusFor } from '../../src/platform/errors.js';
  * The load client's own records, which the reconciliation checks against the database and
  * against each other: every acknowledged write, every event each user received, every
  * `recovered: false` a user was told, and every failed answer with its time. Times are
- * milliseconds since the soak started.
+ * milliseconds since the load started.
  */
 
 export interface AckedDm {
@@ -39,7 +39,8 @@ export interface ServerError {
 export type StreamKind = 'user' | 'chat';
 
 export class Ledger {
-  readonly startedAt = performance.now();
+  /** Set again when the load starts, so that the report's times match the progress lines. */
+  private startedAt = performance.now();
   readonly dms: AckedDm[] = [];
   readonly chats: AckedChat[] = [];
   readonly revisions: AckedRevision[] = [];
@@ -49,16 +50,22 @@ export class Ledger {
   duplicates = 0;
   /** Per user and stream: when the user was told `recovered: false` for it. */
   readonly toldLost = new Map<string, number[]>();
-  /** Reconnections that sent `recover`, by answer. */
+  /** Auth frames and chat joins that sent `recover` (retried attempts included), by answer. */
   readonly recoveries = { recovered: 0, notRecovered: 0 };
   readonly serverErrors: ServerError[] = [];
   /** Error answers below 500, by operation and code (conflicts, rate limits, ...). */
   readonly refusals = new Map<string, number>();
   /** Requests whose connection went away before an answer (a node killed under them). */
   unanswered = 0;
+  /** Failed attempts to connect (and authenticate, join, subscribe), by reason; each is retried. */
+  readonly connectFailures = new Map<string, number>();
   heartbeats = 0;
   reconnects = 0;
   chunkConflicts = 0;
+
+  startClock(): void {
+    this.startedAt = performance.now();
+  }
 
   now(): number {
     return performance.now() - this.startedAt;

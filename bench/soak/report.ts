@@ -18,6 +18,8 @@ export interface SoakResults {
   code: string;
   /** Sockets authenticated before the load started. */
   connected: number;
+  /** Sockets authenticated once the load had stopped and the users had time to reconnect. */
+  connectedAtEnd: number;
   faults: Fault[];
   ledger: Ledger;
   stored: Awaited<ReturnType<typeof checkStored>>;
@@ -91,8 +93,12 @@ ${deliveryRow('Direct messages (sender and recipient)', delivery.dms)}
 ${deliveryRow("World chat messages (the world's members)", delivery.chats)}
 ${missingLines('Direct messages', delivery.dms)}${missingLines('World chat messages', delivery.chats)}
 
-Events received twice by one user: ${ledger.duplicates}. Reconnections: ${ledger.reconnects};
-resumes with \`recover\`: ${ledger.recoveries.recovered} recovered, ${ledger.recoveries.notRecovered} told \`recovered: false\`.
+Events received twice by one user: ${ledger.duplicates}. Reconnections: ${ledger.reconnects}
+(failed attempts, retried: ${[...ledger.connectFailures].map(([reason, count]) => `${reason}: ${count}`).join(', ') || 'none'});
+auth frames and chat joins with \`recover\` (retried attempts included): ${ledger.recoveries.recovered}
+answered \`recovered: true\`, ${ledger.recoveries.notRecovered} \`recovered: false\`. Sockets
+authenticated after the load, once the users had up to two minutes to reconnect:
+${results.connectedAtEnd} of ${options.sockets}.
 
 ## Presence
 

@@ -1,5 +1,6 @@
 import { decode, encode } from '@msgpack/msgpack';
 import WebSocket from 'ws';
+import { reconnectDelayMs } from '../../protocol/reconnect.js';
 import type { StreamPosition } from '../../protocol/stream-position.js';
 import type { Ledger } from './ledger.js';
 
@@ -94,17 +95,20 @@ export class SoakUser {
     this.ready = true;
   }
 
-  /** Connects until it succeeds (nodes may be down or starting), unless the user was stopped. */
+  /**
+   * Connects until it succeeds (nodes may be down, starting or refusing with 503), unless the user
+   * was stopped, waiting between attempts as AtriumClient does (exponential, with jitter).
+   */
   async connectWithRetries(): Promise<void> {
-    for (let attempt = 1; !this.stopped; attempt++) {
+    for (let failed = 1; !this.stopped; failed++) {
       try {
         await this.connect();
         return;
-      } catch {
+      } catch (error) {
+        const reason = error instanceof Refused ? String(error.frame.code) : (error as Error).message;
+        this.ledger.connectFailures.set(reason, (this.ledger.connectFailures.get(reason) ?? 0) + 1);
         this.ws?.terminate();
-        await new Promise((resolve) =>
-          setTimeout(resolve, Math.min(5_000, 250 * attempt) * Math.random() + 250),
-        );
+        await new Promise((resolve) => setTimeout(resolve, reconnectDelayMs({}, failed)));
       }
     }
   }
@@ -187,7 +191,6 @@ export class SoakUser {
     // A connection that drops while being set up is retried by connectWithRetries.
     if (this.stopped || !established) return;
     this.ledger.reconnects++;
-    // Spread the reconnections of a killed node's users over a few seconds.
-    setTimeout(() => void this.connectWithRetries(), 250 + Math.random() * 2_000);
+    setTimeout(() => void this.connectWithRetries(), reconnectDelayMs({}, 0));
   }
 }
