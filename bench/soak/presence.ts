@@ -10,38 +10,43 @@ import type { SoakUser } from './soak-user.js';
 export interface PresenceCheck {
   /** The node killed at the end. */
   victim: number;
-  /** After the load: users a lookup or their peer's subscription did not show online. */
-  notOnline: number;
+  /** After the load: users a lookup did not show online, and users their peer's subscription did not. */
+  notOnline: Disagreement;
   /** Users whose node was killed at the end (and did not come back). */
   killedUsers: number;
   /** Seconds from that kill until lookups and subscriptions agreed with who is connected; undefined if they never did. */
   convergedAfterSeconds: number | undefined;
   /** Wrong answers at the deadline, when they did not converge. */
-  wrong: number;
+  wrong: Disagreement;
 }
 
 const QUERY_BATCH = 200;
 const CONVERGE_DEADLINE_MS = 45_000;
 
-/** Users the lookup (from `asker`) or their peer's subscription shows otherwise than `expected` says. */
+export interface Disagreement {
+  lookup: number;
+  subscription: number;
+}
+
+/** Users the lookup (from `asker`) and their peer's subscription show otherwise than `expected` says. */
 async function disagreeing(
   asker: SoakUser,
   users: readonly SoakUser[],
   expected: (user: SoakUser) => 'online' | 'offline',
-): Promise<number> {
-  let wrong = 0;
+): Promise<Disagreement> {
+  const wrong = { lookup: 0, subscription: 0 };
   for (let start = 0; start < users.length; start += QUERY_BATCH) {
     const batch = users.slice(start, start + QUERY_BATCH);
     const { presence } = await asker.request<{ presence: Record<string, string> }>('presence.query', {
       user_ids: batch.map((user) => user.id),
     });
-    wrong += batch.filter((user) => presence[user.id] !== expected(user)).length;
+    wrong.lookup += batch.filter((user) => presence[user.id] !== expected(user)).length;
   }
   const byId = new Map(users.map((user) => [user.id, user]));
   for (const watcher of users) {
     if (!watcher.ready) continue;
     const peer = byId.get(watcher.peerId) as SoakUser;
-    if (watcher.peerPresence !== expected(peer)) wrong++;
+    if (watcher.peerPresence !== expected(peer)) wrong.subscription++;
   }
   return wrong;
 }
@@ -58,10 +63,10 @@ export async function checkPresence(cluster: Cluster, users: readonly SoakUser[]
   const killedAt = performance.now();
   await cluster.killNode(victim);
   const expected = (user: SoakUser) => (killed.has(user) ? 'offline' : 'online');
-  let wrong = 0;
+  let wrong: Disagreement = { lookup: 0, subscription: 0 };
   while (performance.now() - killedAt < CONVERGE_DEADLINE_MS) {
     wrong = await disagreeing(asker, users, expected);
-    if (wrong === 0)
+    if (wrong.lookup + wrong.subscription === 0)
       return {
         victim: victim.index,
         notOnline,

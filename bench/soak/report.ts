@@ -1,7 +1,7 @@
 import type { Fault } from './chaos.js';
 import type { Ledger } from './ledger.js';
 import type { SoakOptions } from './options.js';
-import type { PresenceCheck } from './presence.js';
+import type { Disagreement, PresenceCheck } from './presence.js';
 import {
   type checkDelivery,
   type checkStored,
@@ -50,8 +50,10 @@ export function soakReport(results: SoakResults): string {
   const deliveryRow = (name: string, check: (typeof delivery)['dms']) =>
     `| ${name} | ${check.expected} | ${check.received} | ${check.toldLost} | ${check.missing} | ${verdict(check.missing === 0)} |`;
   const refusals = [...ledger.refusals].map(([key, count]) => `${key}: ${count}`).join(', ') || 'none';
+  const none = (d: Disagreement) => d.lookup + d.subscription === 0;
+  const disagreement = (d: Disagreement) => `lookup ${d.lookup}, peer subscription ${d.subscription}`;
   const presencePass =
-    presence.notOnline === 0 &&
+    none(presence.notOnline) &&
     presence.convergedAfterSeconds !== undefined &&
     presence.convergedAfterSeconds <= 15;
   return `# Fault soak
@@ -104,8 +106,8 @@ ${results.connectedAtEnd} of ${options.sockets}.
 
 | Check | Result | Check |
 |---|---|---|
-| Users not shown online after the load (lookup and peer subscription) | ${presence.notOnline} of ${options.sockets} | ${verdict(presence.notOnline === 0)} |
-| Node ${presence.victim} killed at the end: its ${presence.killedUsers} users shown offline, every other user online | ${presence.convergedAfterSeconds === undefined ? `not within 45 s (${presence.wrong} wrong)` : `after ${presence.convergedAfterSeconds.toFixed(1)} s`} | ${verdict(presencePass)} |
+| Users not shown online after the load, of ${options.sockets} | ${disagreement(presence.notOnline)} | ${verdict(none(presence.notOnline))} |
+| Node ${presence.victim} killed at the end: its ${presence.killedUsers} users shown offline, every other user online | ${presence.convergedAfterSeconds === undefined ? `not within 45 s (wrong: ${disagreement(presence.wrong)})` : `after ${presence.convergedAfterSeconds.toFixed(1)} s`} | ${verdict(presencePass)} |
 
 ## Server errors
 
