@@ -3,6 +3,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { untilOutputLine } from './child-output.js';
 import { freePort } from './redis-server.js';
 
 /** The newest PostgreSQL server binaries of the Debian layout (/usr/lib/postgresql/<v>/bin), if any. */
@@ -95,29 +96,15 @@ export class PostgresServer {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.process = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`postgres did not start:\n${output}`)), 60_000);
-      const fail = (error: Error) => {
-        clearTimeout(timer);
-        child.kill('SIGKILL');
-        this.process = undefined;
-        reject(error);
-      };
-      child.once('error', fail);
-      child.once('exit', (code) => fail(new Error(`postgres exited with ${code}:\n${output}`)));
-      child.stderr?.on('data', (chunk: Buffer) => {
-        // Kept short: the server logs for as long as it runs.
-        output = (output + chunk.toString()).slice(-8_000);
-        if (output.includes('database system is ready to accept connections')) {
-          clearTimeout(timer);
-          child.removeAllListeners('exit');
-          child.removeAllListeners('error');
-          output = '';
-          resolve();
-        }
+    try {
+      await untilOutputLine(child, 'stderr', 'database system is ready to accept connections', {
+        name: 'postgres',
+        timeoutMs: 60_000,
       });
-    });
+    } catch (error) {
+      this.process = undefined;
+      throw error;
+    }
     this.lastStartMs = performance.now() - started;
   }
 

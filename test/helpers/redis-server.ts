@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { untilOutputLine } from './child-output.js';
 
 /** Whether a `redis-server` binary is on PATH, for tests that start a Redis of their own. */
 export function hasRedisServer(): boolean {
@@ -76,27 +77,12 @@ export class RedisServer {
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.process = child;
-    let output = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`redis-server did not start:\n${output}`)), 10_000);
-      const fail = (error: Error) => {
-        clearTimeout(timer);
-        child.kill('SIGKILL');
-        this.process = undefined;
-        reject(error);
-      };
-      child.once('error', fail);
-      child.once('exit', (code) => fail(new Error(`redis-server exited with ${code}:\n${output}`)));
-      child.stdout?.on('data', (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes(readyLine)) {
-          clearTimeout(timer);
-          child.removeAllListeners('exit');
-          child.removeAllListeners('error');
-          resolve();
-        }
-      });
-    });
+    try {
+      await untilOutputLine(child, 'stdout', readyLine, { name: 'redis-server', timeoutMs: 10_000 });
+    } catch (error) {
+      this.process = undefined;
+      throw error;
+    }
   }
 
   /** Kills the server the way a crash would (SIGKILL) and resolves once it is gone. */
