@@ -78,7 +78,8 @@ export class EventBus {
     this.recordedPrefixes.push(prefix);
   }
 
-  private isRecorded(topic: string): boolean {
+  /** Whether the topic's events are kept and numbered: what a node missed of them can be recovered. */
+  isRecorded(topic: string): boolean {
     return this.recordedPrefixes.some((prefix) => topic.startsWith(prefix));
   }
 
@@ -179,6 +180,15 @@ export class EventBus {
       if (position) event.position = position;
       handler(event);
     });
+  }
+
+  /**
+   * Calls `listener` each time this node's subscriptions are active again after its pub/sub
+   * connection was lost (a Redis restart or failover): the events published meanwhile never reached
+   * it, and those of recorded topics are to be read with `recover`.
+   */
+  onResubscribed(listener: () => void): void {
+    this.kv.onResubscribed(listener);
   }
 
   /**

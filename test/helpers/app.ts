@@ -132,7 +132,12 @@ export function useTestApp(
  * one Redis when REDIS_URL is set or the overrides name one (each node with its own connections),
  * otherwise one in-process store object passed to every node.
  */
-export async function buildTestCluster(nodes: number, overrides: ConfigOverrides = {}): Promise<TestCluster> {
+export async function buildTestCluster(
+  nodes: number,
+  overrides: ConfigOverrides = {},
+  /** Settings of one node only (its own REDIS_URL, through a proxy a test can break). */
+  perNode: (index: number) => ConfigOverrides = () => ({}),
+): Promise<TestCluster> {
   const testDb = await createTestDatabase();
   // Every node reads its signing keys from one DATA_DIR, as production nodes share one key.
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-cluster-'));
@@ -141,7 +146,7 @@ export async function buildTestCluster(nodes: number, overrides: ConfigOverrides
   const recorders: ExchangeRecorder[] = [];
   const urls: { httpUrl: string; wsUrl: string }[] = [];
   for (let i = 0; i < nodes; i++) {
-    const config = testConfig(dataDir, testDb, overrides);
+    const config = testConfig(dataDir, testDb, { ...overrides, ...perNode(i) });
     const app = await buildApp(config, {
       modules: testModules,
       db: testDb.db,

@@ -87,7 +87,10 @@ export class Subscriptions {
       this.replay.release(connection, entry.topic);
       throw error;
     }
-    return this.replay.catchUp(connection, entry.topic, since, entry.filter);
+    return this.caughtUp(
+      entry.topic,
+      await this.replay.catchUp(connection, entry.topic, since, entry.filter),
+    );
   }
 
   unsubscribe(connection: Connection, topics: readonly string[]): void {
@@ -110,8 +113,15 @@ export class Subscriptions {
     return this.topics.add(connection, topic);
   }
 
-  catchUpOwnTopic(connection: Connection, userId: string, since?: StreamPosition): Promise<CaughtUp> {
-    return this.replay.catchUp(connection, userTopic(userId), since);
+  async catchUpOwnTopic(connection: Connection, userId: string, since?: StreamPosition): Promise<CaughtUp> {
+    const topic = userTopic(userId);
+    return this.caughtUp(topic, await this.replay.catchUp(connection, topic, since));
+  }
+
+  /** Where a catch-up left the topic is where a gap fill starts (TopicRouter.fillGaps). */
+  private caughtUp(topic: string, caught: CaughtUp): CaughtUp {
+    this.topics.caughtUp(topic, caught.position);
+    return caught;
   }
 
   /** The TopicRouter's interceptor: consumes the event types registered with `onUserEvent`. */

@@ -1,5 +1,6 @@
 import { Encoder } from '@msgpack/msgpack';
-import { type BusEvent, type EventAudience, type EventBus, isUserTopic } from '../bus.js';
+import { type BusEvent, type EventAudience, type EventBus, isUserTopic, type Recovery } from '../bus.js';
+import type { StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Connection } from './connection.js';
 
@@ -16,7 +17,14 @@ interface Topic {
   members: Map<Connection, DeliveryFilter | undefined>;
   /** The bus subscription; resolves once it is active. */
   subscription: Promise<() => Promise<void>>;
+  /** On a recorded topic: the position of the last event delivered here, where a gap fill starts. */
+  position?: StreamPosition;
+  /** While a gap is filled from the history: the live events that arrived meanwhile, in order. */
+  held?: BusEvent[];
 }
+
+/** Gaps filled at once after a resubscription: a node may hold thousands of users' topics. */
+const CONCURRENT_FILLS = 64;
 
 const encoder = new Encoder({ ignoreUndefined: true });
 
@@ -32,7 +40,9 @@ export class TopicRouter {
     private readonly bus: EventBus,
     private readonly log: Logger,
     private readonly intercept?: EventInterceptor,
-  ) {}
+  ) {
+    bus.onResubscribed(() => this.fillGaps());
+  }
 
   /** Resolves when events on the topic will reach the connection. */
   async add(connection: Connection, topic: string, filter?: DeliveryFilter): Promise<void> {
@@ -70,11 +80,74 @@ export class TopicRouter {
     return this.topics.size;
   }
 
+  /**
+   * A connection caught up on a recorded topic up to `position` (Replay.catchUp): before any live
+   * event arrived, that is where the topic stands here.
+   */
+  caughtUp(topic: string, position: StreamPosition | undefined): void {
+    const entry = this.topics.get(topic);
+    if (!entry || !position) return;
+    const known = entry.position;
+    if (!known || (known.epoch === position.epoch && known.offset < position.offset))
+      entry.position = position;
+  }
+
+  /**
+   * The subscriptions were down for a while (docs/recovery.md, "A node cut off from Redis"): each
+   * recorded topic holds its live events at once, so none passes an older missed one, then is
+   * filled from its history, a few topics at a time.
+   */
+  private fillGaps(): void {
+    const gaps = [...this.topics].filter(([topic, entry]) => !entry.held && this.bus.isRecorded(topic));
+    for (const [, entry] of gaps) entry.held = [];
+    const next = async (): Promise<void> => {
+      for (let gap = gaps.shift(); gap; gap = gaps.shift()) await this.fillGap(...gap);
+    };
+    for (let i = 0; i < CONCURRENT_FILLS; i++) void next();
+  }
+
+  /**
+   * Delivers what the topic's members missed, each event once and in order, then the live ones
+   * held meanwhile; when the history no longer has it all (the epoch changed, trimmed, unreadable),
+   * tells each member to refetch instead.
+   */
+  private async fillGap(topic: string, entry: Topic): Promise<void> {
+    let recovery: Recovery | undefined;
+    try {
+      if (entry.position) recovery = await this.bus.recover(topic, entry.position);
+    } catch (err) {
+      this.log.warn({ err, topic }, 'a gap could not be read from the event history; clients refetch');
+    }
+    const held = entry.held ?? [];
+    entry.held = undefined;
+    if (this.topics.get(topic) !== entry) return;
+    if (recovery?.recovered) {
+      for (const event of recovery.events) this.send(topic, entry, event);
+    } else {
+      const bytes = encodeReset(topic, recovery?.position);
+      for (const connection of entry.members.keys()) connection.sendEncoded(bytes);
+    }
+    if (recovery) entry.position = recovery.position;
+    // Held events are all positioned (deliver holds no other); those the fill carried are skipped.
+    const through = entry.position;
+    for (const event of held) {
+      const { epoch, offset } = event.position as StreamPosition;
+      if (!(through && through.epoch === epoch && offset <= through.offset)) this.send(topic, entry, event);
+    }
+  }
+
   private deliver(topic: string, event: BusEvent): void {
     const entry = this.topics.get(topic);
-    if (!entry || this.intercept?.(topic, event, entry.members.keys())) return;
-    const bytes = encodeEvent(topic, event);
+    if (!entry) return;
+    if (entry.held && event.position) entry.held.push(event);
+    else this.send(topic, entry, event);
+  }
+
+  private send(topic: string, entry: Topic, event: BusEvent): void {
     const { position } = event;
+    if (position) entry.position = position;
+    if (this.intercept?.(topic, event, entry.members.keys())) return;
+    const bytes = encodeEvent(topic, event);
     for (const [connection, filter] of entry.members) {
       if (filter && !filter(event.audience)) continue;
       // A connection replaying missed events gets the live ones after the replay (Replay.catchUp).
@@ -93,4 +166,14 @@ export class TopicRouter {
 export function encodeEvent(topic: string, event: BusEvent): Uint8Array {
   const pos = event.position && (isUserTopic(topic) ? event.position : { ...event.position, stream: topic });
   return encoder.encode({ t: event.t, d: event.d, pos });
+}
+
+/**
+ * The frame telling a member of a recorded topic that events it should have received are lost
+ * (protocol/socket.ts, `stream.reset`): `stream` names the topic as in `pos` (absent for the user's
+ * own), `position` is where the topic stands now, when the history could be read.
+ */
+function encodeReset(topic: string, position: StreamPosition | undefined): Uint8Array {
+  const d = { ...(isUserTopic(topic) ? {} : { stream: topic }), ...(position ? { position } : {}) };
+  return encoder.encode({ t: 'stream.reset', d });
 }

@@ -71,6 +71,12 @@ export interface Kv {
    * The subscription is active when the returned promise resolves.
    */
   subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>>;
+  /**
+   * Calls `listener` each time the subscriptions are active again after the connection carrying
+   * them was lost (Redis restarted or failed over): messages published meanwhile never reached
+   * this node, those published from now on do. Never called in process, where nothing is lost.
+   */
+  onResubscribed(listener: () => void): void;
 
   /**
    * Publishes like `publish` to each channel and records the message in each channel's history,

@@ -272,6 +272,9 @@ export class MemoryKv implements Kv {
     return { listened: true, value: this.liveString(peek.key)?.value ?? null };
   }
 
+  /** In process every message reaches its subscribers: they are never cut off, so never resubscribed. */
+  onResubscribed(_listener: () => void): void {}
+
   async subscribe(channel: string, handler: (message: Uint8Array) => void): Promise<() => Promise<void>> {
     this.assertOpen();
     const subscription: Subscription = { handler };

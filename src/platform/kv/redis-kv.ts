@@ -72,6 +72,7 @@ export class RedisKv implements Kv {
   private readonly sharded: boolean;
   private subscriber: RedisClient | undefined;
   private readonly channels = new Map<string, Channel>();
+  private readonly resubscribedListeners: (() => void)[] = [];
   private readonly onError: (error: unknown, context: string) => void;
   private readonly pingTimeoutMs: number;
   private readonly namespace: string;
@@ -330,6 +331,10 @@ export class RedisKv implements Kv {
     return () => this.unsubscribe(channel, current, subscription);
   }
 
+  onResubscribed(listener: () => void): void {
+    this.resubscribedListeners.push(listener);
+  }
+
   async ping(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
@@ -368,8 +373,42 @@ export class RedisKv implements Kv {
     reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
     const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
     subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
+    if (!this.sharded) this.reportResubscriptions(subscriber);
     this.subscriber = subscriber;
     return subscriber;
+  }
+
+  /**
+   * ioredis resubscribes every channel by itself when the connection is ready again (a restarted
+   * Redis, or the primary the Sentinels promoted), but messages published meanwhile are gone. Its
+   * SUBSCRIBE commands are queued before the 'ready' event, so a PING sent then is answered once
+   * they are all active: only then are the listeners told, so that what they read from the
+   * histories next cannot miss an event the subscription did not carry either.
+   */
+  private reportResubscriptions(subscriber: RedisClient): void {
+    let wasReady = false;
+    let lost = false;
+    subscriber.on('close', () => {
+      lost = wasReady;
+    });
+    subscriber.on('ready', async () => {
+      wasReady = true;
+      if (!lost) return;
+      try {
+        await subscriber.ping();
+      } catch {
+        // Lost again before it answered: the next 'ready' reports it.
+        return;
+      }
+      lost = false;
+      for (const listener of this.resubscribedListeners) {
+        try {
+          listener();
+        } catch (error) {
+          this.onError(error, 'a resubscription listener threw');
+        }
+      }
+    });
   }
 
   /** Runs on the socket's data event, so every handler is isolated: a throw must not reach ioredis. */
