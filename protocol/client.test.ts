@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { registerUser } from '../test/helpers/accounts.js';
 import { buildTestApp, type TestApp } from '../test/helpers/app.js';
+import { hasRedisServer, RedisServer } from '../test/helpers/redis-server.js';
 import { rejectionOf } from '../test/helpers/rejections.js';
 import { TcpProxy } from '../test/helpers/tcp-proxy.js';
 import { AtriumClient, type AtriumClientOptions, type ConnectionState, type FetchLike } from './client.js';
@@ -365,6 +366,52 @@ describe('AtriumClient against a real server', () => {
     expect(closing.state).toBe('closed');
   });
 });
+
+describe.skipIf(!hasRedisServer())(
+  'AtriumClient when its node lost events on their way (needs redis-server on PATH)',
+  () => {
+    let redis: RedisServer;
+    let app: TestApp;
+
+    beforeAll(async () => {
+      redis = await RedisServer.start();
+      app = await buildTestApp({ REDIS_URL: redis.url });
+    });
+
+    afterAll(async () => {
+      await app?.close();
+      await redis?.stop();
+    });
+
+    it('reports a stream.reset through onMissedEvents for each stream, and stays connected', async () => {
+      const a = await registerUser(app);
+      const watcher = new AtriumClient({
+        httpUrl: app.httpUrl,
+        wsUrl: app.wsUrl,
+        WebSocket,
+        accessToken: a.access_token,
+      });
+      const states: ConnectionState[] = [];
+      const missed: unknown[] = [];
+      watcher.onMissedEvents((what) => missed.push(what));
+      await watcher.ready();
+      // From here on, any state change would be a reconnect: the socket must stay as it is.
+      watcher.onStateChange((state) => states.push(state));
+      const world = await watcher.call('worlds.create', { name: 'Reset', visibility: 'public' });
+      await watcher.call('chat.join', { world_id: world.id });
+
+      // A restarted Redis without persistence lost the histories the node would fill its gap from.
+      await redis.stop();
+      await redis.start();
+      await expect.poll(() => missed.length, { timeout: 10_000 }).toBe(2);
+      expect(missed).toEqual(
+        expect.arrayContaining([{ stream: 'user' }, { stream: 'chat', world_id: world.id, room_id: null }]),
+      );
+      expect(states).toEqual([]);
+      watcher.close();
+    });
+  },
+);
 
 describe('AtriumClient over REST (stubbed fetch)', () => {
   const restClient = (fetch: FetchLike, options: Partial<AtriumClientOptions> = {}) =>

@@ -65,6 +65,14 @@ export type MissedEvents =
   | { stream: 'chat'; world_id: string; room_id: string | null }
   | { stream: 'group'; group_id: string };
 
+/** What to refetch for a `stream.reset` of `stream` (its `pos` name: none for the user's own). */
+function missedIn(stream: string | undefined): MissedEvents {
+  const [kind, id = '', room] = stream?.split(':') ?? [];
+  if (kind === 'group') return { stream: 'group', group_id: id };
+  if (kind === 'chat') return { stream: 'chat', world_id: id, room_id: room ?? null };
+  return { stream: 'user' };
+}
+
 type ChatJoinInput = SentInputOf<Operations['chat.join']>;
 
 export class AtriumClient {
@@ -243,6 +251,7 @@ export class AtriumClient {
         }
         this.socket = socket;
         for (const type of this.eventHandlers.keys()) this.forwardEvents(socket, type);
+        socket.on('stream.reset', ({ stream }) => this.reportMissed(missedIn(stream)));
         void socket.closed.then(({ code, reason }) => {
           this.keepPosition(socket);
           if (generation !== this.generation) return;

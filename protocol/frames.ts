@@ -6,7 +6,7 @@ import type { GroupEventPayloads, GroupMessage } from './groups.js';
 import { operation } from './operation.js';
 import type { PresenceEventPayloads } from './presence.js';
 import type { SocialEventPayloads } from './social.js';
-import type { StreamPosition } from './stream-position.js';
+import type { StreamPosition, StreamReset } from './stream-position.js';
 import type { WorldMessage } from './world-chat.js';
 
 export type { PresenceEvent } from './presence.js';
@@ -61,6 +61,8 @@ export interface EventPayloads
    * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.
    */
   'chat.message': WorldMessage | GroupMessage;
+  /** Events of a recorded stream were lost on their way to this socket: refetch (docs/recovery.md). */
+  'stream.reset': StreamReset;
 }
 
 export interface PongFrame {

@@ -2,7 +2,7 @@ import { decode, Encoder } from '@msgpack/msgpack';
 import type { ErrorCode, FieldError } from './errors.js';
 import { type EventPayloads, REQUEST_ID_MAX } from './frames.js';
 import type { AckPayloads, ClientFrameTypeName, ClientPayload } from './operations.js';
-import type { StreamPosition } from './stream-position.js';
+import type { StreamPosition, StreamReset } from './stream-position.js';
 
 /**
  * A typed client of the gateway for tests, benchmarks and game clients. It speaks the wire format
@@ -317,8 +317,11 @@ export class AtriumSocket {
         return;
       }
       default: {
-        if (isPosition(f.pos)) {
-          const { stream, offset, epoch } = f.pos;
+        // A reset moves the stream's position like an event of that stream would.
+        const reset = f.t === 'stream.reset' ? (f.d as StreamReset | undefined) : undefined;
+        const pos = reset ? { ...reset.position, stream: reset.stream } : f.pos;
+        if (isPosition(pos)) {
+          const { stream, offset, epoch } = pos;
           if (typeof stream === 'string') this.streamPositions.set(stream, { offset, epoch });
           else this.position = { offset, epoch };
         }

@@ -12,3 +12,15 @@ export const streamPositionSchema = z
   })
   .strict();
 export type StreamPosition = z.infer<typeof streamPositionSchema>;
+
+/**
+ * The payload of `stream.reset`, pushed to an open socket when events of one of its recorded
+ * streams were lost on their way to it (its node was cut off from Redis, and the history did not
+ * have them all any more): refetch, as after `recovered: false`, and carry on from `position`.
+ */
+export interface StreamReset {
+  /** The stream, as `pos` names it: absent for the user's own, `chat:...` or `group:...` otherwise. */
+  stream?: string;
+  /** Where the stream stands now; absent when the server could not read it. */
+  position?: StreamPosition;
+}
