@@ -71,3 +71,48 @@ export function reportErrorsOncePerOutage(connection: RedisClient, report: (erro
     reported = false;
   });
 }
+
+/** PING, rejecting when Redis does not answer within `timeoutMs` or answers something else. */
+export async function pingWithin(connection: RedisClient, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Redis did not answer PING within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
+  try {
+    const reply = await Promise.race([connection.ping(), timeout]);
+    if (reply !== 'PONG') throw new Error(`Unexpected PING reply: ${reply}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Calls `notify` each time `subscriber` is subscribed again after it lost its connection. ioredis
+ * resubscribes every channel by itself when the connection is ready again (a restarted Redis, or
+ * the primary the Sentinels promoted), but messages published meanwhile are gone. Its SUBSCRIBE
+ * commands are queued before the 'ready' event, so a PING sent then is answered once they are all
+ * active: only then is `notify` called, so that what it reads from the histories next cannot miss
+ * an event the subscription did not carry either.
+ */
+export function whenResubscribed(subscriber: RedisClient, notify: () => void): void {
+  let wasReady = false;
+  let lost = false;
+  subscriber.on('close', () => {
+    lost = wasReady;
+  });
+  subscriber.on('ready', async () => {
+    wasReady = true;
+    if (!lost) return;
+    try {
+      await subscriber.ping();
+    } catch {
+      // Lost again before it answered: the next 'ready' reports it.
+      return;
+    }
+    lost = false;
+    notify();
+  });
+}

@@ -10,16 +10,23 @@ import {
 } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 import { commandClient, type RedisClient, subscriberClient } from './redis-client.js';
-import { closeConnection, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
+import {
+  closeConnection,
+  pingWithin,
+  reportErrorsOncePerOutage,
+  untilReady,
+  whenResubscribed,
+} from './redis-connection.js';
 import {
   type DefinedScripts,
   defineScripts,
   EXPIRE_MANY_SCRIPT,
   historyMetaKey,
+  historyRead,
   historyStreamKey,
   INCR_SCRIPT,
 } from './redis-scripts.js';
-import { indexesBySlot, perSlot } from './redis-slots.js';
+import { expireManyOnCluster, perSlot, setAndPeekOnCluster, setManyOnCluster } from './redis-slots.js';
 import type { RedisTopology } from './redis-topology.js';
 
 export interface RedisKvOptions {
@@ -120,7 +127,7 @@ export class RedisKv implements Kv {
   async mget(keys: readonly string[]): Promise<(string | null)[]> {
     // MGET with no keys is a Redis error.
     if (keys.length === 0) return [];
-    if (this.sharded) return perSlot(keys, this.namespace, (group) => this.redis.mget(...group));
+    if (this.sharded) return perSlot(keys, this.namespace, (slotKeys) => this.redis.mget(...slotKeys));
     return this.redis.mget(...keys);
   }
 
@@ -151,22 +158,11 @@ export class RedisKv implements Kv {
   async msetWithTtl(entries: readonly (readonly [string, string])[], ttlMs: number): Promise<void> {
     const ms = checkTtl(ttlMs);
     if (entries.length === 0) return;
-    // A Cluster pipeline may hold the keys of one slot only.
-    const groups = this.sharded
-      ? indexesBySlot(
-          entries.map(([key]) => key),
-          this.namespace,
-        ).map((indexes) => indexes.map((index) => entries[index] as readonly [string, string]))
-      : [entries];
-    await Promise.all(
-      groups.map(async (group) => {
-        const pipeline = this.redis.pipeline();
-        for (const [key, value] of group) pipeline.set(key, value, 'PX', ms);
-        const results = await pipeline.exec();
-        const failure = results?.find(([error]) => error);
-        if (failure) throw failure[0];
-      }),
-    );
+    if (this.sharded) return setManyOnCluster(this.redis as Cluster, entries, this.namespace, ms);
+    const pipeline = this.redis.pipeline();
+    for (const [key, value] of entries) pipeline.set(key, value, 'PX', ms);
+    const failure = (await pipeline.exec())?.find(([error]) => error);
+    if (failure) throw failure[0];
   }
 
   async del(...keys: string[]): Promise<number> {
@@ -190,16 +186,13 @@ export class RedisKv implements Kv {
 
   async expireMany(keys: readonly string[], ttlMs: number): Promise<boolean[]> {
     const ms = checkTtl(ttlMs);
-    const expire = async (group: readonly string[]) => {
-      const batches: Promise<number[]>[] = [];
-      for (let start = 0; start < group.length; start += EXPIRE_BATCH) {
-        const batch = group.slice(start, start + EXPIRE_BATCH);
-        batches.push(this.redis.eval(EXPIRE_MANY_SCRIPT, batch.length, ...batch, ms) as Promise<number[]>);
-      }
-      return (await Promise.all(batches)).flat();
-    };
-    const existed = this.sharded ? await perSlot(keys, this.namespace, expire) : await expire(keys);
-    return existed.map((flag) => flag === 1);
+    if (this.sharded) return expireManyOnCluster(this.redis as Cluster, keys, this.namespace, ms);
+    const batches: Promise<number[]>[] = [];
+    for (let start = 0; start < keys.length; start += EXPIRE_BATCH) {
+      const batch = keys.slice(start, start + EXPIRE_BATCH);
+      batches.push(this.redis.eval(EXPIRE_MANY_SCRIPT, batch.length, ...batch, ms) as Promise<number[]>);
+    }
+    return (await Promise.all(batches)).flat().map((flag) => flag === 1);
   }
 
   ttl(key: string): Promise<number> {
@@ -223,18 +216,21 @@ export class RedisKv implements Kv {
     const scripts = this.redis as unknown as DefinedScripts;
     const bytes = Buffer.from(message.buffer, message.byteOffset, message.byteLength);
     const now = Date.now();
-    const publish = async (group: readonly string[]): Promise<StreamPosition[]> => {
-      const keys = group.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]);
-      const perChannel = group.flatMap((channel) => [this.channelName(channel), newEpoch()]);
+    const publish = async (slotChannels: readonly string[]): Promise<StreamPosition[]> => {
+      const keys = slotChannels.flatMap((channel) => [historyMetaKey(channel), historyStreamKey(channel)]);
+      const perChannel = slotChannels.flatMap((channel) => [this.channelName(channel), newEpoch()]);
       const args = [keys.length, ...keys, bytes, maxLen, ttlMs, now, HISTORY_META_TTL_MS, ...perChannel];
       const flat = this.sharded
         ? await scripts.publishRecordedSharded(...args)
         : await scripts.publishRecorded(...args);
-      return group.map((_, i) => ({ offset: flat[2 * i] as number, epoch: flat[2 * i + 1] as string }));
+      return slotChannels.map((_, i) => ({
+        offset: flat[2 * i] as number,
+        epoch: flat[2 * i + 1] as string,
+      }));
     };
     if (!this.sharded) return publish(channels);
     // On a Cluster, one call per slot (a direct message to two users is two calls, in parallel),
-    // grouped by the hash tag their keys and channel share.
+    // split by the hash tag their keys and channel share.
     const tags = channels.map((channel) => `{${channel}}`);
     return perSlot(tags, this.namespace, (_, indexes) =>
       publish(indexes.map((index) => channels[index] as string)),
@@ -244,26 +240,16 @@ export class RedisKv implements Kv {
   async readHistory(channel: string, afterOffset: number, { maxLen }: HistoryLimits): Promise<HistoryRead> {
     // Buffers throughout: the messages are binary.
     const scripts = this.redis as unknown as DefinedScripts;
-    const [epoch, offset, entries] = await scripts.readHistoryBuffer(
-      historyMetaKey(channel),
-      historyStreamKey(channel),
-      afterOffset,
-      maxLen,
-      newEpoch(),
-      HISTORY_META_TTL_MS,
+    return historyRead(
+      await scripts.readHistoryBuffer(
+        historyMetaKey(channel),
+        historyStreamKey(channel),
+        afterOffset,
+        maxLen,
+        newEpoch(),
+        HISTORY_META_TTL_MS,
+      ),
     );
-    return {
-      position: { offset, epoch: epoch.toString() },
-      entries: entries.map(([id, fields]) => {
-        const field = (name: string) =>
-          fields[fields.findIndex((f, i) => i % 2 === 0 && f.toString() === name) + 1];
-        return {
-          offset: Number.parseInt(id.toString(), 10),
-          at: Number((field('t') as Buffer).toString()),
-          message: new Uint8Array(field('d') as Buffer),
-        };
-      }),
-    };
   }
 
   async dropHistories(channels: readonly string[]): Promise<void> {
@@ -284,15 +270,8 @@ export class RedisKv implements Kv {
     peek: { channel: string; key: string },
   ): Promise<Peeked> {
     if (this.sharded) {
-      // The key, the peeked key and the channel are in different slots, so three commands: the
-      // write first, then the count, which keeps the promise above (a subscriber not counted
-      // subscribed after the write, so it reads the new value).
-      await this.redis.set(key, value, 'PX', checkTtl(ttlMs));
-      const [listened, read] = await Promise.all([
-        this.hasSubscribers(peek.channel),
-        this.redis.get(peek.key),
-      ]);
-      return { listened, value: listened ? read : null };
+      const listened = () => this.hasSubscribers(peek.channel);
+      return setAndPeekOnCluster(this.redis as Cluster, key, value, checkTtl(ttlMs), peek.key, listened);
     }
     const scripts = this.redis as unknown as DefinedScripts;
     const [listened, read] = await scripts.setAndPeek(
@@ -335,20 +314,18 @@ export class RedisKv implements Kv {
     this.resubscribedListeners.push(listener);
   }
 
-  async ping(): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`Redis did not answer PING within ${this.pingTimeoutMs} ms`)),
-        this.pingTimeoutMs,
-      );
-    });
-    try {
-      const reply = await Promise.race([this.redis.ping(), timeout]);
-      if (reply !== 'PONG') throw new Error(`Unexpected PING reply: ${reply}`);
-    } finally {
-      clearTimeout(timer);
+  private notifyResubscribed(): void {
+    for (const listener of this.resubscribedListeners) {
+      try {
+        listener();
+      } catch (error) {
+        this.onError(error, 'a resubscription listener threw');
+      }
     }
+  }
+
+  ping(): Promise<void> {
+    return pingWithin(this.redis, this.pingTimeoutMs);
   }
 
   close(): Promise<void> {
@@ -373,42 +350,9 @@ export class RedisKv implements Kv {
     reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
     const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
     subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
-    if (!this.sharded) this.reportResubscriptions(subscriber);
+    if (!this.sharded) whenResubscribed(subscriber, () => this.notifyResubscribed());
     this.subscriber = subscriber;
     return subscriber;
-  }
-
-  /**
-   * ioredis resubscribes every channel by itself when the connection is ready again (a restarted
-   * Redis, or the primary the Sentinels promoted), but messages published meanwhile are gone. Its
-   * SUBSCRIBE commands are queued before the 'ready' event, so a PING sent then is answered once
-   * they are all active: only then are the listeners told, so that what they read from the
-   * histories next cannot miss an event the subscription did not carry either.
-   */
-  private reportResubscriptions(subscriber: RedisClient): void {
-    let wasReady = false;
-    let lost = false;
-    subscriber.on('close', () => {
-      lost = wasReady;
-    });
-    subscriber.on('ready', async () => {
-      wasReady = true;
-      if (!lost) return;
-      try {
-        await subscriber.ping();
-      } catch {
-        // Lost again before it answered: the next 'ready' reports it.
-        return;
-      }
-      lost = false;
-      for (const listener of this.resubscribedListeners) {
-        try {
-          listener();
-        } catch (error) {
-          this.onError(error, 'a resubscription listener threw');
-        }
-      }
-    });
   }
 
   /** Runs on the socket's data event, so every handler is isolated: a throw must not reach ioredis. */

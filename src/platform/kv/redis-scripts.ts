@@ -1,4 +1,6 @@
 /** The Lua scripts RedisKv runs, each one atomic step on Redis, and the keys of event histories. */
+
+import type { HistoryRead } from './kv.js';
 import type { RedisClient } from './redis-client.js';
 
 /**
@@ -110,4 +112,20 @@ export function defineScripts(redis: RedisClient): void {
   redis.defineCommand('shardSubscribers', { numberOfKeys: 1, lua: SHARD_SUBSCRIBERS_SCRIPT });
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
+}
+
+/** READ_HISTORY_SCRIPT's reply (as Buffers) as a history read: entry ids are `<offset>-0`. */
+export function historyRead([epoch, offset, entries]: [Buffer, number, [Buffer, Buffer[]][]]): HistoryRead {
+  return {
+    position: { offset, epoch: epoch.toString() },
+    entries: entries.map(([id, fields]) => {
+      const field = (name: string) =>
+        fields[fields.findIndex((f, i) => i % 2 === 0 && f.toString() === name) + 1];
+      return {
+        offset: Number.parseInt(id.toString(), 10),
+        at: Number((field('t') as Buffer).toString()),
+        message: new Uint8Array(field('d') as Buffer),
+      };
+    }),
+  };
 }
