@@ -8,7 +8,7 @@ import { type ReconnectOptions, reconnectDelayMs } from './reconnect.js';
 import { type FetchLike, RestTransport } from './rest-transport.js';
 import type { RequestArgs, RequestType, WebSocketConstructorLike, WebSocketLike } from './socket.js';
 import { AtriumError, AtriumSocket } from './socket.js';
-import type { StreamPosition } from './stream-position.js';
+import { type MissedEvents, missedIn, type StreamPosition } from './stream-position.js';
 
 export type { ReconnectOptions } from './reconnect.js';
 export type { FetchLike } from './rest-transport.js';
@@ -59,19 +59,7 @@ export type CallResult<N extends OperationName> = OutputOf<Operations[N]>;
 /** A user's auth ack: the client speaks for a user (a game server's socket uses AtriumSocket). */
 export type AuthAck = z.output<typeof userAuthAckSchema>;
 
-/** What `onMissedEvents` listeners are told to refetch. */
-export type MissedEvents =
-  | { stream: 'user' }
-  | { stream: 'chat'; world_id: string; room_id: string | null }
-  | { stream: 'group'; group_id: string };
-
-/** What to refetch for a `stream.reset` of `stream` (its `pos` name: none for the user's own). */
-function missedIn(stream: string | undefined): MissedEvents {
-  const [kind, id = '', room] = stream?.split(':') ?? [];
-  if (kind === 'group') return { stream: 'group', group_id: id };
-  if (kind === 'chat') return { stream: 'chat', world_id: id, room_id: room ?? null };
-  return { stream: 'user' };
-}
+export type { MissedEvents };
 
 type ChatJoinInput = SentInputOf<Operations['chat.join']>;
 

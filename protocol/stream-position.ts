@@ -24,3 +24,17 @@ export interface StreamReset {
   /** Where the stream stands now; absent when the server could not read it. */
   position?: StreamPosition;
 }
+
+/** What `AtriumClient.onMissedEvents` listeners are told to refetch. */
+export type MissedEvents =
+  | { stream: 'user' }
+  | { stream: 'chat'; world_id: string; room_id: string | null }
+  | { stream: 'group'; group_id: string };
+
+/** What to refetch for a `stream.reset` of `stream` (its `pos` name: none for the user's own). */
+export function missedIn(stream: string | undefined): MissedEvents {
+  const [kind, id = '', room] = stream?.split(':') ?? [];
+  if (kind === 'group') return { stream: 'group', group_id: id };
+  if (kind === 'chat') return { stream: 'chat', world_id: id, room_id: room ?? null };
+  return { stream: 'user' };
+}
