@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe } from 'vitest';
 import type { RedisTopology } from '../../src/platform/kv/index.js';
 import { freePort, hasRedisServer, RedisServer } from './redis-server.js';
+import { PROCESS_TEST_TIMEOUT_MS } from './service-process.js';
 
 /**
  * Private Redis topologies for tests, on free ports in temp dirs: a Redis Cluster and a primary
@@ -225,12 +226,13 @@ export function describeOnRedisTopologies(body: (servers: () => RedisServers) =>
   for (const { name, start } of topologies) {
     describe.skipIf(!hasRedisServer())(`on ${name}`, () => {
       let servers: Awaited<ReturnType<typeof start>> | undefined;
+      // Six processes to start (and a cluster to form) on a machine the rest of the suite loads.
       beforeAll(async () => {
         servers = await start();
-      });
+      }, PROCESS_TEST_TIMEOUT_MS);
       afterAll(async () => {
         await servers?.stop();
-      });
+      }, PROCESS_TEST_TIMEOUT_MS);
       body(() => {
         if (!servers) throw new Error('the Redis servers start in beforeAll');
         return servers;
