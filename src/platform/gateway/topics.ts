@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Encoder } from '@msgpack/msgpack';
 import { type BusEvent, type EventAudience, type EventBus, isUserTopic, type Recovery } from '../bus.js';
 import type { StreamPosition } from '../kv/kv.js';
@@ -25,6 +26,14 @@ interface Topic {
 
 /** Gaps filled at once after a resubscription: a node may hold thousands of users' topics. */
 const CONCURRENT_FILLS = 64;
+
+/**
+ * Reads of a gap's history before its members are told to refetch: after a Redis restart the
+ * command connection may be back a moment after the subscriber, and a read refused meanwhile is
+ * no reason to make every client refetch. Live events stay held while it retries.
+ */
+const FILL_READ_ATTEMPTS = 10;
+const FILL_READ_RETRY_MS = 300;
 
 const encoder = new Encoder({ ignoreUndefined: true });
 
@@ -113,10 +122,16 @@ export class TopicRouter {
    */
   private async fillGap(topic: string, entry: Topic): Promise<void> {
     let recovery: Recovery | undefined;
-    try {
-      if (entry.position) recovery = await this.bus.recover(topic, entry.position);
-    } catch (err) {
-      this.log.warn({ err, topic }, 'a gap could not be read from the event history; clients refetch');
+    for (let attempt = 1; entry.position && !recovery && attempt <= FILL_READ_ATTEMPTS; attempt++) {
+      try {
+        recovery = await this.bus.recover(topic, entry.position);
+      } catch (err) {
+        if (attempt === FILL_READ_ATTEMPTS) {
+          this.log.warn({ err, topic }, 'a gap could not be read from the event history; clients refetch');
+        } else {
+          await sleep(FILL_READ_RETRY_MS);
+        }
+      }
     }
     const held = entry.held ?? [];
     entry.held = undefined;
