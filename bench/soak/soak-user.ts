@@ -173,6 +173,13 @@ export class SoakUser {
     } else if (frame.t === 'chat.message') {
       this.ledger.receivedBy(this.id, (frame.d as { id: string }).id);
       if (frame.pos) this.chatPosition = { offset: frame.pos.offset, epoch: frame.pos.epoch };
+    } else if (frame.t === 'stream.reset') {
+      // The node could not fill a gap in this stream from its history (docs/recovery.md): the same
+      // promise as `recovered: false`, and the stream goes on from the position it names.
+      const { stream, position } = frame.d as { stream?: string; position?: StreamPosition };
+      this.recovery(stream ? 'chat' : 'user', false);
+      if (stream) this.chatPosition = position;
+      else this.userPosition = position;
     } else if (frame.t === 'presence') {
       const { user_id, status } = frame.d as { user_id: string; status: string };
       if (user_id === this.peerId) this.peerPresence = status;
