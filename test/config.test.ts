@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { mergeParts } from '../protocol/parts.js';
 import { ConfigError, configParts, configSchema, loadConfig } from '../src/config.js';
+import { runCli } from './helpers/service-process.js';
 
 describe('configuration', () => {
   it('uses the contract defaults when nothing is set', () => {
@@ -194,11 +194,7 @@ describe('configuration', () => {
     });
 
     it('stops serve in embedded mode with WORKERS=2: one stderr line, exit code 78', () => {
-      const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-        env: { ...process.env, WORKERS: '2', DATABASE_URL: '', REDIS_URL: '' },
-        encoding: 'utf8',
-        timeout: 20_000,
-      });
+      const result = runCli(['serve'], { WORKERS: '2' }, 20_000);
       expect(result.status).toBe(78);
       expect(result.stderr.trim()).toMatch(
         /^Invalid configuration: WORKERS=2 needs DATABASE_URL and a shared Redis /,
@@ -207,11 +203,7 @@ describe('configuration', () => {
   });
 
   it('stops the CLI at startup with one stderr line and exit code 78', () => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-      env: { ...process.env, HTTP_PORT: 'eighty', DATABASE_URL: '', REDIS_URL: '' },
-      encoding: 'utf8',
-      timeout: 20_000,
-    });
+    const result = runCli(['serve'], { HTTP_PORT: 'eighty' }, 20_000);
     expect(result.status).toBe(78);
     expect(result.stderr.trim()).toBe(
       'Invalid configuration: HTTP_PORT must be an integer from 0 to 65535 (got "eighty")',

@@ -1,11 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { configFrom } from '../../src/config.js';
 import { openDatabase } from '../../src/platform/db.js';
 import { migrateUp } from '../../src/platform/migrate.js';
-import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir } from '../helpers/service-process.js';
+import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir, runCli } from '../helpers/service-process.js';
 
 /**
  * `atrium economy verify` as an operator runs it, on an embedded database of its own (the command
@@ -13,11 +12,7 @@ import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir } from '../helpers/service-pro
  */
 describe('atrium economy verify', () => {
   const run = (dataDir: string, ...args: string[]) =>
-    spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'economy', ...args], {
-      env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '', LOG_LEVEL: 'silent' },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    runCli(['economy', ...args], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' }, 60_000);
 
   it(
     'exits 0 on a clean ledger, and prints each difference and exits 1 when a balance is not its entries’ sum',

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { cp, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,22 @@ export function startService(dataDir: string, extraEnv: Record<string, string> =
   listening.catch(() => {});
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, lines, listening, exited };
+}
+
+/**
+ * Runs the real CLI to its end in a child process, through tsx as `npm run atrium` does, on the
+ * embedded defaults unless `env` says otherwise; answers its exit status and output.
+ */
+export function runCli(
+  args: readonly string[],
+  env: Record<string, string> = {},
+  timeoutMs = PROCESS_TEST_TIMEOUT_MS,
+) {
+  return spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', ...env },
+    encoding: 'utf8',
+    timeout: timeoutMs,
+  });
 }
 
 /** Registers an account on a service process through its real HTTP port. */

@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
@@ -7,7 +6,7 @@ import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
-import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir } from '../helpers/service-process.js';
+import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir, runCli } from '../helpers/service-process.js';
 
 describe('user accounts', () => {
   const app = useTestApp();
@@ -251,12 +250,7 @@ describe('role administration', () => {
     async () => {
       const dataDir = await preparedDataDir('atrium-admin-');
       try {
-        const run = (...args: string[]) =>
-          spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'admin', ...args], {
-            env: { ...process.env, DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' },
-            encoding: 'utf8',
-            timeout: PROCESS_TEST_TIMEOUT_MS,
-          });
+        const run = (...args: string[]) => runCli(['admin', ...args], { DATA_DIR: dataDir });
         const usage = run('promote', 'someone');
         expect(usage.status).toBe(2);
         expect(usage.stderr).toContain('Usage: atrium admin grant|revoke <username> <role>');
