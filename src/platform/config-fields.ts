@@ -61,12 +61,17 @@ export const pem = (label: string) =>
     })
     .optional();
 
+export interface HostPort {
+  host: string;
+  port: number;
+}
+
 /**
  * `host:port` pairs separated by commas (an IPv6 host in brackets, `[::1]:6379`), or undefined when
  * any of them is malformed or names port 0.
  */
-export function parseHostPorts(text: string): { host: string; port: number }[] | undefined {
-  const parsed: { host: string; port: number }[] = [];
+export function parseHostPorts(text: string): HostPort[] | undefined {
+  const parsed: HostPort[] = [];
   for (const pair of text.split(',')) {
     const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9._-]+)):(\d{1,5})$/.exec(pair.trim());
     const port = Number(match?.[3]);

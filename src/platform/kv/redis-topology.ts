@@ -3,12 +3,7 @@
  * (REDIS_SENTINELS + REDIS_SENTINEL_NAME) or a Redis Cluster (REDIS_CLUSTER_NODES). Exactly one
  * of them, or none for the in-process store (docs/scaling.md).
  */
-import { parseHostPorts } from '../config-fields.js';
-
-export interface HostPort {
-  host: string;
-  port: number;
-}
+import { type HostPort, parseHostPorts } from '../config-fields.js';
 
 export type RedisTopology =
   | { kind: 'server'; url: string }
