@@ -1,6 +1,22 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 declare const opaque: unique symbol;
+
+/** A pooled connection held for a transaction's statements (db.ts `holdConnection`). */
+export interface HeldConnection {
+  run(sql: string, params: readonly unknown[]): Promise<unknown[]>;
+  release(): Promise<void>;
+  /** Set once released: the connection may serve someone else by then. */
+  readonly released: boolean;
+}
+
+/**
+ * The lean transaction the current async call chain runs in. A statement given the call's own
+ * handle inside a transaction's work joins the transaction, as MikroORM's transactional made the
+ * root entity manager do, instead of waiting for a second pooled connection.
+ */
+export const leanTransactionScope = new AsyncLocalStorage<HeldConnection>();
 
 /**
  * What a service holds to reach the database: an opaque handle it passes to repository functions
@@ -27,6 +43,8 @@ export class DataHandle implements DataAccess {
   constructor(
     private readonly base: EntityManager,
     private readonly forkOnUse: boolean,
+    /** A lean transaction's connection, which every statement of the handle runs on. */
+    readonly held?: HeldConnection,
   ) {}
 
   /**
@@ -39,6 +57,11 @@ export class DataHandle implements DataAccess {
   }
 
   get orm(): EntityManager {
+    if (heldConnectionOf(this)) {
+      throw new Error(
+        'The ORM was used in a lean transaction: open the transaction with { unitOfWork: true } (src/platform/data-access.ts).',
+      );
+    }
     if (!this.forkOnUse) return this.base;
     this.fork ??= this.base.fork();
     return this.fork;
@@ -53,4 +76,16 @@ export function entityManagerOf(data: DataAccess): EntityManager {
 /** The entity manager executeBound runs on: never forks. */
 export function leanEntityManagerOf(on: DataAccess | EntityManager): EntityManager {
   return on instanceof DataHandle ? on.lean : (on as EntityManager);
+}
+
+/**
+ * The connection of the lean transaction a statement given `on` runs in: the handle's own, or
+ * the transaction this async call chain is in when `on` is a call's handle (or an entity manager
+ * outside any ORM transaction). Undefined outside lean transactions.
+ */
+export function heldConnectionOf(on: DataAccess | EntityManager): HeldConnection | undefined {
+  const own = on instanceof DataHandle ? on.held : undefined;
+  if (own) return own;
+  const scoped = leanTransactionScope.getStore();
+  return scoped && !scoped.released ? scoped : undefined;
 }

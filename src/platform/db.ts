@@ -1,13 +1,17 @@
 import { join } from 'node:path';
-import { type PGlite, protocol } from '@electric-sql/pglite';
 import type { EntitySchema } from '@mikro-orm/core';
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type EntityManager, type Knex, MikroORM } from '@mikro-orm/postgresql';
-import pg from 'pg';
 import { migrationsList } from '../../migrations/index.js';
 import type { Config } from '../config.js';
-import { type DataAccess, leanEntityManagerOf } from './data-handle.js';
+import {
+  type DataAccess,
+  type HeldConnection,
+  heldConnectionOf,
+  leanEntityManagerOf,
+} from './data-handle.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
+import { embeddedRunner, type PooledConnection, postgresRunner, type Runner } from './statement-runners.js';
 
 export type Orm = MikroORM;
 
@@ -206,10 +210,10 @@ export async function executeBound<Row>(
   sql: string,
   params: readonly unknown[],
 ): Promise<Row[]> {
+  const held = heldConnectionOf(on);
+  if (held) return (await held.run(sql, params)) as Row[];
   const em = leanEntityManagerOf(on);
-  const run = runners.get(em.getDriver());
-  if (!run)
-    throw new Error('executeBound: this entity manager belongs to no database opened by openDatabase');
+  const run = runnerOf(em);
   const { client } = em.getTransactionContext<Knex.Transaction>() ?? em.getKnex();
   const connection = (await client.acquireConnection()) as PooledConnection;
   try {
@@ -219,161 +223,35 @@ export async function executeBound<Row>(
   }
 }
 
-interface PooledConnection {
-  query(config: { name?: string; text: string; values: unknown[]; types: typeof pg.types }): Promise<{
-    rows: unknown[];
-  }>;
-}
-
-type Runner = (connection: PooledConnection, sql: string, params: readonly unknown[]) => Promise<unknown[]>;
-
 /** One per open database, reached from any of its entity managers through their driver. */
 const runners = new WeakMap<object, Runner>();
 
-/**
- * Statement texts prepared under a name; repositories use a handful of fixed texts, so the bound
- * only keeps text built at run time from growing the map (such text runs unnamed).
- */
-const MAX_NAMED_STATEMENTS = 500;
-
-function postgresRunner(): Runner {
-  const names = new Map<string, string>();
-  return async (connection, text, params) => {
-    let name = names.get(text);
-    if (name === undefined && names.size < MAX_NAMED_STATEMENTS) {
-      name = `atrium_${names.size}`;
-      names.set(text, name);
-    }
-    // pg's default type parsers, as PGlite's: MikroORM gives its connections parsers that keep
-    // dates as strings for its own hydration.
-    return (await connection.query({ ...(name ? { name } : {}), text, values: [...params], types: pg.types }))
-      .rows;
-  };
+function runnerOf(em: EntityManager): Runner {
+  const run = runners.get(em.getDriver());
+  if (!run)
+    throw new Error('executeBound: this entity manager belongs to no database opened by openDatabase');
+  return run;
 }
 
 /**
- * PGlite is one database session, so whoever holds the pool's only connection owns it: the
- * caller holds it (its own transaction's, or one acquired for this statement), so no other
- * transaction can be open on the session. The statement goes to PGlite in process, without the
- * wire protocol's trip through the socket, and prepared once under a name as on Postgres: a
- * prepared statement is then one Bind/Execute/Sync call into PGlite instead of the six
- * `pglite.query` makes (parse and describe each time), two to three times less work per statement.
+ * A connection of the pool of `em`'s database, held until released, its statements run as
+ * executeBound runs them: a lean transaction's (src/platform/data-access.ts).
  */
-function embeddedRunner(pglite: PGlite): Runner {
-  const prepared = new Map<string, Promise<PreparedStatement>>();
-  let names = 0;
-  const exchange = (message: Uint8Array) =>
-    pglite.runExclusive(() => pglite.execProtocolStream(message)) as Promise<BackendMessage[]>;
-  const prepare = async (text: string): Promise<PreparedStatement> => {
-    const name = `atrium_${names++}`;
-    const { serialize } = protocol;
-    const described = await exchange(
-      Buffer.concat([
-        serialize.parse({ name, text, types: [] }),
-        serialize.describe({ type: 'S', name }),
-        serialize.sync(),
-      ]),
-    );
-    const messageNamed = (kind: string) => described.find((m) => m.name === kind);
-    return {
-      name,
-      paramTypes: messageNamed('parameterDescription')?.dataTypeIDs ?? [],
-      // A statement that returns no rows is described by NoData instead: no fields.
-      fields: (messageNamed('rowDescription')?.fields ?? []) as PreparedStatement['fields'],
-    };
+export async function holdConnection(em: EntityManager): Promise<HeldConnection> {
+  const run = runnerOf(em);
+  const { client } = em.getKnex();
+  const connection = (await client.acquireConnection()) as PooledConnection;
+  let released = false;
+  return {
+    run: (sql, params) => run(connection, sql, params),
+    release: () => {
+      released = true;
+      return client.releaseConnection(connection);
+    },
+    get released() {
+      return released;
+    },
   };
-  // Concurrent first uses of a text share one preparation; a failed one is tried again next time.
-  const preparedOnce = (text: string) => {
-    let statement = prepared.get(text);
-    if (!statement && prepared.size < MAX_NAMED_STATEMENTS) {
-      statement = prepare(text);
-      prepared.set(text, statement);
-      statement.catch(() => prepared.delete(text));
-    }
-    return statement;
-  };
-  return async (_heldConnection, text, params) => {
-    const statement = await preparedOnce(text);
-    if (!statement) return (await pglite.query(text, [...params])).rows;
-    const values = params.map((value, index) => {
-      if (value === null || value === undefined) return null;
-      const serializer = pglite.serializers[statement.paramTypes[index] as number];
-      if (serializer) return serializer(value);
-      return value instanceof Date ? value.toISOString() : String(value);
-    });
-    const messages = await exchange(bindExecuteSync(statement.name, values));
-    return rowsOf(messages, statement.fields, pglite.parsers);
-  };
-}
-
-interface PreparedStatement {
-  name: string;
-  paramTypes: number[];
-  /** The result's columns, from the statement's description: executions need not describe again. */
-  fields: { name: string; dataTypeID: number }[];
-}
-
-/** The parts of PGlite's parsed backend messages read here. */
-interface BackendMessage {
-  name: string;
-  dataTypeIDs?: number[];
-  fields?: ({ name: string; dataTypeID: number } | string | null)[];
-}
-
-/** Execute (unnamed portal, every row) then Sync, the same bytes for every statement. */
-const EXECUTE_AND_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);
-
-/**
- * Bind of the named statement to the unnamed portal, every parameter and column as text, then
- * EXECUTE_AND_SYNC, in one buffer sized up front. PGlite's serializer grows a 256-byte buffer
- * and copies it for each parameter, which made a 1 KiB jsonb upsert spend 7% of its CPU binding.
- */
-function bindExecuteSync(statement: string, values: readonly (string | null)[]): Buffer {
-  let length = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2;
-  for (const value of values) length += 4 + (value === null ? 0 : Buffer.byteLength(value));
-  const message = Buffer.allocUnsafe(1 + length + EXECUTE_AND_SYNC.length);
-  let at = message.writeUInt8(0x42, 0);
-  at = message.writeInt32BE(length, at);
-  at = message.writeUInt8(0, at); // the unnamed portal
-  at += message.write(statement, at);
-  at = message.writeUInt8(0, at);
-  at = message.writeInt16BE(0, at); // parameters in text format
-  at = message.writeInt16BE(values.length, at);
-  for (const value of values) {
-    if (value === null) {
-      at = message.writeInt32BE(-1, at);
-      continue;
-    }
-    const lengthAt = at;
-    at += 4;
-    const bytes = message.write(value, at);
-    message.writeInt32BE(bytes, lengthAt);
-    at += bytes;
-  }
-  at = message.writeInt16BE(0, at); // columns in text format
-  EXECUTE_AND_SYNC.copy(message, at);
-  return message;
-}
-
-/** The data rows as objects keyed by column name, each value through PGlite's parser for its type. */
-function rowsOf(
-  messages: readonly BackendMessage[],
-  fields: PreparedStatement['fields'],
-  parsers: PGlite['parsers'],
-): Record<string, unknown>[] {
-  const rows: Record<string, unknown>[] = [];
-  for (const message of messages) {
-    if (message.name !== 'dataRow') continue;
-    const values = message.fields as (string | null)[];
-    const row: Record<string, unknown> = {};
-    fields.forEach(({ name, dataTypeID }, index) => {
-      const value = values[index] ?? null;
-      const parser = parsers[dataTypeID];
-      row[name] = value === null || !parser ? value : parser(value, dataTypeID);
-    });
-    rows.push(row);
-  }
-  return rows;
 }
 
 /** SQLSTATE codes the services act on, as both drivers report them on `error.code`. */

@@ -107,31 +107,35 @@ export class AuthService {
   /** Exchanges a refresh token for a new pair; the presented token is spent. */
   async refresh(ctx: Ctx, refreshToken: string): Promise<TokenResponse> {
     const now = ctx.now();
-    const outcome = await transaction(ctx.data, async (tx) => {
-      const presented = await lockRefreshToken(tx, hashToken(refreshToken));
-      if (!presented) return { kind: 'invalid' as const };
-      const session = await lockSession(tx, presented.session.id);
-      if (!session) return { kind: 'invalid' as const };
-      const user = await this.deps.users.findUserById(tx, session.user.id);
-      if (!user) return { kind: 'invalid' as const };
-      // Before the revocation check: suspending revokes every session, and the holder of one of
-      // its tokens is told why it stopped working.
-      const suspension = suspensionInForce(user, now);
-      if (suspension) return { kind: 'suspended' as const, suspension };
-      if (session.revokedAt) return { kind: 'invalid' as const };
-      if (presented.rotatedAt) {
-        session.revokedAt = now;
-        session.revokedReason = 'refresh_token_reuse';
-        return { kind: 'reused' as const, sessionId: session.id };
-      }
-      if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
-      presented.rotatedAt = now;
-      session.lastRefreshedAt = now;
-      session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
-      const next = issueRefreshToken();
-      addRefreshToken(tx, { tokenHash: next.hash, session, createdAt: now, expiresAt: session.expiresAt });
-      return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
-    });
+    const outcome = await transaction(
+      ctx.data,
+      async (tx) => {
+        const presented = await lockRefreshToken(tx, hashToken(refreshToken));
+        if (!presented) return { kind: 'invalid' as const };
+        const session = await lockSession(tx, presented.session.id);
+        if (!session) return { kind: 'invalid' as const };
+        const user = await this.deps.users.findUserById(tx, session.user.id);
+        if (!user) return { kind: 'invalid' as const };
+        // Before the revocation check: suspending revokes every session, and the holder of one of
+        // its tokens is told why it stopped working.
+        const suspension = suspensionInForce(user, now);
+        if (suspension) return { kind: 'suspended' as const, suspension };
+        if (session.revokedAt) return { kind: 'invalid' as const };
+        if (presented.rotatedAt) {
+          session.revokedAt = now;
+          session.revokedReason = 'refresh_token_reuse';
+          return { kind: 'reused' as const, sessionId: session.id };
+        }
+        if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
+        presented.rotatedAt = now;
+        session.lastRefreshedAt = now;
+        session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
+        const next = issueRefreshToken();
+        addRefreshToken(tx, { tokenHash: next.hash, session, createdAt: now, expiresAt: session.expiresAt });
+        return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
+      },
+      { unitOfWork: true },
+    );
     if (outcome.kind === 'reused') {
       ctx.log.warn({ sessionId: outcome.sessionId }, 'refresh token reuse detected; session revoked');
       await this.deps.tokens.revokeSessions([outcome.sessionId]);

@@ -1,4 +1,4 @@
-import { LockMode, sql } from '@mikro-orm/core';
+import { sql } from '@mikro-orm/core';
 import type { Role } from '../../platform/auth/access-tokens.js';
 import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
 import { executeBound } from '../../platform/db.js';
@@ -158,13 +158,30 @@ export function findUserByUsername(data: DataAccess, username: string) {
   return entityManagerOf(data).findOne(UserSchema, { [sql.lower('username')]: username.toLowerCase() });
 }
 
+/** The columns of a User, named as its properties. */
+const USER_COLUMNS = `id, username, email, password_hash as "passwordHash", roles::text[] as roles,
+  last_seen_at as "lastSeenAt", status_message as "statusMessage", terms_accepted_at as "termsAcceptedAt",
+  adult_confirmed_at as "adultConfirmedAt", created_at as "createdAt", updated_at as "updatedAt",
+  suspended_at as "suspendedAt", suspended_until as "suspendedUntil", suspension_reason as "suspensionReason",
+  suspended_by as "suspendedBy"`;
+
 /**
  * The account by id or username (case-insensitively), its row locked until the transaction of
  * `data` ends: role changes and suspensions read, change and audit it without a lost update.
+ * Read with a lean statement, so these transactions need no unit of work.
  */
-export function lockUser(data: DataAccess, by: { id: string } | { username: string }): Promise<User | null> {
-  const where = 'id' in by ? { id: by.id } : { [sql.lower('username')]: by.username.toLowerCase() };
-  return entityManagerOf(data).findOne(UserSchema, where, { lockMode: LockMode.PESSIMISTIC_WRITE });
+export async function lockUser(
+  data: DataAccess,
+  by: { id: string } | { username: string },
+): Promise<User | null> {
+  const [row] = await executeBound<User>(
+    data,
+    'id' in by
+      ? `select ${USER_COLUMNS} from users where id = $1 for update`
+      : `select ${USER_COLUMNS} from users where lower(username) = $1 for update`,
+    ['id' in by ? by.id : by.username.toLowerCase()],
+  );
+  return row ?? null;
 }
 
 /** The account's suspension columns as they are committed now (login's late check); undefined when it is gone. */
@@ -187,22 +204,34 @@ export async function suspensionOf(
   return row;
 }
 
-/** Stores the account's roles, the user loaded through `data` (operator tooling). */
+/** Stores the account's roles (operator tooling), on the row and on `user`. */
 export async function writeRoles(data: DataAccess, user: User, roles: Role[], at: Date): Promise<void> {
+  await executeBound(data, 'update users set roles = $2::user_role[], updated_at = $3 where id = $1', [
+    user.id,
+    `{${roles.join(',')}}`,
+    at,
+  ]);
   user.roles = roles;
   user.updatedAt = at;
-  await entityManagerOf(data).flush();
 }
 
-/** Sets (or with null clears) the suspension of the account loaded through `data`. */
+/** Sets (or with null clears) the suspension of the account, on the row and on `user`. */
 export async function writeSuspension(
   data: DataAccess,
   user: User,
   suspension: { since: Date; until: Date | null; reason: string; by: string | null } | null,
 ): Promise<void> {
-  user.suspendedAt = suspension?.since ?? null;
-  user.suspendedUntil = suspension?.until ?? null;
-  user.suspensionReason = suspension?.reason ?? null;
-  user.suspendedBy = suspension?.by ?? null;
-  await entityManagerOf(data).flush();
+  const columns = {
+    suspendedAt: suspension?.since ?? null,
+    suspendedUntil: suspension?.until ?? null,
+    suspensionReason: suspension?.reason ?? null,
+    suspendedBy: suspension?.by ?? null,
+  };
+  await executeBound(
+    data,
+    `update users set suspended_at = $2, suspended_until = $3, suspension_reason = $4, suspended_by = $5
+     where id = $1`,
+    [user.id, columns.suspendedAt, columns.suspendedUntil, columns.suspensionReason, columns.suspendedBy],
+  );
+  Object.assign(user, columns);
 }

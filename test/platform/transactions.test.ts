@@ -1,0 +1,187 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { UserSchema } from '../../src/modules/users/user.entity.js';
+import {
+  type DataAccess,
+  dataAccess,
+  IsolationLevel,
+  inTransaction,
+  transaction,
+} from '../../src/platform/data-access.js';
+import { entityManagerOf } from '../../src/platform/data-handle.js';
+import { executeBound } from '../../src/platform/db.js';
+import { newId } from '../../src/platform/ids.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+
+/**
+ * `transaction` (src/platform/data-access.ts) on real databases: lean transactions on one held
+ * connection, savepoints for nested ones, and MikroORM's for work that needs a unit of work.
+ */
+describe('transactions', () => {
+  let testDb: TestDatabase;
+  const data = (): DataAccess => dataAccess(testDb.db.orm.em);
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase();
+    await executeBound(data(), 'create table if not exists tx_probe (id int primary key, note text)', []);
+  });
+  afterAll(async () => {
+    await testDb?.drop();
+  });
+  beforeEach(async () => {
+    await executeBound(data(), 'delete from tx_probe', []);
+  });
+
+  const insert = (on: DataAccess, id: number, note = 'x') =>
+    executeBound(on, 'insert into tx_probe (id, note) values ($1, $2)', [id, note]);
+  const ids = async () =>
+    (await executeBound<{ id: number }>(data(), 'select id from tx_probe order by id', [])).map((r) => r.id);
+  const failure = async (promise: Promise<unknown>) => {
+    const outcome = await promise.then(
+      () => undefined,
+      (error: unknown) => error as Error & { code?: string },
+    );
+    if (!outcome) throw new Error('expected a rejection');
+    return outcome;
+  };
+
+  it('commits every statement of the work when it resolves, and answers what the work answered', async () => {
+    const answer = await transaction(data(), async (tx) => {
+      expect(inTransaction(tx)).toBe(true);
+      await insert(tx, 1);
+      await insert(tx, 2);
+      return 'done';
+    });
+    expect(answer).toBe('done');
+    expect(await ids()).toEqual([1, 2]);
+  });
+
+  it('rolls back every statement when the work throws, and the next transaction runs on a clean connection', async () => {
+    const error = await failure(
+      transaction(data(), async (tx) => {
+        await insert(tx, 1);
+        throw new Error('refused');
+      }),
+    );
+    expect(error.message).toBe('refused');
+    expect(await ids()).toEqual([]);
+    await transaction(data(), (tx) => insert(tx, 3));
+    expect(await ids()).toEqual([3]);
+  });
+
+  it('rolls back when a statement fails, passing on its SQLSTATE', async () => {
+    await insert(data(), 1);
+    const error = await failure(
+      transaction(data(), async (tx) => {
+        await insert(tx, 2);
+        await insert(tx, 1);
+      }),
+    );
+    expect(error.code).toBe('23505');
+    expect(await ids()).toEqual([1]);
+  });
+
+  it('rolls back only a nested transaction that throws when the caller catches it', async () => {
+    await transaction(data(), async (tx) => {
+      await insert(tx, 1);
+      await failure(
+        transaction(tx, async (inner) => {
+          await insert(inner, 2);
+          await insert(inner, 1); // unique violation: the inner work fails, the outer goes on
+        }),
+      );
+      await transaction(tx, (inner) => insert(inner, 3));
+    });
+    expect(await ids()).toEqual([1, 3]);
+  });
+
+  it("runs a statement given the call's own handle inside the work in the transaction, so it rolls back with it", async () => {
+    const call = data();
+    await failure(
+      transaction(call, async () => {
+        await insert(call, 1);
+        expect(inTransaction(call)).toBe(true);
+        throw new Error('refused');
+      }),
+    );
+    expect(await ids()).toEqual([]);
+  });
+
+  it('runs a statement chained in the work but issued after the commit outside the ended transaction', async () => {
+    const call = data();
+    let open: () => void = () => undefined;
+    let chained: Promise<unknown> | undefined;
+    await transaction(call, async (tx) => {
+      await insert(tx, 1);
+      // The continuation keeps the work's async context, which names the transaction's connection.
+      chained = new Promise<void>((resolve) => {
+        open = resolve;
+      }).then(() => {
+        expect(inTransaction(call)).toBe(false);
+        return insert(call, 2);
+      });
+    });
+    open();
+    await chained;
+    expect(await ids()).toEqual([1, 2]);
+    await transaction(call, (tx) => insert(tx, 3));
+    expect(await ids()).toEqual([1, 2, 3]);
+  });
+
+  it('begins with the isolation level and read-only mode asked for', async () => {
+    const setting = await transaction(
+      data(),
+      async (tx) =>
+        (
+          await executeBound<{ level: string; ro: string }>(
+            tx,
+            "select current_setting('transaction_isolation') as level, current_setting('transaction_read_only') as ro",
+            [],
+          )
+        )[0],
+      { isolationLevel: IsolationLevel.REPEATABLE_READ, readOnly: true },
+    );
+    expect(setting).toEqual({ level: 'repeatable read', ro: 'on' });
+    const error = await failure(transaction(data(), (tx) => insert(tx, 1), { readOnly: true }));
+    expect(error.code).toBe('25006');
+    expect(await ids()).toEqual([]);
+  });
+
+  it('refuses the ORM inside a lean transaction, naming the option that allows it, and writes nothing', async () => {
+    const error = await failure(
+      transaction(data(), async (tx) => {
+        await insert(tx, 1);
+        await entityManagerOf(tx).findOne(UserSchema, { id: newId() });
+      }),
+    );
+    expect(error.message).toMatch(/unitOfWork/);
+    expect(await ids()).toEqual([]);
+  });
+
+  it('runs a unit-of-work transaction as MikroORM does: lean statements and entities commit together', async () => {
+    const id = newId();
+    await transaction(
+      data(),
+      async (tx) => {
+        await insert(tx, 1);
+        entityManagerOf(tx).create(UserSchema, {
+          id,
+          username: `tx_${id.slice(0, 8)}`,
+          email: null,
+          passwordHash: 'x',
+          roles: ['user'],
+          lastSeenAt: null,
+          statusMessage: null,
+          termsAcceptedAt: new Date(),
+          adultConfirmedAt: new Date(),
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        });
+      },
+      { unitOfWork: true },
+    );
+    expect(await ids()).toEqual([1]);
+    const users = await executeBound(data(), 'select 1 from users where id = $1', [id]);
+    expect(users).toHaveLength(1);
+    await executeBound(data(), 'delete from users where id = $1', [id]);
+  });
+});
