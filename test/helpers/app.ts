@@ -35,6 +35,10 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     MIGRATE_ON_START: false,
     DATA_DIR: dataDir,
     SHUTDOWN_GRACE_MS: 2000,
+    // Test files share one Postgres server, and a file's clone being created (CREATE DATABASE ...
+    // TEMPLATE, with its checkpoint) stalls other files' statements past the 1 s default for a
+    // moment: a register answered 503 then. The tests of timeouts set their own.
+    DATABASE_QUERY_TIMEOUT_MS: 10_000,
     // Every injected request comes from 127.0.0.1, so per-address limits would trip across tests;
     // the tests of those limits set their own values.
     REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
