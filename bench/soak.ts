@@ -104,6 +104,7 @@ export async function run(): Promise<string> {
       (node) => users.filter((user) => user.ready && user.node === node.index).length,
     );
     const loadStarted = performance.now();
+    cluster.onLogLine = (_node, line) => ledger.nodeLogged(line);
     ledger.startClock();
     load.start();
     chaos.start(loadMs);

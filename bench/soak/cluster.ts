@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { PostgresServer } from '../../test/helpers/postgres-server.js';
 import { freePort, RedisServer } from '../../test/helpers/redis-server.js';
 import { stopChild } from '../realtime/servers.js';
@@ -32,6 +33,8 @@ const SOAK_ENV = {
 
 export class Cluster {
   readonly nodes: Node[] = [];
+  /** Called with every line a node logs (its JSON log on stdout). */
+  onLogLine: (node: Node, line: string) => void = () => undefined;
 
   private constructor(
     readonly postgres: PostgresServer,
@@ -60,6 +63,8 @@ export class Cluster {
       HTTP_PORT: String(node.httpPort),
       WS_PORT: String(node.wsPort),
     });
+    const { stdout } = node.service.child;
+    if (stdout) createInterface({ input: stdout }).on('line', (line) => this.onLogLine(node, line));
   }
 
   /** kill -9: no shutdown, sockets cut, the node's lease left to lapse. */

@@ -53,6 +53,8 @@ export class Ledger {
   /** Auth frames and chat joins that sent `recover` (retried attempts included), by answer. */
   readonly recoveries = { recovered: 0, notRecovered: 0 };
   readonly serverErrors: ServerError[] = [];
+  /** The reasons nodes logged for answering SERVICE_UNAVAILABLE (a dependency failed), with when. */
+  readonly unavailableReasons: { at: number; reason: string }[] = [];
   /** Error answers below 500, by operation and code (conflicts, rate limits, ...). */
   readonly refusals = new Map<string, number>();
   /** Requests whose connection went away before an answer (a node killed under them). */
@@ -88,6 +90,13 @@ export class Ledger {
   /** Whether the user was told `recovered: false` for `stream` at or after `since`. */
   wasToldLost(userId: string, stream: StreamKind, since: number): boolean {
     return (this.toldLost.get(`${stream}:${userId}`) ?? []).some((at) => at >= since);
+  }
+
+  /** Takes a node's log line, keeping the reason of a SERVICE_UNAVAILABLE answer. */
+  nodeLogged(line: string): void {
+    if (!line.includes('answering SERVICE_UNAVAILABLE')) return;
+    const { reason } = JSON.parse(line) as { reason?: unknown };
+    this.unavailableReasons.push({ at: this.now(), reason: String(reason) });
   }
 
   /** Records an error frame (its code) or an HTTP error (its status) of operation `what`. */

@@ -37,6 +37,8 @@ export interface ServerErrorCheck {
   total: number;
   outsideFaults: number;
   byCode: Record<string, number>;
+  /** Reasons the nodes logged for SERVICE_UNAVAILABLE answers outside the windows, counted. */
+  reasonsOutside: Record<string, number>;
   examples: string[];
 }
 
@@ -149,10 +151,15 @@ export function checkServerErrors(ledger: Ledger, faults: readonly Fault[]): Ser
   const outside = ledger.serverErrors.filter((error) => !faultAt(faults, error.at));
   const byCode: Record<string, number> = {};
   for (const error of ledger.serverErrors) byCode[error.code] = (byCode[error.code] ?? 0) + 1;
+  const reasonsOutside: Record<string, number> = {};
+  for (const { at, reason } of ledger.unavailableReasons) {
+    if (!faultAt(faults, at)) reasonsOutside[reason] = (reasonsOutside[reason] ?? 0) + 1;
+  }
   return {
     total: ledger.serverErrors.length,
     outsideFaults: outside.length,
     byCode,
+    reasonsOutside,
     examples: outside
       .slice(0, 5)
       .map((error) => `${error.what} ${error.code} at ${(error.at / 1000).toFixed(1)} s`),

@@ -121,6 +121,12 @@ ${results.connectedAtEnd} of ${options.sockets}.
 | outside the fault windows | ${serverErrors.outsideFaults} | ${verdict(serverErrors.outsideFaults === 0)} |
 ${serverErrors.examples.map((example) => `- outside: ${example}`).join('\n')}
 
+Reasons the nodes logged for answering SERVICE_UNAVAILABLE outside the fault windows: ${
+    Object.entries(serverErrors.reasonsOutside)
+      .map(([reason, n]) => `${reason} (${n})`)
+      .join(', ') || 'none'
+  }.
+
 Other counts: ${ledger.heartbeats} heartbeats acknowledged, ${ledger.chunkConflicts} chunk writes
 answered REVISION_CONFLICT (a write whose answer was lost had committed), ${ledger.unanswered}
 requests unanswered (their connection was cut), refusals below 500: ${refusals}.
