@@ -49,6 +49,9 @@ export function canSeePresence(
   return visibility === 'everyone' || (visibility === 'friends' && relation.friends);
 }
 
+/** Waits before each new try of a failed presence announcement: about two minutes in all. */
+const REANNOUNCE_DELAYS_MS = [500, 1000, 2000, 4000, 8000, 15_000, 30_000, 60_000];
+
 /** The node-level bookkeeping the rules feed (implemented by PresenceTracker). */
 export interface PresenceSightings {
   /** Records a sighting for the coalesced last_seen_at write. */
@@ -75,6 +78,9 @@ export interface PresenceServiceDeps {
  * offline and last_seen_at remains. Lookups and events honour presence_visibility and blocks.
  */
 export class PresenceService {
+  /** Users whose failed presence announcement is being tried again. */
+  private readonly reannouncing = new Set<string>();
+
   constructor(private readonly deps: PresenceServiceDeps) {}
 
   get ttlSeconds(): number {
@@ -218,8 +224,48 @@ export class PresenceService {
     status: 'online' | 'offline',
     lastSeen?: Date,
   ): Promise<void> {
-    if (await this.deps.bus.hasSubscribers(presenceTopic(userId)))
-      await this.announce(ctx, userId, status, lastSeen);
+    try {
+      if (await this.deps.bus.hasSubscribers(presenceTopic(userId)))
+        await this.announce(ctx, userId, status, lastSeen);
+    } catch (error) {
+      // The KV store holds the new state, so a retry of the request changes nothing and would
+      // announce nothing: subscribers would keep the old status for good.
+      this.announceAgainLater(ctx, userId);
+      throw error;
+    }
+  }
+
+  /**
+   * After a failed announcement (the database or Redis down), announces the user's status as it
+   * is then, retrying with backoff until one goes out (REANNOUNCE_DELAYS_MS); one chain per user.
+   */
+  private announceAgainLater(ctx: Ctx, userId: string, attempt = 0): void {
+    if (attempt === 0) {
+      if (this.reannouncing.has(userId)) return;
+      this.reannouncing.add(userId);
+    }
+    const delay = REANNOUNCE_DELAYS_MS[attempt];
+    if (delay === undefined) {
+      this.reannouncing.delete(userId);
+      ctx.log.warn(
+        { userId },
+        'a presence change could not be announced; subscribers may show an old status',
+      );
+      return;
+    }
+    const retry = async () => {
+      try {
+        const online = (await this.deps.kv.get(presenceKey(userId))) !== null;
+        if (await this.deps.bus.hasSubscribers(presenceTopic(userId))) {
+          const lastSeen = online ? undefined : this.deps.sightings.pendingSighting(userId);
+          await this.announce(ctx, userId, online ? 'online' : 'offline', lastSeen);
+        }
+        this.reannouncing.delete(userId);
+      } catch {
+        this.announceAgainLater(ctx, userId, attempt + 1);
+      }
+    };
+    setTimeout(() => void retry(), delay).unref();
   }
 
   /** Builds and publishes the event for the user's subscribers, who are known to exist. */
