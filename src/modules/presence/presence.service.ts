@@ -281,13 +281,18 @@ export class PresenceService {
       this.deps.privacy.privacyOf(ctx.data, [userId]),
     ]);
     if (statusMessage === undefined) return;
+    // The reads take a while, and another node may change the status meanwhile (a survivor ending
+    // a dead node's user while the user's new node restores them): the event tells the status as
+    // it is when it goes out, so an announcement that lost that race never has the last word.
+    const current = (await this.deps.kv.get(presenceKey(userId))) !== null ? 'online' : 'offline';
+    const seen = current === status ? lastSeen : this.deps.sightings.pendingSighting(userId);
     await this.deps.bus.publish(presenceTopic(userId), {
       t: 'presence',
       d: {
         user_id: userId,
-        status,
+        status: current,
         status_message: statusMessage,
-        ...(lastSeen ? { last_seen_at: lastSeen.toISOString() } : {}),
+        ...(current === 'offline' && seen ? { last_seen_at: seen.toISOString() } : {}),
       },
       audience: { subject: userId, visibility: privacy.get(userId)?.presence_visibility ?? 'everyone' },
     });
