@@ -8,7 +8,7 @@ import { type Config, configFrom, hasSharedRedis } from '../../src/config.js';
 import { argon2Passwords, createAuthModule } from '../../src/modules/auth/index.js';
 import { modules } from '../../src/modules/index.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
-import { createTestDatabase, type TestDatabase } from './database.js';
+import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from './database.js';
 import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
 
 export interface TestApp extends App {
@@ -35,10 +35,8 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     MIGRATE_ON_START: false,
     DATA_DIR: dataDir,
     SHUTDOWN_GRACE_MS: 2000,
-    // Test files share one Postgres server, and a file's clone being created (CREATE DATABASE ...
-    // TEMPLATE, with its checkpoint) stalls other files' statements past the 1 s default for a
-    // moment: a register answered 503 then. The tests of timeouts set their own.
-    DATABASE_QUERY_TIMEOUT_MS: 10_000,
+    // As the test databases are opened (test/helpers/database.ts), for apps that open their own.
+    DATABASE_QUERY_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS,
     // Every injected request comes from 127.0.0.1, so per-address limits would trip across tests;
     // the tests of those limits set their own values.
     REGISTER_IP_MAX_ATTEMPTS: 1_000_000,

@@ -7,6 +7,14 @@ import { type Database, openDatabase } from '../../src/platform/db.js';
 import { park, rememberTemplate, takeParked } from './embedded-reuse.js';
 import { adminQuery, withDatabase } from './global-setup.js';
 
+/**
+ * How long a test's statement may run on Postgres. Test files share one server, and a file's
+ * clone being created (CREATE DATABASE ... TEMPLATE) stalls other files' statements past the
+ * service's 1 s default now and then on a loaded machine: a register answered 503. The tests of
+ * timeouts open their databases with their own.
+ */
+export const TEST_QUERY_TIMEOUT_MS = 10_000;
+
 export interface TestDatabase {
   db: Database;
   /** DATABASE_URL of the clone in Postgres mode, undefined in embedded mode. */
@@ -53,7 +61,10 @@ async function postgresDatabase(serverUrl: string, prefix: string, template?: st
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
   await adminQuery(serverUrl, `create database ${name}${template ? ` template ${template}` : ''}`);
   const url = withDatabase(serverUrl, name);
-  const db = await openDatabase(configFrom({ DATABASE_URL: url }), { entities: appEntities });
+  const db = await openDatabase(
+    configFrom({ DATABASE_URL: url, DATABASE_QUERY_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS }),
+    { entities: appEntities },
+  );
   return {
     db,
     url,
