@@ -1,12 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
-import { configFrom } from '../../src/config.js';
 import { asAppError } from '../../src/platform/errors.js';
 import {
   bearer,
@@ -17,8 +13,9 @@ import {
   registerUser,
   uniqueUsername,
 } from '../helpers/accounts.js';
-import { buildCheckedApp, buildTestApp, type TestApp } from '../helpers/app.js';
+import { buildTestApp, type TestApp } from '../helpers/app.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
+import { type AppBehindDatabaseProxy, appBehindDatabaseProxy } from '../helpers/database-proxy.js';
 import { freePort, hasRedisServer, RedisServer } from '../helpers/redis-server.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 import { authedSocket, request, type TestSocket } from '../helpers/ws-client.js';
@@ -210,32 +207,15 @@ describe.skipIf(!hasRedisServer()).each([
 describe.skipIf(!process.env.DATABASE_URL)(
   'a database outage (Postgres mode only: the embedded database runs in-process, with no network to lose)',
   () => {
+    let behind: AppBehindDatabaseProxy | undefined;
     let testDb: TestDatabase;
     let proxy: TcpProxy;
     let app: App;
-    let dataDir: string;
     let user: TokenResponse;
 
     beforeAll(async () => {
-      testDb = await createTestDatabase();
-      const direct = new URL(testDb.url as string);
-      proxy = await TcpProxy.start({ host: direct.hostname, port: Number(direct.port || 5432) });
-      const viaProxy = new URL(direct);
-      viaProxy.hostname = '127.0.0.1';
-      viaProxy.port = String(proxy.port);
-      dataDir = await mkdtemp(join(tmpdir(), 'atrium-outage-'));
-      app = await buildCheckedApp(
-        configFrom({
-          DATABASE_URL: viaProxy.toString(),
-          DATA_DIR: dataDir,
-          HTTP_PORT: 0,
-          WS_PORT: 0,
-          LOG_LEVEL: 'silent',
-          MIGRATE_ON_START: false,
-          DATABASE_QUERY_TIMEOUT_MS: 1000,
-          DATABASE_CONNECT_TIMEOUT_MS: 1000,
-        }),
-      );
+      behind = await appBehindDatabaseProxy();
+      ({ testDb, proxy, app } = behind);
       user = await registerUser(app);
       // The first verified token rebuilds the revocation marks from the database; after that a
       // token needs only the KV store, as it would on a node that has been serving for a while.
@@ -243,11 +223,7 @@ describe.skipIf(!process.env.DATABASE_URL)(
     });
 
     afterAll(async () => {
-      await proxy?.setMode('forward');
-      await app?.close();
-      await proxy?.close();
-      await testDb?.drop();
-      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+      await behind?.close();
     });
 
     it('while the network is silent, reads and logins answer 503 SERVICE_UNAVAILABLE promptly and a status message waits to be written', async () => {
