@@ -80,8 +80,8 @@ export function leanEntityManagerOf(on: DataAccess | EntityManager): EntityManag
 
 /**
  * The connection of the lean transaction a statement given `on` runs in: the handle's own, or
- * the transaction this async call chain is in when `on` is a call's handle (or an entity manager
- * outside any ORM transaction). Undefined outside lean transactions.
+ * the transaction this async call chain is in when `on` is a call's handle or an entity manager
+ * (no ORM transaction can be open inside a lean one). Undefined outside lean transactions.
  */
 export function heldConnectionOf(on: DataAccess | EntityManager): HeldConnection | undefined {
   const own = on instanceof DataHandle ? on.held : undefined;

@@ -255,11 +255,8 @@ export class PresenceService {
     }
     const retry = async () => {
       try {
-        const online = (await this.deps.kv.get(presenceKey(userId))) !== null;
-        if (await this.deps.bus.hasSubscribers(presenceTopic(userId))) {
-          const lastSeen = online ? undefined : this.deps.sightings.pendingSighting(userId);
-          await this.announce(ctx, userId, online ? 'online' : 'offline', lastSeen);
-        }
+        // No status of its own: announce reads the one the user has by then.
+        if (await this.deps.bus.hasSubscribers(presenceTopic(userId))) await this.announce(ctx, userId);
         this.reannouncing.delete(userId);
       } catch {
         this.announceAgainLater(ctx, userId, attempt + 1);
@@ -268,11 +265,14 @@ export class PresenceService {
     setTimeout(() => void retry(), delay).unref();
   }
 
-  /** Builds and publishes the event for the user's subscribers, who are known to exist. */
+  /**
+   * Builds and publishes the event for the user's subscribers, who are known to exist. `status`
+   * is the change that started it, with `lastSeen` for an offline one; none for a re-announcement.
+   */
   private async announce(
     ctx: Ctx,
     userId: string,
-    status: 'online' | 'offline',
+    status?: 'online' | 'offline',
     lastSeen?: Date,
     known?: PendingStatus,
   ): Promise<void> {
