@@ -25,6 +25,7 @@ export class TcpProxy {
   private mode: ProxyMode = 'forward';
   private server: Server | undefined;
   private readonly pairs = new Set<Pair>();
+  private dropWhen: ((chunk: Buffer) => boolean) | undefined;
 
   private constructor(
     private readonly target: { host: string; port: number },
@@ -56,6 +57,14 @@ export class TcpProxy {
         pair.upstream.resume();
       }
     }
+  }
+
+  /**
+   * Resets the next connection whose client sends bytes that `matches` (those bytes never reach
+   * the server), once: a connection lost at one chosen step of a client's conversation.
+   */
+  dropOnce(matches: (chunk: Buffer) => boolean): void {
+    this.dropWhen = matches;
   }
 
   async close(): Promise<void> {
@@ -93,7 +102,12 @@ export class TcpProxy {
     const upstream = connect(this.target.port, this.target.host);
     upstream.on('error', () => this.drop(pair));
     upstream.on('close', () => this.drop(pair));
-    pair.client.on('data', (chunk) => upstream.write(chunk));
+    pair.client.on('data', (chunk: Buffer) => {
+      if (this.dropWhen?.(chunk)) {
+        this.dropWhen = undefined;
+        this.drop(pair);
+      } else upstream.write(chunk);
+    });
     upstream.on('data', (chunk) => pair.client.write(chunk));
     return upstream;
   }

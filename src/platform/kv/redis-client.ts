@@ -84,5 +84,10 @@ export function subscriberClient(commands: RedisClient): RedisClient {
       keyPrefix: '',
     });
   }
-  return commands.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+  // RedisKv resubscribes itself after a reconnect (whenResubscribed): ioredis' own way loses channels.
+  return commands.duplicate({
+    enableAutoPipelining: false,
+    enableOfflineQueue: true,
+    autoResubscribe: false,
+  });
 }

@@ -89,30 +89,47 @@ export async function pingWithin(connection: RedisClient, timeoutMs: number): Pr
   }
 }
 
+/** How soon a resubscription that failed on a connection still up (a timeout) is tried again. */
+const RESUBSCRIBE_RETRY_MS = 200;
+
 /**
- * Calls `notify` each time `subscriber` is subscribed again after it lost its connection. ioredis
- * resubscribes every channel by itself when the connection is ready again (a restarted Redis, or
- * the primary the Sentinels promoted), but messages published meanwhile are gone. Its SUBSCRIBE
- * commands are queued before the 'ready' event, so a PING sent then is answered once they are all
- * active: only then is `notify` called, so that what it reads from the histories next cannot miss
- * an event the subscription did not carry either.
+ * Subscribes `subscriber` again to `channels()` each time it is ready after it lost its connection
+ * (a restarted Redis, or the primary the Sentinels promoted), then calls `notify`: messages
+ * published meanwhile are gone, and what `notify` reads from the histories next cannot miss one the
+ * subscription did not carry either, since SUBSCRIBE was answered first. The subscriber must be
+ * created with ioredis' own resubscription off: ioredis records a channel only once SUBSCRIBE is
+ * answered, so a connection lost again before that forgets every channel for good.
  */
-export function whenResubscribed(subscriber: RedisClient, notify: () => void): void {
+export function whenResubscribed(
+  subscriber: RedisClient,
+  channels: () => string[],
+  notify: () => void,
+): void {
   let wasReady = false;
   let lost = false;
-  subscriber.on('close', () => {
-    lost = wasReady;
-  });
-  subscriber.on('ready', async () => {
-    wasReady = true;
-    if (!lost) return;
+  let resubscribing = false;
+  const resubscribe = async (): Promise<void> => {
+    if (!lost || resubscribing || subscriber.status !== 'ready') return;
+    resubscribing = true;
+    const names = channels();
     try {
-      await subscriber.ping();
+      // With nothing to subscribe, a PING still proves the connection answers again.
+      await (names.length > 0 ? subscriber.subscribe(...names) : subscriber.ping());
     } catch {
-      // Lost again before it answered: the next 'ready' reports it.
+      // Lost again: the next 'ready' resubscribes. Timed out on a live connection: try again.
+      if (subscriber.status === 'ready') setTimeout(() => void resubscribe(), RESUBSCRIBE_RETRY_MS).unref();
       return;
+    } finally {
+      resubscribing = false;
     }
     lost = false;
     notify();
+  };
+  subscriber.on('close', () => {
+    lost ||= wasReady;
+  });
+  subscriber.on('ready', () => {
+    wasReady = true;
+    void resubscribe();
   });
 }

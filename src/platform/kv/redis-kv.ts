@@ -350,7 +350,13 @@ export class RedisKv implements Kv {
     reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
     const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
     subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
-    if (!this.sharded) whenResubscribed(subscriber, () => this.notifyResubscribed());
+    if (!this.sharded) {
+      whenResubscribed(
+        subscriber,
+        () => [...this.channels.keys()],
+        () => this.notifyResubscribed(),
+      );
+    }
     this.subscriber = subscriber;
     return subscriber;
   }
