@@ -83,6 +83,12 @@ export interface Operation<
   readonly serviceToken: boolean;
   /** Error statuses the operation can answer besides the ones every route can (400, 413, 415). */
   readonly errors: readonly number[];
+  /**
+   * A frame every client sends as it connects or reconnects (authentication, joins,
+   * subscriptions): a node taking over a dead node's clients gets thousands at once, so the gateway
+   * runs a bounded number of them at a time and queues the rest (WS_SETUP_CONCURRENCY).
+   */
+  readonly setup: boolean;
 }
 
 export interface OperationSpec<
@@ -103,6 +109,8 @@ export interface OperationSpec<
   /** For dedicated game servers, with their server token (docs/gameservers.md). */
   gameServer?: boolean;
   errors?: readonly number[];
+  /** Sent by every client as it (re)connects; see `Operation.setup`. Frames only. */
+  setup?: boolean;
 }
 
 /** The OpenAPI security scheme of the operations that take a service token (declared `gameServer: true`). */
@@ -136,6 +144,7 @@ export function operation<
   if (spec.socketOnly && (!frame || spec.rest)) {
     throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
   }
+  if (spec.setup && !frame) throw new Error(`Operation ${name} is marked setup but is not a frame.`);
   if (
     spec.gameServer &&
     (spec.public || (frame ? !spec.socketOnly : !spec.rest?.path.startsWith('/internal/')))
@@ -157,6 +166,7 @@ export function operation<
     public: spec.public ?? false,
     serviceToken: spec.gameServer ?? false,
     errors: spec.errors ?? [],
+    setup: spec.setup ?? false,
   };
 }
 

@@ -104,7 +104,7 @@ export function registerFrames(
           connection,
           frame.id,
         ),
-      { admits: op.public ? 'anyone' : admittedKinds(op) },
+      { admits: op.public ? 'anyone' : admittedKinds(op), setup: op.setup },
     );
   }
 }

@@ -10,6 +10,8 @@ import { createMetrics } from '../../src/platform/metrics.js';
 import { type FakeConnection, fakeConnection } from '../helpers/fake-connection.js';
 
 const ALLOWANCE = 4;
+const SETUP_CONCURRENCY = 2;
+const SETUP_QUEUE = 2;
 const user = userPrincipal({ id: 'u1', sessionId: 's1', roles: [] });
 const server = servicePrincipal({ id: 'gs1', scope: 'w1' });
 
@@ -18,10 +20,10 @@ describe('FrameDispatcher', () => {
   let frames: FrameDispatcher;
   let client: FakeConnection;
 
-  const receive = (frame: unknown) => {
+  const receive = (frame: unknown, from = client) => {
     const bytes = encode(frame);
     frames.receive(
-      client.connection,
+      from.connection,
       bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength),
       true,
     );
@@ -34,6 +36,8 @@ describe('FrameDispatcher', () => {
       metrics: createMetrics(),
       maxFrameBytes: 1024,
       maxFramesPerSecond: ALLOWANCE,
+      setupConcurrency: SETUP_CONCURRENCY,
+      maxSetupWaiting: SETUP_QUEUE,
     });
     client = fakeConnection();
     frames.handle('echo', z.object({ n: z.number() }), (_connection, { n }) => ({ n }));
@@ -125,5 +129,76 @@ describe('FrameDispatcher', () => {
     expect(client.closedWith).toBeUndefined();
     receive({ t: 'open' });
     expect(client.closedWith?.code).toBe(CloseCode.FLOOD);
+  });
+
+  describe('setup frames (auth, joins, subscriptions)', () => {
+    /** Each started setup frame's number, and how to finish it, in the order they started. */
+    let started: { n: number; finish: () => void }[];
+    const clients = () =>
+      Array.from({ length: 5 }, () => {
+        const other = fakeConnection();
+        other.connection.principal = user;
+        return other;
+      });
+
+    beforeEach(() => {
+      started = [];
+      frames.handle(
+        'setup',
+        z.object({ n: z.number() }),
+        (_connection, { n }) =>
+          new Promise<number>((resolve) => started.push({ n, finish: () => resolve(n) })),
+        { setup: true },
+      );
+    });
+
+    it('run a bounded number at once and the rest in arrival order, while other frames run at once', async () => {
+      const senders = clients();
+      senders.forEach((sender, i) => {
+        if (i < SETUP_CONCURRENCY + SETUP_QUEUE) receive({ t: 'setup', id: 1, d: { n: i } }, sender);
+      });
+      expect(started.map((s) => s.n)).toEqual([0, 1]);
+      client.connection.principal = user;
+      receive({ t: 'echo', id: 7, d: { n: 7 } });
+      expect(lastSent()).toEqual({ t: 'ack', id: 7, d: { n: 7 } });
+
+      // The queue is full: one more is refused at once, and its client told to retry.
+      const refused = senders[4] as FakeConnection;
+      receive({ t: 'setup', id: 1, d: { n: 4 } }, refused);
+      await vi.waitFor(() => expect(refused.sent).toHaveLength(1));
+      expect(refused.sent[0]).toMatchObject({ t: 'error', id: 1, code: 'SERVICE_UNAVAILABLE' });
+
+      started[1]?.finish();
+      await vi.waitFor(() => expect(started.map((s) => s.n)).toEqual([0, 1, 2]));
+      started[0]?.finish();
+      await vi.waitFor(() => expect(started.map((s) => s.n)).toEqual([0, 1, 2, 3]));
+      for (const s of started.slice(2)) s.finish();
+      await frames.waitForIdle(10_000);
+      senders.slice(0, 4).forEach((sender, i) => {
+        expect(sender.sent).toEqual([{ t: 'ack', id: 1, d: i }]);
+      });
+      expect(started.map((s) => s.n)).toEqual([0, 1, 2, 3]);
+    });
+
+    it('skip a waiting frame whose connection closed meanwhile', async () => {
+      const [first, second, third, gone] = clients() as [
+        FakeConnection,
+        FakeConnection,
+        FakeConnection,
+        FakeConnection,
+      ];
+      receive({ t: 'setup', id: 1, d: { n: 1 } }, first);
+      receive({ t: 'setup', id: 1, d: { n: 2 } }, second);
+      receive({ t: 'setup', id: 1, d: { n: 3 } }, gone);
+      receive({ t: 'setup', id: 1, d: { n: 4 } }, third);
+      gone.connection.close(CloseCode.GOING_AWAY, 'the client went away');
+      started[0]?.finish();
+      started[1]?.finish();
+      await vi.waitFor(() => expect(started.map((s) => s.n)).toEqual([1, 2, 4]));
+      started[2]?.finish();
+      await frames.waitForIdle(10_000);
+      expect(gone.sent).toEqual([]);
+      expect(third.sent).toEqual([{ t: 'ack', id: 1, d: 4 }]);
+    });
   });
 });

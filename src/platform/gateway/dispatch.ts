@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js';
 import { rateLimited } from '../rate-limit.js';
 import type { Connection } from './connection.js';
 import { FrameDecoder, FrameError } from './frame-decoder.js';
+import { SetupAdmission } from './setup-admission.js';
 
 /** A frame handler gets the validated payload, returns the ack payload and throws AppError to refuse. */
 export type FrameHandler<Payload> = (
@@ -22,6 +23,13 @@ interface Registration {
   payload: z.ZodType;
   handler: FrameHandler<unknown>;
   admits: Admission;
+  /** Waits its turn in the node's SetupAdmission (the operation is declared `setup`). */
+  setup: boolean;
+}
+
+export interface HandleOptions {
+  admits?: Admission;
+  setup?: boolean;
 }
 
 export interface DispatchDeps {
@@ -29,6 +37,8 @@ export interface DispatchDeps {
   metrics: Metrics;
   maxFrameBytes: number;
   maxFramesPerSecond: number;
+  setupConcurrency: number;
+  maxSetupWaiting: number;
 }
 
 /** A client sending this many times its frame allowance within one second is disconnected. */
@@ -47,28 +57,36 @@ export class FrameDispatcher {
   private readonly decoder: FrameDecoder;
   private inflight = 0;
   private readonly idleWaiters: (() => void)[] = [];
+  private readonly setupAdmission: SetupAdmission;
 
   constructor(private readonly deps: DispatchDeps) {
     this.decoder = new FrameDecoder(deps.maxFrameBytes);
+    this.setupAdmission = new SetupAdmission(deps.setupConcurrency, deps.maxSetupWaiting);
   }
 
   /**
    * Registers the handler of a frame type; its payload is validated against `payload` first, and
-   * by default only a user's connection may send it. Modules register theirs through their
-   * operations (platform/operations.ts) rather than here.
+   * by default only a user's connection may send it; a `setup` frame waits its turn (SetupAdmission).
+   * Modules register theirs through their operations (platform/operations.ts) rather than here.
    */
   handle<Payload>(
     type: string,
     payload: z.ZodType<Payload>,
     handler: FrameHandler<Payload>,
-    options: { admits?: Admission } = {},
+    options: HandleOptions = {},
   ): void {
     if (this.handlers.has(type)) throw new Error(`Frame type ${type} already has a handler.`);
     this.handlers.set(type, {
       payload,
       handler: handler as FrameHandler<unknown>,
       admits: options.admits ?? ['user'],
+      setup: options.setup ?? false,
     });
+  }
+
+  /** Setup frames waiting for their turn on this node. */
+  get setupFramesWaiting(): number {
+    return this.setupAdmission.waitingCount;
   }
 
   /** The frame types with a handler, for the conformance test of the protocol catalogue. */
@@ -163,7 +181,13 @@ export class FrameDispatcher {
       );
       return;
     }
-    this.run(connection, frame, () => registration.handler(connection, parsed.data, frame));
+    const invoke = () => registration.handler(connection, parsed.data, frame);
+    if (!registration.setup) this.run(connection, frame, invoke);
+    // A connection that closed while its frame waited needs no answer.
+    else
+      this.run(connection, frame, () =>
+        this.setupAdmission.run(() => (connection.closed ? NO_ACK : invoke())),
+      );
   }
 
   /** Runs a handler, answering with an ack (when the frame had an id) or an error frame. */

@@ -8,7 +8,7 @@ import type { Kv, StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { Connection, type SocketData } from './connection.js';
-import { type Admission, FrameDispatcher, type FrameHandler, NO_ACK } from './dispatch.js';
+import { FrameDispatcher, type FrameHandler, type HandleOptions, NO_ACK } from './dispatch.js';
 import type { CaughtUp } from './replay.js';
 import { type SessionListener, Sessions } from './sessions.js';
 import type { NodeLiveness } from './socket-quota.js';
@@ -62,6 +62,8 @@ export class Gateway {
       metrics,
       maxFrameBytes: config.WS_MAX_FRAME_BYTES,
       maxFramesPerSecond: config.WS_MAX_FRAMES_PER_SECOND,
+      setupConcurrency: config.WS_SETUP_CONCURRENCY,
+      maxSetupWaiting: config.WS_SETUP_QUEUE,
     });
     this.subscriptions = new Subscriptions({
       bus,
@@ -112,7 +114,7 @@ export class Gateway {
     type: string,
     payload: z.ZodType<Payload>,
     handler: FrameHandler<Payload>,
-    options?: { admits?: Admission },
+    options?: HandleOptions,
   ): void {
     this.frames.handle(type, payload, handler, options);
   }
