@@ -28,27 +28,41 @@ for i, key in ipairs(KEYS) do existed[i] = redis.call('PEXPIRE', key, ARGV[1]) e
 return existed`;
 
 /**
+ * Sets `primary` to the replication id of the server running the script. A history remembers the
+ * primary it was written under (meta field `p`): Redis replicates asynchronously, so a replica
+ * promoted by a failover may lack the last events the old primary took, and would give their
+ * offsets to new events. A history read or written under another primary than its own starts a
+ * new epoch, so a reader from before the failover is told `recovered: false` rather than that it
+ * missed nothing. A promotion, like a restart, gives the server a new replication id (about 4 µs
+ * per call to read it).
+ */
+const CURRENT_PRIMARY = `local primary = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')`;
+
+/**
  * A recorded publish to one or more channels. For each channel, a pair of KEYS: its history's meta
- * hash (epoch `e`, last offset `o`) and stream (entry id `<offset>-0`, fields `d` the message and
- * `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the meta hash's
- * TTL ms, then for each channel its name and the epoch to start with when it has none. A lost meta
- * hash starts a new epoch and drops the stream of the old one, whose ids the new offsets would
- * repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
+ * hash (epoch `e`, last offset `o`, primary `p`) and stream (entry id `<offset>-0`, fields `d` the
+ * message and `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the
+ * meta hash's TTL ms, then for each channel its name and the epoch to start with when it has none.
+ * A lost meta hash, or one of another primary (CURRENT_PRIMARY), starts a new epoch and drops the
+ * stream of the old one, whose ids the new offsets would repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
  * while the stream expired is still told so. The message is published with its position in front
  * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. On a Redis Cluster every
  * key of one call must be in one hash slot, so RedisKv calls it per slot, and it publishes with
  * SPUBLISH to channels named with the same hash tag as the keys (`<prefix>{<channel>}`), which
  * reaches only the subscribers of that shard.
  */
-const publishRecordedScript = (publish: 'PUBLISH' | 'SPUBLISH') => `
+const publishRecordedScript = (publish: 'PUBLISH' | 'SPUBLISH') => `${CURRENT_PRIMARY}
 local positions = {}
 for i = 1, #KEYS / 2 do
   local meta, stream = KEYS[2 * i - 1], KEYS[2 * i]
-  local epoch = redis.call('HGET', meta, 'e')
-  if not epoch then
+  local kept = redis.call('HMGET', meta, 'e', 'p')
+  local epoch = kept[1]
+  if not epoch or (kept[2] and kept[2] ~= primary) then
     epoch = ARGV[5 + 2 * i]
     redis.call('DEL', stream)
-    redis.call('HSET', meta, 'e', epoch)
+    redis.call('HSET', meta, 'e', epoch, 'o', 0, 'p', primary)
+  elseif not kept[2] then
+    redis.call('HSET', meta, 'p', primary)
   end
   local offset = redis.call('HINCRBY', meta, 'o', 1)
   redis.call('XADD', stream, 'MAXLEN', ARGV[2], offset .. '-0', 'd', ARGV[1], 't', ARGV[4])
@@ -62,14 +76,14 @@ return positions`;
 
 /**
  * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
- * A missing history starts here (epoch ARGV[3], offset 0), so the position a reader is given is
+ * A missing history, or one of another primary, starts here (epoch ARGV[3], offset 0), so the position a reader is given is
  * the one the next publish continues.
  */
-const READ_HISTORY_SCRIPT = `
-local meta = redis.call('HMGET', KEYS[1], 'e', 'o')
-if not meta[1] then
+const READ_HISTORY_SCRIPT = `${CURRENT_PRIMARY}
+local meta = redis.call('HMGET', KEYS[1], 'e', 'o', 'p')
+if not meta[1] or (meta[3] and meta[3] ~= primary) then
   redis.call('DEL', KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', ARGV[3], 'o', 0)
+  redis.call('HSET', KEYS[1], 'e', ARGV[3], 'o', 0, 'p', primary)
   redis.call('PEXPIRE', KEYS[1], ARGV[4])
   return {ARGV[3], 0, {}}
 end
