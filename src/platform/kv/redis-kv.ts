@@ -350,13 +350,8 @@ export class RedisKv implements Kv {
     reportErrorsOncePerOutage(subscriber, (error) => this.onError(error, 'subscriber connection error'));
     const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
     subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
-    if (!this.sharded) {
-      whenResubscribed(
-        subscriber,
-        () => [...this.channels.keys()],
-        () => this.notifyResubscribed(),
-      );
-    }
+    const channels = () => [...this.channels.keys()];
+    if (!this.sharded) whenResubscribed(subscriber, channels, () => this.notifyResubscribed());
     this.subscriber = subscriber;
     return subscriber;
   }
