@@ -67,7 +67,8 @@ export function startService(dataDir: string, extraEnv: Record<string, string> =
   });
   // A test that never awaits `listening` must not fail on an unhandled rejection when it exits.
   listening.catch(() => {});
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' may come before the last lines of output were read.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return { child, lines, listening, exited };
 }
 
