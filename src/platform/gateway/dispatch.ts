@@ -84,11 +84,6 @@ export class FrameDispatcher {
     });
   }
 
-  /** Setup frames waiting for their turn on this node. */
-  get setupFramesWaiting(): number {
-    return this.setupAdmission.waitingCount;
-  }
-
   /** The frame types with a handler, for the conformance test of the protocol catalogue. */
   handledTypes(): string[] {
     return [...this.handlers.keys()];

@@ -38,9 +38,4 @@ export class SetupAdmission {
       else this.running--;
     }
   }
-
-  /** Setup frames waiting for their turn, for the metrics. */
-  get waitingCount(): number {
-    return this.waiting.length;
-  }
 }
