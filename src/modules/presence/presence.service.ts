@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type PresenceStatus, STATUS_MESSAGE_MAX } from '../../../protocol/presence.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
@@ -230,7 +231,7 @@ export class PresenceService {
     } catch (error) {
       // The KV store holds the new state, so a retry of the request changes nothing and would
       // announce nothing: subscribers would keep the old status for good.
-      this.announceAgainLater(ctx, userId);
+      void this.announceAgainLater(ctx, userId);
       throw error;
     }
   }
@@ -239,30 +240,27 @@ export class PresenceService {
    * After a failed announcement (the database or Redis down), announces the user's status as it
    * is then, retrying with backoff until one goes out (REANNOUNCE_DELAYS_MS); one chain per user.
    */
-  private announceAgainLater(ctx: Ctx, userId: string, attempt = 0): void {
-    if (attempt === 0) {
-      if (this.reannouncing.has(userId)) return;
-      this.reannouncing.add(userId);
-    }
-    const delay = REANNOUNCE_DELAYS_MS[attempt];
-    if (delay === undefined) {
-      this.reannouncing.delete(userId);
+  private async announceAgainLater(ctx: Ctx, userId: string): Promise<void> {
+    if (this.reannouncing.has(userId)) return;
+    this.reannouncing.add(userId);
+    try {
+      for (const delay of REANNOUNCE_DELAYS_MS) {
+        await sleep(delay, undefined, { ref: false });
+        try {
+          // No status of its own: announce reads the one the user has by then.
+          if (await this.deps.bus.hasSubscribers(presenceTopic(userId))) await this.announce(ctx, userId);
+          return;
+        } catch {
+          // Still down: wait longer.
+        }
+      }
       ctx.log.warn(
         { userId },
         'a presence change could not be announced; subscribers may show an old status',
       );
-      return;
+    } finally {
+      this.reannouncing.delete(userId);
     }
-    const retry = async () => {
-      try {
-        // No status of its own: announce reads the one the user has by then.
-        if (await this.deps.bus.hasSubscribers(presenceTopic(userId))) await this.announce(ctx, userId);
-        this.reannouncing.delete(userId);
-      } catch {
-        this.announceAgainLater(ctx, userId, attempt + 1);
-      }
-    };
-    setTimeout(() => void retry(), delay).unref();
   }
 
   /**
