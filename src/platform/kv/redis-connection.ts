@@ -126,7 +126,7 @@ export function whenResubscribed(
     notify();
   };
   subscriber.on('close', () => {
-    lost ||= wasReady;
+    lost = wasReady;
   });
   subscriber.on('ready', () => {
     wasReady = true;

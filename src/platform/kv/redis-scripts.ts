@@ -44,12 +44,13 @@ const CURRENT_PRIMARY = `local primary = string.match(redis.call('INFO', 'replic
  * message and `t` the time in ms); ARGV: the message, max length, the stream's TTL ms, now, the
  * meta hash's TTL ms, then for each channel its name and the epoch to start with when it has none.
  * A lost meta hash, or one of another primary (CURRENT_PRIMARY), starts a new epoch and drops the
- * stream of the old one, whose ids the new offsets would repeat. The meta hash outlives the stream (HISTORY_META_TTL_MS): a reader who missed nothing
- * while the stream expired is still told so. The message is published with its position in front
- * (kv.ts framePositioned). Answers each channel's offset and epoch, flat. On a Redis Cluster every
- * key of one call must be in one hash slot, so RedisKv calls it per slot, and it publishes with
- * SPUBLISH to channels named with the same hash tag as the keys (`<prefix>{<channel>}`), which
- * reaches only the subscribers of that shard.
+ * stream of the old one, whose ids the new offsets would repeat. The meta hash outlives the stream
+ * (HISTORY_META_TTL_MS): a reader who missed nothing while the stream expired is still told so.
+ * The message is published with its position in front (kv.ts framePositioned). Answers each
+ * channel's offset and epoch, flat. On a Redis Cluster every key of one call must be in one hash
+ * slot, so RedisKv calls it per slot, and it publishes with SPUBLISH to channels named with the
+ * same hash tag as the keys (`<prefix>{<channel>}`), which reaches only the subscribers of that
+ * shard.
  */
 const publishRecordedScript = (publish: 'PUBLISH' | 'SPUBLISH') => `${CURRENT_PRIMARY}
 local positions = {}
@@ -76,8 +77,8 @@ return positions`;
 
 /**
  * The meta hash's epoch and offset and the stream's entries after ARGV[1], in one consistent read.
- * A missing history, or one of another primary, starts here (epoch ARGV[3], offset 0), so the position a reader is given is
- * the one the next publish continues.
+ * A missing history, or one of another primary, starts here (epoch ARGV[3], offset 0), so the
+ * position a reader is given is the one the next publish continues.
  */
 const READ_HISTORY_SCRIPT = `${CURRENT_PRIMARY}
 local meta = redis.call('HMGET', KEYS[1], 'e', 'o', 'p')
