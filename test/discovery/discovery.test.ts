@@ -259,3 +259,21 @@ describe('discovery search', () => {
     expect([Number(row?.visit_count), Number(row?.unique_visitors)]).toEqual([60, 30]);
   });
 });
+
+describe('the periodic discovery passes', () => {
+  const app = useTestApp({ DISCOVERY_FOLD_INTERVAL_SECONDS: 1 });
+  const { expectStatus, taggedWorld, visits } = discoveryCalls(app);
+
+  it('fold visits into the counters every DISCOVERY_FOLD_INTERVAL_SECONDS without being asked', async () => {
+    const owner = await registerUser(app());
+    const worldId = await taggedWorld(owner, [uniqueTag()]);
+    await visits(worldId, 2);
+    const counters = async () => {
+      const { visit_count, unique_visitors } = (
+        await expectStatus(200, 'GET', `/api/worlds/${worldId}/discovery`, owner)
+      ).json();
+      return [visit_count, unique_visitors];
+    };
+    await expect.poll(counters, { timeout: 15_000, interval: 200 }).toEqual([2, 2]);
+  });
+});

@@ -41,6 +41,10 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     // the tests of those limits set their own values.
     REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
     LOGIN_IP_MAX_ATTEMPTS: 1_000_000,
+    // Tests fold visits and rank worlds when they mean to (modules.discovery.foldVisits, rankNow):
+    // a periodic pass between a join and the test's own fold would fold the visits first.
+    DISCOVERY_FOLD_INTERVAL_SECONDS: 3600,
+    DISCOVERY_RANK_INTERVAL_SECONDS: 3600,
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
     ...(process.env.REDIS_URL && !namesRedis(overrides) ? { REDIS_URL: process.env.REDIS_URL } : {}),
     ...overrides,
