@@ -4,8 +4,9 @@ import { readFile } from 'node:fs/promises';
  * Summarizes a V8 CPU profile (`node --cpu-prof`, or `npm run bench -- datapath --profile DIR`):
  * where the samples fell, by package (node_modules/<name>, the service's own src/ files, Node
  * internals, garbage collection, idle) and by function, self time and time including callees.
- * Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS]; --skip leaves
- * out the profile's first seconds (the service starting up). Method: docs/performance.md.
+ * Usage: npx tsx bench/profile-summary.ts FILE.cpuprofile [--top N] [--skip SECONDS] [--until SECONDS];
+ * --skip leaves out the profile's first seconds (the service starting up), --until what comes after
+ * that second (the later phases of a run). Method: docs/performance.md.
  */
 interface ProfileNode {
   id: number;
@@ -23,6 +24,7 @@ if (!file) throw new Error('Usage: npx tsx bench/profile-summary.ts FILE.cpuprof
 const option = (name: string) => (rest.includes(name) ? Number(rest[rest.indexOf(name) + 1]) : undefined);
 const top = option('--top') || 25;
 const skipUs = (option('--skip') ?? 0) * 1e6;
+const untilUs = (option('--until') ?? Number.POSITIVE_INFINITY) * 1e6;
 const profile = JSON.parse(await readFile(file, 'utf8')) as Profile;
 
 const byId = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -49,7 +51,7 @@ let elapsed = 0;
 profile.samples.forEach((id, index) => {
   const us = profile.timeDeltas[index] ?? 0;
   elapsed += us;
-  if (elapsed < skipUs) return;
+  if (elapsed < skipUs || elapsed > untilUs) return;
   const leaf = byId.get(id) as ProfileNode;
   all += us;
   self.set(label(leaf), (self.get(label(leaf)) ?? 0) + us);
