@@ -85,7 +85,10 @@ export function embeddedRunner(pglite: PGlite): Runner {
     if (!statement) return (await pglite.query(text, [...params])).rows;
     const values = params.map((value, index) => {
       if (value === null || value === undefined) return null;
-      const serializer = pglite.serializers[statement.paramTypes[index] as number];
+      const type = statement.paramTypes[index] as number;
+      if (type === BYTEA && value instanceof Uint8Array) return value;
+      if (type === BYTEA_ARRAY && isByteaList(value)) return byteaArrayBinary(value);
+      const serializer = pglite.serializers[type];
       if (serializer) return serializer(value);
       return value instanceof Date ? value.toISOString() : String(value);
     });
@@ -108,24 +111,62 @@ interface BackendMessage {
   fields?: ({ name: string; dataTypeID: number } | string | null)[];
 }
 
+/**
+ * bytea's type id: its parameters are bound as their bytes, as node-pg binds a Buffer, and a
+ * bytea[] (a batch of chunk payloads) in the array's binary format.
+ */
+const BYTEA = 17;
+const BYTEA_ARRAY = 1001;
+
+function isByteaList(value: unknown): value is readonly (Uint8Array | null)[] {
+  return Array.isArray(value) && value.every((item) => item === null || item instanceof Uint8Array);
+}
+
+/** A one-dimensional bytea[] in Postgres' binary array format (array_recv). */
+function byteaArrayBinary(items: readonly (Uint8Array | null)[]): Buffer {
+  const header = items.length === 0 ? 12 : 20;
+  const size = items.reduce((total, item) => total + 4 + (item?.length ?? 0), header);
+  const out = Buffer.allocUnsafe(size);
+  let at = out.writeInt32BE(items.length === 0 ? 0 : 1, 0); // dimensions
+  at = out.writeInt32BE(items.includes(null) ? 1 : 0, at); // has nulls
+  at = out.writeInt32BE(BYTEA, at); // element type
+  if (items.length > 0) {
+    at = out.writeInt32BE(items.length, at);
+    at = out.writeInt32BE(1, at); // lower bound
+  }
+  for (const item of items) {
+    at = out.writeInt32BE(item === null ? -1 : item.length, at);
+    if (item === null) continue;
+    out.set(item, at);
+    at += item.length;
+  }
+  return out;
+}
+
 /** Execute (unnamed portal, every row) then Sync, the same bytes for every statement. */
 const EXECUTE_AND_SYNC = Buffer.from([0x45, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0x53, 0, 0, 0, 4]);
 
 /**
- * Bind of the named statement to the unnamed portal, every parameter and column as text, then
- * EXECUTE_AND_SYNC, in one buffer sized up front. PGlite's serializer grows a 256-byte buffer
- * and copies it for each parameter, which made a 1 KiB jsonb upsert spend 7% of its CPU binding.
+ * Bind of the named statement to the unnamed portal, parameters as text but bytes (bytea) as
+ * they are, every column as text, then EXECUTE_AND_SYNC, in one buffer sized up front. PGlite's
+ * serializer grows a 256-byte buffer and copies it for each parameter, which made a 1 KiB jsonb
+ * upsert spend 7% of its CPU binding; it writes bytea as hex, which made a 700 KiB chunk write
+ * spend most of its CPU on that text and the garbage it left.
  */
-function bindExecuteSync(statement: string, values: readonly (string | null)[]): Buffer {
-  let length = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + 2 + 2;
-  for (const value of values) length += 4 + (value === null ? 0 : Buffer.byteLength(value));
+function bindExecuteSync(statement: string, values: readonly (string | Uint8Array | null)[]): Buffer {
+  const binary = values.some((value) => value instanceof Uint8Array);
+  let length = 4 + 1 + Buffer.byteLength(statement) + 1 + 2 + (binary ? 2 * values.length : 0) + 2 + 2;
+  for (const value of values)
+    length += 4 + (value === null ? 0 : typeof value === 'string' ? Buffer.byteLength(value) : value.length);
   const message = Buffer.allocUnsafe(1 + length + EXECUTE_AND_SYNC.length);
   let at = message.writeUInt8(0x42, 0);
   at = message.writeInt32BE(length, at);
   at = message.writeUInt8(0, at); // the unnamed portal
   at += message.write(statement, at);
   at = message.writeUInt8(0, at);
-  at = message.writeInt16BE(0, at); // parameters in text format
+  // Parameter formats: none listed means all text; otherwise one per parameter, 1 for bytes.
+  at = message.writeInt16BE(binary ? values.length : 0, at);
+  if (binary) for (const value of values) at = message.writeInt16BE(value instanceof Uint8Array ? 1 : 0, at);
   at = message.writeInt16BE(values.length, at);
   for (const value of values) {
     if (value === null) {
@@ -134,7 +175,9 @@ function bindExecuteSync(statement: string, values: readonly (string | null)[]):
     }
     const lengthAt = at;
     at += 4;
-    const bytes = message.write(value, at);
+    let bytes = value.length;
+    if (typeof value === 'string') bytes = message.write(value, at);
+    else message.set(value, at);
     message.writeInt32BE(bytes, lengthAt);
     at += bytes;
   }

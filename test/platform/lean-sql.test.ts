@@ -181,6 +181,25 @@ describe('the lean SQL path (executeBound)', () => {
       ]);
     });
 
+    it('binds bytes and lists of bytes (with nulls, empty, or none) and returns every byte as given', async () => {
+      const every = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+      const large = randomBytes(300_000);
+      const statement = `select $1::bytea as one, $2::bytea[] as list, cardinality($3::bytea[]) as empty,
+                                (select array_agg(length(b) order by i) from unnest($2::bytea[]) with ordinality as u(b, i)) as lengths`;
+      for (const list of [[every, null, Buffer.alloc(0), large], [null], [large]]) {
+        const [row] = await executeBound<{
+          one: Uint8Array;
+          list: (Uint8Array | null)[];
+          empty: number;
+          lengths: (number | null)[];
+        }>(em(), statement, [every, list, []]);
+        expect(Buffer.from(row?.one ?? [])).toEqual(every);
+        expect(row?.list.map((item) => (item === null ? null : Buffer.from(item)))).toEqual(list);
+        expect(row?.lengths).toEqual(list.map((item) => item?.length ?? null));
+        expect(row?.empty).toBe(0);
+      }
+    });
+
     it('returns jsonb as objects and a cast enum array as an array of strings', async () => {
       const id = userId();
       await insertUser(em(), id);
