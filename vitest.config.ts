@@ -7,11 +7,6 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'protocol/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
-    // A young generation of up to 64 MiB per semi-space (the default is 16): test files allocate
-    // fast (apps, PGlite, fuzz values), and a larger one is collected less often. On this 2-core
-    // machine the suite took 153 s of wall time instead of 172 and 259 s of CPU instead of 299
-    // (32 MiB: 159 s and 271 s).
-    poolOptions: { forks: { execArgv: ['--max-semi-space-size=64'] } },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Each file shares one database clone; files run in parallel. One more worker than cores:
