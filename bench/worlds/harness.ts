@@ -9,8 +9,16 @@ import { closeSocket } from '../realtime/ws-client.js';
 
 export const progress = (message: string) => console.log(`[bench:worlds] ${message}`);
 
-/** Benchmark settings of the service: tokens outlive the run; the rest as bench/realtime/servers.ts. */
-export const WORLDS_ENV = { ACCESS_TOKEN_TTL_SECONDS: '86400' };
+/**
+ * Benchmark settings of the service: tokens outlive the run, and one user creates every world of
+ * it and holds every subscriber socket (more than the defaults of CREATE_RATE_LIMIT_COUNT and
+ * WS_MAX_SOCKETS_PER_USER allow); the rest as bench/realtime/servers.ts.
+ */
+export const WORLDS_ENV = {
+  ACCESS_TOKEN_TTL_SECONDS: '86400',
+  CREATE_RATE_LIMIT_COUNT: '100000',
+  WS_MAX_SOCKETS_PER_USER: '10000',
+};
 
 export interface Latency {
   n: number;
