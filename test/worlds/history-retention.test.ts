@@ -152,6 +152,28 @@ describe('revision retention', () => {
     );
   });
 
+  it('schedules the next pass retentionSeconds after the oldest revision above the horizon, and none once nothing is above it', async () => {
+    const { worldId, commit } = await world();
+    await commit([{ x: 0, tag: 1 }]);
+    await commit([{ x: 0, tag: 2 }]);
+    const dueAt = async () =>
+      (
+        await queryRows<{ due: Date | null }>(
+          app().db,
+          'select history_due_at as due from worlds where id = ?',
+          [worldId],
+        )
+      )[0]?.due ?? null;
+    const [first] = await storedRevisions(app(), worldId);
+    await retention({ retentionSeconds: 3600, maxRevisions: 32 }).runDue(new Date());
+    expect(await horizonOf(app(), worldId)).toBe(0);
+    expect(new Date((await dueAt()) as Date).getTime()).toBe((first?.createdAt as number) + 3600_000);
+    // Every revision aged: the horizon reaches the newest, and no pass is due until the next write.
+    await retention({ retentionSeconds: 3600, maxRevisions: 32 }).runDue(new Date(Date.now() + 2 * 3600_000));
+    expect(await horizonOf(app(), worldId)).toBeGreaterThan(0);
+    expect(await dueAt()).toBeNull();
+  });
+
   it('works through a long history in short turns, until each chunk keeps the one revision its state needs', async () => {
     const { worldId, room, commit } = await world();
     // 300 chunks written 4 times: 1,200 revisions, many windows of a statement each.

@@ -80,11 +80,13 @@ export class HistoryRetention {
       const state = await claimDueWorld(tx, now);
       if (!state) return false;
       await armPruning(tx);
-      const finished = await this.advance(tx, state, now);
+      const advanced = await this.advance(tx, state, now);
       await scheduleNextPass(
         tx,
         state.worldId,
-        finished ? { finished, retentionSeconds: this.deps.settings.retentionSeconds } : { finished, now },
+        advanced.finished
+          ? { ...advanced, retentionSeconds: this.deps.settings.retentionSeconds }
+          : { finished: false, now },
       );
       return true;
     });
@@ -93,9 +95,14 @@ export class HistoryRetention {
   /**
    * Moves the world's pruning along, first finishing what the current horizon allows, then
    * raising the horizon for the per-chunk cap (chunks written since the last check) and for age.
-   * Answers whether everything due is done, or the turn's statements ran out first.
+   * Answers whether everything due is done (with when the first revision above the horizon was
+   * created), or the turn's statements ran out first.
    */
-  private async advance(data: DataAccess, state: HistoryState, now: Date): Promise<boolean> {
+  private async advance(
+    data: DataAccess,
+    state: HistoryState,
+    now: Date,
+  ): Promise<{ finished: true; firstCreatedAt: Date | null } | { finished: false }> {
     const { retentionSeconds, maxRevisions } = this.deps.settings;
     const cutoff = new Date(now.getTime() - retentionSeconds * 1000);
     let { horizon, prunedThrough, checkedThrough } = state;
@@ -120,10 +127,10 @@ export class HistoryRetention {
         if (checked.capHorizon > horizon) await raise(checked.capHorizon);
         continue;
       }
-      const aged = await agedHorizon(data, state.worldId, horizon, cutoff);
-      if (aged <= horizon) return true;
+      const { aged, firstCreatedAt } = await agedHorizon(data, state.worldId, horizon, cutoff);
+      if (aged <= horizon) return { finished: true, firstCreatedAt };
       await raise(aged);
     }
-    return false;
+    return { finished: false };
   }
 }
