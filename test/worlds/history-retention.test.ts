@@ -174,6 +174,37 @@ describe('revision retention', () => {
     expect(await dueAt()).toBeNull();
   });
 
+  it('ends a pass run in the millisecond its oldest revision above the horizon ages, however many microseconds are left', async () => {
+    const { worldId, commit } = await world();
+    await commit([{ x: 0, tag: 1 }]);
+    // A second revision 700 µs younger, the chunk's head, as SQL (an import, a seed) may write it:
+    // the service's own writes carry JavaScript's milliseconds.
+    await queryRows(
+      app().db,
+      `with added as (
+         insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
+         select nextval('chunk_revision_ids'), chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id,
+                created_at + interval '700 microseconds'
+         from chunk_revisions where world_id = ?
+         returning id, chunk_id, world_id
+       ), head as (
+         update chunks c set revision = added.id from added where c.id = added.chunk_id
+       )
+       update worlds w set content_revision = added.id from added where w.id = added.world_id`,
+      [worldId],
+    );
+    const [first] = await storedRevisions(app(), worldId);
+    const retentionSeconds = 3600;
+    // The first revision has aged by `now`, the second not yet: the next pass is due 0.7 ms later.
+    const now = new Date((first?.createdAt as number) + retentionSeconds * 1000);
+    const pruning = retention({ retentionSeconds, maxRevisions: 32 });
+    const guard = setTimeout(() => void pruning.stop(), 5_000);
+    const turns = await pruning.runDue(now);
+    clearTimeout(guard);
+    expect(turns).toBe(1);
+    expect(await horizonOf(app(), worldId)).toBe(first?.id);
+  });
+
   it('works through a long history in short turns, until each chunk keeps the one revision its state needs', async () => {
     const { worldId, room, commit } = await world();
     // 300 chunks written 4 times: 1,200 revisions, many windows of a statement each.

@@ -1,3 +1,4 @@
+import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
@@ -132,21 +133,22 @@ export async function checkCaps(
 
 /**
  * The largest id created at or before `cutoff` among the next window of revisions after `horizon`,
- * and when the first of them was created (null when there is none): the time the horizon can next
- * move by age (scheduleNextPass). Ids and creation times go together closely enough (a writer
- * takes its time before waiting for the lock) that the window stops where the young revisions
- * begin; a horizon found this way is never later than the exact one, only sometimes earlier.
+ * and when the first of them was created (null when there is none), to the microsecond: the time
+ * the horizon can next move by age (scheduleNextPass). Ids and creation times go together closely
+ * enough (a writer takes its time before waiting for the lock) that the window stops where the
+ * young revisions begin; a horizon found this way is never later than the exact one, only
+ * sometimes earlier.
  */
 export async function agedHorizon(
   data: DataAccess,
   worldId: string,
   horizon: number,
   cutoff: Date,
-): Promise<{ aged: number; firstCreatedAt: Date | null }> {
-  const [row] = await executeBound<{ aged: string | number | null; first_created_at: Date | null }>(
+): Promise<{ aged: number; firstCreatedAt: string | null }> {
+  const [row] = await executeBound<{ aged: string | number | null; first_created_at: string | null }>(
     data,
     `select max(id) filter (where created_at <= $3) as aged,
-            (array_agg(created_at order by id))[1] as first_created_at
+            (array_agg(${timeKeySql('created_at')} order by id))[1] as first_created_at
      from (select id, created_at from chunk_revisions where world_id = $1 and id > $2 order by id limit $4) w`,
     [worldId, horizon, cutoff, PRUNE_WINDOW_REVISIONS],
   );
@@ -166,19 +168,23 @@ export async function raiseHorizon(data: DataAccess, worldId: string, horizon: n
  * horizon was created (agedHorizon's `firstCreatedAt`), when the horizon will move again (never,
  * until the next write, when there is none); or `now`, behind the other due worlds, when this
  * pass had to stop before its end. A finished pass found that revision younger than the cutoff,
- * so its time is later than `now`. The time comes from the pass: looked up here from the row's
- * horizon, a value the planner cannot see, it walked the primary key through other worlds'
- * revisions (230 ms on Postgres beside a world of a million), holding the world's writers.
+ * so its time is later than `now`: to the microsecond, since a time cut to the millisecond could
+ * be `now` itself, and the pass would take the world again and again. The time comes from the
+ * pass: looked up here from the row's horizon, a value the planner cannot see, it walked the
+ * primary key through other worlds' revisions (230 ms on Postgres beside a world of a million),
+ * holding the world's writers.
  */
 export async function scheduleNextPass(
   data: DataAccess,
   worldId: string,
   next:
-    | { finished: true; firstCreatedAt: Date | null; retentionSeconds: number }
+    | { finished: true; firstCreatedAt: string | null; retentionSeconds: number }
     | { finished: false; now: Date },
 ): Promise<void> {
-  const due = next.finished
-    ? next.firstCreatedAt && new Date(next.firstCreatedAt.getTime() + next.retentionSeconds * 1000)
-    : next.now;
-  await executeBound(data, 'update worlds set history_due_at = $2 where id = $1', [worldId, due]);
+  const [from, seconds] = next.finished ? [next.firstCreatedAt, next.retentionSeconds] : [next.now, 0];
+  await executeBound(
+    data,
+    'update worlds set history_due_at = $2::timestamptz + make_interval(secs => $3) where id = $1',
+    [worldId, from, seconds],
+  );
 }

@@ -102,7 +102,7 @@ export class HistoryRetention {
     data: DataAccess,
     state: HistoryState,
     now: Date,
-  ): Promise<{ finished: true; firstCreatedAt: Date | null } | { finished: false }> {
+  ): Promise<{ finished: true; firstCreatedAt: string | null } | { finished: false }> {
     const { retentionSeconds, maxRevisions } = this.deps.settings;
     const cutoff = new Date(now.getTime() - retentionSeconds * 1000);
     let { horizon, prunedThrough, checkedThrough } = state;
