@@ -65,7 +65,8 @@ export class EventBus {
   /**
    * Channels of recorded topics with an event that could not be recorded (Redis unreachable, or a
    * primary failing over), by how many times: their histories are dropped once Redis answers
-   * again, so a reconnecting reader is told `recovered: false` rather than that it missed nothing.
+   * again, so a reconnecting reader is told `recovered: false` rather than that it missed nothing,
+   * and every node's live readers of them are told too (`subscribe`'s `onHistoryLost`).
    */
   private readonly unrecorded = new Map<string, number>();
   private dropTimer: NodeJS.Timeout | undefined;
@@ -118,8 +119,12 @@ export class EventBus {
     if (this.dropTimer || this.closed) return;
     this.dropTimer = setTimeout(async () => {
       const attempt = [...this.unrecorded];
+      const names = attempt.map(([name]) => name);
       try {
-        await this.kv.dropHistories(attempt.map(([name]) => name));
+        await this.kv.dropHistories(names);
+        // The sockets that follow these topics live missed the events too, on every node: each
+        // node refills them from the history just dropped, so they are told to refetch.
+        await Promise.all(names.map((name) => this.kv.publish(name, HISTORY_LOST_MESSAGE)));
         // A channel that failed again meanwhile stays for the next attempt.
         for (const [name, failures] of attempt) {
           if (this.unrecorded.get(name) === failures) this.unrecorded.delete(name);
@@ -173,10 +178,22 @@ export class EventBus {
     return this.kv.setAndPeek(write.key, write.value, write.ttlMs, { channel: channel(topic), key: readKey });
   }
 
-  subscribe(topic: string, handler: (event: BusEvent) => void): Promise<() => Promise<void>> {
+  /**
+   * `onHistoryLost` is called, instead of `handler`, when events of this recorded topic could not
+   * be published (a node cut off from Redis): a live reader missed them and nothing else tells it.
+   */
+  subscribe(
+    topic: string,
+    handler: (event: BusEvent) => void,
+    onHistoryLost?: () => void,
+  ): Promise<() => Promise<void>> {
     return this.kv.subscribe(channel(topic), (bytes) => {
       const { position, message } = unframePositioned(bytes);
       const event = decoder.decode(message) as BusEvent;
+      if (event.t === HISTORY_LOST) {
+        onHistoryLost?.();
+        return;
+      }
       if (position) event.position = position;
       handler(event);
     });
@@ -220,6 +237,10 @@ export class EventBus {
     return (await this.kv.readHistory(channel(topic), Number.MAX_SAFE_INTEGER, this.history)).position;
   }
 }
+
+/** The notice on a recorded topic whose history was dropped because events of it were not recorded. */
+const HISTORY_LOST = 'bus.history_lost';
+const HISTORY_LOST_MESSAGE = encoder.encode({ t: HISTORY_LOST });
 
 /** How often an unrecorded channel's history is tried to be dropped while the store does not answer. */
 const DROP_RETRY_MS = 250;

@@ -112,4 +112,33 @@ describe.skipIf(!hasRedisServer())('a node cut off from Redis pub/sub (needs red
     expect(live).toMatchObject({ d: { body: 'new era' }, pos: { epoch: position.epoch } });
     expect(socket.open).toBe(true);
   }, 20_000);
+
+  it('tells a socket on another node to refetch when an event for it could not be published', async () => {
+    // Now node A publishes (Bob's socket there writes to Alice) and Alice's socket is on node B,
+    // whose subscription never breaks: only the publish is lost.
+    const watcher = await authedSocket(b.wsUrl, alice.access_token);
+    const dmToAlice = async (body: string) => {
+      const answer = await request(socket, 'dm.send', { user_id: alice.user.id, body });
+      expect(answer.t, JSON.stringify(answer)).toBe('ack');
+    };
+    const isDm = (body: string) => (f: ReceivedFrame) =>
+      f.t === 'dm.message' && (f.d as { body: string }).body === body;
+    await vi.waitFor(() => dmToAlice('seen'), { timeout: 10_000, interval: 100 });
+    const seen = await watcher.next(isDm('seen'), 10_000);
+
+    await proxy.setMode('refuse');
+    // Refused (503) until node A's limiters fall back to memory; then stored, its event lost.
+    await vi.waitFor(() => dmToAlice('unpublished'), { timeout: 10_000, interval: 100 });
+    await proxy.setMode('forward');
+
+    const reset = await watcher.next((f) => f.t === 'stream.reset', 10_000);
+    const position = (reset.d as { position: StreamPosition }).position;
+    expect(position.epoch).not.toBe((seen.pos as StreamPosition).epoch);
+    await vi.waitFor(() => dmToAlice('after'), { timeout: 10_000, interval: 100 });
+    const after = await watcher.next(isDm('after'), 10_000);
+    expect(after.pos).toMatchObject({ epoch: position.epoch });
+    expect(watcher.frames.filter((f) => f.t === 'dm.message')).toEqual([]);
+    expect(watcher.open).toBe(true);
+    watcher.close();
+  }, 30_000);
 });

@@ -44,13 +44,16 @@ const encoder = new Encoder({ ignoreUndefined: true });
  */
 export class TopicRouter {
   private readonly topics = new Map<string, Topic>();
+  /** Topics waiting for a gap fill, and how many fills run (fill). */
+  private readonly pendingFills: [string, Topic][] = [];
+  private activeFills = 0;
 
   constructor(
     private readonly bus: EventBus,
     private readonly log: Logger,
     private readonly intercept?: EventInterceptor,
   ) {
-    bus.onResubscribed(() => this.fillGaps());
+    bus.onResubscribed(() => this.fill([...this.topics.keys()]));
   }
 
   /** Resolves when events on the topic will reach the connection. */
@@ -59,7 +62,11 @@ export class TopicRouter {
     if (!entry) {
       entry = {
         members: new Map(),
-        subscription: this.bus.subscribe(topic, (event) => this.deliver(topic, event)),
+        subscription: this.bus.subscribe(
+          topic,
+          (event) => this.deliver(topic, event),
+          () => this.fill([topic]),
+        ),
       };
       this.topics.set(topic, entry);
     }
@@ -102,17 +109,28 @@ export class TopicRouter {
   }
 
   /**
-   * The subscriptions were down for a while (docs/recovery.md, "A node cut off from Redis"): each
-   * recorded topic holds its live events at once, so none passes an older missed one, then is
-   * filled from its history, a few topics at a time.
+   * Events of `topics` may not have reached this node: all of them after the subscriptions were
+   * down for a while (docs/recovery.md, "A node cut off from Redis"), or one whose publish failed
+   * (EventBus.subscribe). Each recorded one no fill holds yet holds its live events at once, so
+   * none passes an older missed one, then is filled from its history, a few topics at a time.
    */
-  private fillGaps(): void {
-    const gaps = [...this.topics].filter(([topic, entry]) => !entry.held && this.bus.isRecorded(topic));
-    for (const [, entry] of gaps) entry.held = [];
+  private fill(topics: string[]): void {
+    for (const topic of topics) {
+      const entry = this.topics.get(topic);
+      if (!entry || entry.held || !this.bus.isRecorded(topic)) continue;
+      entry.held = [];
+      this.pendingFills.push([topic, entry]);
+    }
     const next = async (): Promise<void> => {
-      for (let gap = gaps.shift(); gap; gap = gaps.shift()) await this.fillGap(...gap);
+      this.activeFills++;
+      try {
+        for (let gap = this.pendingFills.shift(); gap; gap = this.pendingFills.shift())
+          await this.fillGap(...gap);
+      } finally {
+        this.activeFills--;
+      }
     };
-    for (let i = 0; i < CONCURRENT_FILLS; i++) void next();
+    while (this.activeFills < Math.min(CONCURRENT_FILLS, this.pendingFills.length)) void next();
   }
 
   /**
