@@ -1,14 +1,14 @@
 import { historyPageSql } from '../../src/modules/chat/dm-reads.repository.js';
 import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
 import { databaseCpuSeconds } from '../realtime/process-stats.js';
-import type { RestWindow } from '../realtime/rest-load.js';
+import { type RestWindow, restContender } from '../realtime/rest-load.js';
 import {
   type Contender,
   type ContenderRounds,
   interleavedRounds,
   type RoundSchedule,
 } from '../realtime/rounds.js';
-import type { Atrium } from '../realtime/servers.js';
+import { type Atrium, startBareServer } from '../realtime/servers.js';
 import { pgbenchSafeTimeKey, pgbenchUuid } from './ceiling.js';
 import type { User } from './latency.js';
 import { peerRequests } from './throughput.js';
@@ -28,6 +28,8 @@ export type WithDatabaseCpu<W> = W & { databaseCores: number };
 export interface HistoryResults {
   rest: ContenderRounds<WithDatabaseCpu<RestWindow>>;
   ceiling: ContenderRounds<WithDatabaseCpu<PgbenchWindow>>;
+  /** bench/chat/bare-history.ts: the page's SELECT and its JSON over bare Fastify + `pg`. */
+  bare: ContenderRounds<WithDatabaseCpu<RestWindow>>;
 }
 
 /** The contender, its windows also measuring the cores Postgres and Redis used meanwhile. */
@@ -81,14 +83,28 @@ export async function measureHistory(
     {},
     poolSize,
   );
+  const bareServer = await startBareServer('bench/chat/bare-history.ts', {
+    DATABASE_URL: databaseUrl,
+    BARE_POOL_SIZE: String(poolSize),
+  });
+  const bare = restContender(
+    'bare Fastify + pg',
+    `http://127.0.0.1:${bareServer.port}/page`,
+    bareServer.pid,
+    {},
+    {
+      method: 'GET',
+    },
+  );
   try {
-    const [r, c] = await interleavedRounds<WithDatabaseCpu<RestWindow | PgbenchWindow>>(
+    const [r, c, b] = await interleavedRounds<WithDatabaseCpu<RestWindow | PgbenchWindow>>(
       'postgres, DM history pages',
-      [withDatabaseCpu(rest), withDatabaseCpu(ceiling)],
+      [withDatabaseCpu(rest), withDatabaseCpu(ceiling), withDatabaseCpu(bare)],
       schedule,
     );
-    return { rest: r, ceiling: c } as HistoryResults;
+    return { rest: r, ceiling: c, bare: b } as HistoryResults;
   } finally {
     await ceiling.close();
+    await bareServer.stop();
   }
 }
