@@ -122,7 +122,10 @@ describe.skipIf(!hasRedisServer())('a Redis primary failover under load (Sentine
     const toldOrLive = (frames: ReceivedFrame[]) =>
       frames.some((f) => f.t === 'dm.message' && (f.d as { id: string }).id === lastId) ||
       frames.findLastIndex((f) => f.t === 'stream.reset') > frames.findLastIndex((f) => f.t === 'dm.message');
-    await vi.waitFor(() => expect(toldOrLive(recipient.frames)).toBe(true), { timeout: 10_000 });
+    // On failure, what the recipient got: each frame's type, body and position.
+    const got = () =>
+      JSON.stringify(recipient.frames.map((f) => [f.t, (f.d as { body?: string }).body, f.pos]));
+    await vi.waitFor(() => expect(toldOrLive(recipient.frames), got()).toBe(true), { timeout: 10_000 });
     const live = new Set(received(recipient, 'dm.message').map((frame) => (frame.d as { id: string }).id));
     const firstMissed = sentIds.findIndex((id) => id !== lastId && !live.has(id));
     if (firstMissed >= 0) {

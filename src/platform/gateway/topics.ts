@@ -22,6 +22,11 @@ interface Topic {
   position?: StreamPosition;
   /** While a gap is filled from the history: the live events that arrived meanwhile, in order. */
   held?: BusEvent[];
+  /**
+   * Events were lost again while a fill ran (a publish failed, the subscription dropped): the
+   * history it read may predate that, so another fill follows it.
+   */
+  refill?: boolean;
 }
 
 /** Gaps filled at once after a resubscription: a node may hold thousands of users' topics. */
@@ -117,7 +122,11 @@ export class TopicRouter {
   private fill(topics: string[]): void {
     for (const topic of topics) {
       const entry = this.topics.get(topic);
-      if (!entry || entry.held || !this.bus.isRecorded(topic)) continue;
+      if (!entry || !this.bus.isRecorded(topic)) continue;
+      if (entry.held) {
+        entry.refill = true;
+        continue;
+      }
       entry.held = [];
       this.pendingFills.push([topic, entry]);
     }
@@ -166,6 +175,10 @@ export class TopicRouter {
     for (const event of held) {
       const { epoch, offset } = event.position as StreamPosition;
       if (!(through && through.epoch === epoch && offset <= through.offset)) this.send(topic, entry, event);
+    }
+    if (entry.refill) {
+      entry.refill = false;
+      this.fill([topic]);
     }
   }
 
