@@ -78,3 +78,39 @@ export async function pgbenchContender(
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }
+
+/**
+ * The same script run through `pg` instead of libpq (bench/datapath/pg-script-run.ts, a process
+ * per window): the ceiling an issue words as "the plain SQL through `pg`", which decodes every
+ * row into an object as a Node service does. `clientCores` is that process's CPU.
+ */
+export function pgClientContender(
+  name: string,
+  target: PgbenchTarget,
+  statement: string,
+  variables: Record<string, string>,
+  clients: number,
+  serverPid?: number,
+): Contender<PgbenchWindow> & { close(): Promise<void> } {
+  return {
+    name,
+    async window(seconds) {
+      const cpu = await cpuWindow(serverPid ?? process.pid);
+      const job = { script: statement, variables, target, clients, seconds };
+      const { stdout } = await run(process.execPath, ['--import', 'tsx', 'bench/datapath/pg-script-run.ts'], {
+        env: { ...process.env, PG_SCRIPT_RUN: JSON.stringify(job) },
+      });
+      const used = await cpu();
+      const done = JSON.parse(stdout) as { transactions: number; seconds: number; cores: number };
+      const perSecond = done.transactions / done.seconds;
+      return {
+        ...used,
+        perSecond,
+        meanMs: (clients / perSecond) * 1000,
+        clientCores: done.cores,
+        ...(serverPid === undefined ? { serverCores: Number.NaN } : {}),
+      };
+    },
+    close: async () => {},
+  };
+}

@@ -4,7 +4,12 @@ import { join } from 'node:path';
 import type { Backend } from '../backends.js';
 import { CHAT_ENV } from '../chat/measure.js';
 import { POOL_SIZE } from '../datapath/measure.js';
-import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
+import {
+  type PgbenchWindow,
+  pgbenchContender,
+  pgbenchTargetOf,
+  pgClientContender,
+} from '../datapath/pgbench.js';
 import { progress } from '../realtime/progress.js';
 import { REST_CONNECTIONS, type RestWindow } from '../realtime/rest-load.js';
 import {
@@ -75,13 +80,17 @@ type Ceiling = Contender<PgbenchWindow> & { close(): Promise<void> };
  * PGlite socket is one session, where the statements a run prepared are still there when the next
  * run prepares them again (an error that aborts its transaction).
  */
-export function pgbenchCeilings(clients: number[], databaseUrl: string | undefined, copy: string) {
+export function pgbenchCeilings(
+  clients: number[],
+  databaseUrl: string | undefined,
+  copy: string,
+  through: 'pgbench' | '`pg`' = 'pgbench',
+) {
+  const contender = through === 'pgbench' ? pgbenchContender : pgClientContender;
   return async (script: string, variables: Record<string, string>): Promise<Ceiling[]> => {
     if (databaseUrl) {
       const target = pgbenchTargetOf(databaseUrl);
-      return Promise.all(
-        clients.map((c) => pgbenchContender(`pgbench -c ${c}`, target, script, variables, c)),
-      );
+      return Promise.all(clients.map((c) => contender(`${through} -c ${c}`, target, script, variables, c)));
     }
     const window = async (seconds: number) => {
       const server = await startBareServer('bench/bare-pglite-socket.ts', { BARE_PGLITE_DIR: copy });
@@ -91,7 +100,7 @@ export function pgbenchCeilings(clients: number[], databaseUrl: string | undefin
         user: 'postgres',
         database: 'postgres',
       };
-      const run = await pgbenchContender('', target, script, variables, 1, server.pid);
+      const run = await contender('', target, script, variables, 1, server.pid);
       try {
         return await run.window(seconds);
       } finally {
@@ -99,7 +108,7 @@ export function pgbenchCeilings(clients: number[], databaseUrl: string | undefin
         await server.stop();
       }
     };
-    return [{ name: 'pgbench -c 1', window, close: async () => {} }];
+    return [{ name: `${through} -c 1`, window, close: async () => {} }];
   };
 }
 
@@ -138,6 +147,7 @@ export function measureGroups(
       if (backend === 'embedded') await cp(join(dataDir, 'pgdata'), copy, { recursive: true });
       const clients = backend === 'postgres' ? [POOL_SIZE, REST_CONNECTIONS] : [1];
       const pgbench = pgbenchCeilings(clients, env.DATABASE_URL, copy);
+      const throughPg = pgbenchCeilings(clients, env.DATABASE_URL, copy, '`pg`');
       a = await startAtrium(env, nodeArgs);
       issuer = await tokenIssuer(dataDir);
       const memberTokens = await issuer.issueFor(Array.from({ length: ONLINE }, (_, i) => seed.idOf(i + 1)));
@@ -145,14 +155,19 @@ export function measureGroups(
       const joinerTokens = await issuer.issueFor(joinerIds);
       const database = backend === 'postgres' ? await postgresVersion(env.DATABASE_URL as string) : 'PGlite';
 
-      progress(`${backend}: roster pages of ${MEMBERS} members beside pgbench, in rounds...`);
+      progress(
+        `${backend}: roster pages of ${MEMBERS} members beside the SQL through \`pg\` and pgbench, in rounds...`,
+      );
       const token = memberTokens[1] as string;
       const cursors = await rosterCursors(a.httpPort, token, seed.rosterGroup, seed.idOf);
       const rosterAlone = await rosterLatency(a.httpPort, token, seed.rosterGroup, cursors, seconds);
       const roster = await compare(
         `${backend}, roster pages`,
         rosterRequests(a, seed.rosterGroup, token, cursors),
-        await pgbench(rosterPageScript(prefix), { g: seed.rosterGroup }),
+        [
+          ...(await throughPg(rosterPageScript(prefix), { g: seed.rosterGroup })),
+          ...(await pgbench(rosterPageScript(prefix), { g: seed.rosterGroup })),
+        ],
         schedule,
       );
 
