@@ -88,7 +88,9 @@ export class Connection implements Expiring {
   sendEncoded(bytes: Uint8Array): boolean {
     if (this.closed) return false;
     const result = this.socket.send(bytes, true);
-    // uWS answers 2 when it dropped the message at its own backpressure ceiling.
+    // uWS answers 1 when nothing is left buffered (a fan-out's common case: no second native call),
+    // 0 when bytes wait to be written, 2 when it dropped the message at its backpressure ceiling.
+    if (result === 1) return true;
     if (result === 2 || this.socket.getBufferedAmount() > this.maxBufferedBytes + this.pacedBytes) {
       this.onSlowConsumer(this);
       this.close(CloseCode.SLOW_CONSUMER, 'slow consumer');
