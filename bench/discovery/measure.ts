@@ -17,7 +17,7 @@ import { checkSearch, type Search, searches, searchLatency, searchRequests, spel
 import { type DiscoverySeed, seedDiscovery } from './seed.js';
 
 /**
- * One backend's measurements: each search beside pgbench, then the joins of one hot world beside
+ * One backend's measurements: each search beside its statements run through `pg` and by pgbench, then the joins of one hot world beside
  * pgbench with and without the visit. pgbench runs with the service's pool size and with as many
  * clients as autocannon has connections on Postgres; on the embedded database with one client over
  * a copy of the seeded database (groups/measure.ts's pgbenchCeilings). The ranking job is held off
@@ -115,6 +115,7 @@ export function measureDiscovery(
       const copy = join(dataDir, 'ceiling-pgdata');
       if (backend === 'embedded') await cp(join(dataDir, 'pgdata'), copy, { recursive: true });
       const pgbench = pgbenchCeilings(clients, env.DATABASE_URL, copy);
+      const throughPg = pgbenchCeilings(clients, env.DATABASE_URL, copy, '`pg`');
       a = await startAtrium(env, nodeArgs);
       issuer = await tokenIssuer(dataDir);
       const [token] = await issuer.issueFor([seed.idOf(1)]);
@@ -122,13 +123,18 @@ export function measureDiscovery(
 
       const results: SearchResults[] = [];
       for (const search of searches(seed)) {
-        progress(`${backend}: ${search.name}, one client, then in rounds beside pgbench...`);
+        progress(
+          `${backend}: ${search.name}, one client, then in rounds beside the SQL through \`pg\` and pgbench...`,
+        );
         await checkSearch(a.httpPort, token as string, search);
         const alone = await searchLatency(a.httpPort, token as string, search, seconds / 2);
         const compared = await compare(
           `${backend}, ${search.name}`,
           searchRequests(a, token as string, search),
-          await pgbench(search.script, search.variables),
+          [
+            ...(await throughPg(search.script, search.variables)),
+            ...(await pgbench(search.script, search.variables)),
+          ],
           schedule,
         );
         results.push({ search, alone, compared });
