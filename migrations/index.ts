@@ -23,6 +23,7 @@ import { Migration0022GroupChat } from './0022_group_chat.js';
 import { Migration0023AuditLog } from './0023_audit_log.js';
 import { Migration0024AccountSuspensions } from './0024_account_suspensions.js';
 import { Migration0025AdminIndexes } from './0025_admin_indexes.js';
+import { Migration0026DiscoveryRankFilters } from './0026_discovery_rank_filters.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -55,4 +56,5 @@ export const migrationsList = [
   { name: '0023_audit_log', class: Migration0023AuditLog },
   { name: '0024_account_suspensions', class: Migration0024AccountSuspensions },
   { name: '0025_admin_indexes', class: Migration0025AdminIndexes },
+  { name: '0026_discovery_rank_filters', class: Migration0026DiscoveryRankFilters },
 ];

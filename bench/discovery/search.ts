@@ -31,11 +31,12 @@ const COLUMNS = pgbenchSafeTimeKey(DISCOVERY_COLUMNS);
 const SNAPSHOT_KEY = pgbenchSafeTimeKey(timeKeySql('max(snapshot_at)'));
 const none = (type: string) => `nullif(:none, 'x')::${type}`;
 
-function filters(q: boolean, tags: boolean): string {
+/** As filtersOf writes them: a ranked page tests the snapshot's tags. */
+function filters(q: boolean, tags: boolean, ranked = false): string {
   return [
     'd.is_public',
     ...(q ? ["d.search @@ websearch_to_tsquery('simple', :q)"] : []),
-    ...(tags ? ['d.tags @> :tags::text[]'] : []),
+    ...(tags ? [`${ranked ? 'r' : 'd'}.tags @> :tags::text[]`] : []),
   ].join(' and ');
 }
 
@@ -52,7 +53,7 @@ function ranked(sort: 'popular' | 'trending', q: boolean, tags: boolean): string
   return `select ${SNAPSHOT_KEY} as key from discovery_ranks \\gset
 select ${COLUMNS}, ${score} as score from discovery_ranks r
      join world_discovery d on d.world_id = r.world_id
-     where r.snapshot_at = :key and ${filters(q, tags)}
+     where r.snapshot_at = :key and ${filters(q, tags, true)}
        and (${score}, r.world_created_at, r.world_id)
          < (coalesce(${none('bigint')}, 9223372036854775807), coalesce(${none('timestamptz')}, 'infinity'), coalesce(${none('uuid')}, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
      order by ${score} desc, r.world_created_at desc, r.world_id desc

@@ -178,6 +178,28 @@ describe('discovery search', () => {
     });
   });
 
+  it('filters popular and trending by the tags and category of the snapshot they rank, new by the current ones', async () => {
+    const owner = await registerUser(app());
+    const [before, after] = [uniqueTag(), uniqueTag()];
+    const world = await taggedWorld(owner, [before]);
+    await refresh();
+    await expectStatus(200, 'PUT', `/api/worlds/${world}/discovery`, owner, {
+      tags: [after],
+      category: 'horror',
+    });
+    for (const sort of ['popular', 'trending']) {
+      expect(await searchAll(owner, `tag=${before}&sort=${sort}`)).toEqual([world]);
+      expect(await searchAll(owner, `tag=${after}&sort=${sort}`)).toEqual([]);
+      expect(await searchAll(owner, `tag=${before}&sort=${sort}&category=horror`)).toEqual([]);
+    }
+    expect(await searchAll(owner, `tag=${after}&sort=new&category=horror`)).toEqual([world]);
+    await refresh();
+    for (const sort of ['popular', 'trending']) {
+      expect(await searchAll(owner, `tag=${before}&sort=${sort}`)).toEqual([]);
+      expect(await searchAll(owner, `tag=${after}&sort=${sort}&category=horror`)).toEqual([world]);
+    }
+  });
+
   it('pages through one snapshot without duplicates or gaps while visits arrive and newer snapshots are taken', async () => {
     const owner = await registerUser(app());
     const tag = uniqueTag();

@@ -19,21 +19,33 @@ export interface SearchFilters {
 const MAX_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
 const MAX_BIGINT = '9223372036854775807';
 
-/** The filter conditions on `d`, with their parameters numbered from `first`. */
-function filtersOf(filters: SearchFilters, first: number): { sql: string; params: unknown[] } {
+/**
+ * The filter conditions, with their parameters numbered from `first`: on the world's discovery row
+ * `d`, except, on a ranked page, the tags and category, which are the snapshot's (`r`, migration
+ * 0026): its rank index tests them while it walks the score order, so only matches are joined.
+ * Testing `d`'s as well would be right for a world changed since the snapshot, but the planner
+ * counts the same test twice, expects a tenth of the rows and picks a parallel plan ten times
+ * slower. The text and whether the world is public are always the world's own.
+ */
+function filtersOf(
+  filters: SearchFilters,
+  first: number,
+  ranked = false,
+): { sql: string; params: unknown[] } {
   const conditions = ['d.is_public'];
   const params: unknown[] = [];
   const next = () => `$${first + params.length}`;
+  const snapshotted = ranked ? 'r' : 'd';
   if (filters.q !== undefined) {
     conditions.push(`d.search @@ websearch_to_tsquery('simple', ${next()})`);
     params.push(filters.q);
   }
   if (filters.tags?.length) {
-    conditions.push(`d.tags @> ${next()}::text[]`);
+    conditions.push(`${snapshotted}.tags @> ${next()}::text[]`);
     params.push(filters.tags);
   }
   if (filters.category !== undefined) {
-    conditions.push(`d.category = ${next()}`);
+    conditions.push(`${snapshotted}.category = ${next()}`);
     params.push(filters.category);
   }
   return { sql: conditions.join(' and '), params };
@@ -71,7 +83,7 @@ export function rankedPage(
   filters: SearchFilters,
   page: { snapshot: string; after: RankKey | undefined; limit: number },
 ): Promise<RankedRow[]> {
-  const where = filtersOf(filters, 6);
+  const where = filtersOf(filters, 6, true);
   const score = sort === 'popular' ? 'r.popular' : 'r.trending';
   return executeBound<RankedRow>(
     data,
@@ -112,23 +124,24 @@ export async function snapshotExists(data: DataAccess, snapshot: string): Promis
 
 /**
  * Ranks every public world as of `at` into a new snapshot: popular is its visits in the 168 hourly
- * buckets up to `at`'s hour, trending those of the last 24 minus the 24 before. Snapshots older
+ * buckets up to `at`'s hour, trending those of the last 24 minus the 24 before; its tags and
+ * category go with it, for the filters of a ranked page. Snapshots older
  * than `keepAfter` go, except the new one.
  */
 export async function takeSnapshot(data: DataAccess, at: Date, keepAfter: Date): Promise<void> {
   await executeBound(
     data,
-    `insert into discovery_ranks (snapshot_at, world_id, popular, trending, world_created_at)
+    `insert into discovery_ranks (snapshot_at, world_id, popular, trending, world_created_at, tags, category)
      select $1, d.world_id,
        coalesce(sum(h.visits), 0),
        coalesce(sum(h.visits) filter (where h.hour > $1::timestamptz - interval '24 hours'), 0)
          - coalesce(sum(h.visits) filter (where h.hour <= $1::timestamptz - interval '24 hours'
                                             and h.hour > $1::timestamptz - interval '48 hours'), 0),
-       d.world_created_at
+       d.world_created_at, d.tags, d.category
      from world_discovery d
      left join world_visit_hours h on h.world_id = d.world_id and h.hour > $1::timestamptz - interval '168 hours'
      where d.is_public
-     group by d.world_id, d.world_created_at`,
+     group by d.world_id`,
     [at],
   );
   await executeBound(data, 'delete from discovery_ranks where snapshot_at < $1 and snapshot_at <> $2', [
