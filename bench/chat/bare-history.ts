@@ -1,7 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
+import { toMessage } from '../../src/modules/chat/chat.service.js';
+import type { MessageRow } from '../../src/modules/chat/dm.repository.js';
 import { historyPageSql } from '../../src/modules/chat/dm-reads.repository.js';
-import { pageFrom, timeOfKey } from '../../src/platform/cursor.js';
+import { pageFrom } from '../../src/platform/cursor.js';
 import { openBareDb } from '../datapath/bare-db.js';
 
 /**
@@ -23,32 +25,11 @@ const PAGE_SQL = historyPageSql(
 );
 const PAGE = 50;
 
-interface MessageRow {
-  id: string;
-  conversation_id: string;
-  sender_id: string;
-  body: string;
-  filtered: boolean;
-  created_key: string;
-}
-
 const app = Fastify({ logger: false });
 app.get('/page', async () => {
   const pair = pairs[Math.floor(Math.random() * pairs.length)] as { a: string; b: string };
   const rows = await db.query<MessageRow>(PAGE_SQL, [pair.a, null, null, pair.b, PAGE + 1]);
-  return pageFrom(
-    rows,
-    PAGE,
-    (row) => ({
-      id: row.id,
-      conversation_id: row.conversation_id,
-      sender_id: row.sender_id,
-      body: row.body,
-      created_at: timeOfKey(row.created_key),
-      filtered: row.filtered,
-    }),
-    (row) => [row.created_key, row.id],
-  );
+  return pageFrom(rows, PAGE, toMessage, (row) => [row.created_key, row.id]);
 });
 
 await app.listen({ host: '127.0.0.1', port: 0 });

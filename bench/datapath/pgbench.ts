@@ -81,17 +81,17 @@ export async function pgbenchContender(
 
 /**
  * The same script run through `pg` instead of libpq (bench/datapath/pg-script-run.ts, a process
- * per window): the ceiling an issue words as "the plain SQL through `pg`", which decodes every
+ * per window): the ceiling of a target set against "the plain SQL through `pg`", which decodes every
  * row into an object as a Node service does. `clientCores` is that process's CPU.
  */
-export function pgClientContender(
-  name: string,
-  target: PgbenchTarget,
-  statement: string,
-  variables: Record<string, string>,
-  clients: number,
-  serverPid?: number,
-): Contender<PgbenchWindow> & { close(): Promise<void> } {
+export const pgClientContender: typeof pgbenchContender = async (
+  name,
+  target,
+  statement,
+  variables,
+  clients,
+  serverPid,
+) => {
   return {
     name,
     async window(seconds) {
@@ -113,4 +113,4 @@ export function pgClientContender(
     },
     close: async () => {},
   };
-}
+};
