@@ -139,7 +139,8 @@ export class TopicRouter {
         this.activeFills--;
       }
     };
-    while (this.activeFills < Math.min(CONCURRENT_FILLS, this.pendingFills.length)) void next();
+    // Each worker takes its first topic at once, so this starts one per topic up to the bound.
+    while (this.activeFills < CONCURRENT_FILLS && this.pendingFills.length > 0) void next();
   }
 
   /**
