@@ -148,7 +148,7 @@ export async function agedHorizon(
   const [row] = await executeBound<{ aged: string | number | null; first_created_at: string | null }>(
     data,
     `select max(id) filter (where created_at <= $3) as aged,
-            (array_agg(${timeKeySql('created_at')} order by id))[1] as first_created_at
+            ${timeKeySql('(array_agg(created_at order by id))[1]')} as first_created_at
      from (select id, created_at from chunk_revisions where world_id = $1 and id > $2 order by id limit $4) w`,
     [worldId, horizon, cutoff, PRUNE_WINDOW_REVISIONS],
   );
