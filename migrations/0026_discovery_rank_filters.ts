@@ -5,8 +5,8 @@ import { Migration } from '@mikro-orm/migrations';
  * (docs/discovery.md, "Search"). A popular or trending page filtered by tag walks the snapshot in
  * score order and, without them, looked up every world it passed to test its tags: 2,000 lookups
  * for the 51 rows of a page filtered by a tag on 6% of 100,000 worlds (about 8 ms). The index now
- * answers that test itself, and only the matches are joined, where the world's current tags are
- * checked again. Rows of snapshots taken before this migration get the tags their worlds have now.
+ * answers that test itself from the snapshot's copy, and only the matches are joined. Rows of
+ * snapshots taken before this migration get the tags their worlds have now.
  */
 export class Migration0026DiscoveryRankFilters extends Migration {
   override up(): void {
