@@ -7,6 +7,8 @@ export interface FakeConnection {
   connection: Connection;
   /** Every frame sent to the socket, decoded. */
   sent: Record<string, unknown>[];
+  /** How many times sends were corked into one write. */
+  readonly corks: number;
   /** The close code and reason, once closed. */
   readonly closedWith: { code: number; reason: string } | undefined;
 }
@@ -17,12 +19,18 @@ let opened = 0;
 export function fakeConnection(maxBufferedBytes = 1024 * 1024): FakeConnection {
   const sent: Record<string, unknown>[] = [];
   let closedWith: FakeConnection['closedWith'];
+  let corks = 0;
   const socket = {
     send: (bytes: Uint8Array) => {
       sent.push(decode(bytes) as Record<string, unknown>);
       return 1;
     },
     getBufferedAmount: () => 0,
+    cork: (corked: () => void) => {
+      corks++;
+      corked();
+      return socket;
+    },
     end: (code: number, reason: string) => {
       closedWith = { code, reason };
     },
@@ -34,6 +42,9 @@ export function fakeConnection(maxBufferedBytes = 1024 * 1024): FakeConnection {
     sent,
     get closedWith() {
       return closedWith;
+    },
+    get corks() {
+      return corks;
     },
   };
 }

@@ -1,3 +1,4 @@
+import { setImmediate as afterIo } from 'node:timers';
 import { Encoder } from '@msgpack/msgpack';
 import { CloseCode } from '../../../protocol/frames.js';
 import type { Principal } from '../auth/principal.js';
@@ -7,6 +8,21 @@ import type { UwsWebSocket } from './uws.js';
 
 const encoder = new Encoder({ ignoreUndefined: true });
 const FRAME_WINDOW_MS = 1000;
+
+/**
+ * Connections with fan-out frames queued (Connection.queue), written once the event loop has run
+ * this turn's I/O callbacks: the events one Redis read carries reach each socket in one write. On
+ * loopback a write costs the TCP path of both ends, so a group chat at 500 messages/s spent most
+ * of its CPU in one write per frame (bench/results/groups.md). Taken from node:timers so that
+ * tests faking the global timers do not hold fan-out back.
+ */
+let queued: Connection[] = [];
+
+function writeQueued(): void {
+  const connections = queued;
+  queued = [];
+  for (const connection of connections) connection.flush();
+}
 
 export interface SocketData {
   connection?: Connection;
@@ -49,6 +65,8 @@ export class Connection implements Expiring {
   /** The frame rate limit's fixed one-second window: when it started and the frames counted in it. */
   private windowStartedAt = 0;
   private framesInWindow = 0;
+  /** Fan-out frames waiting for this turn's write (queue); sent before any later frame. */
+  private outbox: Uint8Array[] | undefined;
 
   constructor(
     readonly remoteAddress: string,
@@ -81,11 +99,44 @@ export class Connection implements Expiring {
   }
 
   /**
-   * Sends an already encoded frame (fan-out encodes an event once for all its subscribers).
-   * A client that lets more than the allowed bytes pile up is disconnected instead of
-   * buffering without bound: one slow reader must not grow the server's memory.
+   * Sends an already encoded frame now, after any frames queued before it. A client that lets more
+   * than the allowed bytes pile up is disconnected instead of buffering without bound: one slow
+   * reader must not grow the server's memory.
    */
   sendEncoded(bytes: Uint8Array): boolean {
+    if (this.outbox) this.flush();
+    return this.write(bytes);
+  }
+
+  /**
+   * Queues a fan-out frame (encoded once for all subscribers) for one write per connection after
+   * this turn's I/O: the frames of several events leave in one syscall instead of one each.
+   */
+  queue(bytes: Uint8Array): void {
+    if (this.closed) return;
+    if (this.outbox) {
+      this.outbox.push(bytes);
+      return;
+    }
+    this.outbox = [bytes];
+    if (queued.push(this) === 1) afterIo(writeQueued);
+  }
+
+  /** Writes the queued frames, corked into one syscall when there are several. */
+  flush(): void {
+    const frames = this.outbox;
+    this.outbox = undefined;
+    if (!frames || this.closed) return;
+    if (frames.length === 1) {
+      this.write(frames[0] as Uint8Array);
+      return;
+    }
+    this.socket.cork(() => {
+      for (const frame of frames) if (!this.write(frame)) return;
+    });
+  }
+
+  private write(bytes: Uint8Array): boolean {
     if (this.closed) return false;
     const result = this.socket.send(bytes, true);
     // uWS answers 1 when nothing is left buffered (a fan-out's common case: no second native call),
@@ -110,6 +161,7 @@ export class Connection implements Expiring {
    * slow-consumer limit. Returns 'dropped' when uWS refused it at its backpressure ceiling.
    */
   sendPaced(bytes: Uint8Array): 'sent' | 'dropped' | 'closed' {
+    if (this.outbox) this.flush();
     if (this.closed) return 'closed';
     this.pacedBytes = Math.max(this.pacedBytes, bytes.byteLength);
     return this.socket.send(bytes, true) === 2 ? 'dropped' : 'sent';
@@ -135,6 +187,8 @@ export class Connection implements Expiring {
 
   /** Closes with a WebSocket close code and a short reason (at most 123 bytes by the protocol). */
   close(code: number, reason: string): void {
+    // Frames queued before the close still go out first; a slow reader found doing so is closed as one.
+    if (this.outbox) this.flush();
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.authDeadline);

@@ -200,7 +200,7 @@ export class TopicRouter {
       // A connection replaying missed events gets the live ones after the replay (Replay.catchUp).
       const held = position && connection.held?.get(topic);
       if (held) held.push({ position, bytes });
-      else connection.sendEncoded(bytes);
+      else connection.queue(bytes);
     }
   }
 }
