@@ -117,6 +117,44 @@ describe('database migrations', () => {
     expect(count).toEqual([{ n: 1 }]);
   });
 
+  it('give the ranking rows taken before 0026 the tags and category their worlds have', async () => {
+    const { db } = await emptyDatabase();
+    await db.orm.migrator.up({ to: '0025_admin_indexes' });
+    const connection = db.orm.em.fork().getConnection();
+    const [owner, tagged, bare] = [1, 2, 3].map((n) => `0190a000-0000-7000-8000-00000000002${n}`);
+    await connection.execute(
+      `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+       values (?, 'rank_owner', 'x', now(), now())`,
+      [owner],
+    );
+    for (const world of [tagged, bare]) {
+      await connection.execute('insert into worlds (id, owner_id, name) values (?, ?, ?)', [
+        world,
+        owner,
+        world,
+      ]);
+      await connection.execute(
+        `insert into discovery_ranks (snapshot_at, world_id, popular, trending, world_created_at)
+         values ('2026-11-28T10:00:00Z', ?, 1, 1, now())`,
+        [world],
+      );
+    }
+    await connection.execute(
+      `insert into world_discovery (world_id, tags, category, updated_at) values (?, '{racing,co_op}', 'competitive', now())`,
+      [tagged],
+    );
+
+    await db.orm.migrator.up();
+
+    const rows: { world_id: string; tags: string[]; category: string | null }[] = await connection.execute(
+      'select world_id, tags, category from discovery_ranks order by world_id',
+    );
+    expect(rows).toEqual([
+      { world_id: tagged, tags: ['racing', 'co_op'], category: 'competitive' },
+      { world_id: bare, tags: [], category: null },
+    ]);
+  });
+
   it.skipIf(!process.env.DATABASE_URL)(
     'apply on Postgres even when the service bounds each query below what building an index takes',
     async () => {
