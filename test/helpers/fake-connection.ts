@@ -15,17 +15,26 @@ export interface FakeConnection {
 
 let opened = 0;
 
-/** For the gateway's parts tested without uWebSockets.js: dispatch, sessions, subscriptions. */
-export function fakeConnection(maxBufferedBytes = 1024 * 1024): FakeConnection {
+/**
+ * For the gateway's parts tested without uWebSockets.js: dispatch, sessions, subscriptions. The
+ * client reads the first `framesRead` frames; the bytes of later ones stay buffered, as uWS counts them.
+ */
+export function fakeConnection(
+  maxBufferedBytes = 1024 * 1024,
+  framesRead = Number.POSITIVE_INFINITY,
+): FakeConnection {
   const sent: Record<string, unknown>[] = [];
   let closedWith: FakeConnection['closedWith'];
   let corks = 0;
+  let buffered = 0;
   const socket = {
     send: (bytes: Uint8Array) => {
       sent.push(decode(bytes) as Record<string, unknown>);
-      return 1;
+      if (sent.length <= framesRead) return 1;
+      buffered += bytes.byteLength;
+      return 0;
     },
-    getBufferedAmount: () => 0,
+    getBufferedAmount: () => buffered,
     cork: (corked: () => void) => {
       corks++;
       corked();

@@ -1,6 +1,7 @@
 import { setImmediate as afterIo } from 'node:timers/promises';
 import { encode } from '@msgpack/msgpack';
 import { describe, expect, it } from 'vitest';
+import { CloseCode } from '../../protocol/frames.js';
 import { fakeConnection } from '../helpers/fake-connection.js';
 
 const frame = (n: number) => encode({ t: 'said', d: { n } });
@@ -35,5 +36,13 @@ describe('Connection writes', () => {
     await afterIo();
     expect(said(client.sent)).toEqual([1]);
     expect(client.closedWith).toEqual({ code: 1001, reason: 'shutting down' });
+  });
+
+  it('closes a client that stops reading as a slow consumer while writing its queued frames, and writes no more', async () => {
+    const client = fakeConnection(8, 1);
+    for (const n of [1, 2, 3]) client.connection.queue(frame(n));
+    await afterIo();
+    expect(said(client.sent)).toEqual([1, 2]);
+    expect(client.closedWith?.code).toBe(CloseCode.SLOW_CONSUMER);
   });
 });
