@@ -107,6 +107,21 @@ export class RedisClusterServers {
     return { REDIS_CLUSTER_NODES: this.nodes, REDIS_PASSWORD: CLUSTER_PASSWORD };
   }
 
+  /**
+   * Closes every pub/sub connection of the primary serving the hash slot of `hashTag`, as that
+   * primary restarting would; resolves once it has. Its subscribers reconnect by themselves.
+   */
+  async cutSubscribers(hashTag: string): Promise<void> {
+    const auth = (server: RedisServer) => ({ port: server.port, password: CLUSTER_PASSWORD });
+    const first = this.masters[0] as RedisServer;
+    const slot = Number(await ask(auth(first), 'CLUSTER', 'KEYSLOT', hashTag));
+    const ranges = (await ask(auth(first), 'CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    const owner = ranges.find(([from, to]) => from <= slot && slot <= to)?.[2][1];
+    const server = this.masters.find((master) => master.port === owner);
+    if (!server) throw new Error(`no primary serves slot ${slot}`);
+    await ask(auth(server), 'CLIENT', 'KILL', 'TYPE', 'pubsub');
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.masters.map((server) => server.stop()));
     await rm(this.dir, { recursive: true, force: true });
@@ -211,6 +226,8 @@ export class RedisSentinelServers {
 export interface RedisServers {
   topology: RedisTopology;
   settings: Record<string, string>;
+  /** On a Cluster: RedisClusterServers.cutSubscribers. */
+  cutSubscribers?(hashTag: string): Promise<void>;
 }
 
 /**

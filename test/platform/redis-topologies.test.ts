@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { userTopic } from '../../src/platform/bus.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster } from '../helpers/app.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
@@ -70,6 +71,31 @@ describeOnRedisTopologies((servers) => {
     } finally {
       socket.close();
       subjectSocket.close();
+    }
+  });
+
+  it("fills the gap of a socket whose node's shard subscriber was cut off while an event was published (Cluster)", async (ctx) => {
+    const cut = servers().cutSubscribers?.bind(servers());
+    if (!cut) ctx.skip();
+    const [a, b] = nodes();
+    const bob = await registerUser(a);
+    const socket = await authedSocket(a.wsUrl, bob.access_token);
+    try {
+      const topic = userTopic(bob.user.id);
+      await b.bus.publish(topic, { t: 'dm.message', d: { body: 'before' } });
+      await socket.next((f) => f.t === 'dm.message' && (f.d as { body: string }).body === 'before');
+      // Published once Redis dropped the subscriber and before node A could subscribe anew: it
+      // reaches node A's socket only if A fills the gap from the topic's history.
+      await (cut as (hashTag: string) => Promise<void>)(`evt:${topic}`);
+      await b.bus.publish(topic, { t: 'dm.message', d: { body: 'during' } });
+      const filled = await socket.next(
+        (f) =>
+          (f.t === 'dm.message' && (f.d as { body: string }).body === 'during') || f.t === 'stream.reset',
+        15_000,
+      );
+      expect(filled.t).toBe('dm.message');
+    } finally {
+      socket.close();
     }
   });
 });

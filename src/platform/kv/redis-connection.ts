@@ -1,4 +1,5 @@
 /** The lifecycle of RedisKv's ioredis connections: becoming ready, reporting outages, closing. */
+import { Cluster, type Redis } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
 
 /**
@@ -98,13 +99,18 @@ const RESUBSCRIBE_RETRY_MS = 200;
  * published meanwhile are gone, and what `notify` reads from the histories next cannot miss one the
  * subscription did not carry either, since SUBSCRIBE was answered first. The subscriber must be
  * created with ioredis' own resubscription off: ioredis records a channel only once SUBSCRIBE is
- * answered, so a connection lost again before that forgets every channel for good.
+ * answered, so a connection lost again before that forgets every channel for good. On a Cluster,
+ * ioredis resubscribes its shards itself: see whenShardsResubscribed.
  */
 export function whenResubscribed(
   subscriber: RedisClient,
   channels: () => string[],
   notify: () => void,
 ): void {
+  if (subscriber instanceof Cluster) {
+    whenShardsResubscribed(subscriber, notify);
+    return;
+  }
   let wasReady = false;
   let lost = false;
   let resubscribing = false;
@@ -131,5 +137,36 @@ export function whenResubscribed(
   subscriber.on('ready', () => {
     wasReady = true;
     void resubscribe();
+  });
+}
+
+/**
+ * What ioredis 5 keeps of a Cluster's sharded subscribers (not in its typings). Should a later
+ * version keep them elsewhere, the fill runs at once, without the PING's proof.
+ */
+interface ShardedSubscriberGroup {
+  shardedSubscribers?: Map<string, { getInstance(): Redis | null }>;
+}
+
+/**
+ * On a Cluster the subscriber group replaces a shard's subscriber whose connection ended (the
+ * primary restarted or failed over, the slot moved) and subscribes its channels again itself:
+ * messages published meanwhile are gone. Calls `notify` once the new subscriptions are answered,
+ * proven by a PING each shard's connection answers after the SSUBSCRIBE sent before it
+ * (`subscribersReady` comes right after ioredis sent them, not after Redis answered).
+ */
+function whenShardsResubscribed(cluster: Cluster, notify: () => void): void {
+  let lost = false;
+  cluster.on('-subscriber', () => {
+    lost = true;
+  });
+  cluster.on('subscribersReady', () => {
+    if (!lost) return;
+    lost = false;
+    const group = (cluster as unknown as { shardedSubscribers?: ShardedSubscriberGroup }).shardedSubscribers;
+    const shards = [...(group?.shardedSubscribers?.values() ?? [])].map((s) => s.getInstance());
+    // A shard lost again before answering makes the group replace it once more: the next
+    // subscribersReady notifies then.
+    void Promise.all(shards.map((shard) => shard?.ping())).then(notify, () => {});
   });
 }

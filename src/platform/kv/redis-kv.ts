@@ -351,7 +351,7 @@ export class RedisKv implements Kv {
     const deliver = (channel: Buffer, message: Buffer) => this.deliver(channel.toString(), message);
     subscriber.on(this.sharded ? 'smessageBuffer' : 'messageBuffer', deliver);
     const channels = () => [...this.channels.keys()];
-    if (!this.sharded) whenResubscribed(subscriber, channels, () => this.notifyResubscribed());
+    whenResubscribed(subscriber, channels, () => this.notifyResubscribed());
     this.subscriber = subscriber;
     return subscriber;
   }
