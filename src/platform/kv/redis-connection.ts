@@ -144,12 +144,12 @@ export function whenResubscribed(
  * What ioredis 5 keeps of a Cluster's sharded subscribers (not in its typings). Should a later
  * version keep them elsewhere, the fill runs at once, without the PING's proof.
  */
-interface ShardedSubscriberGroup {
+interface ShardSubscribers {
   shardedSubscribers?: Map<string, { getInstance(): Redis | null }>;
 }
 
 /**
- * On a Cluster the subscriber group replaces a shard's subscriber whose connection ended (the
+ * On a Cluster ioredis replaces a shard's subscriber whose connection ended (the
  * primary restarted or failed over, the slot moved) and subscribes its channels again itself:
  * messages published meanwhile are gone. Calls `notify` once the new subscriptions are answered,
  * proven by a PING each shard's connection answers after the SSUBSCRIBE sent before it
@@ -163,9 +163,9 @@ function whenShardsResubscribed(cluster: Cluster, notify: () => void): void {
   cluster.on('subscribersReady', () => {
     if (!lost) return;
     lost = false;
-    const group = (cluster as unknown as { shardedSubscribers?: ShardedSubscriberGroup }).shardedSubscribers;
-    const shards = [...(group?.shardedSubscribers?.values() ?? [])].map((s) => s.getInstance());
-    // A shard lost again before answering makes the group replace it once more: the next
+    const kept = (cluster as unknown as { shardedSubscribers?: ShardSubscribers }).shardedSubscribers;
+    const shards = [...(kept?.shardedSubscribers?.values() ?? [])].map((s) => s.getInstance());
+    // A shard lost again before answering is replaced once more by ioredis: the next
     // subscribersReady notifies then.
     void Promise.all(shards.map((shard) => shard?.ping())).then(notify, () => {});
   });
