@@ -259,6 +259,7 @@ export function userTopic(userId: string): string {
   return USER_TOPIC_PREFIX + userId;
 }
 
-function channel(topic: string): string {
+/** The KV channel a topic's events travel on (and, on a Redis Cluster, the hash tag of its slot). */
+export function channel(topic: string): string {
   return `evt:${topic}`;
 }

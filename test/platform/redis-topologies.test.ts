@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { userTopic } from '../../src/platform/bus.js';
+import { channel, userTopic } from '../../src/platform/bus.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster } from '../helpers/app.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
@@ -86,7 +86,7 @@ describeOnRedisTopologies((servers) => {
       await socket.next((f) => f.t === 'dm.message' && (f.d as { body: string }).body === 'before');
       // Published once Redis dropped the subscriber and before node A could subscribe anew: it
       // reaches node A's socket only if A fills the gap from the topic's history.
-      await (cut as (hashTag: string) => Promise<void>)(`evt:${topic}`);
+      await (cut as (hashTag: string) => Promise<void>)(channel(topic));
       await b.bus.publish(topic, { t: 'dm.message', d: { body: 'during' } });
       const filled = await socket.next(
         (f) =>
