@@ -41,7 +41,7 @@ export function toAppError(error: FastifyError, log: WarnLog): AppError {
         'The request path is not valid percent-encoded UTF-8.',
       );
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return new AppError(ErrorCode.URI_TOO_LONG, 'A segment of the request path is over the length limit.');
+      return segmentTooLong();
   }
   if (error.statusCode === 400 || error.code?.startsWith('FST_ERR_CTP')) {
     return new AppError(ErrorCode.MALFORMED_REQUEST, `The request is malformed: ${error.message}`);
@@ -77,12 +77,15 @@ export function frameworkErrorHandler(answer: ReturnType<typeof errorHandler>) {
   };
 }
 
+const segmentTooLong = () =>
+  new AppError(ErrorCode.URI_TOO_LONG, 'A segment of the request path is over the length limit.');
+
 /**
  * The not-found handler. A path that routes serve under other methods (`methodsAt` asks the
  * router) answers 405 with `Allow`, and OPTIONS on it answers 204 with the same `Allow`; HEAD is
  * listed wherever GET is, as Fastify adds it. A path no route serves answers 404.
  */
-export function notFoundHandler(methodsAt: (path: string) => string[]) {
+export function notFoundHandler(methodsAt: (path: string) => string[], maxParamLength: number) {
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = methodsAt(path);
@@ -91,6 +94,11 @@ export function notFoundHandler(methodsAt: (path: string) => string[]) {
         reply,
         new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${request.method} ${path}.`),
       );
+    }
+    // The router also matches a path whose parameter is over its length limit, under every method
+    // it serves, only to refuse it (FST_ERR_MAX_PARAM_LENGTH): no method serves such a path.
+    if (path.split('/').some((segment) => segment.length > maxParamLength)) {
+      return sendProblem(reply, segmentTooLong());
     }
     const allow = [...new Set([...allowed, 'OPTIONS'])].sort().join(', ');
     reply.header('allow', allow);

@@ -57,6 +57,9 @@ class QuietRequestLog extends LogController {
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._:-]{1,64}$/;
 
+/** A path parameter longer than this is refused with 414 before any handler (Fastify's default). */
+const MAX_PATH_PARAM_LENGTH = 100;
+
 /**
  * The Fastify factory: zod validation (failures answer 422), RFC 9457 problem+json for every
  * error, request ids, metrics and the generated OpenAPI 3.1 document with its UI.
@@ -72,6 +75,7 @@ export async function createHttpServer(deps: {
   const app = Fastify({
     loggerInstance: log,
     bodyLimit: config.HTTP_BODY_LIMIT_BYTES,
+    maxParamLength: MAX_PATH_PARAM_LENGTH,
     trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
     // Fastify's own 503 while closing is plain JSON; the onRequest hook answers a problem instead.
     return503OnClosing: false,
@@ -132,8 +136,9 @@ export async function createHttpServer(deps: {
 
   app.setErrorHandler(answerError);
   app.setNotFoundHandler(
-    notFoundHandler((path) =>
-      [...routeMethods].filter((method) => app.findRoute({ method, url: path }) !== null),
+    notFoundHandler(
+      (path) => [...routeMethods].filter((method) => app.findRoute({ method, url: path }) !== null),
+      MAX_PATH_PARAM_LENGTH,
     ),
   );
   app.addHook('preClose', (done) => {

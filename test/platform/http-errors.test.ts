@@ -196,6 +196,16 @@ describe('HTTP error responses', () => {
     expectProblem(response, 414, 'URI_TOO_LONG');
   });
 
+  it('answers a method a path does not serve with 414, as its served methods do, when a path parameter is over the length limit', async () => {
+    const url = `/things/${'a'.repeat(101)}`;
+    for (const method of ['PUT', 'TRACE', 'OPTIONS'] as const) {
+      const response = await http.inject({ method, url });
+      expect(response.statusCode).toBe(414);
+      expect(response.headers.allow).toBeUndefined();
+      expectProblem(response, 414, 'URI_TOO_LONG');
+    }
+  });
+
   it('answers a known path with a method it does not serve with 405 and Allow listing the methods', async () => {
     const response = await http.inject({ method: 'PUT', url: '/things/42?x=1' });
     expect(response.statusCode).toBe(405);
