@@ -13,8 +13,12 @@ export interface Operation {
   /** Header parameters (the economy's Idempotency-Key). */
   headerParams: { name: string; schema: JsonSchema }[];
   body: JsonSchema | undefined;
-  /** Error statuses the document declares as an HTML page (the operator console's own refusals). */
-  htmlErrors: number[];
+  /**
+   * Per method its path serves (`POST`), the error statuses the document declares as an HTML page
+   * (the operator console's own refusals): a case sent with another method is answered by that
+   * method's operation.
+   */
+  htmlErrors: Record<string, number[]>;
 }
 
 interface OpenApiOperation {
@@ -32,27 +36,32 @@ const HTTP_METHODS = new Set(['get', 'put', 'post', 'delete', 'patch', 'options'
 
 /** Every operation the document lists: a new route is fuzzed the moment it is registered. */
 export function operationsOf(doc: OpenApiDocument): Operation[] {
-  return Object.entries(doc.paths).flatMap(([path, item]) =>
-    Object.entries(item)
-      .filter(([method]) => HTTP_METHODS.has(method))
-      .map(([method, op]) => {
-        const params = op.parameters ?? [];
-        const pick = (where: string) =>
-          params.filter((p) => p.in === where).map((p) => ({ name: p.name, schema: p.schema ?? {} }));
-        return {
-          id: `${method.toUpperCase()} ${path}`,
-          method: method.toUpperCase(),
-          path,
-          pathParams: pick('path'),
-          queryParams: pick('query'),
-          headerParams: pick('header'),
-          body: op.requestBody?.content?.['application/json']?.schema,
-          htmlErrors: Object.entries(op.responses ?? {})
-            .filter(([status, response]) => Number(status) >= 400 && 'text/html' in (response.content ?? {}))
-            .map(([status]) => Number(status)),
-        };
-      }),
-  );
+  return Object.entries(doc.paths).flatMap(([path, item]) => {
+    const operations = Object.entries(item).filter(([method]) => HTTP_METHODS.has(method));
+    const htmlErrors = Object.fromEntries(
+      operations.map(([method, op]) => [
+        method.toUpperCase(),
+        Object.entries(op.responses ?? {})
+          .filter(([status, response]) => Number(status) >= 400 && 'text/html' in (response.content ?? {}))
+          .map(([status]) => Number(status)),
+      ]),
+    );
+    return operations.map(([method, op]) => {
+      const params = op.parameters ?? [];
+      const pick = (where: string) =>
+        params.filter((p) => p.in === where).map((p) => ({ name: p.name, schema: p.schema ?? {} }));
+      return {
+        id: `${method.toUpperCase()} ${path}`,
+        method: method.toUpperCase(),
+        path,
+        pathParams: pick('path'),
+        queryParams: pick('query'),
+        headerParams: pick('header'),
+        body: op.requestBody?.content?.['application/json']?.schema,
+        htmlErrors,
+      };
+    });
+  });
 }
 
 /** How the request body is produced when the case is sent. */
@@ -93,7 +102,7 @@ export interface RestCase {
   labels: string[];
   /** Valid JSON with a JSON content type on a well-formed URL: never refused as malformed or unsupported. */
   clean: boolean;
-  /** The operation's error statuses the document declares as HTML pages, which need not be problems. */
+  /** The error statuses the document declares as HTML pages for the method sent, which need not be problems. */
   htmlErrors: number[];
 }
 
@@ -443,7 +452,7 @@ export function restCaseArbitrary(op: Operation, context: SchemaContext): fc.Arb
           !junkUrl &&
           c.raw === null &&
           (!hasBody || JSON_TYPES.includes(c.contentType ?? '')),
-        htmlErrors: op.htmlErrors,
+        htmlErrors: op.htmlErrors[c.method] ?? [],
       };
     });
 }

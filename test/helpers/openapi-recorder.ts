@@ -49,14 +49,13 @@ export function recordExchanges(app: App): ExchangeRecorder {
 
 type InjectOptions = {
   method?: string;
-  url?: string;
-  path?: string;
-  query?: string | Record<string, string | string[]>;
   headers?: Record<string, string | string[] | undefined>;
   payload?: unknown;
   body?: unknown;
 };
 type InjectResponse = {
+  /** The request as the service received it: light-my-request resolves the URL (dot segments, query). */
+  raw: { req: { url?: string } };
   statusCode: number;
   headers: Record<string, string | string[] | number | undefined>;
   rawPayload: Buffer;
@@ -69,7 +68,7 @@ function tapInject(app: App, record: (exchange: Exchange) => void): void {
   http.inject = (options: unknown) => {
     const answered = inject(options);
     if (options === undefined) return answered;
-    const sent = (typeof options === 'string' ? { url: options } : options) as InjectOptions;
+    const sent = (typeof options === 'string' ? {} : options) as InjectOptions;
     return answered.then((response) => {
       record(injectedExchange(sent, response));
       return response;
@@ -88,27 +87,16 @@ function injectedExchange(sent: InjectOptions, response: InjectResponse): Exchan
     requestBody = Buffer.from(JSON.stringify(payload));
     headers['content-type'] ??= 'application/json';
   }
-  let url = sent.url ?? sent.path ?? '/';
-  if (sent.query !== undefined) {
-    const query =
-      typeof sent.query === 'string' ? sent.query : new URLSearchParams(flatQuery(sent.query)).toString();
-    if (query) url += (url.includes('?') ? '&' : '?') + query;
-  }
   return {
     method: (sent.method ?? 'GET').toUpperCase(),
-    url,
+    // Not the URL given to inject: `/api/groups/..` reaches the service as `/api/`.
+    url: response.raw.req.url ?? '/',
     requestHeaders: headers,
     requestBody,
     status: response.statusCode,
     responseHeaders: response.headers,
     responseBody: response.rawPayload,
   };
-}
-
-function flatQuery(query: Record<string, string | string[]>): [string, string][] {
-  return Object.entries(query).flatMap(([key, value]) =>
-    [value].flat().map((v) => [key, v] as [string, string]),
-  );
 }
 
 /** Watches a request arriving over a socket without changing how the service reads or answers it. */
@@ -150,7 +138,8 @@ function tapServerExchange(req: IncomingMessage, res: ServerResponse, record: (e
       requestBody: received.length > 0 ? Buffer.concat(received) : undefined,
       status: res.statusCode,
       responseHeaders: { ...(res.getHeaders() as Exchange['responseHeaders']), ...headers },
-      responseBody: Buffer.concat(sent),
+      // Node sends no body in answer to HEAD, whatever the handler wrote (ServerResponse drops it).
+      responseBody: req.method === 'HEAD' ? Buffer.alloc(0) : Buffer.concat(sent),
     }),
   );
 }
