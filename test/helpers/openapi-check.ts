@@ -44,12 +44,14 @@ export interface OpenApiDocument {
 
 export const COMPONENTS_ID = 'atrium:components';
 /**
- * What a request answers before a route is found: malformed, URL or headers too long, or no route;
- * the not-found route reads a body as every route does, so a body refused by its type or size.
+ * Refusals that come before any handler: malformed, URL or headers too long, or a body refused by
+ * its type or size (the not-found route reads a body as every route does).
  */
-const UNROUTED = [400, 404, 413, 414, 415, 431];
-/** What a method the path does not serve answers: 405, or a refusal of its body or URL first. */
-const UNDECLARED_METHOD = [400, 405, 413, 414, 415, 431];
+const REFUSED_FIRST = [400, 413, 414, 415, 431];
+/** What a path no route serves answers: 404, or a refusal first. */
+const UNROUTED = [...REFUSED_FIRST, 404];
+/** What a method the path does not serve answers: 405, or a refusal first. */
+const UNDECLARED_METHOD = [...REFUSED_FIRST, 405];
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 
 interface Route {
