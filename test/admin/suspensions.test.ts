@@ -146,6 +146,36 @@ describe('account suspensions', () => {
     });
   });
 
+  it("lets only an admin lift an admin's or a moderator's suspension: a moderator gets 403 and it stays in force, unaudited", async () => {
+    const [by, moderator] = [await admin(), await registerWithRole(app(), 'moderator')];
+    const [staff, user] = [
+      [await admin(), await registerWithRole(app(), 'moderator')],
+      await registerUser(app()),
+    ];
+    for (const target of [...staff, user])
+      await expectStatus(200, 'POST', `/api/admin/users/${target.user.id}/suspension`, by, { reason: 'r' });
+    for (const target of staff) {
+      const before = await stateOf(target.user.id);
+      const refused = await unsuspend(moderator, target.user.id);
+      expect([refused.statusCode, refused.json().code]).toEqual([403, 'FORBIDDEN']);
+      expect(await stateOf(target.user.id)).toEqual(before);
+      expect((await login(app(), target.user.username)).statusCode).toBe(403);
+      const lifted = await expectStatus(200, 'DELETE', `/api/admin/users/${target.user.id}/suspension`, by);
+      expect(lifted.json().suspension).toBeNull();
+    }
+    const lifted = await expectStatus(
+      200,
+      'DELETE',
+      `/api/admin/users/${user.user.id}/suspension`,
+      moderator,
+    );
+    expect(lifted.json().suspension).toBeNull();
+    expect((await auditEntriesOf(app().db, user.user.id)).at(-1)).toMatchObject({
+      actor_id: moderator.user.id,
+      action: 'users.unsuspend',
+    });
+  });
+
   it('refuses users without a moderating role with 403 FORBIDDEN, writing nothing', async () => {
     const [plain, user] = [await registerUser(app()), await registerUser(app())];
     const before = await stateOf(user.user.id);

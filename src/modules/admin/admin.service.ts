@@ -80,7 +80,7 @@ function fromEntity(user: User, now: Date): AdminUser {
 
 /**
  * The operator console's account administration (docs/admin.md). Moderators and admins look
- * accounts up and suspend them (a moderator only accounts without a moderating role); roles and
+ * accounts up and suspend them or lift it (a moderator only accounts without a moderating role); roles and
  * sessions are for admins. Each change is audited in its transaction by the rule it runs.
  */
 export class AdminService {
@@ -152,11 +152,12 @@ export class AdminService {
   }
 
   async unsuspend(ctx: Ctx, userId: string): Promise<AdminUser> {
-    const { caller } = staffOf(ctx);
+    const { caller, admin } = staffOf(ctx);
     const now = ctx.now();
     const user = await this.deps.users.liftSuspension(ctx.data, userIdOf(userId), now, {
       kind: 'user',
       id: caller.id,
+      admin,
     });
     return fromEntity(user, now);
   }

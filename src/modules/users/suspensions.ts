@@ -62,8 +62,7 @@ export function suspendAccount(
     if (!user) throw noSuchUser();
     if (actor.kind === 'user' && actor.id === user.id)
       throw new AppError(ErrorCode.CONFLICT, 'You cannot suspend your own account.');
-    if (!actor.admin && user.roles.some((role) => role === 'moderator' || role === 'admin'))
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only admins can suspend moderators and admins.');
+    checkRank(user, actor, 'suspend');
     const before = suspensionInForce(user, suspension.at);
     const by = actor.kind === 'user' ? actor.id : null;
     await writeSuspension(tx, user, {
@@ -84,18 +83,25 @@ export function suspendAccount(
 }
 
 /**
- * Lifts the account's suspension, with its audit entry. Lifting one that is not in force (never
+ * Lifts the account's suspension, with its audit entry. Lifting needs the rank imposing needed, so
+ * a moderator cannot undo an admin's suspension of staff. Lifting one that is not in force (never
  * set, lifted, or lapsed) changes nothing and records nothing: the answer is the same either way.
  */
-export function liftSuspension(data: DataAccess, userId: string, at: Date, actor: AuditActor): Promise<User> {
+export function liftSuspension(
+  data: DataAccess,
+  userId: string,
+  at: Date,
+  actor: AuditActor & { admin: boolean },
+): Promise<User> {
   return transaction(data, async (tx) => {
     const user = await lockUser(tx, { id: userId });
     if (!user) throw noSuchUser();
+    checkRank(user, actor, 'lift');
     const before = suspensionInForce(user, at);
     if (!before) return user;
     await writeSuspension(tx, user, null);
     await recordAudit(tx, {
-      actor,
+      actor: auditActor(actor),
       action: 'users.unsuspend',
       target: { type: 'user', id: user.id },
       before: { suspension: suspensionJson(before) },
@@ -103,6 +109,21 @@ export function liftSuspension(data: DataAccess, userId: string, at: Date, actor
     });
     return user;
   });
+}
+
+/**
+ * The one rank rule of suspensions, imposing and lifting alike: only an admin (or the CLI)
+ * suspends an account holding a moderating role, or lifts its suspension.
+ */
+function checkRank(user: User, actor: AuditActor & { admin: boolean }, what: 'suspend' | 'lift'): void {
+  if (actor.admin) return;
+  if (user.roles.some((role) => role === 'moderator' || role === 'admin'))
+    throw new AppError(
+      ErrorCode.FORBIDDEN,
+      what === 'suspend'
+        ? 'Only admins can suspend moderators and admins.'
+        : "Only admins can lift a moderator's or an admin's suspension.",
+    );
 }
 
 const auditActor = (actor: AuditActor & { admin: boolean }): AuditActor =>
