@@ -70,7 +70,11 @@ type RouteSchema = Record<string, unknown> & {
   [DOCUMENTED_BODIES]?: MediaSchemas;
 };
 type MediaEntry = { description: string; content: Record<string, { schema: z.ZodType }> };
-type DocumentedResponse = { description: string; content?: Record<string, { schema: unknown }> };
+type DocumentedResponse = {
+  description: string;
+  content?: Record<string, { schema: unknown }>;
+  type?: 'null';
+};
 
 function isMediaEntry(entry: unknown): entry is MediaEntry {
   return typeof entry === 'object' && entry !== null && 'content' in entry;
@@ -112,9 +116,12 @@ export const documentRoute: SwaggerTransform = (input) => {
     const code = Number(status);
     const description =
       code >= 400 ? errorDescription(code) : ((json as { description?: string }).description ?? 'Success.');
+    // A response without a body is declared as `null` (z.null()): a 204, a redirect, a 304.
+    // @fastify/swagger writes no content for a response of type null, and a media type for any
+    // other, even one with no schema.
     responses[status] =
       (json as { type?: string }).type === 'null'
-        ? { description }
+        ? { description, type: 'null' }
         : {
             description,
             content: { [code >= 400 ? PROBLEM_MEDIA_TYPE : 'application/json']: { schema: json } },

@@ -108,6 +108,17 @@ describe('the OpenAPI document', () => {
     expect(missing).toEqual([]);
   });
 
+  it('declares no body for the answers that have none: every 204, 303 and 304', () => {
+    // A validator reading a declared media type expects a body of it, such as a JSON null.
+    const withContent = operationsOf(document).flatMap(({ path, method, operation }) =>
+      Object.entries(operation.responses)
+        .filter(([status, response]) => ['204', '303', '304'].includes(status) && response.content)
+        .map(([status]) => `${method} ${path} ${status}`),
+    );
+    expect(withContent).toEqual([]);
+    expect(document.paths['/api/users/me']?.delete?.responses['204']).toEqual({ description: 'Deleted.' });
+  });
+
   it('describes HEAD beside every GET and OPTIONS on every path, with the Allow header', () => {
     for (const [path, item] of Object.entries(document.paths)) {
       expect(item.options?.responses['204']?.headers, path).toHaveProperty('allow');
