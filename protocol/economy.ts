@@ -103,13 +103,26 @@ export const entrySchema = z.object({
 });
 export type Entry = z.infer<typeof entrySchema>;
 
+/**
+ * An entry of a transaction as its reader may see it: a non-admin sees `user_id` and
+ * `balance_after` only on entries of their own accounts; on the other parties' entries (the
+ * seller's, the buyer's, the platform's) both are null.
+ */
+export const transactionEntrySchema = entrySchema.extend({
+  /** The account's owner: null on platform accounts, deleted owners' accounts and other users' entries. */
+  user_id: z.string().nullable(),
+  /** The account's balance after the entry: null on entries of accounts the reader does not own. */
+  balance_after: money.nullable(),
+});
+export type TransactionEntry = z.infer<typeof transactionEntrySchema>;
+
 export const transactionSchema = z.object({
   id: z.string(),
   kind: entryKindSchema,
   created_at: z.string(),
   purchase_id: z.string().nullable(),
   payout_id: z.string().nullable(),
-  entries: z.array(entrySchema),
+  entries: z.array(transactionEntrySchema),
 });
 export type Transaction = z.infer<typeof transactionSchema>;
 
@@ -235,7 +248,7 @@ export const economyLedger = operation('economy.ledger', {
 export const economyTransaction = operation('economy.transaction', {
   tag,
   summary:
-    'One ledger transaction with its entries: to admins and to owners of one of its accounts (else 404).',
+    "One ledger transaction with its entries: to admins and to owners of one of its accounts (else 404). A non-admin sees user_id and balance_after only on their own accounts' entries (null on the others').",
   frame: true,
   rest: { method: 'GET', path: '/api/economy/transactions/:transaction_id' },
   request: z.object({ transaction_id: id }).strict(),

@@ -5,6 +5,7 @@ import {
   type Listing,
   type Payout,
   type Purchase,
+  type TransactionEntry,
 } from '../../../protocol/economy.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
@@ -30,6 +31,13 @@ export const toEntry = (row: EntryRow): Entry => ({
   balance_after: Number(row.balance_after),
   currency: CURRENCY,
   created_at: iso(row.created_at),
+});
+
+/** Another party's entry as a non-admin reader of its transaction sees it: whose, and their balance, withheld. */
+export const toOthersEntry = (row: EntryRow): TransactionEntry => ({
+  ...toEntry(row),
+  user_id: null,
+  balance_after: null,
 });
 
 export const toItem = (row: ItemRow): Item => ({

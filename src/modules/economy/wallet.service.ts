@@ -29,6 +29,7 @@ import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { announceBalances, post } from './ledger.js';
 import {
   accountsById,
+  type EntryRow,
   ensureAccounts,
   entriesOf,
   lockAccounts,
@@ -37,7 +38,7 @@ import {
 import { paidOutTo } from './payouts.repository.js';
 import { nextReleaseOf } from './purchases.repository.js';
 import { verifyLedger } from './verify.js';
-import { adminOf, idOr, isAdmin, toEntry } from './views.js';
+import { adminOf, idOr, isAdmin, toEntry, toOthersEntry } from './views.js';
 
 export interface WalletDeps {
   writes: IdempotentWrites;
@@ -116,13 +117,16 @@ export class WalletService {
     );
   }
 
-  /** A transaction with its entries: to admins, and to owners of one of its accounts (404 to others). */
+  /**
+   * A transaction with its entries: to admins, and to owners of one of its accounts (404 to others),
+   * who see whose account and its balance after only on their own entries.
+   */
   async transaction(ctx: Ctx, transactionId: string): Promise<Transaction> {
     const caller = callerOf(ctx);
+    const admin = isAdmin(caller);
+    const own = (entry: EntryRow) => entry.user_id === caller.id;
     const found = await transactionById(ctx.data, idOr(transactionId, noSuchTransaction));
-    if (!found || (!isAdmin(caller) && !found.entries.some((entry) => entry.user_id === caller.id))) {
-      throw noSuchTransaction();
-    }
+    if (!found || (!admin && !found.entries.some(own))) throw noSuchTransaction();
     const { tx, entries } = found;
     return {
       id: tx.id,
@@ -130,7 +134,8 @@ export class WalletService {
       created_at: new Date(tx.created_at).toISOString(),
       purchase_id: tx.purchase_id,
       payout_id: tx.payout_id,
-      entries: entries.map(toEntry),
+      // A buyer learns neither who the seller's account belongs to nor its balance, nor the platform's revenue.
+      entries: entries.map((entry) => (admin || own(entry) ? toEntry(entry) : toOthersEntry(entry))),
     };
   }
 
