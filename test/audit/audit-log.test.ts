@@ -8,6 +8,7 @@ import { newId } from '../../src/platform/ids.js';
 import { callsAs, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { adminActionCalls } from './admin-actions.js';
 import { auditEntriesOf } from './audit.js';
 
 describe('the audit log', () => {
@@ -142,6 +143,30 @@ describe('the audit log', () => {
     const refused = await audit(await registerWithRole(app(), 'admin'), query);
     expect([refused.statusCode, refused.json().code]).toEqual([422, 'VALIDATION_FAILED']);
     if (path) expect(JSON.stringify(refused.json().errors)).toContain(path);
+  });
+
+  it("records an admin's cancel of another seller's listing once, and nothing for a seller's own cancel", async () => {
+    const { expectStatus: send, listing, listingState } = adminActionCalls(app);
+    const admin = await registerWithRole(app(), 'admin');
+    const theirs = await listing();
+    await send(204, 'DELETE', `/api/economy/listings/${theirs.listingId}`, admin);
+    await send(204, 'DELETE', `/api/economy/listings/${theirs.listingId}`, admin);
+    expect(await listingState(theirs.listingId)).toBe('cancelled');
+    expect(await auditEntriesOf(app().db, theirs.listingId)).toEqual([
+      {
+        actor_kind: 'user',
+        actor_id: admin.user.id,
+        action: 'economy.listings.cancel',
+        target_type: 'listing',
+        target_id: theirs.listingId,
+        before: { state: 'active', seller_id: theirs.seller.user.id, item_id: expect.any(String) },
+        after: { state: 'cancelled' },
+      },
+    ]);
+    const own = await listing();
+    await send(204, 'DELETE', `/api/economy/listings/${own.listingId}`, own.seller);
+    expect(await listingState(own.listingId)).toBe('cancelled');
+    expect(await auditEntriesOf(app().db, own.listingId)).toEqual([]);
   });
 
   it('writes nothing for a read', async () => {

@@ -2,9 +2,11 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Item, Listing } from '../../../protocol/economy.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import { recordAudit } from '../audit/index.js';
 import { userAccount } from './accounts.js';
 import {
   cancelListing,
@@ -200,17 +202,34 @@ export class CatalogService {
     return pageFrom(rows, query.limit, toListing, (row) => [row.created_key, row.id]);
   }
 
-  /** Cancels a listing (its seller or an admin); cancelling a cancelled one again is done already. */
+  /**
+   * Cancels a listing (its seller or an admin); cancelling a cancelled one again is done already.
+   * An admin cancelling another seller's listing is recorded in the audit log, in the transaction
+   * of the cancel, so only the cancel that happened is recorded.
+   */
   async cancelListing(ctx: Ctx, listingId: string): Promise<void> {
     const caller = callerOf(ctx);
     const id = idOr(listingId, noSuchListing);
     const listing = await listingById(ctx.data, id);
     if (!listing) throw noSuchListing();
-    if (listing.seller_id !== caller.id && !isAdmin(caller)) {
+    const bySeller = listing.seller_id === caller.id;
+    if (!bySeller && !isAdmin(caller)) {
       throw new AppError(ErrorCode.FORBIDDEN, 'Only the seller or an admin may cancel a listing.');
     }
     if (listing.state === 'cancelled') return;
-    if (await cancelListing(ctx.data, id, ctx.now())) return;
+    const cancelled = await transaction(ctx.data, async (tx) => {
+      const row = await cancelListing(tx, id, ctx.now());
+      if (row && !bySeller)
+        await recordAudit(tx, {
+          actor: { kind: 'user', id: caller.id },
+          action: 'economy.listings.cancel',
+          target: { type: 'listing', id },
+          before: { state: 'active', seller_id: row.seller_id, item_id: row.item_id },
+          after: { state: 'cancelled' },
+        });
+      return row;
+    });
+    if (cancelled) return;
     // It changed since it was read: sold out, or cancelled by someone else.
     const now = await listingById(ctx.data, id);
     if (now?.state === 'cancelled') return;
