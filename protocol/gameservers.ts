@@ -96,7 +96,8 @@ export const gameServerReportSchema = z
     address: z
       .string()
       .max(GAMESERVER_ADDRESS_MAX)
-      .regex(/^[A-Za-z0-9.\-[\]:]+:\d{1,5}$/, 'must be host:port')
+      // biome-ignore lint/complexity/noUselessEscapeInRegex: the OpenAPI document states this pattern, and Rust's regex reads a bare [ in a class as a nested class.
+      .regex(/^[A-Za-z0-9.\-\[\]:]+:\d{1,5}$/, 'must be host:port')
       .optional(),
     /** How many players it has now. */
     players: z.number().int().min(0).max(1_000_000).optional(),
