@@ -83,23 +83,24 @@ const segmentTooLong = () =>
 /**
  * The not-found handler. A path that routes serve under other methods (`methodsAt` asks the
  * router) answers 405 with `Allow`, and OPTIONS on it answers 204 with the same `Allow`; HEAD is
- * listed wherever GET is, as Fastify adds it. A path no route serves answers 404.
+ * listed wherever GET is, as Fastify adds it. A path no route serves answers 404, and so does one
+ * whose route for the method found nothing there.
  */
 export function notFoundHandler(methodsAt: (path: string) => string[], maxParamLength: number) {
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = methodsAt(path);
-    if (allowed.length === 0) {
-      return sendProblem(
-        reply,
-        new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${request.method} ${path}.`),
-      );
-    }
+    const notFound = () =>
+      sendProblem(reply, new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${request.method} ${path}.`));
+    if (allowed.length === 0) return notFound();
     // The router also matches a path whose parameter is over its length limit, under every method
     // it serves, only to refuse it (FST_ERR_MAX_PARAM_LENGTH): no method serves such a path.
     if (path.split('/').some((segment) => segment.length > maxParamLength)) {
       return sendProblem(reply, segmentTooLong());
     }
+    // A route serving this method found nothing at the path and handed over (reply.callNotFound(),
+    // as the reference page's static files do for a file they do not have).
+    if (allowed.includes(request.method)) return notFound();
     const allow = [...new Set([...allowed, 'OPTIONS'])].sort().join(', ');
     reply.header('allow', allow);
     if (request.method === 'OPTIONS') return reply.code(204).send();

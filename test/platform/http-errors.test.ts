@@ -221,6 +221,21 @@ describe('HTTP error responses', () => {
     expect(response.body).toBe('');
   });
 
+  it('answers a file the reference page does not have with 404 ROUTE_NOT_FOUND, to GET and HEAD, as an unknown path', async () => {
+    const served = await http.inject({ method: 'GET', url: '/docs/static/index.css' });
+    expect(served.statusCode).toBe(200);
+    const missing = await http.inject({ method: 'GET', url: '/docs/static/missing.js' });
+    expect(missing.headers.allow).toBeUndefined();
+    const body = expectProblem(missing, 404, 'ROUTE_NOT_FOUND');
+    expect(body.detail).toBe('No route GET /docs/static/missing.js.');
+    const head = await http.inject({ method: 'HEAD', url: '/docs/static/missing.js' });
+    expect([head.statusCode, head.headers['content-type'], head.body]).toEqual([
+      404,
+      'application/problem+json; charset=utf-8',
+      '',
+    ]);
+  });
+
   it('answers OPTIONS on a known path with 204 and Allow, and on an unknown path with 404', async () => {
     const known = await http.inject({ method: 'OPTIONS', url: '/only-post' });
     expect(known.statusCode).toBe(204);
