@@ -44,6 +44,33 @@ export function adminActionCalls(app: () => TestApp) {
     return { seller, listingId: listed.id as string };
   };
 
+  /** A purchase of a fresh buyer (funded by `admin`) from a fresh seller's listing; answers the seller and the purchase. */
+  const purchase = async (admin: TokenResponse, price = 1000) => {
+    const { seller, listingId } = await listing(price);
+    const buyer = await registerUser(app());
+    await expectStatus(201, 'POST', '/api/economy/admin/grants', admin, {
+      user_id: buyer.user.id,
+      amount: price,
+      reason: 'fixture',
+    });
+    const bought = (
+      await expectStatus(201, 'POST', '/api/economy/purchases', buyer, { listing_id: listingId })
+    ).json();
+    return { seller, purchaseId: bought.id as string };
+  };
+
+  /** A payout request of a creator whose one sale (funded by `admin`) is released; answers its id. */
+  const payoutRequest = async (admin: TokenResponse) => {
+    const { seller } = await purchase(admin);
+    await queryRows(
+      app().db,
+      `update purchases set hold_until = now() - interval '1 second' where seller_id = ?`,
+      [seller.user.id],
+    );
+    const payout = (await expectStatus(201, 'POST', '/api/economy/payouts', seller, { amount: 500 })).json();
+    return payout.id as string;
+  };
+
   /** The stored state of a listing. */
   const listingState = async (listingId: string) =>
     (
@@ -64,5 +91,5 @@ export function adminActionCalls(app: () => TestApp) {
       target_id: string;
     }[];
 
-  return { expectStatus, listing, listingState, auditOf };
+  return { expectStatus, listing, purchase, payoutRequest, listingState, auditOf };
 }

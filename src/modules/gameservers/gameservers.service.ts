@@ -41,7 +41,7 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   admission: SpawnAdmission;
   /** A ready server with no players and no live reservation for this long is stopped. */
   idleStopMs: number;
-  /** An admin's stop of a server of someone else's world is recorded in the audit log. */
+  /** An admin's start or stop of a server of someone else's world is recorded in the audit log. */
   audit: Pick<AuditApi, 'record'>;
 }
 
@@ -109,10 +109,16 @@ export class GameServersService {
     const world = await this.managedWorld(ctx, caller, worldId);
     const spawn = await transaction(ctx.data, async (tx) => {
       const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-      return {
-        ...(await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now())),
-        mayTakeLastSlots,
-      };
+      const started = await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now());
+      // An admin starting a server of someone else's world acts as an admin, as a stop does.
+      if (world.ownerId !== caller.id)
+        await this.deps.audit.record(tx, {
+          actor: { kind: 'user', id: caller.id },
+          action: 'gameservers.spawn',
+          target: { type: 'game_server', id: started.row.id },
+          after: { status: started.row.status, world_id: world.id },
+        });
+      return { ...started, mayTakeLastSlots };
     });
     await this.lifecycle.launch(spawn);
     return view(spawn.row);
