@@ -97,7 +97,7 @@ export const adminUsersSuspend = operation('admin.users.suspend', {
 export const adminUsersUnsuspend = operation('admin.users.unsuspend', {
   tag,
   summary:
-    'Moderators and admins: lift the suspension of an account. Lifting one not in force changes nothing and answers the same.',
+    'Moderators and admins: lift the suspension of an account. Lifting needs the rank imposing needed: only admins lift the suspension of a moderator or an admin (403). Lifting one not in force changes nothing and answers the same.',
   rest: { method: 'DELETE', path: '/api/admin/users/:user_id/suspension' },
   request: z.object({ user_id: id }).strict(),
   response: adminUserSchema,
