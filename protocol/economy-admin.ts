@@ -55,13 +55,16 @@ export const adminPayouts = operation('economy.admin.payouts', {
 export const adminPayoutDecide = operation('economy.admin.payouts.decide', {
   tag,
   summary:
-    'Admins: move a payout requested -> approved -> paid, or requested|approved -> rejected (funds back to available). Any other move 409 CONFLICT with current_state; of two deciders one wins.',
+    'Admins: move a payout requested -> approved -> paid, or requested|approved -> rejected (funds back to available), from `expected_state`, the state the admin decided from. A payout no longer in `expected_state`, or any other move, 409 CONFLICT with current_state, nothing moved; of two deciders one wins.',
   rest: { method: 'PATCH', path: '/api/economy/admin/payouts/:payout_id', idempotencyKey: true },
   request: z
     .object({
       ...idempotent,
       payout_id: id,
       state: z.enum(['approved', 'paid', 'rejected']),
+      expected_state: payoutStateSchema.describe(
+        'The state the admin saw when deciding; if the payout has left it, the decision is refused (409 CONFLICT with current_state).',
+      ),
       note: text(1, 2000).optional(),
     })
     .strict(),

@@ -35,15 +35,17 @@ describe("the economy's admin actions in the audit log", () => {
       idempotency_key: key(),
       amount: 1000,
     });
-    const decide = (state: 'approved' | 'paid' | 'rejected') =>
+    const decide = (state: 'approved' | 'paid' | 'rejected', from: 'requested' | 'approved' | 'paid') =>
       s.call('economy.admin.payouts.decide', s.ctxFor(asAdmin(admin.user)), {
         idempotency_key: key(),
         payout_id: payout.id,
         state,
+        expected_state: from,
       });
-    await decide('approved');
-    await decide('paid');
-    await expect(decide('rejected')).rejects.toMatchObject({ code: 'CONFLICT' });
+    await decide('approved', 'requested');
+    await decide('paid', 'approved');
+    await expect(decide('rejected', 'paid')).rejects.toMatchObject({ code: 'CONFLICT' });
+    await expect(decide('rejected', 'approved')).rejects.toMatchObject({ code: 'CONFLICT' });
     expect(
       (await auditEntriesOf(s.db, payout.id)).map((e) => [e.action, e.actor_id, e.before, e.after]),
     ).toEqual([

@@ -4,6 +4,7 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
+import { requestedPayout } from './rest.js';
 
 /** The economy over REST and the socket: Idempotency-Key semantics, events, the purchase frame. */
 
@@ -174,6 +175,35 @@ describe('admin routes', () => {
     });
     expect(good.statusCode).toBe(403);
     expect(good.json().code).toBe('FORBIDDEN');
+  });
+
+  it('refuses a payout decision without expected_state with 422 naming body.expected_state, moving nothing', async () => {
+    const admin = await registerWithRole(app(), 'admin');
+    const { payoutId } = await requestedPayout(app(), admin);
+    const before = await counts(app());
+    const response = await send(admin, 'PATCH', `/api/economy/admin/payouts/${payoutId}`, {
+      state: 'approved',
+    });
+    expect(response.statusCode).toBe(422);
+    expect(response.json().code).toBe('VALIDATION_FAILED');
+    expect(response.json().errors).toEqual([expect.objectContaining({ path: 'body.expected_state' })]);
+    expect(await counts(app())).toEqual(before);
+    const payout = await send(admin, 'GET', `/api/economy/payouts/${payoutId}`, undefined, null);
+    expect(payout.json().state).toBe('requested');
+  });
+
+  it('answers a payout decision from a state the payout left 409 CONFLICT with current_state in the body, moving nothing', async () => {
+    const admin = await registerWithRole(app(), 'admin');
+    const { payoutId } = await requestedPayout(app(), admin);
+    const url = `/api/economy/admin/payouts/${payoutId}`;
+    expect(
+      (await send(admin, 'PATCH', url, { state: 'approved', expected_state: 'requested' })).statusCode,
+    ).toBe(200);
+    const before = await counts(app());
+    const stale = await send(admin, 'PATCH', url, { state: 'rejected', expected_state: 'requested' });
+    expect(stale.statusCode).toBe(409);
+    expect(stale.json()).toMatchObject({ code: 'CONFLICT', current_state: 'approved' });
+    expect(await counts(app())).toEqual(before);
   });
 
   it.each([0, -5, 1.5, '10', 1_000_000_000_001])(

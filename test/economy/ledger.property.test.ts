@@ -134,10 +134,13 @@ describe('ledger invariants (property)', () => {
               case 'decide': {
                 const payout = payouts[c.payout % Math.max(1, payouts.length)];
                 if (!payout) break;
+                // Decided from the state the admin reads first, as the console does.
+                const seen = await s.call('economy.payouts.get', adminCtx, { payout_id: payout.id });
                 await s.call('economy.admin.payouts.decide', adminCtx, {
                   idempotency_key: key(),
                   payout_id: payout.id,
                   state: c.state,
+                  expected_state: seen.state,
                 });
                 break;
               }

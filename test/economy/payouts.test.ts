@@ -6,18 +6,35 @@ import { EventBus } from '../../src/platform/bus.js';
 import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
+import { auditEntriesOf } from '../audit/audit.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, buy, earningCreator, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
 
 const request = (s: Services, user: ServiceUser, amount: number) =>
   s.call('economy.payouts.create', s.ctxFor(user.user), { idempotency_key: key(), amount });
-const decide = (s: Services, admin: ServiceUser, payoutId: string, state: 'approved' | 'paid' | 'rejected') =>
+type Decision = 'approved' | 'paid' | 'rejected';
+/** The state each decision is made from when a test does not say: the one it is allowed from. */
+const FROM: Record<Decision, PayoutState> = {
+  approved: 'requested',
+  paid: 'approved',
+  rejected: 'requested',
+};
+const decide = (
+  s: Services,
+  admin: ServiceUser,
+  payoutId: string,
+  state: Decision,
+  expectedState: PayoutState = FROM[state],
+) =>
   s.call('economy.admin.payouts.decide', s.ctxFor(asAdmin(admin.user)), {
     idempotency_key: key(),
     payout_id: payoutId,
     state,
+    expected_state: expectedState,
   });
+const stateOf = async (s: Services, admin: ServiceUser, payoutId: string) =>
+  (await s.call('economy.payouts.get', s.ctxFor(asAdmin(admin.user)), { payout_id: payoutId })).state;
 
 describe('payouts', () => {
   const services = useServices();
@@ -75,12 +92,12 @@ describe('payouts', () => {
     const creator = await earningCreator(s, admin, 2);
     const payout = await request(s, creator, 1000);
     await decide(s, admin, payout.id, 'approved');
-    expect(await decide(s, admin, payout.id, 'rejected')).toMatchObject({ state: 'rejected' });
+    expect(await decide(s, admin, payout.id, 'rejected', 'approved')).toMatchObject({ state: 'rejected' });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 1400, in_payout: 0, paid_out: 0 });
   });
 
-  const illegal: [PayoutState[], 'approved' | 'paid' | 'rejected'][] = [
+  const illegal: [PayoutState[], Decision][] = [
     [[], 'paid'],
     [['approved'], 'approved'],
     [['approved', 'paid'], 'approved'],
@@ -97,11 +114,12 @@ describe('payouts', () => {
       const admin = await s.createUser();
       const creator = await earningCreator(s, admin, 2);
       const payout = await request(s, creator, 1000);
-      for (const step of path) await decide(s, admin, payout.id, step as 'approved' | 'paid' | 'rejected');
+      for (const step of path) await decide(s, admin, payout.id, step as Decision);
+      const current = path.at(-1) ?? 'requested';
       const before = await ledgerCounts(s);
-      await expect(decide(s, admin, payout.id, move)).rejects.toMatchObject({
+      await expect(decide(s, admin, payout.id, move, current)).rejects.toMatchObject({
         code: 'CONFLICT',
-        extra: { details: { current_state: path.at(-1) ?? 'requested' } },
+        extra: { details: { current_state: current } },
       });
       expect(await ledgerCounts(s)).toEqual(before);
     },
@@ -120,6 +138,49 @@ describe('payouts', () => {
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'CONFLICT' } });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 1400, in_payout: 0 });
+    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+  });
+
+  it('refuses a decision made from a state the payout left with CONFLICT and current_state, writing nothing', async () => {
+    const s = services();
+    const admin = await s.createUser();
+    const creator = await earningCreator(s, admin, 2);
+    const payout = await request(s, creator, 1000);
+    await decide(s, admin, payout.id, 'approved');
+    const [before, audited] = [await ledgerCounts(s), await auditEntriesOf(s.db, payout.id)];
+    // Allowed from approved, but decided from the requested payout the admin saw.
+    await expect(decide(s, admin, payout.id, 'rejected', 'requested')).rejects.toMatchObject({
+      code: 'CONFLICT',
+      extra: { details: { current_state: 'approved' } },
+    });
+    expect(await ledgerCounts(s)).toEqual(before);
+    expect(await auditEntriesOf(s.db, payout.id)).toEqual(audited);
+    expect(await stateOf(s, admin, payout.id)).toBe('approved');
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject({ available: 400, in_payout: 1000 });
+  });
+
+  it('lets exactly one of two concurrent decisions from requested win, approve against reject; the other gets CONFLICT', async () => {
+    const s = services();
+    const [first, second] = [await s.createUser(), await s.createUser()];
+    const creator = await earningCreator(s, first, 2);
+    const payout = await request(s, creator, 1000);
+    const results = await Promise.allSettled([
+      decide(s, first, payout.id, 'approved', 'requested'),
+      decide(s, second, payout.id, 'rejected', 'requested'),
+    ]);
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    const lost = results.find((r) => r.status === 'rejected');
+    const winner = (won[0] as PromiseFulfilledResult<{ state: PayoutState }>).value.state;
+    expect(lost).toMatchObject({
+      reason: { code: 'CONFLICT', extra: { details: { current_state: winner } } },
+    });
+    expect(await stateOf(s, first, payout.id)).toBe(winner);
+    const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
+    expect(balance).toMatchObject(
+      winner === 'approved' ? { available: 400, in_payout: 1000 } : { available: 1400, in_payout: 0 },
+    );
     expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
   });
 

@@ -230,7 +230,13 @@ export function economyRows(appOf: () => TestApp): { [N in EconomyName]: Row<N> 
         const payout = await requestPayout(a.me);
         return {
           token: admin.access_token,
-          input: { idempotency_key: key(), payout_id: payout, state: 'rejected', note: 'missing tax form' },
+          input: {
+            idempotency_key: key(),
+            payout_id: payout,
+            state: 'rejected',
+            expected_state: 'requested',
+            note: 'missing tax form',
+          },
         };
       },
     },

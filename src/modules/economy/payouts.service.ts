@@ -124,14 +124,32 @@ export class PayoutsService {
     return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
   }
 
-  /** An admin's decision; the payout row is locked, so of two deciders the second sees the first's move. */
-  decide(ctx: Ctx, input: KeyedInput & { payout_id: string; state: Decision; note?: string | undefined }) {
+  /**
+   * An admin's decision, made from the state they saw (`expected_state`). The payout row is locked
+   * and the state checked under the lock, so of two deciders the second sees the first's move and
+   * is refused, even when its own move would be allowed from the new state.
+   */
+  decide(
+    ctx: Ctx,
+    input: KeyedInput & {
+      payout_id: string;
+      state: Decision;
+      expected_state: PayoutState;
+      note?: string | undefined;
+    },
+  ) {
     const admin = adminOf(ctx);
     const payoutId = idOr(input.payout_id, noSuchPayout);
     return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (tx) => {
       const at = ctx.now();
       const row = await payoutById(tx, payoutId, true);
       if (!row) throw noSuchPayout();
+      if (row.state !== input.expected_state) {
+        throw conflictIn(
+          `The payout is ${row.state} now, not ${input.expected_state} as it was when decided on; look at it again.`,
+          row.state,
+        );
+      }
       if (!ALLOWED[row.state].includes(input.state)) {
         throw conflictIn(`A payout cannot move from ${row.state} to ${input.state}.`, row.state);
       }

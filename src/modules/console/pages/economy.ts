@@ -154,12 +154,17 @@ const MOVES: Record<string, { state: string; label: string }[]> = {
   ],
 };
 
+/**
+ * Each form carries the state the payout was shown in: should it have moved since (another admin
+ * decided it), the API refuses the decision with 409 rather than apply it to a state nobody saw.
+ */
 function decisionForms(ctx: PageContext, payout: Payout): Html {
   return html`${(MOVES[payout.state] ?? []).map((move) =>
     postForm(
       ctx,
       `${PAYOUTS}/${segment(payout.id)}`,
-      html`${idempotencyField()}<input type="hidden" name="state" value="${move.state}">`,
+      html`${idempotencyField()}<input type="hidden" name="state" value="${move.state}">
+<input type="hidden" name="expected_state" value="${payout.state}">`,
       move.label,
       {
         className: 'inline',
@@ -210,7 +215,7 @@ export const economyActions: ConsoleAction[] = [
       method: 'PATCH',
       path: `/api/economy/admin/payouts/${segment(params.payout_id ?? '')}`,
       idempotencyKey: form.idempotency_key,
-      body: { state: form.state },
+      body: { state: form.state, expected_state: form.expected_state },
     }),
     done: (answer) => `Payout of ${(answer as Payout).amount} coin is now ${(answer as Payout).state}.`,
   },
