@@ -4,8 +4,9 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
  * Checks HTTP exchanges against the OpenAPI document the service publishes, with Ajv (JSON Schema
  * 2020-12), which shares no code with the zod schemas the service validates and serializes with:
  * the status must be declared for the operation, the response's media type declared for that
- * status, a JSON body must match the declared schema, and a request the document refuses (body,
- * path, query or header parameters) must not succeed.
+ * status, a body sent where one is declared (but for HEAD) and none where none is, a JSON body must
+ * match the declared schema, and a request the document refuses (body, path, query or header
+ * parameters) must not succeed.
  */
 
 export interface Exchange {
@@ -129,10 +130,13 @@ export class OpenApiCheck {
     const declared = operation.responses[String(exchange.status)] ?? operation.responses.default;
     if (!declared) return [`status ${exchange.status} is not declared`];
     const mediaType = mediaTypeOf(exchange.responseHeaders['content-type']);
-    if (exchange.responseBody.length === 0 && (mediaType === undefined || exchange.method === 'HEAD')) {
-      return [];
-    }
     const content = declared.content ?? {};
+    if (exchange.responseBody.length === 0 && (mediaType === undefined || exchange.method === 'HEAD')) {
+      // HEAD answers without the body GET would send; anything else declared with a body must send
+      // one: a JSON null, say, is four bytes, not none.
+      if (exchange.method === 'HEAD' || Object.keys(content).length === 0) return [];
+      return [`the document declares a body (${Object.keys(content).join(', ')}) the service did not send`];
+    }
     const media = mediaType === undefined ? undefined : content[mediaType];
     if (!media) {
       return [

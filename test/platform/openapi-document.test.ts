@@ -276,6 +276,31 @@ describe('the exchange check', () => {
     ]);
   });
 
+  it('reports a body the document declares and the service did not send, such as a JSON null on a 204', () => {
+    const follow = exchange({
+      method: 'PUT',
+      url: '/api/follows/u1',
+      status: 204,
+      responseHeaders: {},
+      responseBody: Buffer.alloc(0),
+    });
+    // The 204 as @fastify/swagger wrote a z.null() response: a JSON body of any value.
+    const declaringNull = new OpenApiCheck({
+      paths: {
+        '/api/follows/{user_id}': {
+          put: {
+            responses: { 204: { content: { 'application/json': { schema: { description: 'Success.' } } } } },
+          },
+        },
+      },
+    });
+    expect(declaringNull.check(follow)).toEqual([
+      'PUT /api/follows/{user_id} -> 204: the document declares a body (application/json) the service did not send',
+    ]);
+    expect(check.check(follow)).toEqual([]);
+    expect(check.check({ ...follow, method: 'HEAD', url: '/api/worlds/w1', status: 404 })).toEqual([]);
+  });
+
   it('reports a body that does not match the schema', () => {
     const [violation] = check.check(exchange({ responseBody: Buffer.from('{"code":"NOT_FOUND"}') }));
     expect(violation).toMatch(/^GET \/api\/worlds\/\{world_id\} -> 404: the response body does not match/);
