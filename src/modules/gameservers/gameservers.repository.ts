@@ -22,10 +22,12 @@ export interface GameServerRow {
   ready_at: Date | null;
   ended_at: Date | null;
   ready_deadline: Date;
+  /** The node supervising a local server's process (migration 0028); null for Agones servers. */
+  node_id: string | null;
 }
 
 const COLUMNS = `id, world_id, requested_by, backend, status::text as status, address, error, players,
-  max_players, created_at, ready_at, ended_at, ready_deadline`;
+  max_players, created_at, ready_at, ended_at, ready_deadline, node_id`;
 
 export async function insertServer(
   data: DataAccess,
@@ -34,8 +36,8 @@ export async function insertServer(
 ): Promise<GameServerRow> {
   const [inserted] = await executeBound<GameServerRow>(
     data,
-    `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline)
-     values ($1, $2, $3, $4, decode($5, 'hex'), $6, $7, $8) returning ${COLUMNS}`,
+    `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline, node_id)
+     values ($1, $2, $3, $4, decode($5, 'hex'), $6, $7, $8, $9) returning ${COLUMNS}`,
     [
       row.id,
       row.world_id,
@@ -45,6 +47,7 @@ export async function insertServer(
       row.max_players,
       row.created_at,
       row.ready_deadline,
+      row.node_id,
     ],
   );
   return inserted as GameServerRow;
@@ -89,6 +92,43 @@ export async function endServer(
     [serverId, outcome.status, outcome.error, outcome.at],
   );
   return row;
+}
+
+/**
+ * The nodes other than `self` supervising live servers recorded before `recordedBefore`: the
+ * nodes whose liveness the reconcile checks.
+ */
+export async function supervisingNodes(
+  data: DataAccess,
+  self: string,
+  recordedBefore: Date,
+): Promise<string[]> {
+  const rows = await executeBound<{ node_id: string }>(
+    data,
+    `select distinct node_id from game_servers
+     where status in ('starting', 'ready') and node_id is not null and node_id <> $1 and created_at <= $2`,
+    [self, recordedBefore],
+  );
+  return rows.map((row) => row.node_id);
+}
+
+/**
+ * Stops the live servers of these (dead) nodes recorded before `recordedBefore`, their tokens
+ * cleared; returns the ones this call stopped. The status guards the update, so of several nodes
+ * sweeping at once one stops each server: the others wait for its row and find it ended.
+ */
+export async function stopServersOfNodes(
+  data: DataAccess,
+  nodeIds: readonly string[],
+  outcome: { error: string; at: Date; recordedBefore: Date },
+): Promise<GameServerRow[]> {
+  return executeBound<GameServerRow>(
+    data,
+    `update game_servers set status = 'stopped', error = $2, ended_at = $3, token_hash = null
+     where node_id = any($1::uuid[]) and status in ('starting', 'ready') and created_at <= $4
+     returning ${COLUMNS}`,
+    [nodeIds, outcome.error, outcome.at, outcome.recordedBefore],
+  );
 }
 
 /**

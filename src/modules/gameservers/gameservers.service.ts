@@ -274,8 +274,9 @@ export class GameServersService {
 
   /**
    * Ends what the records and the spawner disagree on: servers past their deadline (a timer lost
-   * with another node), idle servers, and servers this node runs whose record ended or is gone (stopped through
-   * another node, or their world deleted).
+   * with another node), idle servers, servers this node runs whose record ended or is gone (stopped through
+   * another node, or their world deleted), and the servers of nodes that died (last: it asks the
+   * KV store, which may not answer).
    */
   async reconcile(): Promise<void> {
     const data = this.deps.systemData();
@@ -285,6 +286,12 @@ export class GameServersService {
       const row = await findServer(data, id);
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
     }
+    await this.stopOrphaned(new Date());
+  }
+
+  /** Stops the servers whose node's lease lapsed before `now`; returns the ones this call stopped. */
+  stopOrphaned(now: Date): Promise<string[]> {
+    return this.lifecycle.endOrphaned(now);
   }
 
   /** Stops everything this node runs (shutdown): their records end as stopped. */

@@ -16,6 +16,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import { StartupError } from '../../platform/startup-error.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
+import type { PresenceApi } from '../presence/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
@@ -73,12 +74,14 @@ function readTemplate(path: string): string {
 const RECONCILE_INTERVAL_MS = 2_000;
 
 /**
- * What tests may look at: the spawner, which knows the servers this node runs, and the idle sweep,
- * run at a chosen time (the reconcile timer runs it at the present).
+ * What tests may look at: the spawner, which knows the servers this node runs, and the sweeps of
+ * idle servers and of dead nodes' servers, run at a chosen time (the reconcile timer runs them at
+ * the present).
  */
 export interface GameServersApi {
   spawner: Spawner;
   stopIdle(now: Date): Promise<string[]>;
+  stopOrphaned(now: Date): Promise<string[]>;
 }
 
 /**
@@ -89,10 +92,15 @@ export const gameServersModule = defineModule({
   name: 'gameservers',
   entities: [],
   tables: ['game_servers', 'game_server_reservations'],
-  needs: ['worlds', 'discovery', 'audit'],
+  needs: ['worlds', 'discovery', 'audit', 'presence'],
   async setup(
     platform,
-    { worlds, discovery, audit }: { worlds: WorldsApi; discovery: DiscoveryApi; audit: AuditApi },
+    {
+      worlds,
+      discovery,
+      audit,
+      presence,
+    }: { worlds: WorldsApi; discovery: DiscoveryApi; audit: AuditApi; presence: PresenceApi },
   ) {
     const { config, log, bus, kv } = platform;
     const spawner = await spawnerFor(config, log);
@@ -125,6 +133,9 @@ export const gameServersModule = defineModule({
       apiUrl: () => apiUrl,
       wsUrl: () => wsUrl,
       systemData: () => systemCtx().data,
+      nodeId: presence.nodeId,
+      nodes: presence,
+      nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
     });
     // Server tokens are the platform's service tokens: /internal routes and the socket take them.
     platform.serviceTokens.provide({
@@ -144,7 +155,11 @@ export const gameServersModule = defineModule({
       ),
     );
     return {
-      api: { spawner, stopIdle: (now) => service.stopIdle(now) } satisfies GameServersApi,
+      api: {
+        spawner,
+        stopIdle: (now) => service.stopIdle(now),
+        stopOrphaned: (now) => service.stopOrphaned(now),
+      } satisfies GameServersApi,
       operations: [
         serve(gameServersSpawn, (ctx, { world_id }) => service.spawn(ctx, world_id)),
         serve(gameServersGet, (ctx, { server_id }) => service.get(ctx, server_id)),

@@ -3,6 +3,7 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Logger } from '../../platform/log.js';
+import type { PresenceApi } from '../presence/index.js';
 import {
   deleteServer,
   endServer,
@@ -11,6 +12,8 @@ import {
   type GameServerRow,
   insertServer,
   markReady,
+  stopServersOfNodes,
+  supervisingNodes,
 } from './gameservers.repository.js';
 import { newServerToken } from './server-tokens.js';
 import type { Spawner, SpawnListener } from './spawner.js';
@@ -26,6 +29,12 @@ export interface ServerLifecycleDeps {
   wsUrl(): string;
   /** A data handle outside any request, for the spawner's reports and the timers. */
   systemData(): DataAccess;
+  /** This node's id (its presence node lease), recorded as the supervisor of its local servers. */
+  nodeId: string;
+  /** Which nodes hold a current lease: a local server's process dies or is orphaned with its node. */
+  nodes: Pick<PresenceApi, 'aliveNodes'>;
+  /** NODE_LEASE_SECONDS in ms: a node that has not renewed its lease for this long is dead. */
+  nodeLeaseMs: number;
 }
 
 /** A recorded `starting` server with its token in the clear, ready to be launched. */
@@ -89,6 +98,8 @@ export class ServerLifecycle {
         max_players: this.deps.maxPlayers,
         created_at: now,
         ready_deadline: new Date(now.getTime() + this.deps.readyTimeoutMs),
+        // Kubernetes supervises an Agones server, whatever becomes of the node that asked for it.
+        node_id: this.deps.spawner.kind === 'local' ? this.deps.nodeId : null,
       },
       hash,
     );
@@ -180,6 +191,26 @@ export class ServerLifecycle {
    */
   async endOverdue(data: DataAccess, now: Date, worldId?: string): Promise<void> {
     for (const row of await failOverdue(data, now, this.missedDeadline, worldId)) await this.afterEnd(row);
+  }
+
+  /**
+   * Stops the live local servers of the nodes whose lease lapsed (docs/gameservers.md, "When a
+   * node dies") and ends each as any stop does; returns the ones this call stopped. A server
+   * recorded less than a lease ago is left to the next sweep: its node takes its lease as it
+   * starts, a moment after it begins to serve.
+   */
+  async endOrphaned(now: Date): Promise<string[]> {
+    const data = this.deps.systemData();
+    const recordedBefore = new Date(now.getTime() - this.deps.nodeLeaseMs);
+    const nodes = await supervisingNodes(data, this.deps.nodeId, recordedBefore);
+    if (nodes.length === 0) return [];
+    const alive = await this.deps.nodes.aliveNodes(nodes);
+    const dead = nodes.filter((id) => !alive.has(id));
+    if (dead.length === 0) return [];
+    const error = 'The node that ran it stopped: its node lease lapsed.';
+    const ended = await stopServersOfNodes(data, dead, { error, at: now, recordedBefore });
+    for (const row of ended) await this.afterEnd(row);
+    return ended.map((row) => row.id);
   }
 
   /** What follows a server's end, whoever ended it: sockets closed, process stopped, joins told. */

@@ -22,6 +22,8 @@ export interface PresenceApi {
   flushStatusMessages(): Promise<void>;
   /** This node's id in the presence lease registry. */
   readonly nodeId: string;
+  /** Which of these node ids hold a current lease (this node's does): the others are dead. */
+  aliveNodes(nodeIds: readonly string[]): Promise<Set<string>>;
 }
 
 /**
@@ -78,6 +80,7 @@ export const presenceModule = defineModule({
       flushLastSeen: () => tracker.flushLastSeen(),
       flushStatusMessages: () => statusMessages.flush(),
       nodeId: tracker.lease.nodeId,
+      aliveNodes: (nodeIds) => tracker.lease.alive(nodeIds),
     };
     return {
       api,
