@@ -24,6 +24,7 @@ import { Migration0023AuditLog } from './0023_audit_log.js';
 import { Migration0024AccountSuspensions } from './0024_account_suspensions.js';
 import { Migration0025AdminIndexes } from './0025_admin_indexes.js';
 import { Migration0026DiscoveryRankFilters } from './0026_discovery_rank_filters.js';
+import { Migration0027WorldStoredBytes } from './0027_world_stored_bytes.js';
 import { Migration0028GameServerNodes } from './0028_game_server_nodes.js';
 
 /**
@@ -58,5 +59,6 @@ export const migrationsList = [
   { name: '0024_account_suspensions', class: Migration0024AccountSuspensions },
   { name: '0025_admin_indexes', class: Migration0025AdminIndexes },
   { name: '0026_discovery_rank_filters', class: Migration0026DiscoveryRankFilters },
+  { name: '0027_world_stored_bytes', class: Migration0027WorldStoredBytes },
   { name: '0028_game_server_nodes', class: Migration0028GameServerNodes },
 ];

@@ -1,6 +1,7 @@
 import { decode, encode } from '@msgpack/msgpack';
 import { encodeChunk } from '../../protocol/chunk-codec.js';
 import type { App } from '../../src/app.js';
+import { HistoryRetention, type RetentionSettings } from '../../src/modules/worlds/history-retention.js';
 import { bearer } from '../helpers/accounts.js';
 import { queryRows } from '../helpers/database.js';
 import { sampleChunk } from '../helpers/worlds.js';
@@ -57,8 +58,9 @@ export async function roomPayloads(
 }
 
 /**
- * The world's stored live content bytes, beside the sum recomputed from its chunks' heads (the
- * two must agree), and its revision count.
+ * The world's stored content bytes (the counter its quota reads), beside the sum recomputed from
+ * every revision it keeps, live heads and history alike (the two must agree), and its revision
+ * count.
  */
 export async function contentState(
   node: Pick<App, 'db'>,
@@ -66,9 +68,8 @@ export async function contentState(
 ): Promise<{ stored: number; recomputed: number; revisions: number }> {
   const [row] = await queryRows<{ stored: string; recomputed: string; revisions: string }>(
     node.db,
-    `select w.content_bytes::text as stored,
-       (select coalesce(sum(octet_length(r.payload)), 0) from chunks c join chunk_revisions r on r.id = c.revision
-        where c.world_id = w.id and not c.deleted)::text as recomputed,
+    `select w.stored_bytes::text as stored,
+       (select coalesce(sum(octet_length(payload)), 0) from chunk_revisions where world_id = w.id)::text as recomputed,
        (select count(*) from chunk_revisions where world_id = w.id)::text as revisions
      from worlds w where w.id = ?`,
     [worldId],
@@ -78,4 +79,14 @@ export async function contentState(
     recomputed: Number(row?.recomputed),
     revisions: Number(row?.revisions),
   };
+}
+
+/** The pruning passes (docs/worlds.md, "Retention") over the app's database, with these settings. */
+export function retentionOf(app: Pick<App, 'ctx' | 'log'>, settings: RetentionSettings): HistoryRetention {
+  return new HistoryRetention({
+    data: () => app.ctx({ user: null, log: app.log, ip: 'internal' }).data,
+    log: app.log,
+    settings,
+    intervalSeconds: 60,
+  });
 }

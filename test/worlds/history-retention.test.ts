@@ -1,13 +1,13 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { HistoryRetention, type RetentionSettings } from '../../src/modules/worlds/history-retention.js';
+import type { RetentionSettings } from '../../src/modules/worlds/history-retention.js';
 import { executeBound } from '../../src/platform/db.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes, createWorld } from '../helpers/worlds.js';
-import { batch, roomPayloads } from './content-fixtures.js';
+import { batch, contentState, retentionOf, roomPayloads } from './content-fixtures.js';
 
 /** A revision as stored: enough to rebuild any state of the world. */
 interface Stored {
@@ -71,13 +71,7 @@ describe('revision retention', () => {
     owner = await registerUser(app());
   });
 
-  const retention = (settings: RetentionSettings) =>
-    new HistoryRetention({
-      data: () => app().ctx({ user: null, log: app().log, ip: 'internal' }).data,
-      log: app().log,
-      settings,
-      intervalSeconds: 60,
-    });
+  const retention = (settings: RetentionSettings) => retentionOf(app(), settings);
 
   /** A world and a way to commit to it; deletes of chunks that are not live are left out. */
   async function world() {
@@ -101,7 +95,7 @@ describe('revision retention', () => {
     return { worldId, room, commit };
   }
 
-  it('keeps every state from the horizon on exactly, deletes exactly what the horizon supersedes, and caps each chunk', async () => {
+  it("keeps every state from the horizon on exactly, deletes exactly what the horizon supersedes, caps each chunk, and takes what it deletes off the world's stored bytes", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(fc.array(commitArbitrary, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 2 }),
@@ -142,6 +136,9 @@ describe('revision retention', () => {
             expect(after.map((r) => r.id)).toEqual(before.filter((r) => !superseded(r)).map((r) => r.id));
             for (const revisions of byChunk(after))
               expect(revisions.length).toBeLessThanOrEqual(maxRevisions);
+            // The pass gave back exactly the bytes of what it deleted.
+            const bytes = await contentState(app(), worldId);
+            expect(bytes.stored).toBe(bytes.recomputed);
             const all = [...everything.values()];
             for (const at of [horizon, ...all.map((r) => r.id).filter((id) => id >= horizon)])
               expect(stateAt(after, at)).toEqual(stateAt(all, at));
@@ -205,7 +202,7 @@ describe('revision retention', () => {
     expect(await horizonOf(app(), worldId)).toBe(first?.id);
   });
 
-  it('works through a long history in short turns, until each chunk keeps the one revision its state needs', async () => {
+  it('works through a long history in short turns, until each chunk keeps the one revision its state needs, whose bytes alone stay counted', async () => {
     const { worldId, room, commit } = await world();
     // 300 chunks written 4 times: 1,200 revisions, many windows of a statement each.
     for (let round = 0; round < 4; round++)

@@ -201,10 +201,13 @@ describe('migration 0019 on a database that already holds worlds', () => {
       const { db, url } = empty;
       const run = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
         queryRows<Row>(db, text, params);
-      // A database from before 0019: everything else applied, 0019 taken back by hand.
+      // A database from before 0019: everything else applied, 0019 taken back by hand (and 0027,
+      // which renames its column, so that both apply again in order).
       await migrateUp(db, url);
-      await run(`delete from atrium_migrations where name = '0019_world_content_limits'`);
-      await run(`alter table worlds drop column content_bytes, drop column history_horizon,
+      await run(
+        `delete from atrium_migrations where name in ('0019_world_content_limits', '0027_world_stored_bytes')`,
+      );
+      await run(`alter table worlds drop column stored_bytes, drop column history_horizon,
         drop column history_pruned_through, drop column history_checked_through, drop column history_due_at`);
       await run('drop index chunks_world_id_id_idx; create index chunks_world_id_idx on chunks (world_id)');
       const owner = randomUUID();
@@ -234,7 +237,8 @@ describe('migration 0019 on a database that already holds worlds', () => {
         [full, room, full, room, full, room],
       );
 
-      expect(await migrateUp(db, url)).toEqual(['0019_world_content_limits']);
+      const applied = await db.orm.migrator.up({ to: '0019_world_content_limits' });
+      expect(applied.map((m) => m.name)).toEqual(['0019_world_content_limits']);
       const rows = await run<{ id: string; content_bytes: string; due: boolean }>(
         'select id, content_bytes::text as content_bytes, history_due_at is not null as due from worlds',
       );
@@ -243,6 +247,72 @@ describe('migration 0019 on a database that already holds worlds', () => {
           { id: full, content_bytes: '5', due: true },
           { id: empty0, content_bytes: '0', due: false },
         ].sort((a, b) => a.id.localeCompare(b.id)),
+      );
+    } finally {
+      await empty.drop();
+    }
+  });
+});
+
+describe('migration 0027 on a database that already holds worlds', () => {
+  it("counts each world's kept history with its live payloads in its stored bytes, tombstones weighing nothing", async () => {
+    const empty = await createEmptyDatabase();
+    try {
+      const { db } = empty;
+      const run = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
+        queryRows<Row>(db, text, params);
+      const index = migrationsList.findIndex((m) => m.name === '0027_world_stored_bytes');
+      await db.orm.migrator.up({ to: migrationsList[index - 1]?.name as string });
+      const owner = randomUUID();
+      await run(
+        `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+         values (?, 'backfilled', 'x', now(), now())`,
+        [owner],
+      );
+      const [edited, untouched] = [randomUUID(), randomUUID()];
+      const [main, hall] = [randomUUID(), randomUUID()];
+      // content_bytes as 0019 kept it: the live payloads alone (5 + 4 bytes).
+      await run(
+        `insert into worlds (id, owner_id, name, content_revision, content_bytes)
+         values (?, ?, 'edited', 6, 9), (?, ?, 'untouched', 0, 0)`,
+        [edited, owner, untouched, owner],
+      );
+      await run(`insert into rooms (id, world_id, name) values (?, ?, 'main'), (?, ?, 'hall')`, [
+        main,
+        edited,
+        hall,
+        edited,
+      ]);
+      // Chunk 1 rewritten (3 then 5 bytes), chunk 2 deleted after 2 bytes, chunk 3 in the hall (4 bytes).
+      await run(
+        `insert into chunks (id, room_id, world_id, x, y, z, revision, deleted) overriding system value
+        values (911, ?, ?, 0, 0, 0, 2, false), (912, ?, ?, 1, 0, 0, 5, true), (913, ?, ?, 0, 0, 0, 6, false)`,
+        [main, edited, main, edited, hall, edited],
+      );
+      await run(
+        `insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone) values
+        (1, 911, ?, ?, 0, 0, 0, '\\x010203'::bytea, false),
+        (2, 911, ?, ?, 0, 0, 0, '\\x0102030405'::bytea, false),
+        (4, 912, ?, ?, 1, 0, 0, '\\x0102'::bytea, false),
+        (5, 912, ?, ?, 1, 0, 0, null, true),
+        (6, 913, ?, ?, 0, 0, 0, '\\x01020304'::bytea, false)`,
+        [edited, main, edited, main, edited, main, edited, main, edited, hall],
+      );
+
+      await db.orm.migrator.up();
+
+      const rows = await run<{ id: string; stored_bytes: string }>(
+        'select id, stored_bytes::text as stored_bytes from worlds',
+      );
+      expect(rows.sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+        [
+          { id: edited, stored_bytes: '14' },
+          { id: untouched, stored_bytes: '0' },
+        ].sort((a, b) => a.id.localeCompare(b.id)),
+      );
+      // The bound on the counter kept its meaning under the new name.
+      await expect(run('update worlds set stored_bytes = -1 where id = ?', [untouched])).rejects.toThrow(
+        /worlds_stored_bytes_nonnegative/,
       );
     } finally {
       await empty.drop();

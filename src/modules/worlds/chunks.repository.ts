@@ -34,8 +34,6 @@ export async function liveChunkHeads(
 export interface HeadState {
   revision: number;
   deleted: boolean;
-  /** The payload's size in bytes; 0 for a tombstone. */
-  bytes: number;
 }
 
 /** A chunk of a world, addressed by room and coordinates. */
@@ -52,16 +50,15 @@ export interface CommitPlan {
   heads: (HeadState | undefined)[];
   /** One fresh revision id per write, increasing. */
   revisions: number[];
-  /** The world's live content bytes before the commit. */
-  contentBytes: number;
+  /** The payload bytes the world stores before the commit, live and kept history. */
+  storedBytes: number;
 }
 
 /**
  * Reads, in one round trip, what a commit to a locked world checks and needs: which rooms exist,
- * the heads of the chunks written (with their payload sizes: octet_length reads a stored value's
- * header, not the value), the world's content bytes, and a revision id per write. It must run after the lock is
- * taken (not in the locking statement): a statement reads as of its start, and a writer that
- * waited for the lock must see the commit it waited for.
+ * the heads of the chunks written, the world's stored bytes, and a revision id per write. It must
+ * run after the lock is taken (not in the locking statement): a statement reads as of its start,
+ * and a writer that waited for the lock must see the commit it waited for.
  */
 export async function prepareCommit(
   data: DataAccess,
@@ -71,29 +68,28 @@ export async function prepareCommit(
 ): Promise<CommitPlan> {
   const [row] = await executeBound<{
     rooms: string[] | null;
-    heads: [number, number | string, boolean, number | null][] | null;
+    heads: [number, number | string, boolean][] | null;
     ids: (string | number)[];
-    content_bytes: string | number;
+    stored_bytes: string | number;
   }>(
     data,
     `select
        (select array_agg(id::text) from rooms where world_id = $1 and id = any($2::uuid[])) as rooms,
-       (select json_agg(json_build_array(k.i, c.revision, c.deleted, octet_length(r.payload)))
+       (select json_agg(json_build_array(k.i, c.revision, c.deleted))
           from unnest($3::uuid[], $4::int[], $5::int[], $6::int[]) with ordinality as k (room_id, x, y, z, i)
-          join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z
-          join chunk_revisions r on r.id = c.revision) as heads,
+          join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z) as heads,
        (select array_agg(nextval('chunk_revision_ids')) from generate_series(1, $7)) as ids,
-       (select content_bytes from worlds where id = $1) as content_bytes`,
+       (select stored_bytes from worlds where id = $1) as stored_bytes`,
     [worldId, roomIds, ...columns(writes), writes.length],
   );
   const heads: (HeadState | undefined)[] = writes.map(() => undefined);
-  for (const [i, revision, deleted, bytes] of row?.heads ?? [])
-    heads[i - 1] = { revision: Number(revision), deleted, bytes: bytes ?? 0 };
+  for (const [i, revision, deleted] of row?.heads ?? [])
+    heads[i - 1] = { revision: Number(revision), deleted };
   return {
     rooms: new Set(row?.rooms ?? []),
     heads,
     revisions: (row?.ids ?? []).map(Number).sort((a, b) => a - b),
-    contentBytes: Number(row?.content_bytes ?? 0),
+    storedBytes: Number(row?.stored_bytes ?? 0),
   };
 }
 
@@ -129,9 +125,10 @@ export interface RevisionWrite extends ChunkAddress {
 /**
  * Appends one revision per write (ids from prepareCommit, in the writes' order), moves each
  * chunk's head to it (creating chunks on their first write) and records the commit in the world's
- * row, all in one statement: the content revision, the stream sequence, the change of the live
- * content bytes (`bytesDelta`, computed from prepareCommit's heads) and that the world's history
- * is due for a pruning pass. Returns the world's new stream sequence number. The caller holds the
+ * row, all in one statement: the content revision, the stream sequence, the payload bytes the
+ * commit adds to what the world stores (`addedBytes`: every new payload counts whole, since the
+ * revisions it supersedes stay as history) and that the world's history is due for a pruning
+ * pass. Returns the world's new stream sequence number. The caller holds the
  * world's lock, so the ids increase in commit order within the world and the largest is its
  * content revision. No chunk may appear twice in `writes`.
  */
@@ -143,10 +140,10 @@ export async function writeCommit(
     now: Date;
     writes: readonly RevisionWrite[];
     revisions: readonly number[];
-    bytesDelta: number;
+    addedBytes: number;
   },
 ): Promise<number> {
-  const { worldId, authorId, now, writes, revisions, bytesDelta } = commit;
+  const { worldId, authorId, now, writes, revisions, addedBytes } = commit;
   const [row] = await executeBound<{ stream_seq: string | number }>(
     data,
     `with w (room_id, x, y, z, id, payload) as (
@@ -162,7 +159,7 @@ export async function writeCommit(
        from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z
      )
      update worlds set content_revision = $10, updated_at = $9, stream_seq = stream_seq + 1,
-       content_bytes = content_bytes + $11, history_due_at = least(history_due_at, $9)
+       stored_bytes = stored_bytes + $11, history_due_at = least(history_due_at, $9)
      where id = $7 returning stream_seq`,
     [
       ...columns(writes),
@@ -172,7 +169,7 @@ export async function writeCommit(
       authorId,
       now,
       Math.max(...revisions),
-      bytesDelta,
+      addedBytes,
     ],
   );
   return Number(row?.stream_seq);

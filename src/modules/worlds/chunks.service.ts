@@ -165,7 +165,7 @@ export class ChunksService {
   constructor(
     private readonly worlds: WorldsService,
     private readonly streams: ChunkStreams,
-    /** MAX_WORLD_CONTENT_BYTES: the live payload bytes a world may hold. */
+    /** MAX_WORLD_CONTENT_BYTES: the payload bytes a world may store, live and kept history. */
     private readonly maxContentBytes: number,
   ) {}
 
@@ -239,12 +239,10 @@ export class ChunksService {
         if (write.precondition && !holds(write.precondition, head))
           throw about(conflict(head, world.contentRevision), at(i));
       });
-      const bytesDelta = writes.reduce(
-        (sum, write, i) => sum + (write.payload?.byteLength ?? 0) - (plan.heads[i]?.bytes ?? 0),
-        0,
-      );
-      refuseOverQuota(plan.contentBytes, bytesDelta, this.maxContentBytes);
-      return this.append(tx, world.id, caller.id, writes, plan.revisions, now, bytesDelta);
+      // Every new payload counts whole: what it supersedes (or deletes) stays as history.
+      const addedBytes = writes.reduce((sum, write) => sum + (write.payload?.byteLength ?? 0), 0);
+      refuseOverQuota(plan.storedBytes, addedBytes, this.maxContentBytes);
+      return this.append(tx, world.id, caller.id, writes, plan.revisions, now, addedBytes);
     });
     await this.publish(committed, caller.id, writes);
     return { content_revision: committed.contentRevision, revisions: committed.revisions };
@@ -258,9 +256,9 @@ export class ChunksService {
     writes: readonly RevisionWrite[],
     revisions: number[],
     now: Date,
-    bytesDelta: number,
+    addedBytes: number,
   ): Promise<Committed> {
-    const seq = await writeCommit(data, { worldId, authorId, now, writes, revisions, bytesDelta });
+    const seq = await writeCommit(data, { worldId, authorId, now, writes, revisions, addedBytes });
     return { worldId, revisions, contentRevision: Math.max(...revisions), seq };
   }
 
@@ -292,13 +290,15 @@ export class ChunksService {
 }
 
 /**
- * Refuses a commit that would take the world's live content bytes over the limit. A commit that
- * adds nothing (or frees bytes) always passes, so a world over a lowered limit can still shrink.
+ * Refuses a commit that would take the payload bytes the world stores, live and kept history,
+ * over the limit. A commit that adds no bytes (deletes: tombstones weigh nothing) always passes,
+ * so a world at or over its limit can still delete, and gets the bytes back once retention
+ * prunes what it deleted (docs/worlds.md, "Stored content bytes").
  */
-export function refuseOverQuota(contentBytes: number, bytesDelta: number, limit: number): void {
-  if (bytesDelta > 0 && contentBytes + bytesDelta > limit)
+export function refuseOverQuota(storedBytes: number, addedBytes: number, limit: number): void {
+  if (addedBytes > 0 && storedBytes + addedBytes > limit)
     throw quotaExceeded(
-      `A world holds at most ${limit} bytes of live chunk payloads; it holds ${contentBytes} and this would add ${bytesDelta}.`,
+      `A world stores at most ${limit} bytes of chunk payloads, its live chunks' and the history it keeps; it stores ${storedBytes} and this would add ${addedBytes}.`,
       limit,
     );
 }

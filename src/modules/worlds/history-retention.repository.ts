@@ -65,7 +65,8 @@ export async function armPruning(data: DataAccess): Promise<void> {
 /**
  * Deletes what the horizon allows among the next window of revisions after `after` (up to the
  * horizon): for each chunk in the window, its revisions up to the window's end that are older
- * than its newest revision at or below the horizon. Returns how far the world is now pruned.
+ * than its newest revision at or below the horizon, and takes their payload bytes off what the
+ * world stores (its quota counts kept history). Returns how far the world is now pruned.
  */
 export async function pruneWindow(
   data: DataAccess,
@@ -88,10 +89,13 @@ export async function pruneWindow(
      ), gone as (
        delete from chunk_revisions r using kept k
        where r.chunk_id = k.chunk_id and r.id < k.keep and r.id <= (select last from bounds)
+       returning octet_length(r.payload) as bytes
      ), through as (
        select case when looked < $4 then $3 else last end as through from bounds
      ), moved as (
-       update worlds set history_pruned_through = (select through from through) where id = $1
+       update worlds set history_pruned_through = (select through from through),
+         stored_bytes = stored_bytes - (select coalesce(sum(bytes), 0) from gone)
+       where id = $1
      )
      select through from through`,
     [worldId, after, horizon, PRUNE_WINDOW_REVISIONS],

@@ -23,7 +23,8 @@ export const ROLLBACK_PAGE_BYTES = 4 * 1024 * 1024;
 export interface RollbackBounds {
   /** The oldest revision a rollback may target (besides 0). */
   horizon: number;
-  contentBytes: number;
+  /** The payload bytes the world stores, live and kept history. */
+  storedBytes: number;
   /** Whether the target is a revision of this world. */
   targetExists: boolean;
 }
@@ -35,18 +36,18 @@ export async function rollbackBounds(
 ): Promise<RollbackBounds> {
   const [row] = await executeBound<{
     history_horizon: string | number;
-    content_bytes: string | number;
+    stored_bytes: string | number;
     target_exists: boolean;
   }>(
     data,
-    `select history_horizon, content_bytes,
+    `select history_horizon, stored_bytes,
        exists (select 1 from chunk_revisions where id = $2 and world_id = $1) as target_exists
      from worlds where id = $1`,
     [worldId, target],
   );
   return {
     horizon: Number(row?.history_horizon ?? 0),
-    contentBytes: Number(row?.content_bytes ?? 0),
+    storedBytes: Number(row?.stored_bytes ?? 0),
     targetExists: row?.target_exists ?? false,
   };
 }
@@ -61,8 +62,8 @@ export interface RestoredPage {
   lastChunk: number;
   /** The largest revision id the page appended. */
   lastRevision: number;
-  /** The change of the world's live content bytes. */
-  bytesDelta: number;
+  /** The payload bytes of the revisions the page appended (tombstones weigh nothing). */
+  addedBytes: number;
   /** The rooms of the chunks restored. */
   rooms: string[];
 }
@@ -84,15 +85,13 @@ export async function restorePage(
     restored: number;
     last_chunk: string | number | null;
     last_revision: string | number | null;
-    bytes_delta: string | number;
+    added_bytes: string | number;
     rooms: string[] | null;
   }>(
     data,
     `with candidates as (
-       select c.id as chunk_id, c.room_id, c.x, c.y, c.z, t.id as source, t.bytes as new_bytes,
-         case when c.deleted then 0 else octet_length(h.payload) end as old_bytes
+       select c.id as chunk_id, c.room_id, c.x, c.y, c.z, t.id as source, t.bytes as new_bytes
        from chunks c
-       join chunk_revisions h on h.id = c.revision
        left join lateral (
          select r.id, octet_length(r.payload) as bytes from chunk_revisions r
          where r.chunk_id = c.id and r.id <= $2 order by r.id desc limit 1
@@ -114,7 +113,7 @@ export async function restorePage(
      )
      select (select count(*)::int from candidates) as candidates, count(*)::int as restored,
        max(chunk_id) as last_chunk, max(revision) as last_revision,
-       coalesce(sum(coalesce(new_bytes, 0) - old_bytes), 0) as bytes_delta,
+       coalesce(sum(new_bytes), 0) as added_bytes,
        array_agg(distinct room_id::text) as rooms
      from page`,
     [
@@ -135,26 +134,26 @@ export async function restorePage(
     more: candidates === ROLLBACK_PAGE_CHUNKS || restored < candidates,
     lastChunk: Number(row?.last_chunk ?? page.afterChunk),
     lastRevision: Number(row?.last_revision ?? 0),
-    bytesDelta: Number(row?.bytes_delta ?? 0),
+    addedBytes: Number(row?.added_bytes ?? 0),
     rooms: row?.rooms ?? [],
   };
 }
 
 /**
  * Records a rollback's commit in the world's row: its content revision (the largest id it drew),
- * the stream sequence, the change of live content bytes and that its history is due for a pass.
- * Returns the new stream sequence number.
+ * the stream sequence, the payload bytes its revisions added to what the world stores and that
+ * its history is due for a pass. Returns the new stream sequence number.
  */
 export async function finishRollback(
   data: DataAccess,
-  commit: { worldId: string; contentRevision: number; bytesDelta: number; now: Date },
+  commit: { worldId: string; contentRevision: number; addedBytes: number; now: Date },
 ): Promise<number> {
   const [row] = await executeBound<{ stream_seq: string | number }>(
     data,
     `update worlds set content_revision = $2, updated_at = $3, stream_seq = stream_seq + 1,
-       content_bytes = content_bytes + $4, history_due_at = least(history_due_at, $3)
+       stored_bytes = stored_bytes + $4, history_due_at = least(history_due_at, $3)
      where id = $1 returning stream_seq`,
-    [commit.worldId, commit.contentRevision, commit.now, commit.bytesDelta],
+    [commit.worldId, commit.contentRevision, commit.now, commit.addedBytes],
   );
   return Number(row?.stream_seq);
 }

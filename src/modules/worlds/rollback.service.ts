@@ -33,7 +33,7 @@ export class RollbackService {
   constructor(
     private readonly worlds: WorldsService,
     private readonly streams: ChunkStreams,
-    /** MAX_WORLD_CONTENT_BYTES: the live payload bytes a world may hold. */
+    /** MAX_WORLD_CONTENT_BYTES: the payload bytes a world may store, live and kept history. */
     private readonly maxContentBytes: number,
     /** An admin's rollback of someone else's world is recorded in the audit log, in its transaction. */
     private readonly audit: Pick<AuditApi, 'record'>,
@@ -65,7 +65,7 @@ export class RollbackService {
         throw new AppError(ErrorCode.NOT_FOUND, `Revision ${target} is not a revision of this world.`);
 
       let restored = 0;
-      let bytesDelta = 0;
+      let addedBytes = 0;
       let contentRevision = world.contentRevision;
       const rooms = new Set<string>();
       for (let afterChunk = 0, more = true; more; ) {
@@ -77,7 +77,10 @@ export class RollbackService {
           now,
         });
         restored += page.restored;
-        bytesDelta += page.bytesDelta;
+        addedBytes += page.addedBytes;
+        // Bytes only add up (the revisions superseded stay as history): a rollback over the
+        // limit is refused at the page that takes it there, not after copying the rest.
+        refuseOverQuota(bounds.storedBytes, addedBytes, this.maxContentBytes);
         contentRevision = Math.max(contentRevision, page.lastRevision);
         for (const room of page.rooms) rooms.add(room);
         ({ more, lastChunk: afterChunk } = page);
@@ -95,8 +98,7 @@ export class RollbackService {
           after: { content_revision: contentRevision, revision: target, restored },
         });
       if (restored === 0) return { worldId: world.id, restored, contentRevision, seq: undefined, rooms };
-      refuseOverQuota(bounds.contentBytes, bytesDelta, this.maxContentBytes);
-      const seq = await finishRollback(tx, { worldId: world.id, contentRevision, bytesDelta, now });
+      const seq = await finishRollback(tx, { worldId: world.id, contentRevision, addedBytes, now });
       return { worldId: world.id, restored, contentRevision, seq, rooms };
     });
     if (outcome.seq !== undefined)

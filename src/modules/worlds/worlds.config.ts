@@ -8,7 +8,7 @@ export const worldsConfig = {
    */
   MAX_WORLDS_PER_USER: positiveInt(100, 1_000_000),
   MAX_ROOMS_PER_WORLD: positiveInt(100, 10_000),
-  /** Live chunk payload bytes per world: the sum of its live chunks' current payloads. */
+  /** Chunk payload bytes per world: its live chunks' payloads plus the revision history it keeps. */
   MAX_WORLD_CONTENT_BYTES: positiveInt(256 * 1024 * 1024, 2 ** 50),
   /** Worlds (and groups, counted apart) one user may create per window. */
   CREATE_RATE_LIMIT_COUNT: positiveInt(10, 100_000),

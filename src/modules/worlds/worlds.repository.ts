@@ -197,8 +197,9 @@ export async function renameRoom(
 /**
  * Deletes a room (its chunks and revisions go with it) and records that as a content commit: the
  * content revision becomes the largest revision id left, read from the (world_id, id desc) index,
- * and the world's live content bytes give back the room's. The second statement runs after the
- * first, so it reads the revisions that are left.
+ * and the world's stored bytes give back the payloads of every revision of the room, its live
+ * chunks' and their history's. The second statement runs after the first, so it reads the
+ * revisions that are left.
  */
 export async function deleteRoom(
   data: DataAccess,
@@ -209,8 +210,7 @@ export async function deleteRoom(
   const [freed] = await executeBound<{ bytes: string | number }>(
     data,
     `with freed as (
-       select coalesce(sum(octet_length(r.payload)), 0) as bytes
-       from chunks c join chunk_revisions r on r.id = c.revision where c.room_id = $1 and not c.deleted
+       select coalesce(sum(octet_length(payload)), 0) as bytes from chunk_revisions where room_id = $1
      ), gone as (delete from rooms where id = $1)
      select bytes from freed`,
     [roomId],
@@ -219,7 +219,7 @@ export async function deleteRoom(
     data,
     `update worlds set updated_at = $2, stream_seq = stream_seq + 1, content_revision = coalesce(
        (select id from chunk_revisions where world_id = $1 order by id desc limit 1), 0),
-       content_bytes = content_bytes - $3
+       stored_bytes = stored_bytes - $3
      where id = $1 returning stream_seq, content_revision`,
     [worldId, now, Number(freed?.bytes ?? 0)],
   );
