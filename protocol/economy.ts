@@ -73,7 +73,7 @@ export type PayoutState = z.infer<typeof payoutStateSchema>;
 
 export const settingsSchema = z.object({
   currency,
-  /** The platform's fee in basis points of the price (3000: 30%), rounded down. */
+  /** The platform's fee in basis points of the price (3000: 30%), rounded down but at least 1 coin when above 0. */
   fee_bps: z.number().int(),
   /** How long a sale's earnings wait in creator_pending before they are available. */
   hold_seconds: z.number().int(),

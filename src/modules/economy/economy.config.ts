@@ -2,7 +2,7 @@ import { intInRange, positiveInt } from '../../platform/config-fields.js';
 
 /** The economy's settings (docs/economy.md), assembled into the Config by src/config.ts. */
 export const economyConfig = {
-  /** The platform's fee on a sale, in basis points of its price (3000: 30%). */
+  /** The platform's fee on a sale, in basis points of its price (3000: 30%); at least 1 coin unless 0. */
   ECONOMY_FEE_BPS: intInRange(3000, 0, 10_000),
   /** How long a sale's earnings wait in creator_pending (the refund window) before they are available. */
   ECONOMY_HOLD_SECONDS: intInRange(7 * 86_400, 0, 365 * 86_400),

@@ -48,6 +48,14 @@ const noSuchPurchase = () => new AppError(ErrorCode.NOT_FOUND, 'No such purchase
 const REVENUE = platformAccount('platform_revenue');
 
 /**
+ * The platform's fee on a price: its basis points rounded down, but at least 1 coin when there is
+ * a fee at all, so that a cheap item is not free of it (the seller's share may then be 0).
+ */
+function feeOf(price: number, feeBps: number): number {
+  return feeBps > 0 ? Math.max(1, Math.floor((price * feeBps) / 10_000)) : 0;
+}
+
+/**
  * Purchases: the buyer's wallet pays the price, the platform keeps its fee and the seller's share
  * waits in their creator_pending account until the hold ends (the refund window), all in one
  * ledger transaction with the sale counted on the listing and the unit added to the inventory.
@@ -72,7 +80,7 @@ export class PurchasesService {
       }
       if (!listing.added) throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
       const price = Number(listing.price);
-      const fee = Math.floor((price * this.deps.feeBps) / 10_000);
+      const fee = feeOf(price, this.deps.feeBps);
       const wallet = userAccount(buyer, 'wallet');
       const pending = userAccount(listing.seller_id, 'creator_pending');
       const available = userAccount(listing.seller_id, 'creator_available');
