@@ -4,6 +4,7 @@ import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { KeyedTurns } from '../../platform/keyed-turns.js';
@@ -55,6 +56,7 @@ const JOIN_ATTEMPTS = 5;
 const RESERVATION_MS = 60_000;
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');
+const noSuchWorld = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
 const tokenDead = () =>
   new AppError(ErrorCode.UNAUTHENTICATED, 'The server token is invalid, or its server has ended.');
 
@@ -107,19 +109,21 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const spawn = await transaction(ctx.data, async (tx) => {
-      const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-      const started = await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now());
-      // An admin starting a server of someone else's world acts as an admin, as a stop does.
-      if (world.ownerId !== caller.id)
-        await this.deps.audit.record(tx, {
-          actor: { kind: 'user', id: caller.id },
-          action: 'gameservers.spawn',
-          target: { type: 'game_server', id: started.row.id },
-          after: { status: started.row.status, world_id: world.id },
-        });
-      return { ...started, mayTakeLastSlots };
-    });
+    const spawn = await this.whileWorldExists(ctx, world.id, () =>
+      transaction(ctx.data, async (tx) => {
+        const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
+        const started = await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now());
+        // An admin starting a server of someone else's world acts as an admin, as a stop does.
+        if (world.ownerId !== caller.id)
+          await this.deps.audit.record(tx, {
+            actor: { kind: 'user', id: caller.id },
+            action: 'gameservers.spawn',
+            target: { type: 'game_server', id: started.row.id },
+            after: { status: started.row.status, world_id: world.id },
+          });
+        return { ...started, mayTakeLastSlots };
+      }),
+    );
     await this.lifecycle.launch(spawn);
     return view(spawn.row);
   }
@@ -221,18 +225,20 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const world = await this.deps.worlds.readable(ctx, worldId);
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await this.joinTurns.run(world.id, () =>
-        transaction(ctx.data, async (tx) => {
-          await lockWorldJoins(tx, world.id);
-          const now = ctx.now();
-          const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
-          const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
-          if (slot) return { slot, overdue };
-          if (starting) return { wait: starting, overdue };
-          const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-          const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
-          return { launch: { ...launch, mayTakeLastSlots }, overdue };
-        }),
+      const step = await this.whileWorldExists(ctx, world.id, () =>
+        this.joinTurns.run(world.id, () =>
+          transaction(ctx.data, async (tx) => {
+            await lockWorldJoins(tx, world.id);
+            const now = ctx.now();
+            const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
+            const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
+            if (slot) return { slot, overdue };
+            if (starting) return { wait: starting, overdue };
+            const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
+            const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
+            return { launch: { ...launch, mayTakeLastSlots }, overdue };
+          }),
+        ),
       );
       for (const row of step.overdue) await this.lifecycle.afterEnd(row);
       if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
@@ -240,6 +246,11 @@ export class GameServersService {
       if (step.launch) await this.lifecycle.launch(step.launch);
       const settled = await this.lifecycle.settled(ctx.data, pending);
       if (settled.status !== 'ready') {
+        // Its world was deleted meanwhile, and the server's record with it: its process goes too.
+        if (!(await this.deps.worlds.lookup(ctx, world.id))) {
+          await this.deps.spawner.stop(pending.id);
+          throw noSuchWorld();
+        }
         throw new AppError(
           ErrorCode.GAMESERVER_UNAVAILABLE,
           `No game server of this world became ready: ${settled.error ?? 'it was stopped'}`,
@@ -334,6 +345,21 @@ export class GameServersService {
     if (!reserved) return starting ? { starting } : {};
     await this.deps.visits.recordVisit(data, { worldId, userId, serverId: reserved.id, at: now });
     return { slot: reserved };
+  }
+
+  /**
+   * Runs the writes of a spawn or a join. A world deleted after it was read makes one of them fail
+   * its foreign key (the world's, or a server's that went with it), which happens only once the
+   * deletion committed: the caller then gets 404, as after the deletion, and nothing was written.
+   */
+  private async whileWorldExists<T>(ctx: Ctx, worldId: string, writes: () => Promise<T>): Promise<T> {
+    try {
+      return await writes();
+    } catch (error) {
+      if (!hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw error;
+      if (!(await this.deps.worlds.lookup(ctx, worldId))) throw noSuchWorld();
+      throw error;
+    }
   }
 
   private async managedWorld(ctx: Ctx, caller: AuthUser, worldId: string): Promise<WorldAccess> {
