@@ -143,12 +143,12 @@ export const listingsCancel = operation('economy.listings.cancel', {
 export const purchasesCreate = operation('economy.purchases.create', {
   tag,
   summary:
-    "Buy from an active listing with the caller's wallet: 409 CONFLICT when the listing is not active, ALREADY_OWNED for a non-consumable the caller owns, INSUFFICIENT_FUNDS with balance and required; 422 for one's own listing. Nothing moves on a refusal.",
+    "Buy from an active listing with the caller's wallet: 409 CONFLICT when the listing is not active, ALREADY_OWNED for a non-consumable the caller owns, INSUFFICIENT_FUNDS with balance and required; 422 for one's own listing; 429 RATE_LIMITED past ECONOMY_PURCHASE_RATE_LIMIT_COUNT purchases per window (a replayed retry is not counted). Nothing moves on a refusal.",
   frame: true,
   rest: { method: 'POST', path: '/api/economy/purchases', status: 201, idempotencyKey: true },
   request: z.object({ ...idempotent, listing_id: id }).strict(),
   response: purchaseSchema,
-  errors: [401, 404, 409, 422],
+  errors: [401, 404, 409, 422, 429],
 });
 
 export const purchasesList = operation('economy.purchases.list', {

@@ -47,7 +47,11 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 const EXPECTED = new Set(['INSUFFICIENT_FUNDS', 'ALREADY_OWNED', 'CONFLICT', 'VALIDATION_FAILED']);
 
 describe('ledger invariants (property)', () => {
-  const services = useServices({ ECONOMY_PAYOUT_MINIMUM: 100, ECONOMY_CREATE_RATE_LIMIT_COUNT: 100_000 });
+  const services = useServices({
+    ECONOMY_PAYOUT_MINIMUM: 100,
+    ECONOMY_CREATE_RATE_LIMIT_COUNT: 100_000,
+    ECONOMY_PURCHASE_RATE_LIMIT_COUNT: 100_000,
+  });
   let admin: ServiceUser;
   let buyers: ServiceUser[];
   let creators: ServiceUser[];

@@ -6,7 +6,8 @@ import { useServices } from '../helpers/services.js';
 import { asAdmin, balanceOf, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
 
 describe('purchases', () => {
-  const services = useServices();
+  // One buyer races 50 purchases here: the per-user purchase rate (purchase-rate.test.ts) is not the subject.
+  const services = useServices({ ECONOMY_PURCHASE_RATE_LIMIT_COUNT: 1000 });
 
   it('moves the price from the wallet to the seller (held) and the platform fee, and adds the item to the inventory', async () => {
     const s = services();

@@ -15,4 +15,7 @@ export const economyConfig = {
   /** Catalog items, listings and payout requests one user may create per window (together). */
   ECONOMY_CREATE_RATE_LIMIT_COUNT: positiveInt(30, 100_000),
   ECONOMY_CREATE_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
+  /** Purchases one user may make per window; a replayed retry (same Idempotency-Key) spends nothing. */
+  ECONOMY_PURCHASE_RATE_LIMIT_COUNT: positiveInt(30, 100_000),
+  ECONOMY_PURCHASE_RATE_LIMIT_WINDOW_SECONDS: positiveInt(60, 86_400),
 };

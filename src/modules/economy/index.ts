@@ -91,6 +91,11 @@ export const economyModule = defineModule({
       bus,
       feeBps: config.ECONOMY_FEE_BPS,
       holdSeconds: config.ECONOMY_HOLD_SECONDS,
+      purchaseLimiter: createLimiter(kv, {
+        keyPrefix: 'economy-purchase',
+        points: config.ECONOMY_PURCHASE_RATE_LIMIT_COUNT,
+        durationSeconds: config.ECONOMY_PURCHASE_RATE_LIMIT_WINDOW_SECONDS,
+      }),
       audit,
     });
     const payouts = new PayoutsService({

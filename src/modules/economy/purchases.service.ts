@@ -1,3 +1,4 @@
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Purchase } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
@@ -6,6 +7,7 @@ import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../plat
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import { platformAccount, userAccount } from './accounts.js';
 import { listingById } from './catalog.repository.js';
@@ -37,6 +39,8 @@ export interface PurchasesDeps {
   bus: EventBus;
   feeBps: number;
   holdSeconds: number;
+  /** Purchases per buyer and window (shared through Redis when the service has it). */
+  purchaseLimiter: RateLimiterAbstract;
   /** Admins' refunds are recorded in the audit log, in their transaction. */
   audit: Pick<AuditApi, 'record'>;
 }
@@ -67,6 +71,9 @@ export class PurchasesService {
     const buyer = callerOf(ctx).id;
     const listingId = idOr(input.listing_id, noSuchListing);
     return this.deps.writes.run(ctx, 'economy.purchases.create', input, async (data, claim) => {
+      // Under the key's claim, so a replayed retry is answered before it and spends nothing; and
+      // before any other lock, so the round trip to the limiter holds only the buyer's own key row.
+      await consumeOrThrow(this.deps.purchaseLimiter, buyer, 'Too many purchases; wait before buying more.');
       const at = ctx.now();
       const listing = await listingForBuyer(data, listingId, buyer, at);
       if (!listing) throw noSuchListing();
