@@ -22,6 +22,7 @@ import { type Database, openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
+import { InFlight } from './platform/in-flight.js';
 import { createKv, type Kv, redisTopology } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
 import { createMetrics } from './platform/metrics.js';
@@ -51,7 +52,8 @@ export interface App extends Platform {
    */
   listen(options?: { controlChannel?: boolean }): Promise<{ httpPort: number; wsPort: number }>;
   /**
-   * Stops accepting, drains in-flight work, closes sockets, stops the modules (presence ends),
+   * Stops accepting, drains in-flight work (requests and frames whose clients left included, and
+   * their publishes) within SHUTDOWN_GRACE_MS, closes sockets, stops the modules (presence ends),
    * then closes the KV store and the database. Every step runs even when an earlier one failed;
    * rejects afterwards if any did.
    */
@@ -125,6 +127,19 @@ async function closeHttp(http: HttpServer, graceMs: number): Promise<void> {
   }
 }
 
+/**
+ * Waits for the work still running (see InFlight) until `graceEnds`, logging what it waits for;
+ * what is left then is logged by kind and abandoned, as closing HTTP cuts the connections still
+ * open after the grace.
+ */
+async function finishInFlight(inFlight: InFlight, log: Logger, graceEnds: number): Promise<void> {
+  if (inFlight.size === 0) return;
+  log.info({ running: inFlight.kinds() }, 'waiting for in-flight work');
+  const left = await inFlight.idle(Math.max(0, graceEnds - Date.now()));
+  if (left) log.warn({ running: left }, 'shutdown grace lapsed with work still running; closing anyway');
+  else log.info('in-flight work finished');
+}
+
 /** A named step of shutdown; a list of steps in place of one runs them in parallel. */
 type ReleaseStep = readonly [name: string, release: () => Promise<unknown>];
 
@@ -178,12 +193,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }));
     if (!overrides.kv) owned.unshift(['close the KV store', () => kv.close()]);
 
-    const bus = new EventBus(kv, {
-      maxLen: config.EVENT_HISTORY_SIZE,
-      ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000,
-    });
+    const inFlight = new InFlight();
+    const bus = new EventBus(
+      kv,
+      { maxLen: config.EVENT_HISTORY_SIZE, ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000 },
+      inFlight,
+    );
     owned.unshift(['stop the event bus', async () => bus.close()]);
-    const gateway = new Gateway({ config, log, metrics, bus, kv });
+    const gateway = new Gateway({ config, log, metrics, bus, kv, inFlight });
     if (!gateway.native) {
       log.warn(
         'uWebSockets.js is running its slow JavaScript fallback on this Node version; see docs/operations.md for the native install.',
@@ -205,7 +222,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       gateway.endSessions(ofSessions((event.d as { session_ids: string[] }).session_ids), 'session revoked'),
     );
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
-    const http = await createHttpServer({ config, log, metrics });
+    const http = await createHttpServer({ config, log, metrics, inFlight });
     const platform: Platform = {
       config,
       log,
@@ -274,12 +291,17 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         return { httpPort, wsPort };
       },
       close() {
+        const graceEnds = Date.now() + config.SHUTDOWN_GRACE_MS;
         closing ??= releaseAll(log, [
           [
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
-            ['close the gateway', () => gateway.close()],
+            ['stop accepting sockets', async () => gateway.stopListening()],
             ['close the control channel', () => control.close()],
           ],
+          // Requests and frames whose clients left run on, unseen by closing HTTP: what they commit
+          // must still publish before the sockets, the modules, the KV store and the database close.
+          ['finish in-flight work', () => finishInFlight(inFlight, log, graceEnds)],
+          ['close the gateway', async () => gateway.close()],
           // After the sockets closed, so presence's offline events and last sightings are included.
           ...stopSteps,
           ...owned,

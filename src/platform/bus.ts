@@ -1,4 +1,5 @@
 import { Decoder, Encoder } from '@msgpack/msgpack';
+import { InFlight } from './in-flight.js';
 import { type HistoryLimits, type Kv, type Peeked, type StreamPosition, unframePositioned } from './kv/kv.js';
 import type { Logger } from './log.js';
 
@@ -55,11 +56,13 @@ export class EventBus {
   /**
    * The users' own topics are recorded, and those a module asks for (`recordTopics`): each event
    * published there is kept (the last `history.maxLen`, for `history.ttlMs`) and numbered, so a
-   * reconnecting client can be given what it missed.
+   * reconnecting client can be given what it missed. Publishes count in `inFlight` until they
+   * are done: shutdown waits for them, including those a request started without awaiting.
    */
   constructor(
     private readonly kv: Kv,
     private readonly history: HistoryLimits,
+    private readonly inFlight = new InFlight(),
   ) {}
 
   /**
@@ -88,10 +91,14 @@ export class EventBus {
    * Publishes the event on each topic, encoded once; the recorded topics among them in one step
    * (Kv.publishRecorded: one Redis round trip and command however many users it goes to).
    */
-  async publish(
+  publish(topics: string | readonly string[], event: BusEvent, options: PublishOptions = {}): Promise<void> {
+    return this.inFlight.track(this.send(topics, event, options), () => `publish ${event.t}`);
+  }
+
+  private async send(
     topics: string | readonly string[],
     event: BusEvent,
-    options: PublishOptions = {},
+    options: PublishOptions,
   ): Promise<void> {
     const bytes = encoder.encode(event);
     const recorded: string[] = [];

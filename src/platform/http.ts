@@ -27,6 +27,7 @@ import {
 } from './http-errors.js';
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
+import { InFlight } from './in-flight.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { DOCS_PATH, documentationPage, documentObject, documentRoute, openApiDocument } from './openapi.js';
@@ -68,8 +69,10 @@ export async function createHttpServer(deps: {
   config: Config;
   log: Logger;
   metrics: Metrics;
+  /** Where requests count from their first hook to their answer; the node's, which shutdown waits for. */
+  inFlight?: InFlight;
 }): Promise<HttpServer> {
-  const { config, log, metrics } = deps;
+  const { config, log, metrics, inFlight = new InFlight() } = deps;
   const lingering = new LingeringClose();
   const answerError = errorHandler(lingering);
   const app = Fastify({
@@ -105,7 +108,10 @@ export async function createHttpServer(deps: {
   let closing = false;
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
-    if (!closing) return done();
+    if (!closing) {
+      inFlight.begin(request, () => `${request.method} ${request.routeOptions.url ?? '(no route)'}`);
+      return done();
+    }
     reply.header('connection', 'close');
     sendProblem(
       reply,
@@ -127,6 +133,12 @@ export async function createHttpServer(deps: {
       done();
     };
     route.onResponse = [...hookList(route.onResponse), onResponse];
+  });
+  // A request's work is over once its answer is sent, error answers included. A client that left
+  // does not end it: the handler runs on, and onResponse never comes, but onSend does.
+  app.addHook('onSend', (request, _reply, payload, done) => {
+    inFlight.end(request);
+    done(null, payload);
   });
   const recordUnmatched = durationsOf('unmatched');
   app.addHook('onResponse', (request, reply, done) => {

@@ -5,6 +5,7 @@ import { CloseCode } from '../../protocol/frames.js';
 import { servicePrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
 import { AppError, ErrorCode } from '../../src/platform/errors.js';
 import { FrameDispatcher, NO_ACK } from '../../src/platform/gateway/dispatch.js';
+import { InFlight } from '../../src/platform/in-flight.js';
 import { createLogger } from '../../src/platform/log.js';
 import { createMetrics } from '../../src/platform/metrics.js';
 import { type FakeConnection, fakeConnection } from '../helpers/fake-connection.js';
@@ -18,6 +19,7 @@ const server = servicePrincipal({ id: 'gs1', scope: 'w1' });
 /** The dispatcher on its own: frames in, acks and error frames out, no socket or app. */
 describe('FrameDispatcher', () => {
   let frames: FrameDispatcher;
+  let inFlight: InFlight;
   let client: FakeConnection;
 
   const receive = (frame: unknown, from = client) => {
@@ -31,9 +33,11 @@ describe('FrameDispatcher', () => {
   const lastSent = () => client.sent.at(-1);
 
   beforeEach(() => {
+    inFlight = new InFlight();
     frames = new FrameDispatcher({
       log: createLogger({ LOG_LEVEL: 'silent' }),
       metrics: createMetrics(),
+      inFlight,
       maxFrameBytes: 1024,
       maxFramesPerSecond: ALLOWANCE,
       setupConcurrency: SETUP_CONCURRENCY,
@@ -97,17 +101,17 @@ describe('FrameDispatcher', () => {
     receive({ t: 'refuse', id: 1 });
     expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'NOT_FOUND', message: 'No such thing.' });
     receive({ t: 'crash', id: 2 });
-    await frames.waitForIdle(10_000);
+    await inFlight.idle(10_000);
     expect(lastSent()).toMatchObject({ t: 'error', id: 2, code: 'INTERNAL' });
   });
 
-  it('reports idle only once the asynchronous handlers still running have answered', async () => {
+  it('counts an asynchronous handler as in flight until it has answered', async () => {
     let finish: (value: string) => void = () => {};
     frames.handle('slow', z.undefined(), () => new Promise<string>((resolve) => (finish = resolve)));
     client.connection.principal = user;
     receive({ t: 'slow', id: 1 });
     let idle = false;
-    const waiting = frames.waitForIdle(10_000).then(() => (idle = true));
+    const waiting = inFlight.idle(10_000).then(() => (idle = true));
     await Promise.resolve();
     expect(idle).toBe(false);
     finish('done');
@@ -173,7 +177,7 @@ describe('FrameDispatcher', () => {
       started[0]?.finish();
       await vi.waitFor(() => expect(started.map((s) => s.n)).toEqual([0, 1, 2, 3]));
       for (const s of started.slice(2)) s.finish();
-      await frames.waitForIdle(10_000);
+      await inFlight.idle(10_000);
       senders.slice(0, 4).forEach((sender, i) => {
         expect(sender.sent).toEqual([{ t: 'ack', id: 1, d: i }]);
       });
@@ -196,7 +200,7 @@ describe('FrameDispatcher', () => {
       started[1]?.finish();
       await vi.waitFor(() => expect(started.map((s) => s.n)).toEqual([1, 2, 4]));
       started[2]?.finish();
-      await frames.waitForIdle(10_000);
+      await inFlight.idle(10_000);
       expect(gone.sent).toEqual([]);
       expect(third.sent).toEqual([{ t: 'ack', id: 1, d: 4 }]);
     });

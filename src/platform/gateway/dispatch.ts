@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { type ClientFrame, CloseCode } from '../../../protocol/frames.js';
 import type { PrincipalKind } from '../auth/principal.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
+import type { InFlight } from '../in-flight.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { rateLimited } from '../rate-limit.js';
@@ -39,6 +40,8 @@ export interface DispatchDeps {
   maxFramesPerSecond: number;
   setupConcurrency: number;
   maxSetupWaiting: number;
+  /** The node's running work, which shutdown waits for: each asynchronous handler counts in it. */
+  inFlight: InFlight;
 }
 
 /** A client sending this many times its frame allowance within one second is disconnected. */
@@ -50,13 +53,12 @@ export const NO_ACK = Symbol('no-ack');
 /**
  * Turns each received message into a handler call and its answer: decoding, the frame rate limit,
  * the handler table, the admission of the connection's principal, payload validation, then an ack
- * or an error frame. Counts the handlers still running so shutdown can wait for them.
+ * or an error frame. Counts the handlers still running (whether or not their connection is still
+ * open) so shutdown can wait for them.
  */
 export class FrameDispatcher {
   private readonly handlers = new Map<string, Registration>();
   private readonly decoder: FrameDecoder;
-  private inflight = 0;
-  private readonly idleWaiters: (() => void)[] = [];
   private readonly setupAdmission: SetupAdmission;
 
   constructor(private readonly deps: DispatchDeps) {
@@ -109,18 +111,6 @@ export class FrameDispatcher {
       this.deps.metrics.wsFramesReceived.inc({ type: 'invalid' });
       this.sendError(connection, failure.cause, failure.requestId);
     }
-  }
-
-  /** Resolves once no handler is running, or after `timeoutMs`. */
-  waitForIdle(timeoutMs: number): Promise<void> {
-    if (this.inflight === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(resolve, timeoutMs);
-      this.idleWaiters.push(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
   }
 
   private onFlood(
@@ -208,11 +198,7 @@ export class FrameDispatcher {
       reply(result);
       return;
     }
-    this.inflight++;
-    result.then(reply, fail).finally(() => {
-      this.inflight--;
-      if (this.inflight === 0) for (const wake of this.idleWaiters.splice(0)) wake();
-    });
+    this.deps.inFlight.track(result.then(reply, fail), () => `frame ${frame.t}`);
   }
 
   private sendError(connection: Connection, error: AppError, requestId?: number): void {

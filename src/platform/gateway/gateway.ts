@@ -4,6 +4,7 @@ import { payloadSchema } from '../../../protocol/operation.js';
 import type { Config } from '../../config.js';
 import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../bus.js';
+import type { InFlight } from '../in-flight.js';
 import type { Kv, StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -34,7 +35,7 @@ const PACED_FRAME_ALLOWANCE = 16 * 1024 * 1024;
 
 /**
  * The realtime gateway: uWebSockets.js on WS_PORT, binary msgpack frames. It owns the sockets'
- * lifecycle (open, close, listen, drain on shutdown) and hands the rest to its parts, whose
+ * lifecycle (open, close, listen, closing them on shutdown) and hands the rest to its parts, whose
  * methods it passes through to modules: FrameDispatcher (frames to handlers, acks and errors),
  * Sessions (who a socket speaks for, and until when) and Subscriptions (topics and replay).
  */
@@ -54,12 +55,21 @@ export class Gateway {
   private readonly socketEvents: { current?: SocketEvents } = {};
 
   constructor(
-    private readonly deps: { config: Config; log: Logger; metrics: Metrics; bus: EventBus; kv: Kv },
+    private readonly deps: {
+      config: Config;
+      log: Logger;
+      metrics: Metrics;
+      bus: EventBus;
+      kv: Kv;
+      /** The node's running work, which frame handlers count in (shutdown waits for it). */
+      inFlight: InFlight;
+    },
   ) {
-    const { config, log, metrics, bus, kv } = deps;
+    const { config, log, metrics, bus, kv, inFlight } = deps;
     this.frames = new FrameDispatcher({
       log,
       metrics,
+      inFlight,
       maxFrameBytes: config.WS_MAX_FRAME_BYTES,
       maxFramesPerSecond: config.WS_MAX_FRAMES_PER_SECOND,
       setupConcurrency: config.WS_SETUP_CONCURRENCY,
@@ -193,14 +203,21 @@ export class Gateway {
     });
   }
 
-  /** Stops accepting, lets in-flight frames finish (up to `graceMs`), then closes every socket. */
-  async close(graceMs = this.deps.config.SHUTDOWN_GRACE_MS): Promise<void> {
+  /** Stops accepting connections; the open ones stay, and their frames are still served. */
+  stopListening(): void {
     this.closing = true;
     if (this.listenSocket) {
       uws.us_listen_socket_close(this.listenSocket);
       this.listenSocket = undefined;
     }
-    await this.frames.waitForIdle(graceMs);
+  }
+
+  /**
+   * Closes every socket with 1001, listening no more. App.close calls it once the node's running
+   * work finished, so that the acks and events of frames in flight still reached their sockets.
+   */
+  close(): void {
+    this.stopListening();
     this.sessions.stop();
     for (const connection of [...this.connections])
       connection.close(CloseCode.GOING_AWAY, 'server shutting down');

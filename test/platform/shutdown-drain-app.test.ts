@@ -1,0 +1,140 @@
+import { rm } from 'node:fs/promises';
+import { request as httpRequest } from 'node:http';
+import { basename } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
+import { operation } from '../../protocol/operation.js';
+import { configFrom } from '../../src/config.js';
+import { EventBus, userTopic } from '../../src/platform/bus.js';
+import { callerOf } from '../../src/platform/context.js';
+import { executeBound } from '../../src/platform/db.js';
+import { InFlight } from '../../src/platform/in-flight.js';
+import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
+import { createLogger } from '../../src/platform/log.js';
+import { defineModule } from '../../src/platform/module.js';
+import { serve } from '../../src/platform/operations.js';
+import { registerUser } from '../helpers/accounts.js';
+import { buildCheckedApp, testModules } from '../helpers/app.js';
+import { createTestDatabase } from '../helpers/database.js';
+import { type LogLine, preparedDataDir } from '../helpers/service-process.js';
+import { authedSocket } from '../helpers/ws-client.js';
+
+/** An operation on both transports whose handler waits for the test, then reads and publishes. */
+const held = operation('probe.held', {
+  summary: 'Waits for the test, then reads the database and publishes an event to the caller.',
+  tag: 'probe',
+  frame: true,
+  rest: { method: 'POST', path: '/api/probe/held' },
+  response: z.object({ done: z.boolean() }),
+});
+
+/**
+ * Handlers of `held` say when they started and what became of their work: 'finished', or the
+ * error of the database or the KV store they met.
+ */
+function heldModule(gate: Promise<void>, started: string[], outcomes: string[]) {
+  return defineModule({
+    name: 'probe',
+    entities: [],
+    tables: [],
+    needs: [],
+    setup: ({ bus }) => ({
+      api: {},
+      operations: [
+        serve(held, async (ctx) => {
+          started.push(callerOf(ctx).id);
+          await gate;
+          try {
+            await executeBound(ctx.data, 'select 1', []);
+            await bus.publish(userTopic(callerOf(ctx).id), { t: 'probe.done', d: {} });
+            outcomes.push('finished');
+          } catch (error) {
+            outcomes.push(String(error));
+          }
+          return { done: true };
+        }),
+      ],
+    }),
+  });
+}
+
+describe('App.close', () => {
+  it('waits for a request and a frame whose clients left, and their reads and publishes, before it closes the KV store and the database', async () => {
+    const dataDir = await preparedDataDir('atrium-drain-app-');
+    // The app owns its database and KV store here, so that closing them is its own job.
+    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+    const config = configFrom({
+      DATA_DIR: dataDir,
+      HTTP_PORT: 0,
+      WS_PORT: 0,
+      // Long enough for a loaded machine; before the drain existed, the frame held shutdown this long.
+      SHUTDOWN_GRACE_MS: 15_000,
+      REDIS_KEY_PREFIX: `test:drain-app:${basename(dataDir)}:`,
+      ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
+      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    });
+    const logged: LogLine[] = [];
+    const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const started: string[] = [];
+    const outcomes: string[] = [];
+    const app = await buildCheckedApp(config, {
+      log,
+      modules: [...testModules, heldModule(gate, started, outcomes)],
+    });
+    try {
+      const { httpPort, wsPort } = await app.listen({ controlChannel: false });
+      const [byRest, byFrame] = [await registerUser(app), await registerUser(app)];
+      const socket = await authedSocket(`ws://127.0.0.1:${wsPort}/ws`, byFrame.access_token);
+      socket.sendFrame({ t: held.name, id: 1 });
+      const call = httpRequest({
+        host: '127.0.0.1',
+        port: httpPort,
+        method: 'POST',
+        path: held.rest.path,
+        headers: { authorization: `Bearer ${byRest.access_token}` },
+      });
+      call.on('error', () => {});
+      call.end();
+      await vi.waitFor(() => expect(started).toHaveLength(2), { timeout: 30_000 });
+      // Both clients leave while their handlers wait.
+      call.destroy();
+      socket.ws.terminate();
+
+      const closing = app.close();
+      const waiting = () => logged.find((line) => line.msg === 'waiting for in-flight work');
+      // Released once shutdown waits for them, or once it finished without them.
+      await Promise.race([
+        closing.catch(() => {}),
+        vi.waitFor(() => expect(waiting()).toBeDefined(), { timeout: 30_000 }),
+      ]);
+      open();
+      await closing;
+      expect(outcomes).toEqual(['finished', 'finished']);
+      expect(waiting()?.running).toMatchObject({ 'POST /api/probe/held': 1, 'frame probe.held': 1 });
+      expect(logged.map((line) => line.msg)).toContain('in-flight work finished');
+      expect(logged.filter((line) => Number(line.level) >= 40)).toEqual([]);
+    } finally {
+      open();
+      await app.close().catch(() => {});
+      await testDb?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('EventBus', () => {
+  it('counts a publish as running until it settled, so shutdown waits for one its request did not await', async () => {
+    const inFlight = new InFlight();
+    const kv = new MemoryKv();
+    const bus = new EventBus(kv, { maxLen: 10, ttlMs: 60_000 }, inFlight);
+    const publishing = bus.publish(userTopic('u1'), { t: 'dm.message', d: {} });
+    expect(inFlight.kinds()).toEqual({ 'publish dm.message': 1 });
+    await publishing;
+    expect(inFlight.size).toBe(0);
+    await kv.close();
+  });
+});
