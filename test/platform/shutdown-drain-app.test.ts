@@ -13,7 +13,7 @@ import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createLogger } from '../../src/platform/log.js';
 import { defineModule } from '../../src/platform/module.js';
 import { serve } from '../../src/platform/operations.js';
-import { registerUser } from '../helpers/accounts.js';
+import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildCheckedApp, testModules } from '../helpers/app.js';
 import { createTestDatabase } from '../helpers/database.js';
 import { type LogLine, preparedDataDir } from '../helpers/service-process.js';
@@ -58,32 +58,44 @@ function heldModule(gate: Promise<void>, started: string[], outcomes: string[]) 
   });
 }
 
+/**
+ * An app that owns its database and KV store, so that closing them is its own job, with the
+ * probe module and its log lines kept; `dispose` closes it (again) and removes what it made.
+ */
+async function ownApp(probe: ReturnType<typeof heldModule>, settings: Parameters<typeof configFrom>[0]) {
+  const dataDir = await preparedDataDir('atrium-drain-app-');
+  const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+  const config = configFrom({
+    DATA_DIR: dataDir,
+    HTTP_PORT: 0,
+    WS_PORT: 0,
+    REDIS_KEY_PREFIX: `test:drain-app:${basename(dataDir)}:`,
+    ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...settings,
+  });
+  const logged: LogLine[] = [];
+  const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
+  const app = await buildCheckedApp(config, { log, modules: [...testModules, probe] });
+  const dispose = async () => {
+    await app.close().catch(() => {});
+    await testDb?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  return { app, logged, dispose };
+}
+
 describe('App.close', () => {
   it('waits for a request and a frame whose clients left, and their reads and publishes, before it closes the KV store and the database', async () => {
-    const dataDir = await preparedDataDir('atrium-drain-app-');
-    // The app owns its database and KV store here, so that closing them is its own job.
-    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
-    const config = configFrom({
-      DATA_DIR: dataDir,
-      HTTP_PORT: 0,
-      WS_PORT: 0,
-      // Long enough for a loaded machine; before the drain existed, the frame held shutdown this long.
-      SHUTDOWN_GRACE_MS: 15_000,
-      REDIS_KEY_PREFIX: `test:drain-app:${basename(dataDir)}:`,
-      ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
-      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    });
-    const logged: LogLine[] = [];
-    const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
     let open: () => void = () => {};
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
     const started: string[] = [];
     const outcomes: string[] = [];
-    const app = await buildCheckedApp(config, {
-      log,
-      modules: [...testModules, heldModule(gate, started, outcomes)],
+    // Long enough for a loaded machine; before the drain existed, the frame held shutdown this long.
+    const { app, logged, dispose } = await ownApp(heldModule(gate, started, outcomes), {
+      SHUTDOWN_GRACE_MS: 15_000,
     });
     try {
       const { httpPort, wsPort } = await app.listen({ controlChannel: false });
@@ -119,9 +131,29 @@ describe('App.close', () => {
       expect(logged.filter((line) => Number(line.level) >= 40)).toEqual([]);
     } finally {
       open();
-      await app.close().catch(() => {});
-      await testDb?.drop();
-      await rm(dataDir, { recursive: true, force: true });
+      await dispose();
+    }
+  });
+
+  it('has nothing to wait for once every request was answered, whatever the answer (200, 401, 404, 413, 422)', async () => {
+    const { app, logged, dispose } = await ownApp(heldModule(Promise.resolve(), [], []), {
+      HTTP_BODY_LIMIT_BYTES: 1024,
+    });
+    try {
+      await app.listen({ controlChannel: false });
+      const user = await registerUser(app);
+      const answers = await Promise.all([
+        app.http.inject({ method: 'POST', url: held.rest.path, headers: bearer(user.access_token) }),
+        app.http.inject({ method: 'POST', url: held.rest.path }),
+        app.http.inject({ method: 'GET', url: '/api/no-such-route' }),
+        app.http.inject({ method: 'POST', url: '/api/auth/register', payload: { bio: 'x'.repeat(2048) } }),
+        app.http.inject({ method: 'POST', url: '/api/auth/register', payload: {} }),
+      ]);
+      expect(answers.map((answer) => answer.statusCode)).toEqual([200, 401, 404, 413, 422]);
+      await app.close();
+      expect(logged.map((line) => line.msg)).not.toContain('waiting for in-flight work');
+    } finally {
+      await dispose();
     }
   });
 });
