@@ -154,7 +154,7 @@ export const chunksBatch = operation('chunks.batch', {
 export const worldsRollback = operation('worlds.rollback', {
   tag,
   summary:
-    'Restore every chunk of the world as it was at `revision`, by appending revisions: chunks deleted since come back, chunks created since become tombstones, history stays. The owner, or an admin on any world (recorded in the audit log as `worlds.rollback` when the world is not theirs); `revision` is 0 (the empty world) or a revision of this world (404 otherwise), at most the content revision (422 beyond) and at least the history horizon (409 CONFLICT with `horizon` before it). A rollback that would take the live content bytes over the limit answers 409 QUOTA_EXCEEDED with `limit`.',
+    'Restore every chunk of the world as it was at `revision`, by appending revisions: chunks deleted since come back, chunks created since become tombstones, history stays. The owner, or an admin on any world (recorded in the audit log as `worlds.rollback` when the world is not theirs); `revision` is 0 (the empty world) or a revision of this world (404 otherwise), at most the content revision (422 beyond) and at least the history horizon (409 CONFLICT with `horizon` before it). A rollback that would take the stored content bytes of the world (live chunks plus kept history) over the limit answers 409 QUOTA_EXCEEDED with `limit`.',
   rest: { method: 'POST', path: '/api/worlds/:world_id/rollback' },
   request: z.object({ world_id: id, revision, expected_content_revision: revision.optional() }).strict(),
   response: z.object({

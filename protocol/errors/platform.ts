@@ -59,8 +59,8 @@ export const availabilityErrors = {
 /** Per-account quotas, which several domains apply (src/platform/quota.ts). */
 export const quotaErrors = {
   /**
-   * A per-account count quota is reached (worlds per user, rooms per world, live content bytes per
-   * world, ...): the body carries `limit`; nothing was written (docs/limits.md).
+   * A per-account count quota is reached (worlds per user, rooms per world, content bytes per world
+   * counting kept history, ...): the body carries `limit`; nothing was written (docs/limits.md).
    */
   QUOTA_EXCEEDED: 409,
 };
