@@ -27,7 +27,7 @@ export async function run(): Promise<string> {
   for (const backend of backends)
     results[backend] = await withBackend(backend, async (env) => {
       // The world holds 1,000 MiB live before the rollback: above the default quota of 256 MiB.
-      const serviceEnv = { ...env, ...WORLDS_ENV, MAX_WORLD_CONTENT_BYTES: String(2 ** 31) };
+      const serviceEnv = { ...env, ...WORLDS_ENV, MAX_WORLD_CONTENT_BYTES: String(2 ** 32) };
       // Seeding is not measured: its batches get a generous statement timeout on a busy machine.
       let service = await startAtrium({ ...serviceEnv, DATABASE_QUERY_TIMEOUT_MS: '30000' });
       try {
@@ -55,7 +55,7 @@ export async function run(): Promise<string> {
     '',
     `Written by \`npm run bench -- ${process.argv.slice(2).join(' ')}\` on ${new Date().toISOString().slice(0, 10)} in ${((performance.now() - started) / 60_000).toFixed(1)} min. ${environment} ${codeLine(before, codeState())}`,
     '',
-    `One world, one room: ${ROLLBACK_CHUNKS} chunks of ${ROLLBACK_CHUNK_BYTES.toLocaleString('en-US')} bytes (codec bytes with pseudo-random floats, one byte varied per chunk) written by msgpack batches of 4 (seeding is not measured: it runs with a 30 s statement timeout), then all overwritten with 256-byte chunks; the service is then restarted with the settings below, so the seeding's request bodies are not in its memory, and \`POST /api/worlds/{id}/rollback\` to the revision before the overwrite, which restores all ${ROLLBACK_CHUNKS} (about 1,000 MiB copied by the database, docs/worlds.md "Rollback"). The service runs with \`MAX_WORLD_CONTENT_BYTES=2147483648\` (the world holds 1,000 MiB live) and the defaults otherwise (\`DATABASE_QUERY_TIMEOUT_MS\` 1 s per statement on Postgres). During the rollback the benchmark reads the service's RSS every 50 ms and sends \`GET /healthz\` one after another; the RSS growth is the peak during the rollback minus the RSS just before it (the restarted process, idle). Afterwards every 97th chunk is read back and compared with what was written. The machine is shared (2 cores), so durations are noisy.`,
+    `One world, one room: ${ROLLBACK_CHUNKS} chunks of ${ROLLBACK_CHUNK_BYTES.toLocaleString('en-US')} bytes (codec bytes with pseudo-random floats, one byte varied per chunk) written by msgpack batches of 4 (seeding is not measured: it runs with a 30 s statement timeout), then all overwritten with 256-byte chunks; the service is then restarted with the settings below, so the seeding's request bodies are not in its memory, and \`POST /api/worlds/{id}/rollback\` to the revision before the overwrite, which restores all ${ROLLBACK_CHUNKS} (about 1,000 MiB copied by the database, docs/worlds.md "Rollback"). The service runs with \`MAX_WORLD_CONTENT_BYTES=4294967296\` (the world holds 1,000 MiB live, and as much again in history once the rollback copied it back) and the defaults otherwise (\`DATABASE_QUERY_TIMEOUT_MS\` 1 s per statement on Postgres). During the rollback the benchmark reads the service's RSS every 50 ms and sends \`GET /healthz\` one after another; the RSS growth is the peak during the rollback minus the RSS just before it (the restarted process, idle). Afterwards every 97th chunk is read back and compared with what was written. The machine is shared (2 cores), so durations are noisy.`,
     '',
     '| backend | rollback | RSS growth during it | worst `/healthz` during it | check |',
     '|---|---|---|---|---|',

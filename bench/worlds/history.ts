@@ -60,7 +60,10 @@ export async function seedHistory(
     [roomId],
   );
   await sql.query(
-    'update worlds set content_revision = (select max(id) from chunk_revisions where world_id = $1) where id = $1',
+    // stored_bytes counts every kept revision's payload, as the service keeps it (docs/worlds.md).
+    `update worlds set content_revision = (select max(id) from chunk_revisions where world_id = $1),
+       stored_bytes = (select coalesce(sum(octet_length(payload)), 0) from chunk_revisions where world_id = $1)
+     where id = $1`,
     [worldId],
   );
   await sql.query('vacuum analyze chunks');
