@@ -48,6 +48,8 @@ export function measureEconomy(
       DATABASE_POOL_SIZE: String(POOL_SIZE),
       ECONOMY_FEE_BPS: String(FEE_BPS),
       ECONOMY_CREATE_RATE_LIMIT_COUNT: '100000',
+      // The bench measures how fast purchases go, not the per-buyer rate that bounds them.
+      ECONOMY_PURCHASE_RATE_LIMIT_COUNT: '100000000',
     };
     const issuer = await tokenIssuer(dataDir);
     let atrium: Atrium | undefined = await startAtrium(env, nodeArgs);

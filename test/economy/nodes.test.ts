@@ -21,6 +21,8 @@ describe('the economy on several nodes', () => {
     cluster = await buildTestCluster(2, {
       ECONOMY_HOLD_SECONDS: 0,
       ECONOMY_RELEASE_INTERVAL_SECONDS: 86_400,
+      // One buyer makes 30 purchases; the per-user purchase rate is tested in purchase-rate.test.ts.
+      ECONOMY_PURCHASE_RATE_LIMIT_COUNT: 1_000,
     });
   });
   afterAll(async () => {
