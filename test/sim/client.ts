@@ -42,6 +42,8 @@ export class Client {
   };
   /** Set while a fault is being injected, so 503s are counted where they belong. */
   faultUnderWay = false;
+  /** Set when the run failed while requests were still being sent: they stop retrying. */
+  private abandoned = false;
   /** Attempts that got an answer, of any kind: a fault can be timed by them. */
   private answeredAttempts = 0;
   private waiters: { at: number; resolve: () => void }[] = [];
@@ -87,6 +89,8 @@ export class Client {
       }
       // Whatever happened to this attempt, the write may have been done: its answer is unknown.
       uncertain = true;
+      if (this.abandoned)
+        throw new NoAnswerError(`${request.method} ${request.path}: abandoned, the run failed`);
       if (Date.now() > deadline) {
         throw new NoAnswerError(
           `${request.method} ${request.path} got no answer within ${this.deadlineMs} ms (last: ${lastProblem})`,
@@ -94,6 +98,11 @@ export class Client {
       }
       await sleep(PAUSE_MS);
     }
+  }
+
+  /** Stops every request still retrying (the run failed, e.g. the service would not start again). */
+  abandon(): void {
+    this.abandoned = true;
   }
 
   /** Resolves once `count` more attempts than now got an answer. */

@@ -92,8 +92,13 @@ export class Driver {
     const sending = batch.map((sent) =>
       this.client.send(sent.request, this.model.user(sent.op.actor).token).then((r) => ({ sent, ...r })),
     );
-    // Every request is waited for even when the fault fails, so none is left running.
-    const [faulted, ...answered] = await Promise.allSettled([during?.(), ...sending]);
+    // Every request is waited for even when the fault fails (they stop retrying then), so none is
+    // left running.
+    const fault = during?.().catch((error: unknown) => {
+      this.client.abandon();
+      throw error;
+    });
+    const [faulted, ...answered] = await Promise.allSettled([fault, ...sending]);
     if (faulted?.status === 'rejected') throw faulted.reason;
     const results: Answered[] = [];
     for (const outcome of answered) {
