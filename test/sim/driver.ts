@@ -38,6 +38,8 @@ export class Driver {
   private touched: Touched | undefined;
   /** What the step is doing, for a failure report. */
   action = '';
+  /** Where each request is written as it is sent (`--trace`): the step, its key and its operation by slots. */
+  trace: ((line: string) => void) | undefined;
   /** How often each operation met each answer (`purchase 409 INSUFFICIENT_FUNDS`), for the summary. */
   readonly outcomes = new Map<string, number>();
 
@@ -162,6 +164,7 @@ export class Driver {
   }
 
   private mark(sent: Sent): void {
+    this.trace?.(`${this.step} ${sent.request.key ?? '-'} ${describe(sent.op, this.model)}`);
     const t = this.touched;
     if (!t) return;
     const { op, request } = sent;

@@ -1,3 +1,4 @@
+import { createWriteStream } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { simulate } from './simulate.js';
 
@@ -16,6 +17,7 @@ import { simulate } from './simulate.js';
  *   --verbose           print the service's output as it comes, and --outcomes
  *   --outcomes          at the end, how often each operation met each answer
  *   --keep-db           keep the database at the end, to look at it
+ *   --trace FILE        write each request as sent (step, key, operation by slots), to compare runs
  *
  * DATABASE_URL names the Postgres server (default postgres://root@127.0.0.1:5432/test): the
  * simulation makes a database of its own there and drops it at the end. REDIS_URL, when set, is
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     verbose: { type: 'boolean', default: false },
     outcomes: { type: 'boolean', default: false },
     'keep-db': { type: 'boolean', default: false },
+    trace: { type: 'string' },
   },
 });
 
@@ -67,6 +70,7 @@ log(
   `${steps} steps, faults ${values['no-faults'] ? 'off' : `on (rate ${faultRate.toFixed(4)})`}, server ${new URL(serverUrl).host}, ${process.env.REDIS_URL ? 'Redis' : 'in-process KV'}`,
 );
 
+const trace = values.trace === undefined ? undefined : createWriteStream(values.trace);
 const result = await simulate({
   seed,
   steps,
@@ -77,10 +81,12 @@ const result = await simulate({
   progressEvery: whole('progress', values.progress, 0),
   verbose: values.verbose,
   keepDatabase: values['keep-db'],
+  ...(trace ? { trace: (line: string) => trace.write(`${line}\n`) } : {}),
   serverUrl,
   log,
 });
 
+await new Promise((resolve) => (trace ? trace.end(resolve) : resolve(undefined)));
 const c = result.counters;
 const summary = c
   ? [

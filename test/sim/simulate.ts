@@ -27,6 +27,8 @@ export interface SimOptions {
   progressEvery: number;
   verbose: boolean;
   keepDatabase: boolean;
+  /** Writes each request, by step, key and slots, as it is sent: two runs of a seed can be compared. */
+  trace?: (line: string) => void;
   /** The Postgres server to make the database on (its own database is only connected to). */
   serverUrl: string;
   log: (line: string) => void;
@@ -69,6 +71,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     result.counters = client.counters;
     driver = new Driver(model, client);
     result.outcomes = driver.outcomes;
+    driver.trace = options.trace;
     result.decidedByTiming = model.decidedByTiming;
     const actions = new Actions(driver, cast);
     const faults = new Faults(driver, actions, cast, service, options.faultRate);
