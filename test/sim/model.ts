@@ -135,6 +135,8 @@ export class Model {
   /** Rows the service made, in the order the model learned of them (`at`, ms): a row's id was minted before. */
   readonly rows: { kind: RowKind; id: string; at: number }[] = [];
   readonly userByUuid = new Map<string, number>();
+  /** Completed purchases whose hold the model has not seen released (the release job works unseen). */
+  private readonly held = new Set<PurchaseSlot>();
   /** Answers that timing decided (a refund as its hold ended, a payout as holds came due), for the summary. */
   readonly decidedByTiming = { refunds: 0, payouts: 0 };
 
@@ -173,8 +175,6 @@ export class Model {
     }
     return due;
   }
-
-  private readonly held = new Set<PurchaseSlot>();
 
   /** Completed purchases whose hold the model has not seen released. */
   unreleased(): PurchaseSlot[] {

@@ -44,7 +44,6 @@ export class SimService {
   crashed: string | undefined;
   /** The service's last lines of output, for a failure report. */
   readonly tail: string[] = [];
-  kills = 0;
 
   private constructor(
     readonly serverUrl: string,
@@ -142,7 +141,6 @@ export class SimService {
     const exited = once(child, 'exit');
     child.kill('SIGKILL');
     await exited;
-    this.kills++;
   }
 
   /** Runs the CLI (`node --import tsx src/main.ts ...`) on the database directly; its exit code and output. */
