@@ -244,13 +244,20 @@ export class Actions {
     await this.driver.runBatch(ops.map((op) => this.driver.prepare(op)));
   }
 
-  /** Several buyers at once on one listing, often a limited one near its last unit. */
+  /** Several buyers at once on one listing, often a limited one near its last unit, now and then withdrawn meanwhile. */
   private async buyRace(d: Draws): Promise<void> {
     const listing = d.recent(this.model.listings.length, 30);
     const count = d.int(3, 5);
     const buyers = this.distinctPeople(d, count);
-    if (listing < 0) return this.read(d);
-    await this.driver.runBatch(buyers.map((b) => this.driver.prepare(this.newPurchase(b, listing))));
+    const withdrawal = d.weighted({ none: 60, cancel: 25, retire: 15 });
+    const l = this.model.listings[listing];
+    if (!l) return this.read(d);
+    // Now and then the seller withdraws meanwhile: cancels the listing, or retires its item.
+    const seller = l.seller;
+    const ops: Op[] = buyers.filter((b) => b !== seller).map((b) => this.newPurchase(b, listing));
+    if (withdrawal === 'cancel') ops.push({ t: 'listing.cancel', actor: seller, listing });
+    if (withdrawal === 'retire') ops.push({ t: 'item.state', actor: seller, item: l.item, state: 'retired' });
+    await this.driver.runBatch(ops.map((op) => this.driver.prepare(op)));
   }
 
   /** An admin refunds a sale while its seller requests a payout (which releases their due holds). */

@@ -16,6 +16,8 @@ export interface Counters {
   unanswered: number;
   /** 503 answers while no fault was under way (a loaded machine's statement timeouts). */
   unavailableOutsideFaults: number;
+  /** The first of them: what was asked, and how long after the last fault. */
+  unavailableOutside: string[];
   unavailableDuringFaults: number;
   replays: number;
   /** Requests some attempt of which went unanswered (or 503), sent again until answered... */
@@ -35,6 +37,7 @@ export class Client {
     attempts: 0,
     unanswered: 0,
     unavailableOutsideFaults: 0,
+    unavailableOutside: [],
     unavailableDuringFaults: 0,
     replays: 0,
     retried: 0,
@@ -42,6 +45,9 @@ export class Client {
   };
   /** Set while a fault is being injected, so 503s are counted where they belong. */
   faultUnderWay = false;
+  /** When the last fault ended (its batch answered), to say how long after it a 503 came. */
+  faultEndedAt: number | undefined;
+
   /** Set when the run failed while requests were still being sent: they stop retrying. */
   private abandoned = false;
   /** Attempts that got an answer, of any kind: a fault can be timed by them. */
@@ -80,7 +86,15 @@ export class Client {
         }
         if (answer.status === 503) {
           if (this.faultUnderWay) this.counters.unavailableDuringFaults++;
-          else this.counters.unavailableOutsideFaults++;
+          else {
+            this.counters.unavailableOutsideFaults++;
+            const since =
+              this.faultEndedAt === undefined
+                ? 'no fault before'
+                : `${Date.now() - this.faultEndedAt} ms after the last fault`;
+            if (this.counters.unavailableOutside.length < 20)
+              this.counters.unavailableOutside.push(`${request.method} ${request.path}, ${since}`);
+          }
         }
         lastProblem = `${answer.status} ${code}`;
       } else {

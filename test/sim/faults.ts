@@ -81,6 +81,7 @@ export class Faults {
       });
     }
     client.faultUnderWay = false;
+    client.faultEndedAt = Date.now();
     return this.driver.action;
   }
 

@@ -112,6 +112,10 @@ SIMULATION FAILED
 `);
   process.exit(1);
 }
+if (c && c.unavailableOutsideFaults > 0) {
+  log(`503s outside faults (the first ${c.unavailableOutside.length}):`);
+  for (const line of c.unavailableOutside) log(`  ${line}`);
+}
 if (values.verbose || values.outcomes) {
   for (const [outcome, n] of [...result.outcomes].sort(([a], [b]) => (a < b ? -1 : 1)))
     log(`  ${n}\t${outcome}`);
