@@ -45,8 +45,9 @@ export class Client {
   };
   /** Set while a fault is being injected, so 503s are counted where they belong. */
   faultUnderWay = false;
-  /** When the last fault ended (its batch answered), to say how long after it a 503 came. */
+  /** When the last fault ended (its batch answered) and what it was, to say how long after it a 503 came. */
   faultEndedAt: number | undefined;
+  lastFault = '';
 
   /** Set when the run failed while requests were still being sent: they stop retrying. */
   private abandoned = false;
@@ -91,7 +92,7 @@ export class Client {
             const since =
               this.faultEndedAt === undefined
                 ? 'no fault before'
-                : `${Date.now() - this.faultEndedAt} ms after the last fault`;
+                : `${Date.now() - this.faultEndedAt} ms after the last fault (${this.lastFault})`;
             if (this.counters.unavailableOutside.length < 20)
               this.counters.unavailableOutside.push(`${request.method} ${request.path}, ${since}`);
           }

@@ -82,6 +82,7 @@ export class Faults {
     }
     client.faultUnderWay = false;
     client.faultEndedAt = Date.now();
+    client.lastFault = this.driver.action;
     return this.driver.action;
   }
 

@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { judgeMarket } from './judge-market.js';
 import { judgeMoney } from './judge-money.js';
 import type { Model } from './model.js';
-import { fingerprint, type Sent } from './ops.js';
+import { fingerprint, requestOf, type Sent } from './ops.js';
 import { type Answer, no, ok, refusal, type Timing, type Verdict } from './verdict.js';
 
 /**
@@ -52,5 +52,11 @@ function notReplayed(answer: Answer, verdict: Verdict): Verdict {
 }
 
 function judgeOp(model: Model, sent: Sent, answer: Answer, timing: Timing): Verdict {
+  // A write sent again (a replay whose first run stored nothing) carries the ids its slots held
+  // when it was first sent: a placeholder for a slot filled since names nothing.
+  const now = requestOf(model, sent.op, sent.request.key ?? '');
+  if (now.path !== sent.request.path || JSON.stringify(now.body) !== JSON.stringify(sent.request.body)) {
+    return refusal(answer, 404, 'NOT_FOUND');
+  }
   return judgeMarket(model, sent.op, answer, timing) ?? judgeMoney(model, sent.op, answer, timing);
 }
