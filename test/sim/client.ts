@@ -28,6 +28,9 @@ export interface Counters {
 
 export class NoAnswerError extends Error {}
 
+/** A 503 while no fault was under way, when the run was asked to fail on one (`--fail-on-503`). */
+export class UnavailableError extends Error {}
+
 const ATTEMPT_TIMEOUT_MS = 15_000;
 const PAUSE_MS = 50;
 
@@ -45,6 +48,8 @@ export class Client {
   };
   /** Set while a fault is being injected, so 503s are counted where they belong. */
   faultUnderWay = false;
+  /** The step under way, for the list of 503s outside faults. */
+  step = 0;
   /** When the last fault ended (its batch answered) and what it was, to say how long after it a 503 came. */
   faultEndedAt: number | undefined;
   lastFault = '';
@@ -58,6 +63,8 @@ export class Client {
   constructor(
     private readonly baseUrl: string,
     private readonly deadlineMs: number,
+    /** A 503 outside a fault fails the run instead of being sent again. */
+    private readonly failOn503 = false,
   ) {}
 
   /** Sends `request` as `token` until answered; the answer and when it was sent and answered. */
@@ -93,8 +100,9 @@ export class Client {
               this.faultEndedAt === undefined
                 ? 'no fault before'
                 : `${Date.now() - this.faultEndedAt} ms after the last fault (${this.lastFault})`;
-            if (this.counters.unavailableOutside.length < 20)
-              this.counters.unavailableOutside.push(`${request.method} ${request.path}, ${since}`);
+            const what = `${request.method} ${request.path} at step ${this.step}, ${since}`;
+            if (this.failOn503) throw new UnavailableError(`${what}: ${JSON.stringify(answer.body)}`);
+            if (this.counters.unavailableOutside.length < 20) this.counters.unavailableOutside.push(what);
           }
         }
         lastProblem = `${answer.status} ${code}`;

@@ -38,6 +38,8 @@ export class Driver {
   private touched: Touched | undefined;
   /** What the step is doing, for a failure report. */
   action = '';
+  /** The requests the step sent, for a failure report. */
+  readonly stepRequests: string[] = [];
   /** Where each request is written as it is sent (`--trace`): the step, its key and its operation by slots. */
   trace: ((line: string) => void) | undefined;
   /** How often each operation met each answer (`purchase 409 INSUFFICIENT_FUNDS`), for the summary. */
@@ -50,6 +52,8 @@ export class Driver {
 
   begin(step: number, touched: Touched): void {
     this.step = step;
+    this.client.step = step;
+    this.stepRequests.length = 0;
     this.keysThisStep = 0;
     this.touched = touched;
     this.action = '';
@@ -165,6 +169,7 @@ export class Driver {
 
   private mark(sent: Sent): void {
     this.trace?.(`${this.step} ${sent.request.key ?? '-'} ${describe(sent.op, this.model)}`);
+    this.stepRequests.push(this.label(sent));
     const t = this.touched;
     if (!t) return;
     const { op, request } = sent;

@@ -10,6 +10,7 @@ import { simulate } from './simulate.js';
  *   --seed N            the seed (default 1)
  *   --steps M           steps to run (default 1000)
  *   --no-faults         no kill -9, no database cuts
+ *   --fail-on-503       a 503 while no fault is under way fails the run (else it is retried and listed)
  *   --fault-rate R      the chance that a step ends with a fault (default 0.0067, about 1 in 150)
  *   --full-every K      steps between the whole-database comparisons (default 250)
  *   --verify-every V    steps between runs of `atrium economy verify` (default 2000)
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: '1' },
     steps: { type: 'string', default: '1000' },
     'no-faults': { type: 'boolean', default: false },
+    'fail-on-503': { type: 'boolean', default: false },
     'fault-rate': { type: 'string', default: String(1 / 150) },
     'full-every': { type: 'string', default: '250' },
     'verify-every': { type: 'string', default: '2000' },
@@ -61,6 +63,7 @@ const serverUrl = process.env.DATABASE_URL || 'postgres://root@127.0.0.1:5432/te
 function replayFlags(): string {
   const flags: string[] = [];
   if (values['no-faults']) flags.push('--no-faults');
+  if (values['fail-on-503']) flags.push('--fail-on-503');
   if (values['fault-rate'] !== String(1 / 150)) flags.push(`--fault-rate ${values['fault-rate']}`);
   return flags.length ? ` ${flags.join(' ')}` : '';
 }
@@ -81,6 +84,7 @@ const result = await simulate({
   progressEvery: whole('progress', values.progress, 0),
   verbose: values.verbose,
   keepDatabase: values['keep-db'],
+  failOn503: values['fail-on-503'],
   ...(trace ? { trace: (line: string) => trace.write(`${line}\n`) } : {}),
   serverUrl,
   log,

@@ -1,6 +1,6 @@
 import { ACTION_DRAWS, Actions } from './actions.js';
 import { Checker, touchedNothing } from './checks.js';
-import { Client, type Counters, NoAnswerError } from './client.js';
+import { Client, type Counters, NoAnswerError, UnavailableError } from './client.js';
 import { Driver, SimFailure } from './driver.js';
 import { FAULT_DRAWS, type FaultCounts, Faults } from './faults.js';
 import { Rng } from './rng.js';
@@ -27,6 +27,8 @@ export interface SimOptions {
   progressEvery: number;
   verbose: boolean;
   keepDatabase: boolean;
+  /** A 503 while no fault is under way fails the run (else it is sent again, and listed). */
+  failOn503?: boolean;
   /** Writes each request, by step, key and slots, as it is sent: two runs of a seed can be compared. */
   trace?: (line: string) => void;
   /** The Postgres server to make the database on (its own database is only connected to). */
@@ -67,7 +69,7 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
   try {
     await service.start();
     const { model, cast } = await castUsers(service);
-    const client = new Client(service.baseUrl, ANSWER_DEADLINE_MS);
+    const client = new Client(service.baseUrl, ANSWER_DEADLINE_MS, options.failOn503);
     result.counters = client.counters;
     driver = new Driver(model, client);
     result.outcomes = driver.outcomes;
@@ -117,9 +119,16 @@ export async function simulate(options: SimOptions): Promise<SimResult> {
     }
   } catch (error) {
     const step = result.steps + 1;
-    const action = driver?.action ?? 'setup';
+    const action = driver ? [driver.action, ...driver.stepRequests].join('\n    ') : 'setup';
     if (error instanceof SimFailure) {
       result.failure = { step, action: error.action, expected: error.expected, happened: error.happened };
+    } else if (error instanceof UnavailableError) {
+      result.failure = {
+        step,
+        action,
+        expected: 'no 503 while no fault is under way',
+        happened: error.message,
+      };
     } else if (error instanceof NoAnswerError) {
       result.failure = { step, action, expected: 'an answer', happened: error.message };
     } else {
