@@ -81,17 +81,3 @@ export async function serversOfWorlds(db: Database, worldIds: string[]): Promise
   );
   return rows.map((row) => row.id);
 }
-
-/**
- * How many statements on this Postgres database wait for a row another transaction locked: a test
- * holding a transaction open sees its racers arrive. PGlite runs one session, where the racers
- * wait for the pool's connection instead.
- */
-export async function rowLockWaiters(db: Database): Promise<number> {
-  const [row] = await queryRows<{ n: number }>(
-    db,
-    `select count(*)::integer as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-     where not l.granted and l.locktype = 'transactionid' and a.datname = current_database()`,
-  );
-  return row?.n ?? 0;
-}

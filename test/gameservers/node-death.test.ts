@@ -20,10 +20,10 @@ import {
   testModules,
   useTestApp,
 } from '../helpers/app.js';
-import { createTestDatabase, queryRows } from '../helpers/database.js';
+import { createTestDatabase, queryRows, rowLockWaiters } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
 import { request, TestSocket } from '../helpers/ws-client.js';
-import { gameServerCalls, launchesOf, reservationsOf, rowLockWaiters, silentCommand } from './gameservers.js';
+import { gameServerCalls, launchesOf, reservationsOf, silentCommand } from './gameservers.js';
 
 const NODE_LEASE_SECONDS = 1;
 const NODE_DIED = 'The node that ran it stopped: its node lease lapsed.';

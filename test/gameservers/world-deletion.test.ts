@@ -4,13 +4,13 @@ import { dataAccess, transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
+import { rowLockWaiters } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
 import { request, TestSocket } from '../helpers/ws-client.js';
 import {
   gameServerCalls,
   launchesOf,
   reservationsOf,
-  rowLockWaiters,
   serversOfWorlds,
   silentCommand,
 } from './gameservers.js';
