@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
+import { dataAccess, transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
+import { rowLockWaiters } from '../helpers/database.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, buy, fundedUser, key, listedItem } from './economy.js';
@@ -121,6 +122,37 @@ describe('catalog items', () => {
       expect.objectContaining({ item_id: item.id, item: expect.objectContaining({ state: 'retired' }) }),
     ]);
   });
+
+  // A purchase locks its listing, then its rows' foreign keys take a key-share lock on the item;
+  // retiring locks the item, then cancels its listings. The item's lock must not refuse key-share
+  // locks, or the two wait on each other (found by the economy simulation, seed 1 step 580).
+  // PGlite runs one session, so only Postgres can interleave them.
+  it.runIf(process.env.DATABASE_URL)(
+    'retires an item while a purchase holds its listing without a deadlock: the purchase still records rows naming the item',
+    async () => {
+      const s = services();
+      const creator = await s.createUser();
+      const { item, listing } = await listedItem(s, creator, { price: 10 });
+      let reachItem: () => void = () => undefined;
+      const retireWaits = new Promise<void>((resolve) => {
+        reachItem = resolve;
+      });
+      // The purchase's order of locks, held open in a transaction of the test's.
+      const purchase = transaction(dataAccess(s.db.orm.em.fork()), async (tx) => {
+        await executeBound(tx, 'select 1 from marketplace_listings where id = $1 for update', [listing.id]);
+        await retireWaits;
+        await executeBound(tx, 'select 1 from catalog_items where id = $1 for key share', [item.id]);
+      });
+      const retired = moveItem(s, creator, item.id, 'retired');
+      await expect.poll(() => rowLockWaiters(s.db), { timeout: 30_000 }).toBeGreaterThan(0);
+      reachItem();
+      const [purchased, retiring] = await Promise.allSettled([purchase, retired]);
+      expect(purchased).toEqual({ status: 'fulfilled', value: undefined });
+      expect(retiring).toMatchObject({ status: 'fulfilled', value: { state: 'retired' } });
+      const after = await s.call('economy.listings.get', s.ctxFor(creator.user), { listing_id: listing.id });
+      expect(after.state).toBe('cancelled');
+    },
+  );
 });
 
 describe('listings', () => {

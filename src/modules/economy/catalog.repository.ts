@@ -73,7 +73,12 @@ export async function insertItem(
   return row as ItemRow;
 }
 
-/** An item; `forUpdate` locks it for the rest of the transaction (state moves). */
+/**
+ * An item; `forUpdate` locks it for the rest of the transaction (state moves). The lock is `for no
+ * key update`: it still lets a purchase's rows take the key-share lock their foreign keys need, or
+ * a purchase holding the item's listing and a retire holding the item (then cancelling its
+ * listings) would wait on each other.
+ */
 export async function itemById(
   data: DataAccess,
   id: string,
@@ -81,7 +86,7 @@ export async function itemById(
 ): Promise<ItemRow | undefined> {
   const [row] = await executeBound<ItemRow>(
     data,
-    `select ${ITEM_COLUMNS} from catalog_items i where i.id = $1${forUpdate ? ' for update' : ''}`,
+    `select ${ITEM_COLUMNS} from catalog_items i where i.id = $1${forUpdate ? ' for no key update' : ''}`,
     [id],
   );
   return row;
