@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
@@ -6,6 +5,7 @@ import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster } from '../helpers/app.js';
 import { openedSockets } from '../helpers/ws-client.js';
+import { sent } from './rest.js';
 
 /**
  * Several nodes on one database: each runs the release job, and a user's economy events reach
@@ -30,16 +30,8 @@ describe('the economy on several nodes', () => {
     await cluster?.close();
   });
 
-  const send = async (user: TokenResponse, method: 'POST' | 'PATCH', url: string, payload: object) => {
-    const response = await node(0).http.inject({
-      method,
-      url,
-      headers: { ...bearer(user.access_token), 'idempotency-key': randomUUID() },
-      payload,
-    });
-    expect(response.statusCode, response.body).toBeLessThan(300);
-    return response.json();
-  };
+  const send = (user: TokenResponse, method: 'POST' | 'PATCH', url: string, payload: object) =>
+    sent(node(0), user, method, url, payload);
 
   it('releases every due hold exactly once when all nodes run the job at once, and tells the creator on another node', async () => {
     const admin = await registerWithRole(node(0), 'admin');

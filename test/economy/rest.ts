@@ -9,7 +9,7 @@ import { queryRows } from '../helpers/database.js';
 
 /** A write under /api/economy with a fresh Idempotency-Key, expected to succeed; its JSON answer. */
 export async function sent(
-  app: TestApp,
+  app: Pick<TestApp, 'http'>,
   user: TokenResponse,
   method: 'POST' | 'PATCH',
   url: string,

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { TransactionEntry } from '../../protocol/economy.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
+import { sent } from './rest.js';
 
 /** Who sees what of a purchase's transaction, over REST and over the socket. */
 
@@ -18,16 +18,8 @@ describe('a transaction as each of its readers sees it', () => {
   let seller: TokenResponse;
   let transactionId: string;
 
-  const send = async (user: TokenResponse, method: 'POST' | 'PATCH', url: string, payload: object) => {
-    const response = await app().http.inject({
-      method,
-      url,
-      headers: { ...bearer(user.access_token), 'idempotency-key': randomUUID() },
-      payload,
-    });
-    expect(response.statusCode, response.body).toBeLessThan(300);
-    return response.json();
-  };
+  const send = (user: TokenResponse, method: 'POST' | 'PATCH', url: string, payload: object) =>
+    sent(app(), user, method, url, payload);
   const viaRest = async (user: TokenResponse) => {
     const response = await app().http.inject({
       method: 'GET',
