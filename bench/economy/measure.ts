@@ -49,7 +49,7 @@ export function measureEconomy(
       ECONOMY_FEE_BPS: String(FEE_BPS),
       ECONOMY_CREATE_RATE_LIMIT_COUNT: '100000',
       // The bench measures how fast purchases go, not the per-buyer rate that bounds them.
-      ECONOMY_PURCHASE_RATE_LIMIT_COUNT: '100000000',
+      ECONOMY_PURCHASE_RATE_LIMIT_COUNT: '100000',
     };
     const issuer = await tokenIssuer(dataDir);
     let atrium: Atrium | undefined = await startAtrium(env, nodeArgs);
