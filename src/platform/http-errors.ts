@@ -77,12 +77,29 @@ export function frameworkErrorHandler(answer: ReturnType<typeof errorHandler>) {
   };
 }
 
+/**
+ * Whether a route matched with an empty path parameter (`/api/users//followers`, or a trailing
+ * slash where an id goes). The router accepts an empty value, but no path of the API has one: such
+ * a URL is not a path the service serves, and answers 404 ROUTE_NOT_FOUND under every method, as
+ * the OpenAPI document and any router reading it say. A wildcard's rest (`*`) may be empty.
+ */
+export function hasEmptyParam(params: unknown): boolean {
+  for (const [name, value] of Object.entries(params as Record<string, string>))
+    if (value === '' && name !== '*') return true;
+  return false;
+}
+
+/** The answer to a path no route serves. */
+export function sendRouteNotFound(reply: FastifyReply, method: string, path: string) {
+  return sendProblem(reply, new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${method} ${path}.`));
+}
+
 const segmentTooLong = () =>
   new AppError(ErrorCode.URI_TOO_LONG, 'A segment of the request path is over the length limit.');
 
 /**
  * The not-found handler. A path that routes serve under other methods (`methodsAt` asks the
- * router) answers 405 with `Allow`, and OPTIONS on it answers 204 with the same `Allow`; HEAD is
+ * router, which must not count a match with an empty parameter) answers 405 with `Allow`, and OPTIONS on it answers 204 with the same `Allow`; HEAD is
  * listed wherever GET is, as Fastify adds it. A path no route serves answers 404, and so does one
  * whose route for the method found nothing there.
  */
@@ -90,8 +107,7 @@ export function notFoundHandler(methodsAt: (path: string) => string[], maxParamL
   return (request: FastifyRequest, reply: FastifyReply) => {
     const path = request.url.split('?')[0] ?? '/';
     const allowed = methodsAt(path);
-    const notFound = () =>
-      sendProblem(reply, new AppError(ErrorCode.ROUTE_NOT_FOUND, `No route ${request.method} ${path}.`));
+    const notFound = () => sendRouteNotFound(reply, request.method, path);
     if (allowed.length === 0) return notFound();
     // The router also matches a path whose parameter is over its length limit, under every method
     // it serves, only to refuse it (FST_ERR_MAX_PARAM_LENGTH): no method serves such a path.

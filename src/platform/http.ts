@@ -22,8 +22,10 @@ import {
   clientErrorHandler,
   errorHandler,
   frameworkErrorHandler,
+  hasEmptyParam,
   notFoundHandler,
   sendProblem,
+  sendRouteNotFound,
 } from './http-errors.js';
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
@@ -108,6 +110,8 @@ export async function createHttpServer(deps: {
   let closing = false;
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (hasEmptyParam(request.params))
+      return sendRouteNotFound(reply, request.method, request.url.split('?')[0] ?? '/');
     if (!closing) {
       inFlight.begin(request, () => `${request.method} ${request.routeOptions.url ?? '(no route)'}`);
       return done();
@@ -149,7 +153,11 @@ export async function createHttpServer(deps: {
   app.setErrorHandler(answerError);
   app.setNotFoundHandler(
     notFoundHandler(
-      (path) => [...routeMethods].filter((method) => app.findRoute({ method, url: path }) !== null),
+      (path) =>
+        [...routeMethods].filter((method) => {
+          const route = app.findRoute({ method, url: path });
+          return route !== null && !hasEmptyParam(route.params);
+        }),
       MAX_PATH_PARAM_LENGTH,
     ),
   );

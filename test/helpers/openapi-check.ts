@@ -82,8 +82,9 @@ export class OpenApiCheck {
           .replace(/[.*+?^$()|[\]\\]/g, '\\$&')
           .replace(/\\?\{([^}]+)\\?\}/g, (_m, name) => {
             names.push(name);
-            // The router matches an empty segment as a parameter too (`/api/users//following`).
-            return '([^/]*)';
+            // A parameter is never empty: the service answers `/api/users//following` as a path
+            // it does not serve (404), as the document says.
+            return '([^/]+)';
           });
         return { pattern: new RegExp(`^${source}$`), names, template, operations: item };
       })

@@ -245,6 +245,17 @@ describe('HTTP error responses', () => {
     expectProblem(unknown, 404, 'ROUTE_NOT_FOUND');
   });
 
+  it('answers a path whose parameter is empty with 404 ROUTE_NOT_FOUND under every method, as a path it does not serve', async () => {
+    for (const url of ['/things/', '/things//', '/api/users//followers']) {
+      for (const method of ['GET', 'DELETE', 'POST', 'OPTIONS'] as const) {
+        const answer = await http.inject({ method, url });
+        expect(answer.headers.allow, `${method} ${url}`).toBeUndefined();
+        expect(expectProblem(answer, 404, 'ROUTE_NOT_FOUND').detail).toBe(`No route ${method} ${url}.`);
+      }
+    }
+    expect((await http.inject({ method: 'GET', url: '/things/1' })).statusCode).toBe(200);
+  });
+
   it('echoes a plain X-Request-Id and replaces an unsafe one', async () => {
     const kept = await http.inject({
       method: 'GET',

@@ -321,10 +321,11 @@ describe('the exchange check', () => {
     expect(violation).toMatch(/^PUT \/api\/presence\/status -> 200: the request body does not match/);
   });
 
-  it('reads an absolute-form target and an empty path segment as the router does', () => {
+  it('reads an absolute-form target as the router does, and an empty path parameter as a path the document does not describe', () => {
     expect(check.check(exchange({ url: 'http://127.0.0.1/api/worlds/w1' }))).toEqual([]);
-    expect(check.check(exchange({ url: '/api/worlds/', status: 418 }))).toEqual([
-      'GET /api/worlds/{world_id} -> 418: status 418 is not declared',
+    expect(check.check(exchange({ url: '/api/worlds/', status: 404 }))).toEqual([]);
+    expect(check.check(exchange({ url: '/api/worlds/', status: 200 }))).toEqual([
+      'GET /api/worlds/ -> 200: the document describes no such path',
     ]);
   });
 
