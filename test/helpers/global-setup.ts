@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -29,6 +29,7 @@ declare module 'vitest' {
  * initdb and migrations again: a PGlite dump in embedded mode, a template database on Postgres.
  */
 export default async function setup(project: TestProject) {
+  const removeRunTemp = await useRunTempDir();
   const databaseUrl = process.env.DATABASE_URL;
   if (databaseUrl) {
     const templateDb = `atrium_tpl_${randomBytes(4).toString('hex')}`;
@@ -43,6 +44,7 @@ export default async function setup(project: TestProject) {
     project.provide('embeddedDataDirSeed', '');
     return async () => {
       await adminQuery(databaseUrl, `drop database if exists ${templateDb} with (force)`);
+      await removeRunTemp();
     };
   }
   const dir = await mkdtemp(join(tmpdir(), 'atrium-test-'));
@@ -62,7 +64,24 @@ export default async function setup(project: TestProject) {
   project.provide('postgresTemplateDb', '');
   return async () => {
     await rm(dir, { recursive: true, force: true });
+    await removeRunTemp();
   };
+}
+
+/**
+ * Points TMPDIR at a directory of this run's own, before the test workers start (they inherit it,
+ * and so do the processes they start), and answers how to remove it: the temp dirs the tests, the
+ * service's embedded database sockets and the game-server fixtures make go with the run, even
+ * those of processes a test killed, instead of piling up in the machine's /tmp. Short, for the
+ * unix sockets made under it (about 107 bytes at most).
+ */
+async function useRunTempDir(): Promise<() => Promise<void>> {
+  const runTemp = await mkdtemp(join(tmpdir(), 'atrium-run-'));
+  // Others may pass through it, not list it, as through /tmp: a test's private PostgreSQL server
+  // runs as the postgres account in a directory of its own made here (test/helpers/postgres-server.ts).
+  await chmod(runTemp, 0o711);
+  process.env.TMPDIR = runTemp;
+  return () => rm(runTemp, { recursive: true, force: true });
 }
 
 async function dumpTo(db: Database, path: string): Promise<string> {
