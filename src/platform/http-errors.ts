@@ -99,9 +99,10 @@ const segmentTooLong = () =>
 
 /**
  * The not-found handler. A path that routes serve under other methods (`methodsAt` asks the
- * router, which must not count a match with an empty parameter) answers 405 with `Allow`, and OPTIONS on it answers 204 with the same `Allow`; HEAD is
- * listed wherever GET is, as Fastify adds it. A path no route serves answers 404, and so does one
- * whose route for the method found nothing there.
+ * router, which must not count a match with an empty parameter) answers 405 with `Allow`, and
+ * OPTIONS on it answers 204 with the same `Allow`; HEAD is listed wherever GET is, as Fastify adds
+ * it. A path no route serves answers 404, and so does one whose route for the method found nothing
+ * there.
  */
 export function notFoundHandler(methodsAt: (path: string) => string[], maxParamLength: number) {
   return (request: FastifyRequest, reply: FastifyReply) => {
