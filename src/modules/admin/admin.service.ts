@@ -80,8 +80,8 @@ function fromEntity(user: User, now: Date): AdminUser {
 
 /**
  * The operator console's account administration (docs/admin.md). Moderators and admins look
- * accounts up and suspend them or lift it (a moderator only accounts without a moderating role); roles and
- * sessions are for admins. Each change is audited in its transaction by the rule it runs.
+ * accounts up, suspend them and lift their suspension (a moderator only accounts without a
+ * moderating role); roles and sessions are for admins. Each change is audited in its transaction by the rule it runs.
  */
 export class AdminService {
   constructor(private readonly deps: AdminDeps) {}

@@ -6,7 +6,7 @@ import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
-import { recordAudit } from '../audit/index.js';
+import type { AuditApi } from '../audit/index.js';
 import { userAccount } from './accounts.js';
 import {
   cancelListing,
@@ -28,6 +28,8 @@ export interface CatalogDeps {
   writes: IdempotentWrites;
   /** Items, listings and payout requests per user and window, shared by the nodes. */
   createLimiter: RateLimiterAbstract;
+  /** An admin's cancel of another seller's listing is recorded in the audit log, in its transaction. */
+  audit: Pick<AuditApi, 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -220,7 +222,7 @@ export class CatalogService {
     const cancelled = await transaction(ctx.data, async (tx) => {
       const row = await cancelListing(tx, id, ctx.now());
       if (row && !bySeller)
-        await recordAudit(tx, {
+        await this.deps.audit.record(tx, {
           actor: { kind: 'user', id: caller.id },
           action: 'economy.listings.cancel',
           target: { type: 'listing', id },

@@ -85,7 +85,7 @@ export const economyModule = defineModule({
         payout_minimum: config.ECONOMY_PAYOUT_MINIMUM,
       },
     });
-    const catalog = new CatalogService({ writes, createLimiter: createLimit });
+    const catalog = new CatalogService({ writes, createLimiter: createLimit, audit });
     const purchases = new PurchasesService({
       writes,
       bus,
