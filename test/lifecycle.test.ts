@@ -1,15 +1,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configFrom } from '../src/config.js';
-import { createLogger } from '../src/platform/log.js';
 import { registerUser } from './helpers/accounts.js';
-import { buildCheckedApp } from './helpers/app.js';
+import { buildOwningApp } from './helpers/app.js';
 import { createTestDatabase, queryRows } from './helpers/database.js';
 import {
-  type LogLine,
   PROCESS_TEST_TIMEOUT_MS,
   preparedDataDir,
   registerOver,
@@ -66,21 +63,8 @@ describe('service lifecycle', () => {
 
 describe('shutdown after a failure', () => {
   it('still closes the gateway, the KV store and the database when the final last_seen_at flush fails, then rejects', async () => {
-    const dataDir = await preparedDataDir('atrium-close-');
     // The app must own its database and KV store here, so that closing them is its own job.
-    const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
-    const config = configFrom({
-      DATA_DIR: dataDir,
-      HTTP_PORT: 0,
-      WS_PORT: 0,
-      SHUTDOWN_GRACE_MS: 2000,
-      REDIS_KEY_PREFIX: `test:close:${basename(dataDir)}:`,
-      ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
-      ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    });
-    const logged: LogLine[] = [];
-    const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
-    const app = await buildCheckedApp(config, { log });
+    const { app, logged, dispose } = await buildOwningApp({ SHUTDOWN_GRACE_MS: 2000 });
     try {
       const { wsPort } = await app.listen();
       const user = await registerUser(app);
@@ -97,9 +81,7 @@ describe('shutdown after a failure', () => {
       await expect(app.kv.ping()).rejects.toThrow();
       await expect(queryRows(app.db, 'select 1')).rejects.toThrow();
     } finally {
-      await app.close().catch(() => {});
-      await testDb?.drop();
-      await rm(dataDir, { recursive: true, force: true });
+      await dispose();
     }
   });
 });

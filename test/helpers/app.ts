@@ -8,8 +8,10 @@ import { type Config, configFrom, hasSharedRedis } from '../../src/config.js';
 import { argon2Passwords, createAuthModule } from '../../src/modules/auth/index.js';
 import { modules } from '../../src/modules/index.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
+import { createLogger } from '../../src/platform/log.js';
 import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from './database.js';
 import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
+import { type LogLine, preparedDataDir } from './service-process.js';
 
 export interface TestApp extends App {
   /** Base URL of the HTTP server once `listen` ran; tests mostly use `http.inject`. */
@@ -252,4 +254,35 @@ export async function statementBatches(
       )?.[1] ?? 0,
     );
   return { statements: value('count'), calls: value('sum') };
+}
+
+/**
+ * An app that owns its database and KV store, so that closing them is its own job (tests of
+ * shutdown), with its log lines kept; `dispose` closes it (again) and removes what it made. The
+ * database is a clone of its own on Postgres, the embedded one under its DATA_DIR otherwise.
+ */
+export async function buildOwningApp(
+  settings: ConfigOverrides,
+  appModules: NonNullable<AppOverrides['modules']> = testModules,
+) {
+  const dataDir = await preparedDataDir('atrium-own-');
+  const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+  const config = configFrom({
+    DATA_DIR: dataDir,
+    HTTP_PORT: 0,
+    WS_PORT: 0,
+    REDIS_KEY_PREFIX: `test:own:${basename(dataDir)}:`,
+    ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...settings,
+  });
+  const logged: LogLine[] = [];
+  const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
+  const app = await buildCheckedApp(config, { log, modules: appModules });
+  const dispose = async () => {
+    await app.close().catch(() => {});
+    await testDb?.drop();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  return { app, logged, dispose };
 }

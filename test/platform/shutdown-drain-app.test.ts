@@ -1,22 +1,16 @@
-import { rm } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
-import { basename } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { operation } from '../../protocol/operation.js';
-import { configFrom } from '../../src/config.js';
 import { EventBus, userTopic } from '../../src/platform/bus.js';
 import { callerOf } from '../../src/platform/context.js';
 import { executeBound } from '../../src/platform/db.js';
 import { InFlight } from '../../src/platform/in-flight.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
-import { createLogger } from '../../src/platform/log.js';
 import { defineModule } from '../../src/platform/module.js';
 import { serve } from '../../src/platform/operations.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildCheckedApp, testModules } from '../helpers/app.js';
-import { createTestDatabase } from '../helpers/database.js';
-import { type LogLine, preparedDataDir } from '../helpers/service-process.js';
+import { buildOwningApp, testModules } from '../helpers/app.js';
 import { authedSocket } from '../helpers/ws-client.js';
 
 /** An operation on both transports whose handler waits for the test, then reads and publishes. */
@@ -58,33 +52,6 @@ function heldModule(gate: Promise<void>, started: string[], outcomes: string[]) 
   });
 }
 
-/**
- * An app that owns its database and KV store, so that closing them is its own job, with the
- * probe module and its log lines kept; `dispose` closes it (again) and removes what it made.
- */
-async function ownApp(probe: ReturnType<typeof heldModule>, settings: Parameters<typeof configFrom>[0]) {
-  const dataDir = await preparedDataDir('atrium-drain-app-');
-  const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
-  const config = configFrom({
-    DATA_DIR: dataDir,
-    HTTP_PORT: 0,
-    WS_PORT: 0,
-    REDIS_KEY_PREFIX: `test:drain-app:${basename(dataDir)}:`,
-    ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-    ...settings,
-  });
-  const logged: LogLine[] = [];
-  const log = createLogger(config, { write: (line: string) => logged.push(JSON.parse(line) as LogLine) });
-  const app = await buildCheckedApp(config, { log, modules: [...testModules, probe] });
-  const dispose = async () => {
-    await app.close().catch(() => {});
-    await testDb?.drop();
-    await rm(dataDir, { recursive: true, force: true });
-  };
-  return { app, logged, dispose };
-}
-
 describe('App.close', () => {
   it('waits for a request and a frame whose clients left, and their reads and publishes, before it closes the KV store and the database', async () => {
     let open: () => void = () => {};
@@ -94,9 +61,10 @@ describe('App.close', () => {
     const started: string[] = [];
     const outcomes: string[] = [];
     // Long enough for a loaded machine; before the drain existed, the frame held shutdown this long.
-    const { app, logged, dispose } = await ownApp(heldModule(gate, started, outcomes), {
-      SHUTDOWN_GRACE_MS: 15_000,
-    });
+    const { app, logged, dispose } = await buildOwningApp({ SHUTDOWN_GRACE_MS: 15_000 }, [
+      ...testModules,
+      heldModule(gate, started, outcomes),
+    ]);
     try {
       const { httpPort, wsPort } = await app.listen({ controlChannel: false });
       const [byRest, byFrame] = [await registerUser(app), await registerUser(app)];
@@ -136,9 +104,10 @@ describe('App.close', () => {
   });
 
   it('has nothing to wait for once every request was answered, whatever the answer (200, 401, 404, 413, 422)', async () => {
-    const { app, logged, dispose } = await ownApp(heldModule(Promise.resolve(), [], []), {
-      HTTP_BODY_LIMIT_BYTES: 1024,
-    });
+    const { app, logged, dispose } = await buildOwningApp({ HTTP_BODY_LIMIT_BYTES: 1024 }, [
+      ...testModules,
+      heldModule(Promise.resolve(), [], []),
+    ]);
     try {
       await app.listen({ controlChannel: false });
       const user = await registerUser(app);
