@@ -37,7 +37,11 @@ export function createLogger(config: Pick<Config, 'LOG_LEVEL'>, destination?: De
     base: { service: 'atrium' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  return destination ? pino(options, destination) : pino(options);
+  // stdout is written synchronously, as Node writes it to a pipe: pino's default buffers and
+  // writes asynchronously, and a process.exit() while a write was in flight could put the last
+  // line (the shutdown's verdict) ahead of the one before it. At info level the service logs
+  // too little for the blocking write to cost.
+  return pino(options, destination ?? pino.destination({ dest: 1, sync: true }));
 }
 
 type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
