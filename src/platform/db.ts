@@ -11,6 +11,7 @@ import {
   leanEntityManagerOf,
 } from './data-handle.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
+import { type NamedSql, valuesOf } from './named-sql.js';
 import { embeddedRunner, type PooledConnection, postgresRunner, type Runner } from './statement-runners.js';
 
 export type Orm = MikroORM;
@@ -221,6 +222,15 @@ export async function executeBound<Row>(
   } finally {
     await client.releaseConnection(connection);
   }
+}
+
+/** executeBound for a statement with named parameters (named-sql.ts), its values taken by name. */
+export function executeNamed<Row, Params extends object>(
+  on: DataAccess | EntityManager,
+  statement: NamedSql<Params>,
+  params: Params,
+): Promise<Row[]> {
+  return executeBound<Row>(on, statement.text, valuesOf(statement, params));
 }
 
 /** One per open database, reached from any of its entity managers through their driver. */
