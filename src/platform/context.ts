@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { AuthUser } from './auth/access-tokens.js';
+import type { AuthUser, Role } from './auth/access-tokens.js';
 import type { ServicePrincipal } from './auth/service-tokens.js';
 import { type DataAccess, dataAccess } from './data-access.js';
 import { AppError, ErrorCode } from './errors.js';
@@ -28,6 +28,25 @@ export interface Ctx {
 export function callerOf(ctx: Ctx): AuthUser {
   if (!ctx.user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'Authentication is required.');
   return ctx.user;
+}
+
+/** Each role's rank: a role includes the powers of every role ranked below it. */
+const rank: Record<Role, number> = { user: 0, moderator: 1, admin: 2 };
+
+/** Whether `user` holds `role` or a role above it (an admin moderates too). */
+export function hasRole(user: AuthUser, role: Role): boolean {
+  return user.roles.some((held) => rank[held] >= rank[role]);
+}
+
+/**
+ * The caller when they hold `role` or a role above it (from their access token), or FORBIDDEN
+ * (with `refusal` as its message, when given): the one check of staff powers, made in services.
+ */
+export function requireRole(ctx: Ctx, role: Role, refusal?: string): AuthUser {
+  const caller = callerOf(ctx);
+  if (hasRole(caller, role)) return caller;
+  const fallback = role === 'admin' ? 'Only admins may do this.' : 'Only moderators and admins may do this.';
+  throw new AppError(ErrorCode.FORBIDDEN, refusal ?? fallback);
 }
 
 /** Who a request or frame speaks for; a Fastify request or a gateway connection's fields. */
