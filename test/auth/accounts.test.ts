@@ -284,6 +284,17 @@ describe('refresh and logout', () => {
     expect((await refresh(app(), laptop.refresh_token)).statusCode).toBe(200);
   });
 
+  it('lets exactly one of several concurrent refreshes of one token rotate it, the others counting as reuse', async () => {
+    const first = await registerUser(app());
+    const answers = await Promise.all(Array.from({ length: 4 }, () => refresh(app(), first.refresh_token)));
+    const rotated = answers.filter((answer) => answer.statusCode === 200);
+    expect(rotated).toHaveLength(1);
+    expect(answers.map((answer) => answer.statusCode).sort()).toEqual([200, 401, 401, 401]);
+    // The others presented a spent token: the session is revoked, the winner's new token with it.
+    const winner = rotated[0]?.json() as TokenResponse;
+    expect((await refresh(app(), winner.refresh_token)).statusCode).toBe(401);
+  });
+
   it.each([
     ['an unknown token', 'x'.repeat(43)],
     ['a token of the wrong shape', '!!!'],

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { UserSchema } from '../../src/modules/users/user.entity.js';
 import {
   type DataAccess,
   dataAccess,
@@ -7,9 +6,7 @@ import {
   inTransaction,
   transaction,
 } from '../../src/platform/data-access.js';
-import { entityManagerOf } from '../../src/platform/data-handle.js';
 import { executeBound } from '../../src/platform/db.js';
-import { newId } from '../../src/platform/ids.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -144,44 +141,5 @@ describe('transactions', () => {
     const error = await failure(transaction(data(), (tx) => insert(tx, 1), { readOnly: true }));
     expect(error.code).toBe('25006');
     expect(await ids()).toEqual([]);
-  });
-
-  it('refuses the ORM inside a lean transaction, naming the option that allows it, and writes nothing', async () => {
-    const error = await failure(
-      transaction(data(), async (tx) => {
-        await insert(tx, 1);
-        await entityManagerOf(tx).findOne(UserSchema, { id: newId() });
-      }),
-    );
-    expect(error.message).toMatch(/unitOfWork/);
-    expect(await ids()).toEqual([]);
-  });
-
-  it('runs a unit-of-work transaction as MikroORM does: lean statements and entities commit together', async () => {
-    const id = newId();
-    await transaction(
-      data(),
-      async (tx) => {
-        await insert(tx, 1);
-        entityManagerOf(tx).create(UserSchema, {
-          id,
-          username: `tx_${id.slice(0, 8)}`,
-          email: null,
-          passwordHash: 'x',
-          roles: ['user'],
-          lastSeenAt: null,
-          statusMessage: null,
-          termsAcceptedAt: new Date(),
-          adultConfirmedAt: new Date(),
-          createdAt: new Date(),
-          updatedAt: new Date(),
-        });
-      },
-      { unitOfWork: true },
-    );
-    expect(await ids()).toEqual([1]);
-    const users = await executeBound(data(), 'select 1 from users where id = $1', [id]);
-    expect(users).toHaveLength(1);
-    await executeBound(data(), 'delete from users where id = $1', [id]);
   });
 });

@@ -10,13 +10,12 @@ import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
 import { type Suspension, suspensionInForce, type User, type UsersApi } from '../users/index.js';
 import type { Passwords } from './password.js';
 import {
-  addRefreshToken,
-  findRefreshToken,
-  flushNewAccount,
   lockRefreshToken,
   lockSession,
   revokeSession,
+  rotateRefreshToken,
   sessionIdsOf,
+  sessionOfRefreshToken,
   writeSession,
 } from './sessions.repository.js';
 
@@ -53,7 +52,7 @@ export class AuthService {
       throw new AppError(ErrorCode.TERMS_NOT_ACCEPTED, 'You must accept the terms of service.');
     await consumeOrThrow(this.deps.registrationsByIp, ctx.ip, 'Too many registrations from this address.');
     const now = ctx.now();
-    const user = this.deps.users.createUser(ctx.data, {
+    const user: User = {
       id: newId(),
       username: input.username,
       email: input.email ?? null,
@@ -65,10 +64,10 @@ export class AuthService {
       statusMessage: null,
       createdAt: now,
       updatedAt: now,
-    });
+    };
     // The unique index on lower(username) decides races: of two concurrent registrations of
     // the same name, exactly one insert succeeds.
-    const refused = await flushNewAccount(ctx.data);
+    const refused = await this.deps.users.createUser(ctx.data, user);
     if (refused) throw uniqueViolationError(refused.uniqueViolated);
     return this.startSession(ctx, user);
   }
@@ -104,38 +103,42 @@ export class AuthService {
     });
   }
 
-  /** Exchanges a refresh token for a new pair; the presented token is spent. */
+  /**
+   * Exchanges a refresh token for a new pair; the presented token is spent. One transaction locks
+   * the token's row, then its session's (always in this order, so two refreshes never wait for
+   * each other crosswise), decides, and writes: a second refresh of the same token waits for the
+   * first to commit and then finds the token rotated, which is reuse.
+   */
   async refresh(ctx: Ctx, refreshToken: string): Promise<TokenResponse> {
     const now = ctx.now();
-    const outcome = await transaction(
-      ctx.data,
-      async (tx) => {
-        const presented = await lockRefreshToken(tx, hashToken(refreshToken));
-        if (!presented) return { kind: 'invalid' as const };
-        const session = await lockSession(tx, presented.session.id);
-        if (!session) return { kind: 'invalid' as const };
-        const user = await this.deps.users.findUserById(tx, session.user.id);
-        if (!user) return { kind: 'invalid' as const };
-        // Before the revocation check: suspending revokes every session, and the holder of one of
-        // its tokens is told why it stopped working.
-        const suspension = suspensionInForce(user, now);
-        if (suspension) return { kind: 'suspended' as const, suspension };
-        if (session.revokedAt) return { kind: 'invalid' as const };
-        if (presented.rotatedAt) {
-          session.revokedAt = now;
-          session.revokedReason = 'refresh_token_reuse';
-          return { kind: 'reused' as const, sessionId: session.id };
-        }
-        if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
-        presented.rotatedAt = now;
-        session.lastRefreshedAt = now;
-        session.expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
-        const next = issueRefreshToken();
-        addRefreshToken(tx, { tokenHash: next.hash, session, createdAt: now, expiresAt: session.expiresAt });
-        return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
-      },
-      { unitOfWork: true },
-    );
+    const presentedHash = hashToken(refreshToken);
+    const outcome = await transaction(ctx.data, async (tx) => {
+      const presented = await lockRefreshToken(tx, presentedHash);
+      if (!presented) return { kind: 'invalid' as const };
+      const session = await lockSession(tx, presented.sessionId);
+      if (!session) return { kind: 'invalid' as const };
+      const user = await this.deps.users.findUserById(tx, session.userId);
+      if (!user) return { kind: 'invalid' as const };
+      // Before the revocation check: suspending revokes every session, and the holder of one of
+      // its tokens is told why it stopped working.
+      const suspension = suspensionInForce(user, now);
+      if (suspension) return { kind: 'suspended' as const, suspension };
+      if (session.revokedAt) return { kind: 'invalid' as const };
+      if (presented.rotatedAt) {
+        await revokeSession(tx, session.id, now, 'refresh_token_reuse');
+        return { kind: 'reused' as const, sessionId: session.id };
+      }
+      if (presented.expiresAt <= now || session.expiresAt <= now) return { kind: 'invalid' as const };
+      const next = issueRefreshToken();
+      await rotateRefreshToken(tx, {
+        presented: presentedHash,
+        next: next.hash,
+        sessionId: session.id,
+        at: now,
+        expiresAt: new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000),
+      });
+      return { kind: 'rotated' as const, user, sessionId: session.id, refreshToken: next.token };
+    });
     if (outcome.kind === 'reused') {
       ctx.log.warn({ sessionId: outcome.sessionId }, 'refresh token reuse detected; session revoked');
       await this.deps.tokens.revokeSessions([outcome.sessionId]);
@@ -147,10 +150,10 @@ export class AuthService {
 
   /** Revokes the session the token belongs to. Unknown tokens are accepted silently: logout is idempotent. */
   async logout(ctx: Ctx, refreshToken: string): Promise<void> {
-    const presented = await findRefreshToken(ctx.data, hashToken(refreshToken));
-    if (!presented) return;
-    await revokeSession(ctx.data, presented.session.id, ctx.now(), 'logout');
-    await this.deps.tokens.revokeSessions([presented.session.id]);
+    const sessionId = await sessionOfRefreshToken(ctx.data, hashToken(refreshToken));
+    if (!sessionId) return;
+    await revokeSession(ctx.data, sessionId, ctx.now(), 'logout');
+    await this.deps.tokens.revokeSessions([sessionId]);
   }
 
   /** Ends every session of a user (used when the account is deleted). */
@@ -166,14 +169,10 @@ export class AuthService {
     const now = ctx.now();
     const expiresAt = new Date(now.getTime() + this.deps.refreshTtlSeconds * 1000);
     const refresh = issueRefreshToken();
-    const session = await writeSession(ctx.data, user, {
-      sessionId: newId(),
-      tokenHash: refresh.hash,
-      createdAt: now,
-      expiresAt,
-    });
-    await beforeIssue?.(session.id);
-    return this.tokenResponse(user, session.id, refresh.token);
+    const sessionId = newId();
+    await writeSession(ctx.data, user.id, { sessionId, tokenHash: refresh.hash, createdAt: now, expiresAt });
+    await beforeIssue?.(sessionId);
+    return this.tokenResponse(user, sessionId, refresh.token);
   }
 
   private async tokenResponse(user: User, sessionId: string, refreshToken: string): Promise<TokenResponse> {

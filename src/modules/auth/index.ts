@@ -10,7 +10,6 @@ import { argon2Passwords, type Passwords } from './password.js';
 
 export { type Argon2Parameters, argon2Passwords, type Passwords } from './password.js';
 
-import { RefreshTokenSchema, SessionSchema } from './session.entity.js';
 import { recentSessionsOf, revokeSessionsOf } from './sessions.repository.js';
 
 /** What other modules may use of accounts and sessions. */
@@ -39,7 +38,7 @@ export const authModule = createAuthModule();
 export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOptions = {}) {
   return defineModule({
     name: 'auth',
-    entities: [SessionSchema, RefreshTokenSchema],
+    entities: [],
     tables: ['sessions', 'refresh_tokens'],
     needs: ['users'],
     setup({ config, kv, tokens, gateway, keys, serviceTokens }, { users }: { users: UsersApi }) {

@@ -1,60 +1,63 @@
-import { LockMode, UniqueConstraintViolationException } from '@mikro-orm/core';
-import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
-import { executeBound } from '../../platform/db.js';
-import type { User } from '../users/index.js';
-import { type RefreshToken, RefreshTokenSchema, type Session, SessionSchema } from './session.entity.js';
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /**
- * Sessions and refresh tokens through the ORM: logins, rotations and logouts are rare next to
- * requests, and the refresh's row locks and the registration's unique violations read best as
- * entities and a unit of work.
+ * Sessions and refresh tokens. A session is one login; its refresh tokens form a family, of which
+ * only the newest has not been rotated. Tokens are stored as their SHA-256 only.
  */
 
-/**
- * Writes what the unit of work of `data` holds (a registration's new account). When a unique
- * index refuses it, answers the constraint's name (or the error's message, where the driver names
- * none) and clears the unit of work, so nothing of the refused account is written later.
- */
-export async function flushNewAccount(data: DataAccess): Promise<{ uniqueViolated: string } | undefined> {
-  const em = entityManagerOf(data);
-  try {
-    await em.flush();
-    return undefined;
-  } catch (error) {
-    em.clear();
-    if (!(error instanceof UniqueConstraintViolationException)) throw error;
-    return { uniqueViolated: (error as { constraint?: string }).constraint ?? error.message };
-  }
+/** A refresh token as its rotation reads it. */
+export interface RefreshTokenRow {
+  sessionId: string;
+  expiresAt: Date;
+  rotatedAt: Date | null;
+}
+
+/** A session as a refresh reads it. */
+export interface SessionLock {
+  id: string;
+  userId: string;
+  expiresAt: Date;
+  revokedAt: Date | null;
 }
 
 /** The refresh token of this hash, its row locked until the transaction of `data` ends. */
-export function lockRefreshToken(data: DataAccess, tokenHash: Buffer): Promise<RefreshToken | null> {
-  return entityManagerOf(data).findOne(
-    RefreshTokenSchema,
-    { tokenHash },
-    { lockMode: LockMode.PESSIMISTIC_WRITE },
-  );
-}
-
-/** The session, its row locked until the transaction of `data` ends. */
-export function lockSession(data: DataAccess, sessionId: string): Promise<Session | null> {
-  return entityManagerOf(data).findOne(
-    SessionSchema,
-    { id: sessionId },
-    { lockMode: LockMode.PESSIMISTIC_WRITE },
-  );
-}
-
-export function findRefreshToken(data: DataAccess, tokenHash: Buffer): Promise<RefreshToken | null> {
-  return entityManagerOf(data).findOne(RefreshTokenSchema, { tokenHash });
-}
-
-/** Adds a refresh token of the session to the unit of work, written at its next flush. */
-export function addRefreshToken(
+export async function lockRefreshToken(
   data: DataAccess,
-  token: { tokenHash: Buffer; session: Session; createdAt: Date; expiresAt: Date },
-): void {
-  entityManagerOf(data).create(RefreshTokenSchema, { ...token, rotatedAt: null });
+  tokenHash: Buffer,
+): Promise<RefreshTokenRow | undefined> {
+  const [row] = await executeBound<RefreshTokenRow>(
+    data,
+    `select session_id as "sessionId", expires_at as "expiresAt", rotated_at as "rotatedAt"
+     from refresh_tokens where token_hash = $1 for update`,
+    [tokenHash],
+  );
+  return row;
+}
+
+/** The session, its row locked until the transaction of `data` ends (after its token's: one order). */
+export async function lockSession(data: DataAccess, sessionId: string): Promise<SessionLock | undefined> {
+  const [row] = await executeBound<SessionLock>(
+    data,
+    `select id, user_id as "userId", expires_at as "expiresAt", revoked_at as "revokedAt"
+     from sessions where id = $1 for update`,
+    [sessionId],
+  );
+  return row;
+}
+
+/** The session the refresh token of this hash belongs to, if the token is known. */
+export async function sessionOfRefreshToken(
+  data: DataAccess,
+  tokenHash: Buffer,
+): Promise<string | undefined> {
+  const [row] = await executeBound<{ session_id: string }>(
+    data,
+    'select session_id from refresh_tokens where token_hash = $1',
+    [tokenHash],
+  );
+  return row?.session_id;
 }
 
 /** Revokes the session unless it already is revoked. */
@@ -64,45 +67,67 @@ export async function revokeSession(
   at: Date,
   reason: string,
 ): Promise<void> {
-  await entityManagerOf(data).nativeUpdate(
-    SessionSchema,
-    { id: sessionId, revokedAt: null },
-    { revokedAt: at, revokedReason: reason },
+  await executeBound(
+    data,
+    'update sessions set revoked_at = $2, revoked_reason = $3 where id = $1 and revoked_at is null',
+    [sessionId, at, reason],
   );
 }
 
 export async function sessionIdsOf(data: DataAccess, userId: string): Promise<string[]> {
-  const sessions = await entityManagerOf(data).find(SessionSchema, { user: userId }, { fields: ['id'] });
-  return sessions.map((s) => s.id);
+  const rows = await executeBound<{ id: string }>(data, 'select id from sessions where user_id = $1', [
+    userId,
+  ]);
+  return rows.map((row) => row.id);
 }
 
-/**
- * Writes a new session of the user and its first refresh token, with whatever else the unit of
- * work of `data` holds (a registration's account).
- */
+// One statement, so a session never exists without its first token.
+const WRITE_SESSION = namedSql<{
+  sessionId: string;
+  userId: string;
+  createdAt: Date;
+  expiresAt: Date;
+  tokenHash: Buffer;
+}>(
+  `with session as (
+     insert into sessions (id, user_id, created_at, expires_at) values (:sessionId, :userId, :createdAt, :expiresAt)
+   )
+   insert into refresh_tokens (token_hash, session_id, created_at, expires_at)
+   values (:tokenHash, :sessionId, :createdAt, :expiresAt)`,
+);
+
+/** Writes a new session of the user and its first refresh token. */
 export async function writeSession(
   data: DataAccess,
-  user: User,
+  userId: string,
   refresh: { tokenHash: Buffer; createdAt: Date; expiresAt: Date; sessionId: string },
-): Promise<Session> {
-  const em = entityManagerOf(data);
-  const session = em.create(SessionSchema, {
-    id: refresh.sessionId,
-    user,
-    createdAt: refresh.createdAt,
-    expiresAt: refresh.expiresAt,
-    lastRefreshedAt: null,
-    revokedAt: null,
-    revokedReason: null,
-  });
-  addRefreshToken(data, {
-    tokenHash: refresh.tokenHash,
-    session,
-    createdAt: refresh.createdAt,
-    expiresAt: refresh.expiresAt,
-  });
-  await em.flush();
-  return session;
+): Promise<void> {
+  await executeNamed(data, WRITE_SESSION, { ...refresh, userId });
+}
+
+const ROTATE_REFRESH_TOKEN = namedSql<{
+  presented: Buffer;
+  next: Buffer;
+  sessionId: string;
+  at: Date;
+  expiresAt: Date;
+}>(
+  `with spent as (update refresh_tokens set rotated_at = :at where token_hash = :presented),
+        extended as (update sessions set last_refreshed_at = :at, expires_at = :expiresAt where id = :sessionId)
+   insert into refresh_tokens (token_hash, session_id, created_at, expires_at)
+   values (:next, :sessionId, :at, :expiresAt)`,
+);
+
+/**
+ * Spends the presented refresh token and extends its session with the next token, in one
+ * statement: the caller holds both rows' locks (lockRefreshToken, then lockSession), so a
+ * concurrent refresh of the same token waits and then finds it rotated.
+ */
+export async function rotateRefreshToken(
+  data: DataAccess,
+  rotation: { presented: Buffer; next: Buffer; sessionId: string; at: Date; expiresAt: Date },
+): Promise<void> {
+  await executeNamed(data, ROTATE_REFRESH_TOKEN, rotation);
 }
 
 /**

@@ -1,7 +1,6 @@
 import { profileGet, profileUpdate } from '../../../protocol/profiles.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
-import { ProfileSchema } from './profile.entity.js';
 import { DEFAULT_PRIVACY, dmPolicySql, privacyOf } from './profiles.repository.js';
 import { ProfilesService } from './profiles.service.js';
 
@@ -15,7 +14,7 @@ export interface ProfilesApi {
 /** Bio, avatar image and the privacy settings other features enforce. */
 export const profilesModule = defineModule({
   name: 'profiles',
-  entities: [ProfileSchema],
+  entities: [],
   tables: ['profiles'],
   needs: [],
   setup() {

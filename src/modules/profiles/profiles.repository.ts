@@ -1,9 +1,8 @@
-import { type EntityData, ForeignKeyConstraintViolationException } from '@mikro-orm/core';
 import type { Privacy } from '../../../protocol/profiles.js';
-import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
-import { executeBound } from '../../platform/db.js';
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound, executeNamed, hasSqlState, SqlState } from '../../platform/db.js';
 import { isId, toUuidArray } from '../../platform/ids.js';
-import { type Profile, ProfileSchema } from './profile.entity.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /** The privacy settings of a user who never saved any; the column defaults of 0010 match these. */
 export const DEFAULT_PRIVACY: Readonly<Privacy> = Object.freeze({
@@ -13,16 +12,70 @@ export const DEFAULT_PRIVACY: Readonly<Privacy> = Object.freeze({
   favorites_visibility: 'public',
 });
 
-export function findProfile(data: DataAccess, userId: string): Promise<Profile | null> {
-  return entityManagerOf(data).findOne(ProfileSchema, { userId });
+/** A saved profile; users who never saved one have none and read the defaults. */
+export interface Profile {
+  userId: string;
+  bio: string;
+  avatarAssetId: string | null;
+  profileVisibility: Privacy['profile_visibility'];
+  presenceVisibility: Privacy['presence_visibility'];
+  dmPolicy: Privacy['dm_policy'];
+  favoritesVisibility: Privacy['favorites_visibility'];
+  updatedAt: Date;
+}
+
+const PROFILE_COLUMNS = `user_id as "userId", bio, avatar_asset_id as "avatarAssetId",
+  profile_visibility::text as "profileVisibility", presence_visibility::text as "presenceVisibility",
+  dm_policy::text as "dmPolicy", favorites_visibility::text as "favoritesVisibility", updated_at as "updatedAt"`;
+const FIND_PROFILE_SQL = `select ${PROFILE_COLUMNS} from profiles where user_id = $1`;
+
+export async function findProfile(data: DataAccess, userId: string): Promise<Profile | null> {
+  const [row] = await executeBound<Profile>(data, FIND_PROFILE_SQL, [userId]);
+  return row ?? null;
 }
 
 /** The columns a profile update may name. */
-export type ProfileChanges = EntityData<Profile>;
+export type ProfileChanges = Partial<Omit<Profile, 'userId' | 'updatedAt'>>;
+
+/**
+ * One text for every patch: a column the patch does not name is bound as null and keeps its
+ * stored value (its default on the first write). avatar_asset_id may be cleared with null, so
+ * whether the patch names it is a parameter of its own; the other columns are never null.
+ */
+interface UpsertParams {
+  userId: string;
+  bio: string | null;
+  avatarAssetId: string | null;
+  setsAvatar: boolean;
+  profileVisibility: string | null;
+  presenceVisibility: string | null;
+  dmPolicy: string | null;
+  favoritesVisibility: string | null;
+  at: Date;
+}
+const UPSERT_PROFILE = namedSql<UpsertParams>(
+  `insert into profiles as p (user_id, bio, avatar_asset_id, profile_visibility, presence_visibility,
+                              dm_policy, favorites_visibility, updated_at)
+   values (:userId, coalesce(:bio::text, ''), :avatarAssetId::text,
+           coalesce(:profileVisibility::profile_visibility, '${DEFAULT_PRIVACY.profile_visibility}'),
+           coalesce(:presenceVisibility::audience, '${DEFAULT_PRIVACY.presence_visibility}'),
+           coalesce(:dmPolicy::audience, '${DEFAULT_PRIVACY.dm_policy}'),
+           coalesce(:favoritesVisibility::profile_visibility, '${DEFAULT_PRIVACY.favorites_visibility}'), :at)
+   on conflict (user_id) do update set
+     bio = coalesce(:bio::text, p.bio),
+     avatar_asset_id = case when :setsAvatar::boolean then excluded.avatar_asset_id else p.avatar_asset_id end,
+     profile_visibility = coalesce(:profileVisibility::profile_visibility, p.profile_visibility),
+     presence_visibility = coalesce(:presenceVisibility::audience, p.presence_visibility),
+     dm_policy = coalesce(:dmPolicy::audience, p.dm_policy),
+     favorites_visibility = coalesce(:favoritesVisibility::profile_visibility, p.favorites_visibility),
+     updated_at = excluded.updated_at
+   returning ${PROFILE_COLUMNS}`,
+);
 
 /**
  * Writes the named columns of the user's profile, creating it with the defaults for the others:
- * one INSERT ... ON CONFLICT (user_id) DO UPDATE. Undefined when no account has the id.
+ * one INSERT ... ON CONFLICT (user_id) DO UPDATE, so two concurrent first writes both succeed on
+ * one row. Undefined when no account has the id.
  */
 export async function upsertProfile(
   data: DataAccess,
@@ -31,9 +84,20 @@ export async function upsertProfile(
   at: Date,
 ): Promise<Profile | undefined> {
   try {
-    return await entityManagerOf(data).upsert(ProfileSchema, { ...changes, userId, updatedAt: at });
+    const [row] = await executeNamed<Profile, UpsertParams>(data, UPSERT_PROFILE, {
+      userId,
+      bio: changes.bio ?? null,
+      avatarAssetId: changes.avatarAssetId ?? null,
+      setsAvatar: changes.avatarAssetId !== undefined,
+      profileVisibility: changes.profileVisibility ?? null,
+      presenceVisibility: changes.presenceVisibility ?? null,
+      dmPolicy: changes.dmPolicy ?? null,
+      favoritesVisibility: changes.favoritesVisibility ?? null,
+      at,
+    });
+    return row;
   } catch (error) {
-    if (error instanceof ForeignKeyConstraintViolationException) return undefined;
+    if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) return undefined;
     throw error;
   }
 }

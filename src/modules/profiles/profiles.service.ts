@@ -2,8 +2,13 @@ import type { Privacy, ProfileUpdate, Profile as ProfileView } from '../../../pr
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { withoutBidiControls } from '../../platform/trimmed-text.js';
-import type { Profile } from './profile.entity.js';
-import { DEFAULT_PRIVACY, findProfile, type ProfileChanges, upsertProfile } from './profiles.repository.js';
+import {
+  DEFAULT_PRIVACY,
+  findProfile,
+  type Profile,
+  type ProfileChanges,
+  upsertProfile,
+} from './profiles.repository.js';
 
 export type { Privacy };
 

@@ -3,7 +3,6 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { directoryEntry, directoryPage } from './directory.repository.js';
 import { liftSuspension, suspendAccount } from './suspensions.js';
-import { UserSchema } from './user.entity.js';
 import {
   createUser,
   deleteUser,
@@ -22,10 +21,7 @@ import { changeRoleById, UsersService } from './users.service.js';
 
 export type { DirectoryRow } from './directory.repository.js';
 export { type Suspension, suspensionInForce, suspensionJson } from './suspensions.js';
-/** The entity, for other modules' relations to a user (a session's user) and the API's answers. */
-export type { User } from './user.entity.js';
-export { UserSchema } from './user.entity.js';
-export type { AccountRow } from './users.repository.js';
+export type { AccountRow, User } from './users.repository.js';
 /** SQL fragments for other modules' statements that read a user in the same round trip. */
 export { userExistsSql, usernameSql } from './users.repository.js';
 /** Operator tooling: the CLI's `atrium admin grant|revoke`. */
@@ -39,7 +35,7 @@ export interface UsersApi {
   existingUserIds: typeof existingUserIds;
   /** Ids and usernames of the accounts among some ids (social). */
   usernamesOf: typeof usernamesOf;
-  /** Accounts as entities: registration, login by username (case-insensitively), refresh, deletion. */
+  /** Whole accounts: registration, login by username (case-insensitively), refresh, deletion. */
   createUser: typeof createUser;
   findUserByUsername: typeof findUserByUsername;
   findUserById: typeof findUserById;
@@ -64,7 +60,7 @@ export interface UsersApi {
 /** The user directory: the users table other modules build on, and another user's public view. */
 export const usersModule = defineModule({
   name: 'users',
-  entities: [UserSchema],
+  entities: [],
   tables: ['users'],
   needs: ['audit'],
   setup() {

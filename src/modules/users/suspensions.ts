@@ -1,7 +1,7 @@
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { type AuditActor, recordAudit } from '../audit/index.js';
-import type { User } from './user.entity.js';
+import type { User } from './users.repository.js';
 import { lockUser, writeSuspension } from './users.repository.js';
 
 /**

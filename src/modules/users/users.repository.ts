@@ -1,15 +1,30 @@
-import { sql } from '@mikro-orm/core';
 import type { Role } from '../../platform/auth/access-tokens.js';
-import { type DataAccess, entityManagerOf } from '../../platform/data-handle.js';
-import { executeBound } from '../../platform/db.js';
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound, executeNamed, hasSqlState, SqlState } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
-import { type User, UserSchema } from './user.entity.js';
+import { namedSql } from '../../platform/named-sql.js';
 
-/**
- * The hot statements on the users table, on the lean path (executeBound): each runs once per
- * request or frame, where the ORM's query building and hydration cost several times the SQL.
- * Rich writes (registration, role changes) stay on the entity.
- */
+/** Every statement on the users table, on the lean path (executeBound): fixed texts, plain rows. */
+
+/** An account as the services read it: every column, named as a property. */
+export interface User {
+  id: string;
+  username: string;
+  email: string | null;
+  passwordHash: string;
+  roles: Role[];
+  lastSeenAt: Date | null;
+  statusMessage: string | null;
+  termsAcceptedAt: Date;
+  adultConfirmedAt: Date;
+  createdAt: Date;
+  updatedAt: Date;
+  /** A suspension, when one was set and not lifted: in force while `suspendedUntil` is null or later than now. */
+  suspendedAt?: Date | null;
+  suspendedUntil?: Date | null;
+  suspensionReason?: string | null;
+  suspendedBy?: string | null;
+}
 
 /** The caller's own account as GET /api/users/me shows it. */
 export interface AccountRow {
@@ -127,48 +142,73 @@ export async function writeLastSeen(
   );
 }
 
-/** What another user may see of an account, read without tracking the entity. */
-export function findPublicUser(data: DataAccess, userId: string) {
-  return entityManagerOf(data).findOne(
-    UserSchema,
-    { id: userId },
-    { fields: ['id', 'username', 'createdAt'] },
-  );
-}
-
-/**
- * Adds a new account to the unit of work of `data`, written at its next flush (registration: the
- * flush's unique violations tell a taken username or email).
- */
-export function createUser(data: DataAccess, account: User): User {
-  return entityManagerOf(data).create(UserSchema, account);
-}
-
-export function findUserById(data: DataAccess, userId: string): Promise<User | null> {
-  return entityManagerOf(data).findOne(UserSchema, { id: userId });
-}
-
-/** Deletes the account; the rows of every module that reference it follow their ON DELETE rules. */
-export async function deleteUser(data: DataAccess, userId: string): Promise<void> {
-  await entityManagerOf(data).nativeDelete(UserSchema, { id: userId });
-}
-
-/** Usernames are unique case-insensitively; this matches the unique index on lower(username). */
-export function findUserByUsername(data: DataAccess, username: string) {
-  return entityManagerOf(data).findOne(UserSchema, { [sql.lower('username')]: username.toLowerCase() });
-}
-
 /** The columns of a User, named as its properties. */
 const USER_COLUMNS = `id, username, email, password_hash as "passwordHash", roles::text[] as roles,
   last_seen_at as "lastSeenAt", status_message as "statusMessage", terms_accepted_at as "termsAcceptedAt",
   adult_confirmed_at as "adultConfirmedAt", created_at as "createdAt", updated_at as "updatedAt",
   suspended_at as "suspendedAt", suspended_until as "suspendedUntil", suspension_reason as "suspensionReason",
   suspended_by as "suspendedBy"`;
+const FIND_USER_BY_ID_SQL = `select ${USER_COLUMNS} from users where id = $1`;
+// lower(username) is what the unique index holds: usernames are unique case-insensitively.
+const FIND_USER_BY_USERNAME_SQL = `select ${USER_COLUMNS} from users where lower(username) = $1`;
+
+/** What another user may see of an account. */
+export async function findPublicUser(
+  data: DataAccess,
+  userId: string,
+): Promise<Pick<User, 'id' | 'username' | 'createdAt'> | undefined> {
+  const [row] = await executeBound<Pick<User, 'id' | 'username' | 'createdAt'>>(
+    data,
+    'select id, username, created_at as "createdAt" from users where id = $1',
+    [userId],
+  );
+  return row;
+}
+
+const INSERT_USER = namedSql<Omit<User, 'roles'> & { roles: string }>(
+  `insert into users (id, username, email, password_hash, roles, last_seen_at, status_message,
+                      terms_accepted_at, adult_confirmed_at, created_at, updated_at)
+   values (:id, :username, :email, :passwordHash, :roles::user_role[], :lastSeenAt, :statusMessage,
+           :termsAcceptedAt, :adultConfirmedAt, :createdAt, :updatedAt)`,
+);
+
+/**
+ * Writes a new account (registration). When a unique index refuses it, answers the index's name
+ * (or the error's message, where the driver names none): the caller tells a taken username from a
+ * taken email by it, and of two concurrent registrations of one name exactly one insert succeeds.
+ */
+export async function createUser(
+  data: DataAccess,
+  account: User,
+): Promise<{ uniqueViolated: string } | undefined> {
+  try {
+    await executeNamed(data, INSERT_USER, { ...account, roles: `{${account.roles.join(',')}}` });
+    return undefined;
+  } catch (error) {
+    if (!hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw error;
+    return { uniqueViolated: (error as { constraint?: string }).constraint ?? (error as Error).message };
+  }
+}
+
+export async function findUserById(data: DataAccess, userId: string): Promise<User | null> {
+  const [row] = await executeBound<User>(data, FIND_USER_BY_ID_SQL, [userId]);
+  return row ?? null;
+}
+
+/** The account whose username matches case-insensitively, as the unique index on lower(username) does. */
+export async function findUserByUsername(data: DataAccess, username: string): Promise<User | null> {
+  const [row] = await executeBound<User>(data, FIND_USER_BY_USERNAME_SQL, [username.toLowerCase()]);
+  return row ?? null;
+}
+
+/** Deletes the account; the rows of every module that reference it follow their ON DELETE rules. */
+export async function deleteUser(data: DataAccess, userId: string): Promise<void> {
+  await executeBound(data, 'delete from users where id = $1', [userId]);
+}
 
 /**
  * The account by id or username (case-insensitively), its row locked until the transaction of
  * `data` ends: role changes and suspensions read, change and audit it without a lost update.
- * Read with a lean statement, so these transactions need no unit of work.
  */
 export async function lockUser(
   data: DataAccess,
@@ -176,9 +216,7 @@ export async function lockUser(
 ): Promise<User | null> {
   const [row] = await executeBound<User>(
     data,
-    'id' in by
-      ? `select ${USER_COLUMNS} from users where id = $1 for update`
-      : `select ${USER_COLUMNS} from users where lower(username) = $1 for update`,
+    'id' in by ? `${FIND_USER_BY_ID_SQL} for update` : `${FIND_USER_BY_USERNAME_SQL} for update`,
     ['id' in by ? by.id : by.username.toLowerCase()],
   );
   return row ?? null;

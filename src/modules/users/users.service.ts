@@ -5,8 +5,7 @@ import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { type AuditActor, recordAudit } from '../audit/index.js';
-import type { User } from './user.entity.js';
-import { findPublicUser, lockUser, writeRoles } from './users.repository.js';
+import { findPublicUser, lockUser, type User, writeRoles } from './users.repository.js';
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 
