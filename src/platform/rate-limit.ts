@@ -5,7 +5,7 @@ import {
   RateLimiterRes,
 } from 'rate-limiter-flexible';
 import { AppError, ErrorCode } from './errors.js';
-import { type Kv, RedisKv } from './kv/index.js';
+import { type Kv, RedisBackedKv } from './kv/index.js';
 
 export interface LimiterOptions {
   keyPrefix: string;
@@ -25,7 +25,7 @@ export function createLimiter(kv: Kv, options: LimiterOptions): RateLimiterAbstr
     points: options.points,
     duration: options.durationSeconds,
   };
-  if (kv instanceof RedisKv) {
+  if (kv instanceof RedisBackedKv) {
     return new RateLimiterRedis({
       ...base,
       storeClient: kv.client,

@@ -97,7 +97,7 @@ export class RedisClusterServers {
     return hostPorts(this.masters);
   }
 
-  /** What RedisKv.connect takes for it. */
+  /** What connectRedis takes for it. */
   get topology(): RedisTopology {
     return { kind: 'cluster', nodes: addresses(this.masters), password: CLUSTER_PASSWORD };
   }
@@ -189,7 +189,7 @@ export class RedisSentinelServers {
     return hostPorts(this.sentinels);
   }
 
-  /** What RedisKv.connect takes for it. */
+  /** What connectRedis takes for it. */
   get topology(): RedisTopology {
     return { kind: 'sentinel', sentinels: addresses(this.sentinels), name: this.name };
   }
@@ -222,7 +222,7 @@ export class RedisSentinelServers {
   }
 }
 
-/** A running topology, as RedisKv.connect (`topology`) and the service (`settings`) take it. */
+/** A running topology, as connectRedis (`topology`) and the service (`settings`) take it. */
 export interface RedisServers {
   topology: RedisTopology;
   settings: Record<string, string>;

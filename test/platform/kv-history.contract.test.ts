@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
+import { connectRedis, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
 import { unframePositioned } from '../../src/platform/kv/kv.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
@@ -138,9 +138,7 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
 describeHistoryContract('MemoryKv history', async () => new MemoryKv());
 
 describeOnRedisTopologies((servers) =>
-  describeHistoryContract('RedisKv history', (namespace) =>
-    RedisKv.connect(servers().topology, { namespace }),
-  ),
+  describeHistoryContract('RedisKv history', (namespace) => connectRedis(servers().topology, { namespace })),
 );
 
 describe.skipIf(!REDIS_URL)('RedisKv history (REDIS_URL)', () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
+import { connectRedis, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.REDIS_URL;
@@ -92,5 +92,5 @@ describe.skipIf(!REDIS_URL)('RedisKv sets (REDIS_URL)', () => {
 });
 
 describeOnRedisTopologies((servers) =>
-  describeSetContract('RedisKv sets', () => RedisKv.connect(servers().topology)),
+  describeSetContract('RedisKv sets', () => connectRedis(servers().topology)),
 );

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKv, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
+import {
+  ClusterKv,
+  connectRedis,
+  createKv,
+  type Kv,
+  MemoryKv,
+  RedisKv,
+} from '../../src/platform/kv/index.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 type OnError = (error: unknown, context: string) => void;
@@ -385,9 +392,18 @@ describe.skipIf(!REDIS_URL)('RedisKv (REDIS_URL)', () => {
   });
 });
 
-describeOnRedisTopologies((servers) =>
-  describeKvContract('RedisKv', 'redis', (onError) => RedisKv.connect(servers().topology, { onError })),
-);
+describeOnRedisTopologies((servers) => {
+  describeKvContract('RedisKv', 'redis', (onError) => connectRedis(servers().topology, { onError }));
+
+  it('connects a ClusterKv to a Redis Cluster and a RedisKv to a Sentinel-watched primary', async () => {
+    const kv = await connectRedis(servers().topology);
+    try {
+      expect(kv).toBeInstanceOf(servers().topology.kind === 'cluster' ? ClusterKv : RedisKv);
+    } finally {
+      await kv.close();
+    }
+  });
+});
 
 describe('MemoryKv with an injected clock', () => {
   it('a key expires exactly when the clock reaches its TTL', async () => {

@@ -1,5 +1,5 @@
-/** The lifecycle of RedisKv's ioredis connections: becoming ready, reporting outages, closing. */
-import { Cluster, type Redis } from 'ioredis';
+/** The lifecycle of RedisKv's and ClusterKv's ioredis connections: becoming ready, reporting outages, closing. */
+import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
 
 /**
@@ -102,15 +102,7 @@ const RESUBSCRIBE_RETRY_MS = 200;
  * answered, so a connection lost again before that forgets every channel for good. On a Cluster,
  * ioredis resubscribes its shards itself: see whenShardsResubscribed.
  */
-export function whenResubscribed(
-  subscriber: RedisClient,
-  channels: () => string[],
-  notify: () => void,
-): void {
-  if (subscriber instanceof Cluster) {
-    whenShardsResubscribed(subscriber, notify);
-    return;
-  }
+export function whenResubscribed(subscriber: Redis, channels: () => string[], notify: () => void): void {
   let wasReady = false;
   let lost = false;
   let resubscribing = false;
@@ -155,7 +147,7 @@ interface ShardSubscribers {
  * proven by a PING each shard's connection answers after the SSUBSCRIBE sent before it
  * (`subscribersReady` comes right after ioredis sent them, not after Redis answered).
  */
-function whenShardsResubscribed(cluster: Cluster, notify: () => void): void {
+export function whenShardsResubscribed(cluster: Cluster, notify: () => void): void {
   let lost = false;
   cluster.on('-subscriber', () => {
     lost = true;

@@ -1,4 +1,4 @@
-/** The Lua scripts RedisKv runs, each one atomic step on Redis, and the keys of event histories. */
+/** The Lua scripts RedisKv and ClusterKv run, each one atomic step on Redis, and the keys of event histories. */
 
 import type { HistoryRead } from './kv.js';
 import type { RedisClient } from './redis-client.js';
@@ -48,7 +48,7 @@ const CURRENT_PRIMARY = `local primary = string.match(redis.call('INFO', 'replic
  * (HISTORY_META_TTL_MS): a reader who missed nothing while the stream expired is still told so.
  * The message is published with its position in front (kv.ts framePositioned). Answers each
  * channel's offset and epoch, flat. On a Redis Cluster every key of one call must be in one hash
- * slot, so RedisKv calls it per slot, and it publishes with SPUBLISH to channels named with the
+ * slot, so ClusterKv calls it per slot, and it publishes with SPUBLISH to channels named with the
  * same hash tag as the keys (`<prefix>{<channel>}`), which reaches only the subscribers of that
  * shard.
  */

@@ -5,10 +5,26 @@
  */
 import { type HostPort, parseHostPorts } from '../config-fields.js';
 
-export type RedisTopology =
-  | { kind: 'server'; url: string }
-  | { kind: 'sentinel'; sentinels: HostPort[]; name: string; password?: string; sentinelPassword?: string }
-  | { kind: 'cluster'; nodes: HostPort[]; password?: string };
+export interface ServerTopology {
+  kind: 'server';
+  url: string;
+}
+
+export interface SentinelTopology {
+  kind: 'sentinel';
+  sentinels: HostPort[];
+  name: string;
+  password?: string;
+  sentinelPassword?: string;
+}
+
+export interface ClusterTopology {
+  kind: 'cluster';
+  nodes: HostPort[];
+  password?: string;
+}
+
+export type RedisTopology = ServerTopology | SentinelTopology | ClusterTopology;
 
 /** The Redis settings as config.ts parses them (declared there, next to REDIS_URL). */
 export interface RedisSettings {
