@@ -11,7 +11,7 @@ import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
-import type { SocialApi } from '../social/index.js';
+import { privacyAdmits, type SocialApi } from '../social/index.js';
 import {
   type AdmittingPolicies,
   ensureConversation,
@@ -53,14 +53,13 @@ const throwBlocked = (): never => {
 /** The most sends one statement stores; more waiting go in the next. */
 const MESSAGES_PER_STATEMENT = 100;
 
-/** Whether the peer's dm_policy lets the sender message them. */
-const admits = (policy: string, friends: boolean) =>
-  policy === 'everyone' || (policy === 'friends' && friends);
-
-/** The same rule spelled out for the statement that stores a message, which applies it. */
+/**
+ * The peer's dm_policy values that let a sender who is their friend, and one who is not, message
+ * them (social's privacy rule), spelled out for the statement that stores a message, which applies it.
+ */
 const ADMITTING: AdmittingPolicies = {
-  friend: audienceSchema.options.filter((policy) => admits(policy, true)),
-  other: audienceSchema.options.filter((policy) => admits(policy, false)),
+  friend: audienceSchema.options.filter((policy) => privacyAdmits(policy, true)),
+  other: audienceSchema.options.filter((policy) => privacyAdmits(policy, false)),
 };
 
 /**
@@ -70,7 +69,7 @@ const ADMITTING: AdmittingPolicies = {
 function storedOrRefusal(sent: StoreOutcome): MessageRow | undefined {
   if (sent.message) return sent.message;
   if (sent.blocked) throw blockedBetween();
-  if (!admits(sent.dm_policy, sent.friends))
+  if (!privacyAdmits(sent.dm_policy, sent.friends))
     throw forbidden("This user's privacy settings do not let you message them.");
   return undefined;
 }

@@ -1,3 +1,4 @@
+import type { Privacy } from '../../../protocol/profiles.js';
 import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
@@ -74,7 +75,7 @@ export interface SendFacts {
   /** Either of them blocked the other. */
   blocked: boolean;
   /** The peer's dm_policy (the default when they saved no profile). */
-  dm_policy: string;
+  dm_policy: Privacy['dm_policy'];
 }
 
 /** The dm_policy values that admit a sender who is the peer's friend, and one who is not. */

@@ -7,7 +7,7 @@ import { canonicalId, isId } from '../../platform/ids.js';
 import type { Kv } from '../../platform/kv/kv.js';
 import { shownText } from '../../platform/trimmed-text.js';
 import type { ProfilesApi } from '../profiles/index.js';
-import type { Relation, SocialApi } from '../social/index.js';
+import { privacyAdmits, type Relation, type SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
 import { type PendingStatus, pendingStatusKey, type StatusMessages } from './status-messages.js';
 
@@ -47,7 +47,7 @@ export function canSeePresence(
 ): boolean {
   if (viewerId === targetId) return true;
   if (relation.blocked) return false;
-  return visibility === 'everyone' || (visibility === 'friends' && relation.friends);
+  return privacyAdmits(visibility, relation.friends);
 }
 
 /** Waits before each new try of a failed presence announcement: about two minutes in all. */

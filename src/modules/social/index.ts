@@ -24,7 +24,13 @@ import { relationsOf } from './relations.js';
 import { lockPair } from './social.repository.js';
 import { type PairBlockListener, SocialService } from './social.service.js';
 
-export { blockBetweenSql, friendsBetweenSql, type Relation } from './relations.js';
+export {
+  blockBetweenSql,
+  friendsBetweenSql,
+  type PrivacySetting,
+  privacyAdmits,
+  type Relation,
+} from './relations.js';
 export { USER_BLOCKED, type UserBlockedEvent } from './social.service.js';
 
 /** What other modules may use of the social graph: how two users relate, for privacy rules. */

@@ -1,3 +1,4 @@
+import type { audienceSchema, profileVisibilitySchema } from '../../../protocol/profiles.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { toUuidArray } from '../../platform/ids.js';
@@ -8,6 +9,22 @@ export interface Relation {
   /** Either user blocked the other. */
   blocked: boolean;
 }
+
+/**
+ * A privacy setting: who may see or reach a user. Presence visibility and the DM policy say
+ * everyone, friends or nobody; profile visibility says public and private for everyone and nobody.
+ */
+export type PrivacySetting =
+  | (typeof audienceSchema.options)[number]
+  | (typeof profileVisibilitySchema.options)[number];
+
+/**
+ * Whether a privacy setting admits a user who is (`friends`) or is not the owner's friend: the one
+ * everyone / friends / nobody rule of presence, direct messages and follow lists. Blocks, and the
+ * owner who always sees their own, are the callers' rules, decided before this one.
+ */
+export const privacyAdmits = (setting: PrivacySetting, friends: boolean): boolean =>
+  setting === 'everyone' || setting === 'public' || (setting === 'friends' && friends);
 
 /**
  * How `viewerId` relates to each of `otherIds`, in one statement for the whole batch (two indexed

@@ -11,7 +11,7 @@ import { canonicalId, isId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { UsersApi } from '../users/index.js';
-import { relationsOf } from './relations.js';
+import { privacyAdmits, relationsOf } from './relations.js';
 import {
   acceptFriendRequest,
   deleteBlock,
@@ -249,8 +249,9 @@ export class SocialService {
     ]);
     const relation = relations.get(ownerId);
     if (exists.length === 0 || relation?.blocked) throw noSuchUser();
-    const visibility = privacy.get(ownerId)?.profile_visibility;
-    if (visibility === 'private' || (visibility === 'friends' && !relation?.friends))
+    // privacyOf answers every id it is given, with the defaults for users who saved no profile.
+    const visibility = privacy.get(ownerId)?.profile_visibility ?? 'public';
+    if (!privacyAdmits(visibility, relation?.friends === true))
       throw new AppError(ErrorCode.FORBIDDEN, "This user's profile settings hide the list from you.");
     return ownerId;
   }
