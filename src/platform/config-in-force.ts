@@ -1,14 +1,14 @@
 import { REDACTED, type Setting } from '../../protocol/settings.js';
-import { type Config, configParts, secretVariables } from '../config.js';
+import { secretVariables } from './platform-config.js';
 
 /**
  * The configuration in force as admins may read it (GET /api/admin/config): every setting by name
- * and declaring part, with credentials withheld. Beside config.ts's own list of secret variables,
- * as the log's redaction (log.ts) is beside the logger.
+ * and declaring part, with credentials withheld. Beside platform-config.ts's list of secret
+ * variables, as the log's redaction (log.ts) is beside the logger.
  */
 
 /**
- * Names that say a value is a credential, besides the variables config.ts already treats so: a
+ * Names that say a value is a credential, besides the secret variables platform-config.ts lists: a
  * setting added later whose name says SECRET, PASSWORD, a key, a PEM or a token (not a token's
  * lifetime, such as ACCESS_TOKEN_TTL_SECONDS) is withheld without anyone remembering to list it.
  */
@@ -64,10 +64,13 @@ export function settingInForce(part: string, name: string, value: unknown): Sett
   return { name, part, value: plain, redacted: false };
 }
 
-/** Every setting of `config`, in the order of config.ts's parts, secrets redacted. */
-export function configInForce(config: Config): Setting[] {
+/**
+ * Every setting of `config`, by the part that declares it, in the parts' order (src/config.ts's
+ * configParts: the platform's and each module's), secrets redacted.
+ */
+export function configInForce(config: object, parts: Readonly<Record<string, object>>): Setting[] {
   const values = config as Record<string, unknown>;
-  return Object.entries(configParts).flatMap(([part, shape]) =>
+  return Object.entries(parts).flatMap(([part, shape]) =>
     Object.keys(shape).map((name) => settingInForce(part, name, values[name])),
   );
 }

@@ -15,7 +15,6 @@ import Fastify, {
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { serviceTokenScheme } from '../../protocol/operation.js';
-import type { Config } from '../config.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
 import {
@@ -33,6 +32,7 @@ import { InFlight } from './in-flight.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { DOCS_PATH, documentationPage, documentObject, documentRoute, openApiDocument } from './openapi.js';
+import type { PlatformConfig } from './platform-config.js';
 
 export type HttpServer = FastifyInstance<
   import('node:http').Server,
@@ -68,7 +68,7 @@ const MAX_PATH_PARAM_LENGTH = 100;
  * error, request ids, metrics and the generated OpenAPI 3.1 document with its UI.
  */
 export async function createHttpServer(deps: {
-  config: Config;
+  config: Pick<PlatformConfig, 'HTTP_BODY_LIMIT_BYTES' | 'TRUST_PROXY'>;
   log: Logger;
   metrics: Metrics;
   /** Where requests count from their first hook to their answer; the node's, which shutdown waits for. */

@@ -7,7 +7,7 @@ import {
   type Logger,
   pino,
 } from 'pino';
-import type { Config } from '../config.js';
+import type { PlatformConfig } from './platform-config.js';
 
 export type { Logger };
 
@@ -30,7 +30,10 @@ const redactPaths = [
 ];
 
 /** JSON lines to stdout, or to `destination` (tests read what was logged). */
-export function createLogger(config: Pick<Config, 'LOG_LEVEL'>, destination?: DestinationStream): Logger {
+export function createLogger(
+  config: Pick<PlatformConfig, 'LOG_LEVEL'>,
+  destination?: DestinationStream,
+): Logger {
   const options = {
     level: config.LOG_LEVEL,
     redact: { paths: redactPaths, censor: '[redacted]' },

@@ -1,5 +1,4 @@
 import type { EntitySchema } from '@mikro-orm/core';
-import type { Config } from '../config.js';
 import type { AccessTokens } from './auth/access-tokens.js';
 import type { KeyRing } from './auth/keys.js';
 import type { ServiceTokens } from './auth/service-tokens.js';
@@ -13,10 +12,18 @@ import type { Kv } from './kv/kv.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { OperationBinding } from './operations.js';
+import type { PlatformConfig } from './platform-config.js';
+
+/**
+ * The settings a module's setup reads from `platform.config`: the platform's and its own. The
+ * platform declares only its part; src/config.ts, which merges every module's part with it,
+ * completes this interface by declaration merging, so no platform file imports a module's settings.
+ */
+export interface ServiceConfig extends PlatformConfig {}
 
 /** The ports a module is built from. A module hands its services only the parts they use. */
 export interface Platform {
-  config: Config;
+  config: ServiceConfig;
   log: Logger;
   metrics: Metrics;
   db: Database;

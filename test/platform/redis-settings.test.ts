@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, configFrom, hasSharedRedis, loadConfig } from '../../src/config.js';
+import { ConfigError, configFrom, configParts, hasSharedRedis, loadConfig } from '../../src/config.js';
 import { configInForce } from '../../src/platform/config-in-force.js';
 import { redisTopology } from '../../src/platform/kv/index.js';
 
@@ -91,13 +91,15 @@ describe('Redis settings', () => {
       REDIS_PASSWORD: 'hunter2',
       REDIS_SENTINEL_PASSWORD: 'hunter3',
     });
-    const shown = Object.fromEntries(configInForce(config).map((setting) => [setting.name, setting.value]));
+    const shown = Object.fromEntries(
+      configInForce(config, configParts).map((setting) => [setting.name, setting.value]),
+    );
     expect(shown).toMatchObject({
       REDIS_SENTINELS: 's:26379',
       REDIS_SENTINEL_NAME: 'm',
       REDIS_PASSWORD: '[redacted]',
       REDIS_SENTINEL_PASSWORD: '[redacted]',
     });
-    expect(JSON.stringify(configInForce(config))).not.toMatch(/hunter[23]/);
+    expect(JSON.stringify(configInForce(config, configParts))).not.toMatch(/hunter[23]/);
   });
 });

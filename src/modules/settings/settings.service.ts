@@ -1,4 +1,5 @@
 import type { Setting } from '../../../protocol/settings.js';
+import { configParts } from '../../config.js';
 import { configInForce } from '../../platform/config-in-force.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -12,6 +13,6 @@ export class SettingsService {
     const caller = callerOf(ctx);
     if (!caller.roles.includes('admin'))
       throw new AppError(ErrorCode.FORBIDDEN, 'Only admins may read the configuration.');
-    return { settings: configInForce(this.config) };
+    return { settings: configInForce(this.config, configParts) };
   }
 }

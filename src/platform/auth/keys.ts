@@ -9,7 +9,7 @@ import { link, mkdir, open, readdir, readFile, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, exportJWK } from 'jose';
-import type { Config } from '../../config.js';
+import type { PlatformConfig } from '../platform-config.js';
 import { StartupError } from '../startup-error.js';
 
 const generateKeyPair = promisify(generateKeyPairCb);
@@ -84,12 +84,21 @@ async function writeFileAtomically(path: string, contents: string): Promise<void
   }
 }
 
+/** The settings loadKeyRing reads. */
+export type KeyRingSettings = Pick<
+  PlatformConfig,
+  'DATA_DIR' | 'JWT_SIGNING_KEY_PEM' | 'JWT_SIGNING_KEY_ID' | 'JWT_VERIFY_KEYS_PEM'
+>;
+
 /**
  * Production supplies the signing key as PEM in JWT_SIGNING_KEY_PEM (plus retired public keys in
  * JWT_VERIFY_KEYS_PEM during a rotation). Without it, keys live under DATA_DIR/keys and one is
  * generated on first start, which is what a laptop install wants.
  */
-export async function loadKeyRing(config: Config, onGenerated?: (key: CreatedKey) => void): Promise<KeyRing> {
+export async function loadKeyRing(
+  config: KeyRingSettings,
+  onGenerated?: (key: CreatedKey) => void,
+): Promise<KeyRing> {
   const entries: { kid: string; privateKey?: KeyObject; publicKey: KeyObject }[] = [];
   if (config.JWT_SIGNING_KEY_PEM) {
     const privateKey = parsePrivateKey(config.JWT_SIGNING_KEY_PEM, 'JWT_SIGNING_KEY_PEM');

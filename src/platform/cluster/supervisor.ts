@@ -2,17 +2,20 @@ import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:net';
 import { availableParallelism } from 'node:os';
-import type { Config } from '../../config.js';
-import { loadKeyRing } from '../auth/keys.js';
+import { type KeyRingSettings, loadKeyRing } from '../auth/keys.js';
 import type { Logger } from '../log.js';
+import type { PlatformConfig } from '../platform-config.js';
 import { serveHostMetrics } from './host-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
 import { isWorkerMessage, WORKER_SLOT_VARIABLE } from './worker-messages.js';
 
 /** How many workers WORKERS asks for on this host (`auto`: one per core the process may use). */
-export function workerCount(config: Pick<Config, 'WORKERS'>): number {
+export function workerCount(config: Pick<PlatformConfig, 'WORKERS'>): number {
   return config.WORKERS === 'auto' ? availableParallelism() : config.WORKERS;
 }
+
+/** Where the workers listen. */
+type ListenerSettings = Pick<PlatformConfig, 'HOST' | 'HTTP_PORT' | 'WS_PORT'>;
 
 interface Slot {
   number: number;
@@ -31,7 +34,11 @@ interface Slot {
  * worker. Resolves with the exit code once every worker has exited after a shutdown: 0 when each
  * exited cleanly, 1 when any did not.
  */
-export async function superviseWorkers(config: Config, count: number, log: Logger): Promise<number> {
+export async function superviseWorkers(
+  config: KeyRingSettings & ListenerSettings,
+  count: number,
+  log: Logger,
+): Promise<number> {
   // Every worker must sign with the same key: the first start creates it here, before any worker
   // could race another to create one of its own under DATA_DIR/keys.
   await loadKeyRing(config, (created) =>
@@ -122,7 +129,7 @@ export async function superviseWorkers(config: Config, count: number, log: Logge
  * Port 0 picks a free port, but every worker must listen on the same one: the supervisor picks
  * them. Both are held at once so the two are different, then released for the workers to bind.
  */
-async function concretePorts(config: Pick<Config, 'HOST' | 'HTTP_PORT' | 'WS_PORT'>) {
+async function concretePorts(config: ListenerSettings) {
   const held: Server[] = [];
   const pick = async (port: number) => {
     if (port !== 0) return port;

@@ -1,13 +1,13 @@
 import type { z } from 'zod';
 import { CloseCode, ping } from '../../../protocol/frames.js';
 import { payloadSchema } from '../../../protocol/operation.js';
-import type { Config } from '../../config.js';
 import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../bus.js';
 import type { InFlight } from '../in-flight.js';
 import type { Kv, StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import type { PlatformConfig } from '../platform-config.js';
 import { Connection, type SocketData } from './connection.js';
 import { FrameDispatcher, type FrameHandler, type HandleOptions, NO_ACK } from './dispatch.js';
 import type { CaughtUp } from './replay.js';
@@ -24,6 +24,22 @@ import {
   uws,
   uwsNative,
 } from './uws.js';
+
+/** The settings the gateway reads: where it listens, its limits per frame, connection, user and node. */
+type GatewaySettings = Pick<
+  PlatformConfig,
+  | 'HOST'
+  | 'WS_PORT'
+  | 'WS_MAX_FRAME_BYTES'
+  | 'WS_MAX_FRAMES_PER_SECOND'
+  | 'WS_SETUP_CONCURRENCY'
+  | 'WS_SETUP_QUEUE'
+  | 'WS_MAX_SUBSCRIPTIONS'
+  | 'WS_MAX_BUFFERED_BYTES'
+  | 'WS_MAX_SOCKETS_PER_USER'
+  | 'WS_AUTH_TIMEOUT_MS'
+  | 'WS_IDLE_TIMEOUT_SECONDS'
+>;
 
 /** Frames above WS_MAX_FRAME_BYTES get an error frame; only above this multiple does uWS drop the socket. */
 const HARD_CEILING_FACTOR = 4;
@@ -56,7 +72,7 @@ export class Gateway {
 
   constructor(
     private readonly deps: {
-      config: Config;
+      config: GatewaySettings;
       log: Logger;
       metrics: Metrics;
       bus: EventBus;
