@@ -33,9 +33,12 @@ export function callerOf(ctx: Ctx): AuthUser {
 /** Each role's rank: a role includes the powers of every role ranked below it. */
 const rank: Record<Role, number> = { user: 0, moderator: 1, admin: 2 };
 
-/** Whether `user` holds `role` or a role above it (an admin moderates too). */
-export function hasRole(user: AuthUser, role: Role): boolean {
-  return user.roles.some((held) => rank[held] >= rank[role]);
+/**
+ * Whether `holder` (the caller, or an account a rule looks at) holds `role` or a role above it
+ * (an admin moderates too).
+ */
+export function hasRole(holder: { readonly roles: readonly Role[] }, role: Role): boolean {
+  return holder.roles.some((held) => rank[held] >= rank[role]);
 }
 
 /**

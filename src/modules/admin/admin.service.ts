@@ -5,8 +5,8 @@ import {
   SUSPENSION_MAX_YEARS,
   SUSPENSION_REASON_MAX,
 } from '../../../protocol/admin.js';
-import type { AccessTokens, AuthUser, Role } from '../../platform/auth/access-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import type { AccessTokens, Role } from '../../platform/auth/access-tokens.js';
+import { type Ctx, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -38,6 +38,9 @@ type Page = { limit: number; cursor?: string | undefined };
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const iso = (date: Date | null | undefined) => (date ? new Date(date).toISOString() : null);
 const YEAR_MS = 365.25 * 24 * 3600 * 1000;
+/** Moderators and admins administer accounts (roles from the access token); roles and sessions are for admins. */
+const STAFF_ONLY = 'Only moderators and admins can administer accounts.';
+const ADMINS_ONLY = 'Only admins can do this.';
 
 /** The account's id, canonical; an id that cannot name an account is a 404 like an unknown one. */
 function userIdOf(userId: string): string {
@@ -87,7 +90,7 @@ export class AdminService {
   constructor(private readonly deps: AdminDeps) {}
 
   async list(ctx: Ctx, query: Page & { query?: string | undefined }) {
-    staffOf(ctx);
+    requireRole(ctx, 'moderator', STAFF_ONLY);
     const after = decodeCursor(query.cursor, isTimeIdKey);
     const search =
       query.query === undefined
@@ -106,7 +109,7 @@ export class AdminService {
   }
 
   async get(ctx: Ctx, userId: string): Promise<AdminUserDetail> {
-    staffOf(ctx);
+    requireRole(ctx, 'moderator', STAFF_ONLY);
     const id = userIdOf(userId);
     const row = await this.deps.users.directoryEntry(ctx.data, id);
     if (!row) throw noSuchUser();
@@ -130,7 +133,8 @@ export class AdminService {
     userId: string,
     input: { reason: string; until?: string | undefined },
   ): Promise<AdminUser> {
-    const { caller, admin } = staffOf(ctx);
+    const caller = requireRole(ctx, 'moderator', STAFF_ONLY);
+    const admin = hasRole(caller, 'admin');
     const reason = trimmedText(input.reason, { path: 'reason', max: SUSPENSION_REASON_MAX });
     const now = ctx.now();
     const until = input.until === undefined ? null : suspensionEnd(input.until, now);
@@ -152,7 +156,8 @@ export class AdminService {
   }
 
   async unsuspend(ctx: Ctx, userId: string): Promise<AdminUser> {
-    const { caller, admin } = staffOf(ctx);
+    const caller = requireRole(ctx, 'moderator', STAFF_ONLY);
+    const admin = hasRole(caller, 'admin');
     const now = ctx.now();
     const user = await this.deps.users.liftSuspension(ctx.data, userIdOf(userId), now, {
       kind: 'user',
@@ -163,7 +168,7 @@ export class AdminService {
   }
 
   async changeRole(ctx: Ctx, userId: string, role: Role, change: 'grant' | 'revoke'): Promise<AdminUser> {
-    const caller = adminOf(ctx);
+    const caller = requireRole(ctx, 'admin', ADMINS_ONLY);
     const id = userIdOf(userId);
     await this.deps.users.changeRoleById(ctx.data, id, role, change, { kind: 'user', id: caller.id });
     const row = await this.deps.users.directoryEntry(ctx.data, id);
@@ -173,7 +178,7 @@ export class AdminService {
 
   /** Revokes every open session of the account, audited; the sockets close after the commit. */
   async revokeSessions(ctx: Ctx, userId: string): Promise<{ revoked_sessions: number }> {
-    const caller = adminOf(ctx);
+    const caller = requireRole(ctx, 'admin', ADMINS_ONLY);
     const id = userIdOf(userId);
     const now = ctx.now();
     const revoked = await transaction(ctx.data, async (tx) => {
@@ -205,19 +210,4 @@ function suspensionEnd(until: string, now: Date): Date {
       `must be at most ${SUSPENSION_MAX_YEARS} years ahead; leave it out for an indefinite suspension`,
     );
   return end;
-}
-
-/** The caller if they moderate (role moderator or admin), from the access token's roles. */
-function staffOf(ctx: Ctx): { caller: AuthUser; admin: boolean } {
-  const caller = callerOf(ctx);
-  const admin = caller.roles.includes('admin');
-  if (!admin && !caller.roles.includes('moderator'))
-    throw new AppError(ErrorCode.FORBIDDEN, 'Only moderators and admins can administer accounts.');
-  return { caller, admin };
-}
-
-function adminOf(ctx: Ctx): AuthUser {
-  const caller = callerOf(ctx);
-  if (!caller.roles.includes('admin')) throw new AppError(ErrorCode.FORBIDDEN, 'Only admins can do this.');
-  return caller;
 }

@@ -1,5 +1,5 @@
 import type { AuditEntryView } from '../../../protocol/audit.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -42,10 +42,8 @@ export async function recordAudit(data: DataAccess, entry: AuditEntry): Promise<
  */
 export class AuditService {
   async list(ctx: Ctx, query: AuditQuery) {
-    const caller = callerOf(ctx);
-    const admin = caller.roles.includes('admin');
-    if (!admin && !caller.roles.includes('moderator'))
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only admins and moderators can read the audit log.');
+    const caller = requireRole(ctx, 'moderator', 'Only admins and moderators can read the audit log.');
+    const admin = hasRole(caller, 'admin');
     if (query.actor !== undefined && !isId(query.actor))
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'actor: must be an account id', {
         errors: [{ path: 'actor', message: 'must be an account id' }],

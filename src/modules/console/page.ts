@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Role } from '../../platform/auth/access-tokens.js';
 import { type Html, html } from './html.js';
 import type { ApiRequest, ApiResult, Problem } from './operator-api.js';
 import type { OperatorRole } from './session.js';
@@ -11,7 +12,7 @@ import type { OperatorRole } from './session.js';
  */
 
 export interface PageContext {
-  operator: { username: string; roles: readonly string[] };
+  operator: { username: string; roles: readonly Role[] };
   /** The query string's fields (first value of each). */
   query: Readonly<Record<string, string>>;
   /** The path's `:name` segments, for a page about one thing (`/console/users/:user_id`). */

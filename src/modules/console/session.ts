@@ -1,4 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Role } from '../../platform/auth/access-tokens.js';
+import { hasRole } from '../../platform/context.js';
 import type { Kv } from '../../platform/kv/kv.js';
 
 /**
@@ -13,7 +15,7 @@ export type OperatorRole = 'moderator' | 'admin';
 export interface ConsoleSession {
   userId: string;
   username: string;
-  roles: string[];
+  roles: Role[];
   accessToken: string;
   /** Ms since the epoch; the access token is refreshed shortly before. */
   accessExpiresAt: number;
@@ -43,16 +45,18 @@ export function sameSecret(given: string | undefined, expected: string): boolean
 }
 
 /** The operator role a session's roles grant, the highest first; undefined for a plain user. */
-export function operatorRole(roles: readonly string[]): OperatorRole | undefined {
-  if (roles.includes('admin')) return 'admin';
-  if (roles.includes('moderator')) return 'moderator';
+export function operatorRole(roles: readonly Role[]): OperatorRole | undefined {
+  if (hasRole({ roles }, 'admin')) return 'admin';
+  if (hasRole({ roles }, 'moderator')) return 'moderator';
   return undefined;
 }
 
-/** Whether roles open what `needed` guards: admins open everything, moderators moderator pages. */
-export function allows(roles: readonly string[], needed: OperatorRole): boolean {
-  const role = operatorRole(roles);
-  return role === 'admin' || (role === 'moderator' && needed === 'moderator');
+/**
+ * Whether roles open what `needed` guards, ranked as the API ranks them: admins open everything,
+ * moderators moderator pages.
+ */
+export function allows(roles: readonly Role[], needed: OperatorRole): boolean {
+  return hasRole({ roles }, needed);
 }
 
 export class ConsoleSessions {

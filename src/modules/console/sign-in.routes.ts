@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { Role } from '../../platform/auth/access-tokens.js';
 import type { HttpServer } from '../../platform/http.js';
 import { mediaResponse } from '../../platform/openapi.js';
 import {
@@ -124,7 +125,7 @@ export function registerSignIn(scope: HttpServer, deps: SignInDeps): void {
         return form(request, reply, login.status, problemBox(login.problem), username);
       }
       const tokens = tokensOf(login.body);
-      const me = await deps.api.anonymous<{ id: string; username: string; roles: string[] }>(
+      const me = await deps.api.anonymous<{ id: string; username: string; roles: Role[] }>(
         request,
         { method: 'GET', path: '/api/users/me' },
         tokens.accessToken,

@@ -1,6 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Item, Listing } from '../../../protocol/economy.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -22,7 +22,7 @@ import {
 } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { ensureAccounts } from './ledger.repository.js';
-import { conflictIn, filterId, idOr, isAdmin, toItem, toListing } from './views.js';
+import { conflictIn, filterId, idOr, toItem, toListing } from './views.js';
 
 export interface CatalogDeps {
   writes: IdempotentWrites;
@@ -100,7 +100,7 @@ export class CatalogService {
         assetType: query.asset_type ?? null,
         state: query.state ?? null,
         viewerId: caller.id,
-        admin: isAdmin(caller),
+        admin: hasRole(caller, 'admin'),
       },
       timeIdKeyParams(after),
       query.limit + 1,
@@ -215,7 +215,7 @@ export class CatalogService {
     const listing = await listingById(ctx.data, id);
     if (!listing) throw noSuchListing();
     const bySeller = listing.seller_id === caller.id;
-    if (!bySeller && !isAdmin(caller)) {
+    if (!bySeller && !hasRole(caller, 'admin')) {
       throw new AppError(ErrorCode.FORBIDDEN, 'Only the seller or an admin may cancel a listing.');
     }
     if (listing.state === 'cancelled') return;
@@ -240,6 +240,6 @@ export class CatalogService {
 
   private canSee(ctx: Ctx, item: ItemRow): boolean {
     const caller = callerOf(ctx);
-    return item.state !== 'draft' || item.creator_id === caller.id || isAdmin(caller);
+    return item.state !== 'draft' || item.creator_id === caller.id || hasRole(caller, 'admin');
   }
 }

@@ -2,7 +2,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Payout, PayoutState } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -14,7 +14,7 @@ import { announceBalances, type Movement, post } from './ledger.js';
 import { ensureAccounts, lockAccounts } from './ledger.repository.js';
 import { decidePayout, insertPayout, payoutById, payoutQueue, payoutsOf } from './payouts.repository.js';
 import { releaseHolds } from './release.js';
-import { adminOf, conflictIn, idOr, insufficientFunds, isAdmin, toPayout } from './views.js';
+import { conflictIn, idOr, insufficientFunds, toPayout } from './views.js';
 
 export interface PayoutsDeps {
   writes: IdempotentWrites;
@@ -106,7 +106,7 @@ export class PayoutsService {
   async get(ctx: Ctx, payoutId: string): Promise<Payout> {
     const caller = callerOf(ctx);
     const row = await payoutById(ctx.data, idOr(payoutId, noSuchPayout));
-    if (!row || (row.user_id !== caller.id && !isAdmin(caller))) throw noSuchPayout();
+    if (!row || (row.user_id !== caller.id && !hasRole(caller, 'admin'))) throw noSuchPayout();
     return toPayout(row);
   }
 
@@ -118,7 +118,7 @@ export class PayoutsService {
   }
 
   async queue(ctx: Ctx, query: Page & { state?: PayoutState | undefined }) {
-    adminOf(ctx);
+    requireRole(ctx, 'admin');
     const after = decodeCursor(query.cursor, isTimeIdKey);
     const rows = await payoutQueue(ctx.data, query.state ?? null, timeIdKeyParams(after), query.limit + 1);
     return pageFrom(rows, query.limit, toPayout, (row) => [row.created_key, row.id]);
@@ -138,7 +138,7 @@ export class PayoutsService {
       note?: string | undefined;
     },
   ) {
-    const admin = adminOf(ctx);
+    const admin = requireRole(ctx, 'admin');
     const payoutId = idOr(input.payout_id, noSuchPayout);
     return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (tx) => {
       const at = ctx.now();

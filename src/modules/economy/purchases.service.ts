@@ -2,7 +2,7 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Purchase } from '../../../protocol/economy.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
@@ -23,16 +23,7 @@ import {
   sellFromListing,
   takeFromInventory,
 } from './purchases.repository.js';
-import {
-  adminOf,
-  conflictIn,
-  filterId,
-  idOr,
-  insufficientFunds,
-  isAdmin,
-  toItem,
-  toPurchase,
-} from './views.js';
+import { conflictIn, filterId, idOr, insufficientFunds, toItem, toPurchase } from './views.js';
 
 export interface PurchasesDeps {
   writes: IdempotentWrites;
@@ -157,7 +148,7 @@ export class PurchasesService {
   async get(ctx: Ctx, purchaseId: string): Promise<Purchase> {
     const caller = callerOf(ctx);
     const row = await purchaseById(ctx.data, idOr(purchaseId, noSuchPurchase));
-    if (!row || (row.buyer_id !== caller.id && row.seller_id !== caller.id && !isAdmin(caller))) {
+    if (!row || (row.buyer_id !== caller.id && row.seller_id !== caller.id && !hasRole(caller, 'admin'))) {
       throw noSuchPurchase();
     }
     return toPurchase(row);
@@ -193,7 +184,7 @@ export class PurchasesService {
    * entries are appended again negated, never edited, and one unit leaves the buyer's inventory.
    */
   refund(ctx: Ctx, input: KeyedInput & { purchase_id: string; reason: string }): Promise<Purchase> {
-    const admin = adminOf(ctx);
+    const admin = requireRole(ctx, 'admin');
     const purchaseId = idOr(input.purchase_id, noSuchPurchase);
     return this.deps.writes.run(ctx, 'economy.admin.refund', input, async (tx) => {
       const at = ctx.now();

@@ -7,8 +7,6 @@ import {
   type Purchase,
   type TransactionEntry,
 } from '../../../protocol/economy.js';
-import type { AuthUser } from '../../platform/auth/access-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { ItemRow, ListingRow } from './catalog.repository.js';
@@ -94,17 +92,6 @@ export const toPayout = (row: PayoutRow): Payout => ({
   created_at: iso(row.created_at),
   updated_at: iso(row.updated_at),
 });
-
-export function isAdmin(user: AuthUser): boolean {
-  return user.roles.includes('admin');
-}
-
-/** The caller if they hold the admin role (from their access token); moderators are not enough. */
-export function adminOf(ctx: Ctx): AuthUser {
-  const caller = callerOf(ctx);
-  if (!isAdmin(caller)) throw new AppError(ErrorCode.FORBIDDEN, 'Only admins may do this.');
-  return caller;
-}
 
 /** A client-given id in its one spelling, or the 404 `notFound` gives (a malformed id names nothing). */
 export function idOr(value: string, notFound: () => AppError): string {

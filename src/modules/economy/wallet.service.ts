@@ -10,7 +10,7 @@ import {
 } from '../../../protocol/economy.js';
 import { VERIFY_DIFFERENCES_SHOWN, type verifyReportSchema } from '../../../protocol/economy-admin.js';
 import type { EventBus } from '../../platform/bus.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId } from '../../platform/ids.js';
@@ -38,7 +38,7 @@ import {
 import { paidOutTo } from './payouts.repository.js';
 import { nextReleaseOf } from './purchases.repository.js';
 import { verifyLedger } from './verify.js';
-import { adminOf, idOr, isAdmin, toEntry, toOthersEntry } from './views.js';
+import { idOr, toEntry, toOthersEntry } from './views.js';
 
 export interface WalletDeps {
   writes: IdempotentWrites;
@@ -93,7 +93,7 @@ export class WalletService {
     ctx: Ctx,
     query: Page & { user_id?: string | undefined; account?: AccountKind | undefined },
   ) {
-    adminOf(ctx);
+    requireRole(ctx, 'admin');
     const { account } = query;
     if (query.user_id === undefined) {
       if (account === undefined || !isPlatformAccount(account)) {
@@ -123,7 +123,7 @@ export class WalletService {
    */
   async transaction(ctx: Ctx, transactionId: string): Promise<Transaction> {
     const caller = callerOf(ctx);
-    const admin = isAdmin(caller);
+    const admin = hasRole(caller, 'admin');
     const own = (entry: EntryRow) => entry.user_id === caller.id;
     const found = await transactionById(ctx.data, idOr(transactionId, noSuchTransaction));
     if (!found || (!admin && !found.entries.some(own))) throw noSuchTransaction();
@@ -168,7 +168,7 @@ export class WalletService {
     ctx: Ctx,
     input: KeyedInput & { user_id: string; amount: number; reason: string },
   ): Promise<z.infer<typeof grantSchema>> {
-    const admin = adminOf(ctx);
+    const admin = requireRole(ctx, 'admin');
     const userId = idOr(input.user_id, noSuchUser);
     return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (tx) => {
       const at = ctx.now();
@@ -207,7 +207,7 @@ export class WalletService {
 
   /** Admins: the CLI's `economy verify`, its first differences and their count. */
   async verify(ctx: Ctx): Promise<z.infer<typeof verifyReportSchema>> {
-    adminOf(ctx);
+    requireRole(ctx, 'admin');
     const differences = await verifyLedger(ctx.data);
     return {
       ok: differences.length === 0,

@@ -1,7 +1,7 @@
 import type { AdminGameServer, GameServer, GameServerStatusFilter } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
@@ -79,8 +79,6 @@ function view(row: GameServerRow, reserved = 0): GameServer {
   };
 }
 
-const isAdmin = (user: AuthUser) => user.roles.includes('admin');
-
 /**
  * Game servers (docs/gameservers.md): their records, tokens and states. The spawner runs them; this
  * service decides. A server is `starting` until it reports ready itself (or Agones says Ready),
@@ -144,8 +142,7 @@ export class GameServersService {
       cursor?: string | undefined;
     },
   ): Promise<{ items: AdminGameServer[]; next_cursor: string | null }> {
-    if (!isAdmin(callerOf(ctx)))
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only admins list every game server.');
+    requireRole(ctx, 'admin', 'Only admins list every game server.');
     if (query.world_id !== undefined && !isId(query.world_id))
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'world_id: must be a world id', {
         errors: [{ path: 'world_id', message: 'must be a world id' }],
@@ -172,7 +169,7 @@ export class GameServersService {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
     const byOwner = (await this.deps.worlds.lookup(ctx, row.world_id))?.ownerId === caller.id;
-    if (!byOwner && !isAdmin(caller))
+    if (!byOwner && !hasRole(caller, 'admin'))
       throw new AppError(ErrorCode.FORBIDDEN, "Only the world's owner or an admin can stop its servers.");
     // An admin stopping someone else's server acts as an admin: the audit log records it.
     const ended = await transaction(ctx.data, async (tx) => {
@@ -363,7 +360,7 @@ export class GameServersService {
   }
 
   private async managedWorld(ctx: Ctx, caller: AuthUser, worldId: string): Promise<WorldAccess> {
-    if (isAdmin(caller)) {
+    if (hasRole(caller, 'admin')) {
       const world = await this.deps.worlds.lookup(ctx, worldId);
       if (!world) throw new AppError(ErrorCode.NOT_FOUND, 'No such world.');
       return world;
@@ -378,7 +375,7 @@ export class GameServersService {
   private async visibleServer(ctx: Ctx, caller: AuthUser, serverId: string): Promise<GameServerRow> {
     let row = isId(serverId) ? await findServer(ctx.data, serverId) : undefined;
     if (!row) throw notFound();
-    if (!isAdmin(caller) && row.requested_by !== caller.id) {
+    if (!hasRole(caller, 'admin') && row.requested_by !== caller.id) {
       const world = await this.deps.worlds.lookup(ctx, row.world_id);
       if (world?.ownerId !== caller.id) throw notFound();
     }

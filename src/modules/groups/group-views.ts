@@ -1,6 +1,5 @@
 import type { Group, GroupMember, GroupRole } from '../../../protocol/groups.js';
-import type { AuthUser } from '../../platform/auth/access-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import type { Ctx } from '../../platform/context.js';
 import { timeOfKey } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -43,15 +42,11 @@ export function memberIdOf(userId: string): string {
 }
 
 /**
- * The caller if they moderate groups (docs/groups.md, "Administration"): moderators and admins of
- * the service (roles of the access token, not of a group) list, clear and delete any group.
+ * The refusal of `requireRole(ctx, 'moderator', ...)` for group administration (docs/groups.md,
+ * "Administration"): moderators and admins of the service (roles of the access token, not of a
+ * group) list, clear and delete any group.
  */
-export function groupStaffOf(ctx: Ctx): AuthUser {
-  const caller = callerOf(ctx);
-  if (!caller.roles.some((role) => role === 'moderator' || role === 'admin'))
-    throw forbidden('Only moderators and admins administer groups.');
-  return caller;
-}
+export const GROUP_STAFF_ONLY = 'Only moderators and admins administer groups.';
 
 /** Roles that manage the roster and join requests. */
 export const isManager = (role: GroupRole | undefined): boolean => role === 'owner' || role === 'admin';

@@ -7,7 +7,7 @@ import type {
   GroupMembership,
   GroupRole,
 } from '../../../protocol/groups.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import {
   cursorField,
   cursorKey,
@@ -28,8 +28,8 @@ import type { GroupEvents } from './group-events.js';
 import { membershipsPage, requestsPage, rosterPage, searchPage } from './group-lists.repository.js';
 import {
   forbidden,
+  GROUP_STAFF_ONLY,
   groupIdOf,
-  groupStaffOf,
   inLockedGroup,
   noSuchGroup,
   requireManager,
@@ -167,7 +167,7 @@ export class GroupsService {
    * or admin of the service, whose deletion is recorded with the group as it was.
    */
   async delete(ctx: Ctx, groupId: string, asStaff = false): Promise<void> {
-    const me = (asStaff ? groupStaffOf(ctx) : callerOf(ctx)).id;
+    const me = (asStaff ? requireRole(ctx, 'moderator', GROUP_STAFF_ONLY) : callerOf(ctx)).id;
     const id = await inLockedGroup(ctx, groupId, async (data, group) => {
       if (asStaff)
         await this.audit.record(data, {
@@ -185,7 +185,7 @@ export class GroupsService {
 
   /** The search of every group for moderators and admins (their list shows what anyone's does). */
   async adminSearch(ctx: Ctx, q: string | undefined, page: Page) {
-    groupStaffOf(ctx);
+    requireRole(ctx, 'moderator', GROUP_STAFF_ONLY);
     return this.search(ctx, q, page);
   }
 

@@ -1,6 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Group, GroupMember } from '../../../protocol/groups.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
@@ -8,8 +8,8 @@ import type { AuditApi } from '../audit/index.js';
 import type { GroupEvents } from './group-events.js';
 import {
   forbidden,
+  GROUP_STAFF_ONLY,
   groupIdOf,
-  groupStaffOf,
   inLockedGroup,
   isManager,
   memberIdOf,
@@ -157,7 +157,7 @@ export class RosterService {
    * a moderator or admin of the service removes anyone but the owner, recorded in the audit log.
    */
   async remove(ctx: Ctx, groupId: string, userId: string, asStaff = false): Promise<void> {
-    const me = (asStaff ? groupStaffOf(ctx) : callerOf(ctx)).id;
+    const me = (asStaff ? requireRole(ctx, 'moderator', GROUP_STAFF_ONLY) : callerOf(ctx)).id;
     const target = memberIdOf(userId);
     const outcome = await inLockedGroup(ctx, groupId, async (data, group) => {
       const roles = await rolesIn(data, group.id, [me, target]);

@@ -6,8 +6,7 @@ import {
   type Report,
   type ReportState,
 } from '../../../protocol/moderation.js';
-import type { AuthUser } from '../../platform/auth/access-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
@@ -48,6 +47,8 @@ type Decision = {
 
 const noSuchMessage = () => new AppError(ErrorCode.NOT_FOUND, 'No such message.');
 const noSuchReport = () => new AppError(ErrorCode.NOT_FOUND, 'No such report.');
+/** Moderators and admins (roles of the access token, as login granted them) work on reports. */
+const MODERATORS_ONLY = 'Only moderators can work on reports.';
 const iso = (date: Date | null) => (date === null ? null : new Date(date).toISOString());
 
 const toReport = (row: NewReportRow): Report => ({
@@ -128,7 +129,7 @@ export class ModerationService {
   }
 
   async list(ctx: Ctx, state: ReportState, page: Page) {
-    moderatorOf(ctx);
+    requireRole(ctx, 'moderator', MODERATORS_ONLY);
     const after = decodeCursor(page.cursor, isTimeIdKey);
     const rows = await reportsIn(ctx.data, state, { after, limit: page.limit + 1 });
     return pageFrom(rows, page.limit, toModerationReport, (row) => [row.created_key, row.id]);
@@ -136,7 +137,7 @@ export class ModerationService {
 
   /** Resolves or dismisses an open report, deleting its message in the same transaction when asked. */
   async decide(ctx: Ctx, reportId: string, decision: Decision): Promise<ModerationReport> {
-    const moderator = moderatorOf(ctx);
+    const moderator = requireRole(ctx, 'moderator', MODERATORS_ONLY);
     const note = trimmedText(decision.note, { path: 'note', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(reportId)) throw noSuchReport();
     const id = canonicalId(reportId);
@@ -188,12 +189,4 @@ export class ModerationService {
       throw error;
     }
   }
-}
-
-/** The caller if they hold a moderating role; roles come from the access token, as login granted them. */
-function moderatorOf(ctx: Ctx): AuthUser {
-  const caller = callerOf(ctx);
-  if (!caller.roles.some((role) => role === 'moderator' || role === 'admin'))
-    throw new AppError(ErrorCode.FORBIDDEN, 'Only moderators can work on reports.');
-  return caller;
 }

@@ -1,3 +1,4 @@
+import { hasRole } from '../../platform/context.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { type AuditActor, recordAudit } from '../audit/index.js';
@@ -117,7 +118,7 @@ export function liftSuspension(
  */
 function checkRank(user: User, actor: AuditActor & { admin: boolean }, what: 'suspend' | 'lift'): void {
   if (actor.admin) return;
-  if (user.roles.some((role) => role === 'moderator' || role === 'admin'))
+  if (hasRole(user, 'moderator'))
     throw new AppError(
       ErrorCode.FORBIDDEN,
       what === 'suspend'

@@ -1,5 +1,5 @@
 import type { AdminWorld, World, WorldVisibility } from '../../../protocol/worlds.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, requireRole } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -7,7 +7,7 @@ import { canonicalId, isId } from '../../platform/ids.js';
 import { searchTerms } from '../../platform/name-search.js';
 import type { AuditApi } from '../audit/index.js';
 import { adminWorldsPage } from './worlds.repository.js';
-import { administersWorlds, reviewsWorlds, type WorldsService, worldView } from './worlds.service.js';
+import { type WorldsService, worldView } from './worlds.service.js';
 
 const isWorldKey = cursorKey(cursorField.id);
 
@@ -33,8 +33,7 @@ export class WorldAdminService {
       cursor?: string | undefined;
     },
   ): Promise<{ items: AdminWorld[]; next_cursor: string | null }> {
-    if (!reviewsWorlds(callerOf(ctx)))
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only moderators and admins list every world.');
+    requireRole(ctx, 'moderator', 'Only moderators and admins list every world.');
     if (query.owner_id !== undefined && !isId(query.owner_id))
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'owner_id: must be an account id', {
         errors: [{ path: 'owner_id', message: 'must be an account id' }],
@@ -64,9 +63,7 @@ export class WorldAdminService {
 
   /** An admin sets any world's visibility; recorded in the audit log with the visibility before and after. */
   async setVisibility(ctx: Ctx, worldId: string, visibility: WorldVisibility): Promise<World> {
-    const caller = callerOf(ctx);
-    if (!administersWorlds(caller))
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only admins change the visibility of any world.');
+    const caller = requireRole(ctx, 'admin', 'Only admins change the visibility of any world.');
     const [before, updated] = await transaction(ctx.data, async (tx) => {
       const world = await this.worlds.owned(ctx, worldId, tx, true, true);
       const row = await this.worlds.change(tx, world.id, { visibility }, ctx.now());

@@ -1,7 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { MAIN_ROOM_NAME, type Room, type World, type WorldVisibility } from '../../../protocol/worlds.js';
-import type { AuthUser } from '../../platform/auth/access-tokens.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, hasRole } from '../../platform/context.js';
 import { cursorField, cursorKey, decodeCursor, pageFrom } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
@@ -41,15 +40,6 @@ export function canRead(world: Pick<WorldRow, 'ownerId' | 'visibility'>, userId:
   return world.visibility !== 'private' || world.ownerId === userId;
 }
 
-/**
- * Staff roles on worlds (docs/worlds.md, "Administration"): moderators and admins review any world
- * (the administration list, the revision history of private worlds too); only admins change one
- * that is not theirs (visibility, rollback), and each such change is recorded in the audit log.
- */
-export const reviewsWorlds = (user: AuthUser) =>
-  user.roles.includes('moderator') || user.roles.includes('admin');
-export const administersWorlds = (user: AuthUser) => user.roles.includes('admin');
-
 export function roomView(room: RoomRow): Room {
   return {
     id: room.id,
@@ -74,7 +64,12 @@ export interface WorldLimits {
 /** Runs in the transaction that created or updated the world, with the world as it now is. */
 export type WorldSavedListener = (data: DataAccess, world: WorldRow) => Promise<void>;
 
-/** Worlds and rooms: who may read and write them, and their lifecycle. */
+/**
+ * Worlds and rooms: who may read and write them, and their lifecycle. Staff roles (docs/worlds.md,
+ * "Administration"): moderators and admins review any world (the administration list, the revision
+ * history of private worlds too); only admins change one that is not theirs (visibility, rollback),
+ * and each such change is recorded in the audit log.
+ */
 export class WorldsService {
   constructor(
     private readonly streams: ChunkStreams,
@@ -102,7 +97,7 @@ export class WorldsService {
 
   /** The world if the caller may read it, or whatever its visibility to moderators and admins. */
   async reviewable(ctx: Ctx, worldId: string, data: DataAccess = ctx.data): Promise<WorldRow> {
-    if (ctx.service || !reviewsWorlds(callerOf(ctx))) return this.readable(ctx, worldId, data);
+    if (ctx.service || !hasRole(callerOf(ctx), 'moderator')) return this.readable(ctx, worldId, data);
     const world = isId(worldId) ? await findWorld(data, worldId) : undefined;
     if (!world) throw worldNotFound();
     return world;
@@ -121,7 +116,7 @@ export class WorldsService {
   ): Promise<WorldRow> {
     const caller = callerOf(ctx);
     const world = isId(worldId) ? await (lock ? lockWorld : findWorld)(data, worldId) : undefined;
-    if (admins && administersWorlds(caller)) {
+    if (admins && hasRole(caller, 'admin')) {
       if (!world) throw worldNotFound();
       return world;
     }

@@ -1,5 +1,6 @@
 import type { AdminUser, AdminUserDetail } from '../../../../protocol/admin.js';
 import { SUSPENSION_REASON_MAX } from '../../../../protocol/admin.js';
+import { hasRole } from '../../../platform/context.js';
 import { type Html, html } from '../html.js';
 import { segment } from '../operator-api.js';
 import {
@@ -82,7 +83,7 @@ export const userPage: ConsolePage = {
     const user = answer.body;
     const admin = allows(ctx.operator.roles, 'admin');
     const self = user.username === ctx.operator.username;
-    const staff = user.roles.some((role) => role === 'moderator' || role === 'admin');
+    const staff = hasRole(user, 'moderator');
     const maySuspend = !self && (admin || !staff);
     return html`<h2>${user.username}</h2>
 <dl class="facts">
