@@ -10,8 +10,9 @@ import { openBareDb } from '../datapath/bare-db.js';
  * The ceiling of the group chat latency: bare uWebSockets.js on /ws, run twice on the same
  * Postgres (DATABASE_URL, BARE_POOL_SIZE connections) and Redis (REDIS_URL) as the two service
  * instances are. `auth` takes the token's user id without checking it; `chat.join` subscribes the
- * socket to the group's uWS topic; `chat.sendToGroup` runs insertGroupMessage's statement
- * (src/modules/chat/world-chat.repository.ts, copied, the membership check included), publishes
+ * socket to the group's uWS topic; `chat.sendToGroup` runs the statement that stores a group's
+ * chat message (src/modules/chat/channel-chat.repository.ts with groups' access SQL, copied with
+ * the membership check and without the reason of a refusal, which a member's send never has), publishes
  * the message on the group's Redis channel and acks it; each server hands its channels' messages
  * to uWS's native topic publish. No validation, text filter, rate limit or recorded history.
  * Prints `{"port": N}` once listening on 127.0.0.1.

@@ -1,56 +1,52 @@
+import type { z } from 'zod';
 import { chatJoin, chatLeave, joinedChat } from '../../../protocol/world-chat.js';
 import { callerOf } from '../../platform/context.js';
 import type { Gateway } from '../../platform/gateway/gateway.js';
-import { canonicalId } from '../../platform/ids.js';
 import { type OperationBinding, serve } from '../../platform/operations.js';
-import { groupDeliveryFilter, groupTopic } from '../groups/index.js';
-import { chatDeliveryFilter, chatTopic, type WorldChatService } from './world-chat.service.js';
+import type { ChannelChatService } from './channel-chat.service.js';
 
-/** The chat frames only the socket has: joining a world's, a room's or a group's chat and leaving it. */
+/** A join's ack: the channel's ids (as its messages show them) and where its stream stands. */
+type Joined = z.input<typeof chatJoin.response>;
+
+/** The chat frames only the socket has: joining a channel's chat (any kind's) and leaving it. */
 export function chatFrames({
-  worldChat,
+  channels,
   gateway,
 }: {
-  worldChat: WorldChatService;
+  channels: ChannelChatService;
   gateway: Gateway;
 }): OperationBinding[] {
   return [
     // Over WS_MAX_SUBSCRIPTIONS the gateway refuses with SUBSCRIPTION_LIMIT and subscribes nothing.
     // With `recover`, the messages missed since are sent before the ack (docs/recovery.md).
     serve(chatJoin, async (ctx, input, connection) => {
-      const chat = joinedChat(input);
-      if ('group_id' in chat) {
-        const { topic, ...joined } = await worldChat.joinableGroup(ctx, chat.group_id);
-        const filter = groupDeliveryFilter(callerOf(ctx).id);
-        const caughtUp = await gateway.subscribeRecovering(connection, { topic, filter }, input.recover);
-        // A kick committed between the check and the subscription ended no subscription:
-        // checked again now that it exists, a later kick's unsubscribe finds it.
+      const names = joinedChat(input);
+      const { target, topic, deliveryFilter, recheckJoin } = await channels.joinable(ctx, names);
+      if (typeof topic !== 'string')
+        throw new Error('A chat channel without a topic of its own cannot be joined.');
+      const filter = deliveryFilter?.(callerOf(ctx).id);
+      const caughtUp = await gateway.subscribeRecovering(
+        connection,
+        filter ? { topic, filter } : { topic },
+        input.recover,
+      );
+      // Access an event can end (a kick) is checked again now that the subscription exists: a
+      // kick committed between the check and the subscription ended no subscription, and a later
+      // kick's unsubscribe finds it.
+      if (recheckJoin) {
         try {
-          await worldChat.joinableGroup(ctx, chat.group_id);
+          await channels.joinable(ctx, names);
         } catch (error) {
           gateway.unsubscribe(connection, [topic]);
           throw error;
         }
-        return { ...joined, ...caughtUp };
       }
-      const { topic, ...joined } = await worldChat.joinable(ctx, chat.world_id, chat.room_id);
-      const filter = chatDeliveryFilter(callerOf(ctx).id);
-      return {
-        ...joined,
-        ...(await gateway.subscribeRecovering(connection, { topic, filter }, input.recover)),
-      };
+      // The channel's ids are the names of the join's ack: the protocol lists each kind's.
+      return { ...target, ...caughtUp } as Joined;
     }),
     // Joins are kept under canonical ids (as the database spells them), so match them that way.
     serve(chatLeave, (_ctx, input, connection) => {
-      const chat = joinedChat(input);
-      const topic =
-        'group_id' in chat
-          ? groupTopic(canonicalId(chat.group_id))
-          : chatTopic(
-              canonicalId(chat.world_id),
-              chat.room_id === undefined ? null : canonicalId(chat.room_id),
-            );
-      gateway.unsubscribe(connection, [topic]);
+      gateway.unsubscribe(connection, [channels.topicNamed(joinedChat(input))]);
       return {};
     }),
   ];

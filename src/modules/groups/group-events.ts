@@ -1,16 +1,13 @@
 import type { EventPayloads } from '../../../protocol/frames.js';
-import { type EventAudience, type EventBus, userTopic } from '../../platform/bus.js';
+import { type EventBus, userTopic } from '../../platform/bus.js';
 import type { Ctx } from '../../platform/context.js';
+import { groupTopic } from './group-chat-channel.js';
 
 /**
- * A group's events go out once, on its topic (the sockets that joined its chat) and the affected
- * user's own topic together: one publish, one Redis command, however large the roster
- * (EventBus.publish), instead of one per member.
+ * A group's events go out once, on its topic (the sockets that joined its chat: its chat channel's
+ * topic, group-chat-channel.ts) and the affected user's own topic together: one publish, one Redis
+ * command, however large the roster (EventBus.publish), instead of one per member.
  */
-
-/** The bus topic of a group: its chat messages and roster events. Recorded, so a socket recovers them. */
-export const GROUP_TOPIC_PREFIX = 'group:';
-export const groupTopic = (groupId: string) => `${GROUP_TOPIC_PREFIX}${groupId}`;
 
 /**
  * Published on a user's own topic when they stop being a member, and handled on the nodes rather
@@ -23,12 +20,6 @@ export interface GroupMembershipEndedEvent {
 }
 
 type GroupEventType = Extract<keyof EventPayloads, `group.${string}`>;
-
-/** The filter of a socket's subscription to a group's topic: what its user hears on their own topic is skipped. */
-export const groupDeliveryFilter =
-  (userId: string) =>
-  (audience: EventAudience | undefined): boolean =>
-    !audience?.toOwnTopic?.includes(userId);
 
 export class GroupEvents {
   constructor(private readonly bus: EventBus) {}

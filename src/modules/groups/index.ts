@@ -4,6 +4,8 @@ import {
   adminGroupsRemoveMember,
 } from '../../../protocol/group-admin.js';
 import {
+  chatGroupHistory,
+  chatSendToGroup,
   groupsApprove,
   groupsClaim,
   groupsCreate,
@@ -25,22 +27,16 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { ChatApi } from '../chat/index.js';
 import type { UsersApi } from '../users/index.js';
-import {
-  GROUP_MEMBERSHIP_ENDED,
-  GROUP_TOPIC_PREFIX,
-  GroupEvents,
-  type GroupMembershipEndedEvent,
-  groupDeliveryFilter,
-  groupTopic,
-} from './group-events.js';
+import { GROUP_TOPIC_PREFIX, groupChatChannel, groupTopic } from './group-chat-channel.js';
+import { GROUP_MEMBERSHIP_ENDED, GroupEvents, type GroupMembershipEndedEvent } from './group-events.js';
 import { GroupsService } from './groups.service.js';
 import { RosterService } from './roster.service.js';
 
 export { groupMemberSql } from './groups.repository.js';
-export { groupDeliveryFilter, groupTopic };
 
-/** What other modules may use of groups: who may use a group's chat, and where its events go. */
+/** What other modules may use of groups: who may see a group's chat messages (moderation's reports). */
 export interface GroupsApi {
   /** The group's canonical id when the caller is a member: 404 for no such group, 403 otherwise. */
   memberOf(ctx: Ctx, groupId: string): Promise<string>;
@@ -51,8 +47,8 @@ export const groupsModule = defineModule({
   name: 'groups',
   entities: [],
   tables: ['groups', 'group_members', 'group_join_requests'],
-  needs: ['users', 'audit'],
-  setup({ bus, kv, config, gateway }, { audit }: { users: UsersApi; audit: AuditApi }) {
+  needs: ['users', 'audit', 'chat'],
+  setup({ bus, kv, config, gateway }, { audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi }) {
     // A socket that joins a group's chat again is sent what it missed, its roster events included.
     bus.recordTopics(GROUP_TOPIC_PREFIX);
     gateway.onUserEvent(GROUP_MEMBERSHIP_ENDED, (connection, event) =>
@@ -86,6 +82,8 @@ export const groupsModule = defineModule({
       },
       audit,
     );
+    // The group's chat takes chat's pipeline, with this module's resolver deciding who may use it.
+    const groupChat = chat.channelKind(groupChatChannel);
     const api: GroupsApi = { memberOf: (ctx, groupId) => roster.memberOf(ctx, groupId) };
     return {
       api,
@@ -125,6 +123,8 @@ export const groupsModule = defineModule({
           await groups.delete(ctx, group_id, true);
           return null;
         }),
+        serve(chatSendToGroup, (ctx, { group_id, body }) => groupChat.send(ctx, { group_id }, body)),
+        serve(chatGroupHistory, (ctx, { group_id, ...page }) => groupChat.history(ctx, { group_id }, page)),
       ],
     };
   },

@@ -2,6 +2,13 @@ import { worldsRollback } from '../../../protocol/chunks.js';
 import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
 import { internalRoomsList, internalWorldsGet } from '../../../protocol/internal.js';
 import {
+  chatRoomHistory,
+  chatSend,
+  chatSendToRoom,
+  chatSendToWorld,
+  chatWorldHistory,
+} from '../../../protocol/world-chat.js';
+import {
   adminWorldsList,
   adminWorldsUpdate,
   chunksList,
@@ -22,6 +29,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { ChatApi } from '../chat/index.js';
 import type { UsersApi } from '../users/index.js';
 import { registerBatchRoute } from './batch.routes.js';
 import { ChunkStreams } from './chunk-streams.js';
@@ -34,6 +42,7 @@ import { RollbackService } from './rollback.service.js';
 import { registerRoomContentRoute } from './room-content.routes.js';
 import { RoomContentService } from './room-content.service.js';
 import { WorldAdminService } from './world-admin.service.js';
+import { worldChatChannels } from './world-chat-channels.js';
 import { frameWording, worldsFrames } from './worlds.frames.js';
 import { findWorld, type WorldRow } from './worlds.repository.js';
 import { type WorldSavedListener, WorldsService } from './worlds.service.js';
@@ -72,8 +81,8 @@ export const worldsModule = defineModule({
   name: 'worlds',
   entities: [],
   tables: ['worlds', 'rooms', 'chunks', 'chunk_revisions', 'profile_favorites'],
-  needs: ['users', 'audit'],
-  setup(platform, { users, audit }: { users: UsersApi; audit: AuditApi }) {
+  needs: ['users', 'audit', 'chat'],
+  setup(platform, { users, audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi }) {
     const streams = new ChunkStreams({
       bus: platform.bus,
       log: platform.log,
@@ -106,6 +115,10 @@ export const worldsModule = defineModule({
     const history = new HistoryService(worlds);
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
+    // A world's chat and its rooms' take chat's pipeline, with this module's resolvers deciding who may use them.
+    const chatChannels = worldChatChannels(worlds);
+    const worldChat = chat.channelKind(chatChannels.world);
+    const roomChat = chat.channelKind(chatChannels.room);
     const api: WorldsApi = {
       lookup: async (ctx, worldId) => (isId(worldId) ? findWorld(ctx.data, worldId) : undefined),
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
@@ -151,6 +164,19 @@ export const worldsModule = defineModule({
         ),
         serve(favoritesGet, (ctx) => favorites.get(ctx)),
         serve(favoritesPut, (ctx, { world_ids }) => favorites.replace(ctx, world_ids)),
+        serve(chatSendToWorld, (ctx, { world_id, body }) => worldChat.send(ctx, { world_id }, body)),
+        serve(chatSendToRoom, (ctx, { world_id, room_id, body }) =>
+          roomChat.send(ctx, { world_id, room_id }, body),
+        ),
+        serve(chatSend, (ctx, { world_id, room_id, body }) =>
+          room_id === undefined
+            ? worldChat.send(ctx, { world_id }, body)
+            : roomChat.send(ctx, { world_id, room_id }, body),
+        ),
+        serve(chatWorldHistory, (ctx, { world_id, ...page }) => worldChat.history(ctx, { world_id }, page)),
+        serve(chatRoomHistory, (ctx, { world_id, room_id, ...page }) =>
+          roomChat.history(ctx, { world_id, room_id }, page),
+        ),
       ],
       start: async () => retention.start(),
       stop: () => retention.stop(),
