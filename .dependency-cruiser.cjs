@@ -120,16 +120,6 @@ module.exports = {
       to: { path: '(^|/)node_modules/@mikro-orm/' },
     },
     {
-      name: 'data-handle-only-in-repositories',
-      severity: 'error',
-      comment:
-        'Inside a module, only repositories (*.repository.ts) open the data handle: ' +
-        'src/platform/data-handle.ts gives its entity manager (entityManagerOf); everything else ' +
-        'passes the handle on, with the names of src/platform/data-access.ts.',
-      from: { path: '^src/modules/[^/]+/', pathNot: '\\.repository\\.ts$' },
-      to: { path: '^src/platform/data-handle\\.ts$' },
-    },
-    {
       name: 'module-not-to-module-list',
       severity: 'error',
       comment: 'A module must not import src/modules/index.ts (the list of all modules).',

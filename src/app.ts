@@ -17,7 +17,7 @@ import {
   type ControlContext,
   type ControlOutput,
 } from './platform/control-channel.js';
-import { type DataAccess, dataAccess } from './platform/data-access.js';
+import type { DataAccess } from './platform/data-access.js';
 import { type Database, openDatabase } from './platform/db.js';
 import { AppError } from './platform/errors.js';
 import { Gateway } from './platform/gateway/gateway.js';
@@ -27,13 +27,7 @@ import { createKv, type Kv, redisTopology } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
 import { createMetrics } from './platform/metrics.js';
 import { migrateUp } from './platform/migrate.js';
-import {
-  entitiesOf,
-  type ModuleApis,
-  type ModuleDefinition,
-  type Platform,
-  setupModules,
-} from './platform/module.js';
+import { type ModuleApis, type ModuleDefinition, type Platform, setupModules } from './platform/module.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 
 /** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
@@ -62,16 +56,12 @@ export interface App extends Platform {
 
 /** Infrastructure a caller already holds (tests share one database clone per file this way). */
 export interface AppOverrides {
-  /** Opened with `entitiesOf(modules)`. */
   db?: Database;
   kv?: Kv;
   log?: Logger;
   /** Another module list than src/modules/index.ts (tests of the module kit itself). */
   modules?: readonly ModuleDefinition[];
 }
-
-/** Every entity of every module, for callers that open the database themselves. */
-export const appEntities = entitiesOf(modules);
 
 /**
  * The CLI's commands that need the database (`atrium admin`, `atrium economy verify`). A running
@@ -178,7 +168,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   const metrics = createMetrics();
   const owned: ReleaseStep[] = [];
   try {
-    const db = overrides.db ?? (await openDatabase(config, { entities: appEntities }));
+    const db = overrides.db ?? (await openDatabase(config));
     if (!overrides.db) owned.unshift(['close the database', () => db.close()]);
     if (config.MIGRATE_ON_START) {
       const applied = await migrateUp(db, config.DATABASE_URL);
@@ -213,7 +203,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       keys,
       kv,
       bus,
-      revocations: revocationLog(() => db.orm.em.fork()),
+      revocations: revocationLog(db.data),
       issuer: config.JWT_ISSUER,
       ttlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
     });
@@ -234,7 +224,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       keys,
       tokens,
       serviceTokens: new ServiceTokens(),
-      ctx: (caller) => new CallContext(db.orm.em, kv, caller),
+      ctx: (caller) => new CallContext(db.data, caller),
     };
 
     const built = await setupModules(platform, overrides.modules ?? modules);
@@ -259,7 +249,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     await http.ready();
     const control = registerControlCommands(
       new ControlChannel({ log, closeGraceMs: config.SHUTDOWN_GRACE_MS }),
-      () => dataAccess(db.orm.em),
+      () => db.data,
     );
     const stopSteps = built
       .filter(({ parts }) => parts.stop)

@@ -170,26 +170,19 @@ async function runLocally(
   config: ReturnType<typeof loadConfig>,
   request: ControlRequest,
 ): Promise<ControlReply> {
-  const [
-    { appEntities, registerControlCommands },
-    { ControlChannel },
-    { dataAccess },
-    { openDatabase },
-    { createLogger },
-    { migrateUp },
-  ] = await Promise.all([
-    import('./app.js'),
-    import('./platform/control-channel.js'),
-    import('./platform/data-access.js'),
-    import('./platform/db.js'),
-    import('./platform/log.js'),
-    import('./platform/migrate.js'),
-  ]);
-  const db = await openDatabase(config, { entities: appEntities });
+  const [{ registerControlCommands }, { ControlChannel }, { openDatabase }, { createLogger }, { migrateUp }] =
+    await Promise.all([
+      import('./app.js'),
+      import('./platform/control-channel.js'),
+      import('./platform/db.js'),
+      import('./platform/log.js'),
+      import('./platform/migrate.js'),
+    ]);
+  const db = await openDatabase(config);
   try {
     await migrateUp(db, config.DATABASE_URL);
     const channel = new ControlChannel({ log: createLogger(config) });
-    return await registerControlCommands(channel, () => dataAccess(db.orm.em)).execute(request);
+    return await registerControlCommands(channel, () => db.data).execute(request);
   } finally {
     await db.close();
   }

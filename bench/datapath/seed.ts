@@ -21,7 +21,7 @@ export async function seedUsers(
     const ids = Array.from({ length: count }, (_, i) => idOf(i + 1)).sort();
     const now = new Date();
     await executeBound(
-      db.orm.em.fork(),
+      db.data,
       `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
        select id, 'bench_' || n, '!', $1, $2 from unnest($3::uuid[]) with ordinality as t(id, n)`,
       [now, now, `{${ids.join(',')}}`],

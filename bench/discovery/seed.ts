@@ -1,7 +1,6 @@
 import { DISCOVERY_CATEGORIES } from '../../protocol/discovery.js';
 import { configFrom } from '../../src/config.js';
 import { DiscoveryJobs } from '../../src/modules/discovery/discovery-jobs.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
 import { migrateUp } from '../../src/platform/migrate.js';
@@ -79,7 +78,7 @@ export async function seedDiscovery(
   const users = OWNERS + serviceJoiners + ceilingJoiners;
   try {
     await migrateUp(db, config.DATABASE_URL);
-    const sql = (text: string, params: unknown[] = []) => executeBound(db.orm.em.fork(), text, params);
+    const sql = (text: string, params: unknown[] = []) => executeBound(db.data, text, params);
     const timed = async (label: string, text: string, params: unknown[] = []) => {
       const started = performance.now();
       await sql(text, params);
@@ -135,7 +134,7 @@ export async function seedDiscovery(
     await sql(`create sequence ${JOINER_SEQUENCE} start with ${OWNERS + serviceJoiners + 1}`);
 
     const jobs = new DiscoveryJobs({
-      data: () => dataAccess(db.orm.em),
+      data: () => db.data,
       log: createLogger({ LOG_LEVEL: 'warn' }),
       now: () => new Date(),
       settings: { foldIntervalSeconds: 3600, rankIntervalSeconds: 3600 },

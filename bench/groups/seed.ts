@@ -49,7 +49,7 @@ export async function seedGroups(
   const owner = userIdOf(prefix)(1);
   try {
     await migrateUp(db, config.DATABASE_URL);
-    const sql = (text: string, params: unknown[] = []) => executeBound(db.orm.em.fork(), text, params);
+    const sql = (text: string, params: unknown[] = []) => executeBound(db.data, text, params);
     await sql(
       `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
        select ${uuid('n')}, 'bench_' || n, '!', now(), now()

@@ -1,14 +1,12 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuthUser, Role } from './auth/access-tokens.js';
 import type { ServicePrincipal } from './auth/service-tokens.js';
-import { type DataAccess, dataAccess } from './data-access.js';
+import type { DataAccess } from './data-access.js';
 import { AppError, ErrorCode } from './errors.js';
-import type { Kv } from './kv/kv.js';
 import type { LogSink } from './log.js';
 
 /**
  * What a service call runs with, passed explicitly as its first argument: its handle on the
- * database, the caller (null when anonymous), the KV store, a logger and the clock.
+ * database, the caller (null when anonymous), a logger and the clock.
  * REST routes and gateway handlers build it the same way, so a service never knows its transport.
  */
 export interface Ctx {
@@ -17,7 +15,6 @@ export interface Ctx {
   user: AuthUser | null;
   /** The service calling with its service token (auth/service-tokens.ts); null for users and anonymous callers. */
   service: ServicePrincipal | null;
-  kv: Kv;
   log: LogSink;
   now(): Date;
   /** The client's address, for rate limits keyed by IP. */
@@ -61,24 +58,15 @@ export interface Caller {
 }
 
 /**
- * The Ctx a route or frame handler builds per call. Its handle forks the root entity manager on
- * the first ORM use only (`dataAccess`), so hot paths such as a heartbeat or a point read never
- * build a unit of work, and the caller's fields are read when asked for (a
- * Fastify request computes `ip` in a getter, through the trusted-proxy rules).
+ * The Ctx a route or frame handler builds per call: the database's root handle, and the caller's
+ * fields read when asked for (a Fastify request computes `ip` in a getter, through the
+ * trusted-proxy rules).
  */
 export class CallContext implements Ctx {
-  private handle: DataAccess | undefined;
-
   constructor(
-    private readonly rootEm: EntityManager,
-    readonly kv: Kv,
+    readonly data: DataAccess,
     private readonly caller: Caller,
   ) {}
-
-  get data(): DataAccess {
-    this.handle ??= dataAccess(this.rootEm);
-    return this.handle;
-  }
 
   get user(): AuthUser | null {
     return this.caller.user;

@@ -1,102 +1,128 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IsolationLevel } from '@mikro-orm/core';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import {
-  type DataAccess,
-  DataHandle,
-  entityManagerOf,
-  type HeldConnection,
-  heldConnectionOf,
-  leanEntityManagerOf,
-  leanTransactionScope,
-} from './data-handle.js';
-import { holdConnection } from './db.js';
+import type { PooledConnection, Runner } from './statement-runners.js';
 
 /** Isolation levels for `transaction`, so a service need not import the ORM for them. */
 export { IsolationLevel } from '@mikro-orm/core';
-export type { DataAccess } from './data-handle.js';
 
-/** A handle on `em` that forks it at the first ORM use: a call's, a job's or a command's. */
-export function dataAccess(em: EntityManager): DataAccess {
-  return new DataHandle(em, true);
+/** The database's pool as statements use it (db.ts builds it on the ORM's). */
+export interface StatementPool {
+  acquire(): Promise<PooledConnection>;
+  release(connection: PooledConnection): Promise<void>;
+  run: Runner;
+}
+
+declare const opaque: unique symbol;
+
+/**
+ * What a service holds to reach the database, opaque: it passes it to repository functions, other
+ * modules' APIs and `transaction`; only repositories run statements with it (`executeBound`).
+ */
+export interface DataAccess {
+  readonly [opaque]: never;
+}
+
+/** A transaction's pooled connection, held until it ends (`released`), and its savepoints' depth. */
+interface Held {
+  pool: StatementPool;
+  connection: PooledConnection;
+  released: boolean;
+  savepoints: number;
+}
+
+/** What a DataAccess is: the database's pool and, for a transaction's work, its connection. */
+interface Handle {
+  pool: StatementPool;
+  held?: Held;
+}
+
+const asData = (handle: Handle) => handle as unknown as DataAccess;
+
+/** The database's root handle: each statement runs on a connection acquired for it alone. */
+export const rootHandle = (pool: StatementPool) => asData({ pool });
+
+/**
+ * The transaction this async call chain runs in: a statement given the root handle inside a
+ * transaction's work joins it, instead of waiting for a second pooled connection (forever, on the
+ * embedded database's pool of one).
+ */
+const transactionScope = new AsyncLocalStorage<Held>();
+
+function heldOf(data: DataAccess): Held | undefined {
+  const { pool, held } = data as unknown as Handle;
+  if (held) return held;
+  const scoped = transactionScope.getStore();
+  return scoped && !scoped.released && scoped.pool === pool ? scoped : undefined;
+}
+
+/** Runs one statement for `data`: in its transaction, or on a connection acquired for it. */
+export async function runStatement(data: DataAccess, sql: string, params: readonly unknown[]) {
+  const held = heldOf(data);
+  if (held) return held.pool.run(held.connection, sql, params);
+  const { pool } = data as unknown as Handle;
+  const connection = await pool.acquire();
+  try {
+    return await pool.run(connection, sql, params);
+  } finally {
+    await pool.release(connection);
+  }
 }
 
 /** Whether the handle runs in a transaction (a batch must not join one caller's). */
-export function inTransaction(data: DataAccess): boolean {
-  return heldConnectionOf(data) !== undefined || Boolean(leanEntityManagerOf(data).getTransactionContext());
-}
+export const inTransaction = (data: DataAccess): boolean => heldOf(data) !== undefined;
 
 export interface TransactionOptions {
   isolationLevel?: IsolationLevel;
   readOnly?: boolean;
-  /**
-   * The work uses repositories that go through the ORM (entities, a unit of work flushed at
-   * commit): the transaction runs as MikroORM's. Without it, the transaction is lean and using
-   * the ORM in it throws.
-   */
-  unitOfWork?: boolean;
 }
 
 /**
  * Runs `work` in a transaction, giving it the transaction's handle: committed when `work`
- * resolves, rolled back when it throws. Inside the caller's transaction it runs under a savepoint
- * (rolled back alone when it throws). A lean transaction holds one pooled connection and sends
- * BEGIN, the work's statements and COMMIT on it: MikroORM's and knex's transaction machinery
- * cost about 400 µs of CPU per transaction on top of its round trips, more than a purchase's
- * statements cost the service. `unitOfWork` runs MikroORM's `transactional` instead (flushed and
- * committed when `work` resolves).
+ * resolves, rolled back when it throws; inside the caller's transaction, under a savepoint rolled
+ * back alone. It holds one pooled connection and sends BEGIN, the work's statements and COMMIT on
+ * it: MikroORM's and knex's transactions cost about 400 µs more CPU, more than a purchase's SQL.
  */
 export async function transaction<T>(
   data: DataAccess,
   work: (tx: DataAccess) => Promise<T>,
-  options: TransactionOptions = {},
+  { isolationLevel, readOnly }: TransactionOptions = {},
 ): Promise<T> {
-  const { unitOfWork, ...ormOptions } = options;
-  const held = heldConnectionOf(data);
-  if (held) {
-    if (unitOfWork) throw new Error('A unit-of-work transaction cannot run inside a lean one.');
-    return underSavepoint(held, () => work(data));
-  }
-  const em = leanEntityManagerOf(data);
-  if (unitOfWork || em.getTransactionContext()) {
-    return entityManagerOf(data).transactional((tx) => work(new DataHandle(tx, false)), ormOptions);
-  }
-  const connection = await holdConnection(em);
+  const outer = heldOf(data);
+  if (outer) return underSavepoint(outer, () => work(data));
+  const { pool } = data as unknown as Handle;
+  const held: Held = { pool, connection: await pool.acquire(), released: false, savepoints: 0 };
+  const send = (sql: string) => pool.run(held.connection, sql, []);
+  const mode = `${isolationLevel ? ` isolation level ${isolationLevel}` : ''}${readOnly ? ' read only' : ''}`;
   try {
-    await connection.run(beginStatement(options), []);
+    await send(`begin${mode}`);
     let result: T;
     try {
-      result = await leanTransactionScope.run(connection, () => work(new DataHandle(em, false, connection)));
+      result = await transactionScope.run(held, () => work(asData({ pool, held })));
     } catch (error) {
-      await connection.run('rollback', []).catch(() => undefined);
+      await send('rollback').catch(() => undefined);
       throw error;
     }
-    await connection.run('commit', []);
+    await send('commit');
     return result;
   } finally {
-    await connection.release();
+    held.released = true;
+    await pool.release(held.connection);
   }
 }
 
-function beginStatement({ isolationLevel, readOnly }: TransactionOptions): string {
-  return `begin${isolationLevel ? ` isolation level ${isolationLevel}` : ''}${readOnly ? ' read only' : ''}`;
-}
-
-/** How deep each held connection's savepoints go: a savepoint is named by its depth. */
-const savepointDepth = new WeakMap<HeldConnection, number>();
-
-async function underSavepoint<T>(held: HeldConnection, work: () => Promise<T>): Promise<T> {
-  const depth = (savepointDepth.get(held) ?? 0) + 1;
-  const name = `atrium_savepoint_${depth}`;
-  await held.run(`savepoint ${name}`, []);
-  savepointDepth.set(held, depth);
+async function underSavepoint<T>(held: Held, work: () => Promise<T>): Promise<T> {
+  const name = `atrium_savepoint_${held.savepoints + 1}`;
+  const send = (sql: string) => held.pool.run(held.connection, sql, []);
+  await send(`savepoint ${name}`);
+  held.savepoints++;
   try {
     const result = await work();
-    await held.run(`release savepoint ${name}`, []);
+    await send(`release savepoint ${name}`);
     return result;
   } catch (error) {
-    await held.run(`rollback to savepoint ${name}`, []).catch(() => undefined);
+    await send(`rollback to savepoint ${name}`).catch(() => undefined);
     throw error;
   } finally {
-    savepointDepth.set(held, depth - 1);
+    held.savepoints--;
   }
 }

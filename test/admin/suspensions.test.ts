@@ -224,14 +224,14 @@ describe('account suspensions', () => {
     // As a suspension does: the account's row locked, the suspension written, then committed.
     await whileTransactionOpen(
       app,
-      async (em) => {
-        await executeBound(em, 'select 1 from users where id = $1 for update', [user.user.id]);
+      async (tx) => {
+        await executeBound(tx, 'select 1 from users where id = $1 for update', [user.user.id]);
         await executeBound(
-          em,
+          tx,
           `update users set suspended_at = now(), suspension_reason = 'race' where id = $1`,
           [user.user.id],
         );
-        await executeBound(em, `update sessions set revoked_at = now() where user_id = $1`, [user.user.id]);
+        await executeBound(tx, `update sessions set revoked_at = now() where user_id = $1`, [user.user.id]);
       },
       () => {
         answer = login(app(), user.user.username);

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { recordAudit } from '../../src/modules/audit/index.js';
 import { changeRole } from '../../src/modules/users/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { callsAs, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
@@ -14,7 +13,7 @@ import { auditEntriesOf } from './audit.js';
 describe('the audit log', () => {
   const app = useTestApp();
   const { call, expectStatus } = callsAs(app);
-  const data = () => dataAccess(app().db.orm.em.fork());
+  const data = () => app().db.data;
   const audit = (user: TokenResponse, query = '') => call('GET', `/api/admin/audit${query}`, user);
 
   /** Records `count` entries by `actorId` about a fresh target; answers the target's id. */
@@ -34,13 +33,12 @@ describe('the audit log', () => {
 
   it('refuses UPDATE, DELETE and TRUNCATE in the database, keeping the entries', async () => {
     const target = await recorded(newId(), 1);
-    const em = app().db.orm.em.fork();
     for (const sql of [
       `update audit_log set action = 'x' where target_id = '${target}'`,
       `delete from audit_log where target_id = '${target}'`,
       'truncate audit_log',
     ]) {
-      await expect(executeBound(em, sql, []), sql).rejects.toThrow(/append-only/);
+      await expect(executeBound(app().db.data, sql, []), sql).rejects.toThrow(/append-only/);
     }
     expect(await auditEntriesOf(app().db, target)).toHaveLength(1);
   });

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { modules } from '../../src/modules/index.js';
 import { changeRole } from '../../src/modules/users/users.service.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { getMe, login, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -328,7 +327,7 @@ describe('refresh and logout', () => {
 
   it('carries a role granted by an operator into the token issued at the next refresh', async () => {
     const tokens = await registerUser(app());
-    await changeRole(dataAccess(app().db.orm.em.fork()), tokens.user.username, 'moderator', 'grant');
+    await changeRole(app().db.data, tokens.user.username, 'moderator', 'grant');
     const refreshed = (await refresh(app(), tokens.refresh_token)).json() as TokenResponse;
     const body = (await getMe(app(), refreshed.access_token)).json() as { roles: string[] };
     expect(body.roles).toEqual(['user', 'moderator']);

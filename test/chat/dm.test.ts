@@ -7,7 +7,6 @@ import {
 } from '../../src/modules/chat/dm.repository.js';
 import { insertBlock, lockPair } from '../../src/modules/social/social.repository.js';
 import { statementsAtOnce } from '../../src/platform/batcher.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
 import { callsAs, registerUser } from '../helpers/accounts.js';
@@ -331,7 +330,7 @@ describe('direct messages', () => {
       message(bob.user.id, alice.user.id, 'two', 2),
       message(alice.user.id, carol.user.id, 'nowhere yet', 3),
     ];
-    const outcomes = await insertMessages(dataAccess(app().db.orm.em.fork()), batch, {
+    const outcomes = await insertMessages(app().db.data, batch, {
       friend: ['everyone', 'friends'],
       other: ['everyone'],
     });
@@ -378,8 +377,7 @@ describe('direct messages racing a block', () => {
   const blockHeldOpen = (blocker: string, blocked: string, during: () => void) =>
     whileTransactionOpen(
       app,
-      async (em) => {
-        const tx = dataAccess(em);
+      async (tx) => {
         await lockPair(tx, blocker, blocked);
         await insertBlock(tx, blocker, blocked, new Date());
         await refreshConversationBlock(tx, blocker, blocked);
@@ -431,7 +429,7 @@ describe('direct messages racing a block', () => {
     let stored: ReturnType<typeof insertMessages> | undefined;
     await blockHeldOpen(bob.user.id, alice.user.id, () => {
       stored = insertMessages(
-        dataAccess(app().db.orm.em.fork()),
+        app().db.data,
         [
           message(alice.user.id, bob.user.id, 'slipping through?'),
           message(carol.user.id, dave.user.id, 'still here'),

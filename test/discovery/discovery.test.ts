@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeCursor } from '../../src/platform/cursor.js';
-import { dataAccess, transaction } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { newId } from '../../src/platform/ids.js';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -250,7 +250,6 @@ describe('discovery search', () => {
     const world = await taggedWorld(owner, [uniqueTag()]);
     const users = await Promise.all(Array.from({ length: 30 }, () => registerUser(app())));
     const { discovery } = app().modules;
-    const em = () => app().db.orm.em.fork();
     // A stopped server of the world: what a visit names (its row, as the game servers module keeps it).
     const serverId = newId();
     await queryRows(
@@ -263,7 +262,7 @@ describe('discovery search', () => {
     await Promise.all([
       ...users.flatMap((user) =>
         [0, 1].map(() =>
-          transaction(dataAccess(em()), (tx) =>
+          transaction(app().db.data, (tx) =>
             discovery.recordVisit(tx, { worldId: world, userId: user.user.id, serverId, at: new Date() }),
           ),
         ),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess, transaction } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { rowLockWaiters } from '../helpers/database.js';
 import type { Services, ServiceUser } from '../helpers/services.js';
@@ -138,7 +138,7 @@ describe('catalog items', () => {
         reachItem = resolve;
       });
       // The purchase's order of locks, held open in a transaction of the test's.
-      const purchase = transaction(dataAccess(s.db.orm.em.fork()), async (tx) => {
+      const purchase = transaction(s.db.data, async (tx) => {
         await executeBound(tx, 'select 1 from marketplace_listings where id = $1 for update', [listing.id]);
         await retireWaits;
         await executeBound(tx, 'select 1 from catalog_items where id = $1 for key share', [item.id]);
@@ -236,11 +236,11 @@ describe('deleting a user', () => {
       amount: 35,
     });
     const [orphans] = await executeBound<{ n: string }>(
-      s.db.orm.em,
+      s.db.data,
       `select count(*)::text as n from economy_accounts where user_id is null and kind::text not like 'platform%'`,
       [],
     );
     expect(Number(orphans?.n)).toBeGreaterThanOrEqual(2);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });

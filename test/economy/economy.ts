@@ -70,7 +70,7 @@ export function buy(services: Services, buyer: ServiceUser, listingId: string, i
 /** Rows of the ledger tables, to prove a refusal wrote nothing. */
 export async function ledgerCounts(services: Services) {
   const [row] = await executeBound<Record<string, string>>(
-    services.db.orm.em,
+    services.db.data,
     `select (select count(*) from economy_transactions)::text as transactions,
             (select count(*) from economy_entries)::text as entries,
             (select count(*) from purchases)::text as purchases,
@@ -92,7 +92,7 @@ export async function earningCreator(s: Services, admin: ServiceUser, sales: num
   const { listing } = await listedItem(s, creator, { price: 1000, consumable: true });
   for (let i = 0; i < sales; i++) await buy(s, buyer, listing.id);
   await executeBound(
-    s.db.orm.em,
+    s.db.data,
     `update purchases set hold_until = now() - interval '1 second' where seller_id = $1`,
     [creator.user.id],
   );

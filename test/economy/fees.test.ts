@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { type Services, useServices } from '../helpers/services.js';
 import { asAdmin, buy, fundedUser, key, listedItem } from './economy.js';
 
@@ -43,7 +42,7 @@ describe('the fee at the default 30%', () => {
     );
     const balance = await s.call('economy.creator.balance', s.ctxFor(seller.user), undefined);
     expect(balance.pending).toBe(sellerAmount);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refunds a purchase at a price of 1, whose seller got nothing, by negating its two entries', async () => {
@@ -64,7 +63,7 @@ describe('the fee at the default 30%', () => {
         ['wallet', 'refund', 1],
       ].sort(),
     );
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });
 
@@ -78,7 +77,7 @@ describe('the release of a sale that left the seller nothing', () => {
     const balance = await s.call('economy.creator.balance', s.ctxFor(seller.user), undefined);
     expect(balance).toMatchObject({ pending: 0, available: 0, next_release_at: null });
     expect(purchase.seller_amount).toBe(0);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });
 
@@ -95,6 +94,6 @@ describe('no fee at ECONOMY_FEE_BPS=0', () => {
         ['creator_pending', 'sale', price],
       ].sort(),
     );
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });

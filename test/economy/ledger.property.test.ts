@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Listing, Payout, Purchase } from '../../protocol/economy.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import type { ServiceUser } from '../helpers/services.js';
 import { useServices } from '../helpers/services.js';
@@ -116,7 +115,7 @@ describe('ledger invariants (property)', () => {
                 const purchase = purchases[c.purchase % Math.max(1, purchases.length)];
                 if (!purchase) break;
                 await executeBound(
-                  s.db.orm.em,
+                  s.db.data,
                   `update purchases set hold_until = now() - interval '1 second' where id = $1`,
                   [purchase.id],
                 );
@@ -154,9 +153,9 @@ describe('ledger invariants (property)', () => {
             if (!EXPECTED.has((error as { code?: string }).code ?? '')) throw error;
           }
         }
-        expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+        expect(await verifyLedger(s.db.data)).toEqual([]);
         const [negative] = await executeBound<{ n: string }>(
-          s.db.orm.em,
+          s.db.data,
           `select count(*)::text as n from economy_accounts where kind <> 'platform_issuance' and balance < 0`,
           [],
         );

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, fundedUser, grant, key, ledgerCounts } from './economy.js';
@@ -47,7 +47,7 @@ describe('wallets, grants and the ledger', () => {
       amount: 500,
       balance_after: 500,
     });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refuses a grant by a non-admin with FORBIDDEN and writes nothing', async () => {
@@ -95,7 +95,7 @@ describe('wallets, grants and the ledger', () => {
     const s = services();
     const admin = await s.createUser();
     await fundedUser(s, admin, 100);
-    const em = s.db.orm.em.fork();
+    const data = s.db.data;
     for (const sql of [
       'update economy_entries set amount = amount + 1',
       'delete from economy_entries',
@@ -103,23 +103,23 @@ describe('wallets, grants and the ledger', () => {
       'delete from economy_transactions',
       'truncate economy_entries cascade',
     ]) {
-      await expect(executeBound(em, sql, []), sql).rejects.toThrow(/append-only/);
+      await expect(executeBound(data, sql, []), sql).rejects.toThrow(/append-only/);
     }
-    expect(await verifyLedger(dataAccess(em))).toEqual([]);
+    expect(await verifyLedger(data)).toEqual([]);
   });
 
   it('refuses in the database a user balance below zero and a transaction that does not sum to zero', async () => {
     const s = services();
     const admin = await s.createUser();
     const user = await fundedUser(s, admin, 100);
-    const em = s.db.orm.em.fork();
+    const data = s.db.data;
     await expect(
-      executeBound(em, `update economy_accounts set balance = -1 where user_id = $1 and kind = 'wallet'`, [
+      executeBound(data, `update economy_accounts set balance = -1 where user_id = $1 and kind = 'wallet'`, [
         user.user.id,
       ]),
     ).rejects.toMatchObject({ code: '23514' });
     await expect(
-      em.transactional(async (tx) => {
+      transaction(data, async (tx) => {
         const [account] = await executeBound<{ id: string }>(
           tx,
           `select id from economy_accounts where user_id = $1 and kind = 'wallet'`,
@@ -138,20 +138,20 @@ describe('wallets, grants and the ledger', () => {
         );
       }),
     ).rejects.toThrow(/does not sum to zero/);
-    expect(await verifyLedger(dataAccess(em))).toEqual([]);
+    expect(await verifyLedger(data)).toEqual([]);
   });
 
   it('makes verify report a stored balance that is not the sum of its entries', async () => {
     const s = services();
     const admin = await s.createUser();
     const user = await fundedUser(s, admin, 100);
-    const em = s.db.orm.em.fork();
+    const data = s.db.data;
     await executeBound(
-      em,
+      data,
       `update economy_accounts set balance = 90 where user_id = $1 and kind = 'wallet'`,
       [user.user.id],
     );
-    expect(await verifyLedger(dataAccess(em))).toEqual([
+    expect(await verifyLedger(data)).toEqual([
       expect.objectContaining({
         kind: 'balance',
         account: 'wallet',
@@ -161,10 +161,10 @@ describe('wallets, grants and the ledger', () => {
       }),
     ]);
     await executeBound(
-      em,
+      data,
       `update economy_accounts set balance = 100 where user_id = $1 and kind = 'wallet'`,
       [user.user.id],
     );
-    expect(await verifyLedger(dataAccess(em))).toEqual([]);
+    expect(await verifyLedger(data)).toEqual([]);
   });
 });

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster } from '../helpers/app.js';
 import { openedSockets } from '../helpers/ws-client.js';
@@ -80,6 +79,6 @@ describe('the economy on several nodes', () => {
     const payout = await send(creator, 'POST', '/api/economy/payouts', { amount: 2000 });
     const told = await socket.next((f) => f.t === 'economy.payout');
     expect(told.d).toMatchObject({ id: payout.id, state: 'requested', amount: 2000 });
-    expect(await verifyLedger(dataAccess(node(0).db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(node(0).db.data)).toEqual([]);
   });
 });

@@ -3,7 +3,6 @@ import type { PayoutState } from '../../protocol/economy.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
 import { ReleaseJob } from '../../src/modules/economy/release.js';
 import { EventBus } from '../../src/platform/bus.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { createLogger } from '../../src/platform/log.js';
 import { auditEntriesOf } from '../audit/audit.js';
@@ -52,7 +51,7 @@ describe('payouts', () => {
     });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ pending: 0, available: 600, in_payout: 1500, paid_out: 0 });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refuses an amount below the minimum with 422 naming body.amount and the minimum, and one over available with INSUFFICIENT_FUNDS', async () => {
@@ -83,7 +82,7 @@ describe('payouts', () => {
     expect(await decide(s, admin, payout.id, 'paid')).toMatchObject({ state: 'paid' });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 400, in_payout: 0, paid_out: 1000 });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('gives a rejected payout back to available', async () => {
@@ -138,7 +137,7 @@ describe('payouts', () => {
     expect(results.find((r) => r.status === 'rejected')).toMatchObject({ reason: { code: 'CONFLICT' } });
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ available: 1400, in_payout: 0 });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refuses a decision made from a state the payout left with CONFLICT and current_state, writing nothing', async () => {
@@ -181,7 +180,7 @@ describe('payouts', () => {
     expect(balance).toMatchObject(
       winner === 'approved' ? { available: 400, in_payout: 1000 } : { available: 1400, in_payout: 0 },
     );
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it("keeps a deleted creator's open payout for an admin to decide, paid from the tombstone account", async () => {
@@ -196,7 +195,7 @@ describe('payouts', () => {
       state: 'paid',
       amount: 1000,
     });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('shows payouts to their creator and admins, and queues them oldest first for admins only', async () => {
@@ -243,14 +242,14 @@ describe('the hold release job', () => {
     const balance = await s.call('economy.creator.balance', s.ctxFor(creator.user), undefined);
     expect(balance).toMatchObject({ pending: 0, available: 840, next_release_at: null });
     const releases = await executeBound<{ n: string }>(
-      s.db.orm.em,
+      s.db.data,
       `select count(*)::text as n from economy_transactions t join purchases p on p.id = t.purchase_id
        where t.kind = 'release' and p.seller_id = $1`,
       [creator.user.id],
     );
     expect(releases[0]?.n).toBe('12');
     await s.apis.economy.releaseDue();
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });
 

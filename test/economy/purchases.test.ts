@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, balanceOf, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
@@ -46,7 +45,7 @@ describe('purchases', () => {
     expect(balance.next_release_at).toBe(purchase.hold_until);
     const inventory = await s.call('economy.inventory', s.ctxFor(buyer.user), {});
     expect(inventory.items).toEqual([expect.objectContaining({ item_id: item.id, quantity: 1 })]);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refuses a second purchase of a non-consumable with ALREADY_OWNED and moves nothing', async () => {
@@ -139,11 +138,11 @@ describe('purchases', () => {
     const buyer = await fundedUser(s, admin, 100);
     const { listing } = await listedItem(s, seller, { price: 10 });
     // A listing makes them; one made before that rule (or restored without them) must still sell.
-    await executeBound(s.db.orm.em, 'delete from economy_accounts where user_id = $1', [seller.user.id]);
+    await executeBound(s.db.data, 'delete from economy_accounts where user_id = $1', [seller.user.id]);
     await buy(s, buyer, listing.id);
     const balance = await s.call('economy.creator.balance', s.ctxFor(seller.user), undefined);
     expect(balance.pending).toBe(7);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('lets exactly 5 of 50 racing purchases through on a wallet that affords 5', async () => {
@@ -162,7 +161,7 @@ describe('purchases', () => {
     expect(await balanceOf(s, buyer)).toBe(0);
     const inventory = await s.call('economy.inventory', s.ctxFor(buyer.user), { item_id: item.id });
     expect(inventory.items[0]?.quantity).toBe(5);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('never oversells a limited listing, which turns sold with its last unit', async () => {
@@ -241,7 +240,7 @@ describe('refunds', () => {
       }),
     ).rejects.toMatchObject({ code: 'CONFLICT', extra: { details: { current_state: 'refunded' } } });
     expect(await ledgerCounts(s)).toEqual(before);
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('refuses a refund by a non-admin with FORBIDDEN', async () => {
@@ -281,6 +280,6 @@ describe('refunds after the hold', () => {
     const balance = await s.call('economy.creator.balance', s.ctxFor(seller.user), undefined);
     expect(balance).toMatchObject({ pending: 0, available: 140, next_release_at: null });
     await expect(refund(unreleased.id)).rejects.toMatchObject({ code: 'CONFLICT' });
-    expect(await verifyLedger(dataAccess(s.db.orm.em.fork()))).toEqual([]);
+    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 });

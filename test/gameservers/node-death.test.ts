@@ -9,7 +9,7 @@ import { hasSharedRedis } from '../../src/config.js';
 import { insertServer, stopServersOfNodes } from '../../src/modules/gameservers/gameservers.repository.js';
 import { newServerToken } from '../../src/modules/gameservers/server-tokens.js';
 import { nodeLeaseKey } from '../../src/modules/presence/node-lease.js';
-import { dataAccess, transaction } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { newId } from '../../src/platform/ids.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { registerUser } from '../helpers/accounts.js';
@@ -138,7 +138,7 @@ describe('a game server whose node died', () => {
 
 describe("the sweep of dead nodes' servers", () => {
   const app = useTestApp();
-  const data = () => dataAccess(app().db.orm.em);
+  const data = () => app().db.data;
 
   /** A starting server of the world as a spawn records it, supervised by `node` (null: on Agones). */
   const recordServer = (worldId: string, userId: string, node: string | null, createdAt: Date) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { CloseCode } from '../../protocol/frames.js';
-import { dataAccess, transaction } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -55,7 +55,7 @@ async function holdDeletion(worldId: string): Promise<{ release(): Promise<void>
   const isDeleted = new Promise<void>((resolve) => {
     deleted = resolve;
   });
-  const deletion = transaction(dataAccess(app().db.orm.em), async (tx) => {
+  const deletion = transaction(app().db.data, async (tx) => {
     await executeBound(tx, 'delete from worlds where id = $1', [worldId]);
     deleted();
     await new Promise<void>((resolve) => {

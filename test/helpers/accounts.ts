@@ -5,7 +5,6 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
 import { changeRole } from '../../src/modules/users/index.js';
 import type { Role } from '../../src/platform/auth/access-tokens.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -97,7 +96,7 @@ export function callsAs(app: () => Pick<App, 'http'>) {
  */
 export async function registerWithRole(app: App, role: Role): Promise<TokenResponse> {
   const { user } = await registerUser(app);
-  await changeRole(dataAccess(app.db.orm.em.fork()), user.username, role, 'grant');
+  await changeRole(app.db.data, user.username, role, 'grant');
   const response = await login(app, user.username);
   if (response.statusCode !== 200) throw new Error(`login failed: ${response.statusCode} ${response.body}`);
   return response.json() as TokenResponse;

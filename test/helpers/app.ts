@@ -1,12 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { afterAll, beforeAll } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { type Config, configFrom, hasSharedRedis } from '../../src/config.js';
 import { argon2Passwords, createAuthModule } from '../../src/modules/auth/index.js';
 import { modules } from '../../src/modules/index.js';
+import { type DataAccess, transaction } from '../../src/platform/data-access.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createLogger } from '../../src/platform/log.js';
 import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from './database.js';
@@ -215,27 +215,25 @@ export interface TestCluster {
 /**
  * Runs `work` in a transaction and keeps it open for 300 ms more, calling `during` meanwhile from
  * outside the transaction's async context. Called inside the callback, requests would inherit that
- * context, and MikroORM would run their statements in this very transaction.
+ * context, and their statements given the root handle would run in this very transaction.
  */
 export async function whileTransactionOpen(
   app: () => TestApp,
-  work: (em: EntityManager) => Promise<unknown>,
+  work: (tx: DataAccess) => Promise<unknown>,
   during: () => void,
 ): Promise<void> {
   let opened: () => void = () => {};
   const open = new Promise<void>((resolve) => {
     opened = resolve;
   });
-  const transaction = app()
-    .db.orm.em.fork()
-    .transactional(async (em) => {
-      await work(em);
-      opened();
-      await new Promise((resolve) => setTimeout(resolve, 300));
-    });
-  await Promise.race([open, transaction]);
+  const held = transaction(app().db.data, async (tx) => {
+    await work(tx);
+    opened();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  });
+  await Promise.race([open, held]);
   during();
-  await transaction;
+  await held;
 }
 
 /**

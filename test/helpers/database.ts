@@ -1,7 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
-import { appEntities } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
 import { park, rememberTemplate, takeParked } from './embedded-reuse.js';
@@ -38,7 +37,6 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 async function openTemplateClone(): Promise<Database> {
   const template = await readFile(inject('embeddedTemplatePath'));
   const db = await openDatabase(configFrom({}), {
-    entities: appEntities,
     embedded: { loadDataDir: new Blob([template], { type: 'application/x-tar' }) },
   });
   await rememberTemplate(db);
@@ -63,7 +61,6 @@ async function postgresDatabase(serverUrl: string, prefix: string, template?: st
   const url = withDatabase(serverUrl, name);
   const db = await openDatabase(
     configFrom({ DATABASE_URL: url, DATABASE_QUERY_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS }),
-    { entities: appEntities },
   );
   return {
     db,

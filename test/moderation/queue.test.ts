@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/index.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { auditEntriesOf } from '../audit/audit.js';
 import { registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -30,7 +29,7 @@ describe("moderators' decisions on reports", () => {
     expect([decided.statusCode, decided.json().code]).toEqual([403, 'FORBIDDEN']);
     // The role must be on the token: a grant takes effect at the next sign-in, as documented.
     const promoted = await user();
-    await changeRole(dataAccess(app().db.orm.em.fork()), promoted.user.username, 'moderator', 'grant');
+    await changeRole(app().db.data, promoted.user.username, 'moderator', 'grant');
     const stale = await decide(promoted, report.id, { state: 'resolved' });
     expect(stale.statusCode).toBe(403);
     expect(await reportRow(report.id)).toMatchObject({

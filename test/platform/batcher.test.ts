@@ -2,9 +2,9 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batched, batchedStatement, statementsAtOnce } from '../../src/platform/batcher.js';
 import { CallContext } from '../../src/platform/context.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
-import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
 /** A run whose batches the test ends by hand, recording what each batch was given. */
@@ -125,7 +125,7 @@ describe('statements at once', () => {
 describe('batched statements', () => {
   let testDb: TestDatabase;
   const contextOf = () =>
-    new CallContext(testDb.db.orm.em, new MemoryKv(), {
+    new CallContext(testDb.db.data, {
       user: null,
       log: pino({ level: 'silent' }),
       ip: '127.0.0.1',
@@ -167,7 +167,7 @@ describe('batched statements', () => {
     const write = revoke(sizes);
     const id = newId();
     await expect(
-      testDb.db.orm.em.fork().transactional(async () => {
+      transaction(testDb.db.data, async () => {
         expect(await write(contextOf(), id)).toEqual({ session_id: id });
         throw new Error('roll back');
       }),

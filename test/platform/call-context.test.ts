@@ -1,73 +1,80 @@
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { CallContext } from '../../src/platform/context.js';
-import { entityManagerOf } from '../../src/platform/data-handle.js';
+import { inTransaction, transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
-import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
-/** The data handle of a call (CallContext.data): the root entity manager for lean statements, a fork for the rest. */
+/** The data handle of a call (CallContext.data): the database's root handle, on its pool. */
 describe("a call's data handle", () => {
   let testDb: TestDatabase;
-  const root = () => testDb.db.orm.em;
+  let other: TestDatabase;
   const contextOf = () =>
-    new CallContext(root(), new MemoryKv(), { user: null, log: pino({ level: 'silent' }), ip: '127.0.0.1' });
-  const revocation = (sessionId: string) =>
-    queryRows(testDb.db, 'select session_id from session_revocations where session_id = ?', [sessionId]);
+    new CallContext(testDb.db.data, { user: null, log: pino({ level: 'silent' }), ip: '127.0.0.1' });
+  const revocations = (db: TestDatabase, sessionId: string) =>
+    queryRows(db.db, 'select session_id from session_revocations where session_id = ?', [sessionId]);
+  const insertRevocation = 'insert into session_revocations (session_id, revoked_at) values ($1, now())';
 
   beforeAll(async () => {
-    testDb = await createTestDatabase();
+    [testDb, other] = await Promise.all([createTestDatabase(), createTestDatabase()]);
   });
   afterAll(async () => {
-    await testDb?.drop();
+    await Promise.all([testDb?.drop(), other?.drop()]);
   });
 
-  it('runs lean statements without forking the root entity manager', async () => {
-    const forks = vi.spyOn(root(), 'fork');
-    try {
-      const ctx = contextOf();
-      expect(await executeBound(ctx.data, 'select 1 as one', [])).toEqual([{ one: 1 }]);
-      expect(await executeBound(ctx.data, 'select $1::int + 1 as two', [1])).toEqual([{ two: 2 }]);
-      expect(forks).not.toHaveBeenCalled();
-    } finally {
-      forks.mockRestore();
-    }
-  });
-
-  it('forks once at the first other use, and lean statements then run in that fork’s transaction', async () => {
-    const forks = vi.spyOn(root(), 'fork');
-    const sessionId = newId();
-    try {
-      const ctx = contextOf();
-      await entityManagerOf(ctx.data).begin();
-      await executeBound(
-        ctx.data,
-        'insert into session_revocations (session_id, revoked_at) values ($1, now())',
-        [sessionId],
-      );
-      expect(
-        await executeBound(
-          ctx.data,
-          'select count(*)::int as n from session_revocations where session_id = $1',
-          [sessionId],
-        ),
-      ).toEqual([{ n: 1 }]);
-      await entityManagerOf(ctx.data).rollback();
-      expect(forks).toHaveBeenCalledTimes(1);
-    } finally {
-      forks.mockRestore();
-    }
-    expect(await revocation(sessionId)).toEqual([]);
-  });
-
-  it('never writes to the root entity manager: what is set on its entity manager lands on the fork', async () => {
+  it('runs each lean statement on a pooled connection acquired for it and released at once', async () => {
     const ctx = contextOf();
-    const marked = entityManagerOf(ctx.data) as unknown as Record<string, unknown>;
-    marked.callMarker = 'mine';
-    expect(marked.callMarker).toBe('mine');
-    expect('callMarker' in marked).toBe(true);
-    expect(entityManagerOf(ctx.data)).toBe(marked);
-    expect((root() as unknown as Record<string, unknown>).callMarker).toBeUndefined();
+    expect(ctx.data).toBe(testDb.db.data);
+    const { client } = testDb.db.orm.em.getKnex();
+    const acquired = vi.spyOn(client, 'acquireConnection');
+    const released = vi.spyOn(client, 'releaseConnection');
+    try {
+      expect(await executeBound(ctx.data, 'select 1 as one', [])).toEqual([{ one: 1 }]);
+      expect([acquired.mock.calls.length, released.mock.calls.length]).toEqual([1, 1]);
+      expect(await executeBound(ctx.data, 'select $1::int + 1 as two', [1])).toEqual([{ two: 2 }]);
+      expect([acquired.mock.calls.length, released.mock.calls.length]).toEqual([2, 2]);
+      expect(inTransaction(ctx.data)).toBe(false);
+    } finally {
+      acquired.mockRestore();
+      released.mockRestore();
+    }
+    // Nothing is held between statements: a transaction of another call gets the connection (on
+    // the embedded database, the pool's only one).
+    await transaction(contextOf().data, (tx) => executeBound(tx, 'select 1', []));
+  });
+
+  it("joins the transaction a statement given the call's handle runs in, seeing its rows and rolling back with it", async () => {
+    const ctx = contextOf();
+    const sessionId = newId();
+    const rollback = new Error('roll back');
+    await expect(
+      transaction(ctx.data, async () => {
+        expect(inTransaction(ctx.data)).toBe(true);
+        await executeBound(ctx.data, insertRevocation, [sessionId]);
+        expect(
+          await executeBound(
+            ctx.data,
+            'select count(*)::int as n from session_revocations where session_id = $1',
+            [sessionId],
+          ),
+        ).toEqual([{ n: 1 }]);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(await revocations(testDb, sessionId)).toEqual([]);
+  });
+
+  it("runs a statement given another database's handle inside a transaction on that database's own pool", async () => {
+    const sessionId = newId();
+    await expect(
+      transaction(contextOf().data, async () => {
+        expect(inTransaction(other.db.data)).toBe(false);
+        await executeBound(other.db.data, insertRevocation, [sessionId]);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await revocations(other, sessionId)).toEqual([{ session_id: sessionId }]);
+    expect(await revocations(testDb, sessionId)).toEqual([]);
   });
 });

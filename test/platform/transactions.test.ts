@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
   type DataAccess,
-  dataAccess,
   IsolationLevel,
   inTransaction,
   transaction,
@@ -10,12 +9,12 @@ import { executeBound } from '../../src/platform/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
- * `transaction` (src/platform/data-access.ts) on real databases: lean transactions on one held
- * connection, savepoints for nested ones, and MikroORM's for work that needs a unit of work.
+ * `transaction` (src/platform/data-access.ts) on real databases, the one kind there is: BEGIN,
+ * the work's statements and COMMIT on one held connection, savepoints for nested ones.
  */
 describe('transactions', () => {
   let testDb: TestDatabase;
-  const data = (): DataAccess => dataAccess(testDb.db.orm.em);
+  const data = (): DataAccess => testDb.db.data;
 
   beforeAll(async () => {
     testDb = await createTestDatabase();
@@ -89,6 +88,17 @@ describe('transactions', () => {
       await transaction(tx, (inner) => insert(inner, 3));
     });
     expect(await ids()).toEqual([1, 3]);
+  });
+
+  it('undoes a nested transaction that committed when the outer one rolls back', async () => {
+    await failure(
+      transaction(data(), async (tx) => {
+        await transaction(tx, (inner) => insert(inner, 1));
+        expect(await ids()).toEqual([1]);
+        throw new Error('refused');
+      }),
+    );
+    expect(await ids()).toEqual([]);
   });
 
   it("runs a statement given the call's own handle inside the work in the transaction, so it rolls back with it", async () => {

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { presenceKey } from '../../src/modules/presence/presence.service.js';
-import { dataAccess, transaction } from '../../src/platform/data-access.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
@@ -32,7 +32,7 @@ describe('the status a presence event tells', () => {
     const isLocked = new Promise<void>((resolve) => {
       locked = resolve;
     });
-    const holding = transaction(dataAccess(app().db.orm.em), async (tx) => {
+    const holding = transaction(app().db.data, async (tx) => {
       await executeBound(tx, 'lock table profiles in access exclusive mode', []);
       locked();
       await new Promise<void>((resolve) => {

@@ -1,7 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Profile } from '../../protocol/profiles.js';
 import { DEFAULT_PRIVACY, privacyOf } from '../../src/modules/profiles/profiles.repository.js';
-import { dataAccess } from '../../src/platform/data-access.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -245,11 +244,10 @@ describe('profile', () => {
     await put(saved.access_token, { privacy: { presence_visibility: 'nobody', dm_policy: 'friends' } });
     const unknownId = '01a1ffb2-0000-7000-8000-000000000000';
 
-    const em = app().db.orm.em.fork();
     // Every statement of the lean path (executeBound) takes a pool connection for itself.
-    const execute = vi.spyOn(em.getKnex().client, 'acquireConnection');
+    const execute = vi.spyOn(app().db.orm.em.getKnex().client, 'acquireConnection');
     try {
-      const result = await privacyOf(dataAccess(em), [
+      const result = await privacyOf(app().db.data, [
         saved.user.id,
         neverSaved.user.id,
         unknownId,
@@ -268,7 +266,7 @@ describe('profile', () => {
     } finally {
       execute.mockRestore();
     }
-    expect(await privacyOf(dataAccess(app().db.orm.em.fork()), [])).toEqual(new Map());
+    expect(await privacyOf(app().db.data, [])).toEqual(new Map());
     expect(DEFAULT_PRIVACY).toEqual(defaults.privacy);
   });
 

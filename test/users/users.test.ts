@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { changeRole } from '../../src/modules/users/users.service.js';
 import { statementsAtOnce } from '../../src/platform/batcher.js';
-import { dataAccess } from '../../src/platform/data-access.js';
+import { executeBound } from '../../src/platform/db.js';
 import { bearer, PASSWORD, registerUser, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, useTestApp, whileTransactionOpen } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -43,7 +43,7 @@ describe('user accounts', () => {
     let reading: Promise<{ statusCode: number; json(): { id: string; username: string } }[]> | undefined;
     await whileTransactionOpen(
       app,
-      (em) => em.execute('lock table users in access exclusive mode'),
+      (tx) => executeBound(tx, 'lock table users in access exclusive mode', []),
       () => {
         reading = Promise.all(
           callers.map(({ access_token }) =>
@@ -215,7 +215,7 @@ describe('role administration', () => {
 
   it('grants and revokes a role by username, case-insensitively, keeping the roles in a fixed order', async () => {
     const { user } = await registerUser(app());
-    const data = () => dataAccess(app().db.orm.em.fork());
+    const data = () => app().db.data;
     expect(await changeRole(data(), user.username.toUpperCase(), 'admin', 'grant')).toEqual([
       'user',
       'admin',
@@ -240,9 +240,7 @@ describe('role administration', () => {
   ] as const)('refuses %s', async (_name, who, role, change, message) => {
     const { user } = await registerUser(app());
     const username = who === 'x' ? user.username : who;
-    await expect(changeRole(dataAccess(app().db.orm.em.fork()), username, role, change)).rejects.toThrow(
-      message,
-    );
+    await expect(changeRole(app().db.data, username, role, change)).rejects.toThrow(message);
   });
 
   it(

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { RetentionSettings } from '../../src/modules/worlds/history-retention.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
@@ -237,13 +238,11 @@ describe('revision retention', () => {
       const isLocked = new Promise<void>((resolve) => {
         locked = resolve;
       });
-      const writer = app()
-        .db.orm.em.fork()
-        .transactional(async (em) => {
-          await executeBound(em, 'select 1 from worlds where id = $1 for update', [worldId]);
-          locked();
-          await released;
-        });
+      const writer = transaction(app().db.data, async (tx) => {
+        await executeBound(tx, 'select 1 from worlds where id = $1 for update', [worldId]);
+        locked();
+        await released;
+      });
       await isLocked;
       await pruning.runDue(new Date());
       expect(await horizonOf(app(), worldId)).toBe(0);

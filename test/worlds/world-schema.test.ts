@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
+import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
 import {
@@ -84,9 +85,9 @@ describe('world content schema', () => {
 
   /** Runs `statement` in a transaction, armed as the pruning pass arms it when `armed`. */
   const inTransaction = (statement: string, params: unknown[], armed: boolean) =>
-    t.db.orm.em.fork().transactional(async (em) => {
-      if (armed) await executeBound(em, `select set_config('atrium.pruning_revisions', 'on', true)`, []);
-      await executeBound(em, statement, params);
+    transaction(t.db.data, async (tx) => {
+      if (armed) await executeBound(tx, `select set_config('atrium.pruning_revisions', 'on', true)`, []);
+      await executeBound(tx, statement, params);
     });
 
   it("lets the pruning pass delete only a revision below its world's horizon that its chunk has moved past", async () => {

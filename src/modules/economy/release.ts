@@ -1,5 +1,5 @@
 import type { EventBus } from '../../platform/bus.js';
-import { type DataAccess, dataAccess, transaction } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import type { Database } from '../../platform/db.js';
 import type { Logger } from '../../platform/log.js';
 import { pruneIdempotencyKeys } from './idempotency.js';
@@ -104,15 +104,13 @@ export class ReleaseJob {
     const batch = this.deps.batch ?? BATCH;
     for (;;) {
       const at = now();
-      const { released, entries } = await transaction(dataAccess(this.deps.db.orm.em), (tx) =>
+      const { released, entries } = await transaction(this.deps.db.data, (tx) =>
         releaseHolds(tx, { at, sellerId: null, limit: batch, skipLocked: true }),
       );
       await announceBalances(this.deps.bus, this.deps.log, entries);
       if (released < batch) break;
     }
     const before = new Date(now().getTime() - this.deps.idempotencyTtlHours * 3_600_000);
-    while (
-      (await pruneIdempotencyKeys(dataAccess(this.deps.db.orm.em), before, PRUNE_BATCH)) === PRUNE_BATCH
-    ) {}
+    while ((await pruneIdempotencyKeys(this.deps.db.data, before, PRUNE_BATCH)) === PRUNE_BATCH) {}
   }
 }

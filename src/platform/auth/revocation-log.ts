@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import type { DataAccess } from '../data-access.js';
 import { executeBound } from '../db.js';
 import { toUuidArray } from '../ids.js';
 import type { RevocationLog } from './access-tokens.js';
@@ -9,11 +9,11 @@ import type { RevocationLog } from './access-tokens.js';
  * has lost them. Rows older than the `forgetBefore` AccessTokens passes can no longer matter, since
  * every access token they could stop has expired; each recording prunes them.
  */
-export function revocationLog(em: () => EntityManager): RevocationLog {
+export function revocationLog(data: DataAccess): RevocationLog {
   return {
     async record(sessionIds, at, forgetBefore) {
       await executeBound(
-        em(),
+        data,
         `with pruned as (delete from session_revocations where revoked_at < $1)
          insert into session_revocations (session_id, revoked_at)
          select id, $2::timestamptz from unnest($3::uuid[]) as ids(id)
@@ -23,7 +23,7 @@ export function revocationLog(em: () => EntityManager): RevocationLog {
     },
     async since(at) {
       const rows = await executeBound<{ session_id: string }>(
-        em(),
+        data,
         'select session_id from session_revocations where revoked_at >= $1',
         [at],
       );
