@@ -109,14 +109,13 @@ module.exports = {
       to: { path: '\\.routes\\.ts$' },
     },
     {
-      name: 'orm-only-in-repositories',
+      name: 'no-orm-in-modules',
       severity: 'error',
       comment:
-        'Inside a module, MikroORM (@mikro-orm/*) is imported by its entities (*.entity.ts) and its ' +
-        'repositories (*.repository.ts) only: services, frames, routes, index.ts and the rest hold ' +
-        "the opaque data handle (ctx.data, src/platform/data-access.ts), so SQL and the ORM's unit " +
-        'of work stay where the statements are (docs/modules.md, "Data access").',
-      from: { path: '^src/modules/[^/]+/', pathNot: ['\\.entity\\.ts$', '\\.repository\\.ts$'] },
+        'Modules import no MikroORM (@mikro-orm/*): their statements are SQL in their repositories ' +
+        '(*.repository.ts), run with executeBound on the opaque data handle (src/platform/db.ts), and ' +
+        'MikroORM only opens the pool and migrates (src/platform/orm-config.ts; docs/modules.md, "Data access").',
+      from: { path: '^src/modules/' },
       to: { path: '(^|/)node_modules/@mikro-orm/' },
     },
     {

@@ -1,4 +1,3 @@
-import type { EntitySchema } from '@mikro-orm/core';
 import type { AccessTokens } from './auth/access-tokens.js';
 import type { KeyRing } from './auth/keys.js';
 import type { ServiceTokens } from './auth/service-tokens.js';
@@ -57,11 +56,9 @@ export interface ModuleParts<Api> {
   stop?(): Promise<void>;
 }
 
-/** One domain: its entities and how it is built from the platform and the modules it needs. */
+/** One domain: its tables and how it is built from the platform and the modules it needs. */
 export interface ModuleDefinition<Name extends string = string, Api = unknown, Needs = never> {
   name: Name;
-  /** The ORM entities this module owns. */
-  entities: readonly EntitySchema[];
   /**
    * The tables of migrations/ this module owns: only its SQL names them, and other modules reach
    * their rows through its API or the SQL fragments its index.ts exports (docs/modules.md).
@@ -87,11 +84,6 @@ export function defineModule<const Name extends string, Api, Needs = Record<neve
 export type ModuleApis<Modules extends readonly ModuleDefinition[]> = {
   [M in Modules[number] as M['name']]: M extends ModuleDefinition<string, infer Api, infer _> ? Api : never;
 };
-
-/** Every entity of a module list, for `openDatabase`. */
-export function entitiesOf(modules: readonly ModuleDefinition[]): EntitySchema[] {
-  return modules.flatMap((module) => module.entities);
-}
 
 /**
  * Builds each module in list order, handing it the APIs it declared. A module that needs one not

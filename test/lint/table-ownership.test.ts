@@ -25,7 +25,7 @@ this.addSql('create table pears (id uuid)');
 this.addSql('create table session_revocations (session_id uuid)');`;
 const platform = "const sql = 'select session_id from session_revocations where revoked_at >= $1';";
 const fruit = `export const appleSql = (id: string) => \`exists (select 1 from apples where id = \${id})\`;
-export const fruitModule = defineModule({ name: 'fruit', entities: [], tables: ['apples'], needs: [], setup() {} });`;
+export const fruitModule = defineModule({ name: 'fruit', tables: ['apples'], needs: [], setup() {} });`;
 /** Fruit owns apples and exports a fragment it tests; the platform keeps its one table. */
 const base = {
   'migrations/0001_fruit.ts': migration,
@@ -34,7 +34,7 @@ const base = {
   'test/fruit/sql-fragments.test.ts': "it('appleSql is true for an apple', () => {});",
 };
 const basket = (needs: string) =>
-  `export const basketModule = defineModule({ name: 'basket', entities: [], tables: ['pears'], needs: [${needs}], setup() {} });`;
+  `export const basketModule = defineModule({ name: 'basket', tables: ['pears'], needs: [${needs}], setup() {} });`;
 
 describe('the table-ownership check', () => {
   it('passes a tree where each module names only its own tables and reads others through fragments', () => {

@@ -10,7 +10,6 @@ const reached = { 200: z.object({ reached: z.boolean() }) };
 /** A module with two plain routes: one that forgets to declare itself public, one that does. */
 const probeModule = defineModule({
   name: 'probe',
-  entities: [],
   tables: [],
   needs: [],
   setup() {
@@ -38,7 +37,6 @@ const probeModule = defineModule({
 const stub = (name: string, needs: string[] = []): ModuleDefinition =>
   defineModule<string, { name: string }, Record<string, unknown>>({
     name,
-    entities: [],
     tables: [],
     needs,
     setup: () => ({ api: { name } }),
@@ -52,7 +50,6 @@ describe('setupModules', () => {
     let received: unknown;
     const consumer = defineModule<'consumer', object, { provider: { name: string } }>({
       name: 'consumer',
-      entities: [],
       tables: [],
       needs: ['provider'],
       setup: (_platform, needs) => {

@@ -29,7 +29,6 @@ const held = operation('probe.held', {
 function heldModule(gate: Promise<void>, started: string[], outcomes: string[]) {
   return defineModule({
     name: 'probe',
-    entities: [],
     tables: [],
     needs: [],
     setup: ({ bus }) => ({

@@ -10,7 +10,6 @@ import { AccountService } from './account.service.js';
 /** The signed-in user's own account (`/api/users/me`): built on sessions and presence. */
 export const accountModule = defineModule({
   name: 'account',
-  entities: [],
   tables: [],
   needs: ['users', 'auth', 'presence'],
   setup(

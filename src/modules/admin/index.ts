@@ -21,7 +21,6 @@ import { AdminService } from './admin.service.js';
  */
 export const adminModule = defineModule({
   name: 'admin',
-  entities: [],
   tables: [],
   needs: ['users', 'auth', 'audit'],
   setup({ tokens }, { users, auth, audit }: { users: UsersApi; auth: AuthApi; audit: AuditApi }) {

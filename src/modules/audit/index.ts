@@ -19,7 +19,6 @@ export interface AuditApi {
 /** The append-only audit log of admin, moderator and operator actions (docs/admin.md). */
 export const auditModule = defineModule({
   name: 'audit',
-  entities: [],
   tables: ['audit_log'],
   needs: [],
   setup() {

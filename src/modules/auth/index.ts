@@ -38,7 +38,6 @@ export const authModule = createAuthModule();
 export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOptions = {}) {
   return defineModule({
     name: 'auth',
-    entities: [],
     tables: ['sessions', 'refresh_tokens'],
     needs: ['users'],
     setup({ config, kv, tokens, gateway, keys, serviceTokens }, { users }: { users: UsersApi }) {

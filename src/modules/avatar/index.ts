@@ -2,12 +2,10 @@ import { avatarGetLoadout, avatarPutLoadout } from '../../../protocol/profiles.j
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { AvatarService } from './avatar.service.js';
-import { AvatarLoadoutSchema } from './avatar-loadout.entity.js';
 
 /** Avatar loadouts: one game-defined document per user, envelope-checked and stored verbatim. */
 export const avatarModule = defineModule({
   name: 'avatar',
-  entities: [AvatarLoadoutSchema],
   tables: ['avatar_loadouts'],
   needs: [],
   setup() {

@@ -47,7 +47,6 @@ export interface ChatApi {
  */
 export const chatModule = defineModule({
   name: 'chat',
-  entities: [],
   tables: ['conversations', 'conversation_participants', 'messages'],
   // users and profiles for the SQL fragments the direct messages' statements read them with.
   needs: ['users', 'profiles', 'social'],

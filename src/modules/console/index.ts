@@ -21,7 +21,6 @@ import { ConsoleSessions } from './session.js';
  */
 export const consoleModule = defineModule({
   name: 'console',
-  entities: [],
   tables: [],
   needs: [],
   setup({ config, kv, metrics, gateway, log }) {

@@ -24,7 +24,6 @@ export interface DiscoveryApi {
 /** World discovery: metadata, search and its sorts, visit counting (docs/discovery.md). */
 export const discoveryModule = defineModule({
   name: 'discovery',
-  entities: [],
   tables: ['world_visits', 'world_discovery', 'world_visitors', 'world_visit_hours', 'discovery_ranks'],
   needs: ['worlds'],
   setup({ config, log, ctx }, { worlds }: { worlds: WorldsApi }) {

@@ -53,7 +53,6 @@ export interface EconomyApi {
 /** The economy: wallets, ledger, catalog, marketplace, purchases, payouts (docs/economy.md). */
 export const economyModule = defineModule({
   name: 'economy',
-  entities: [],
   tables: [
     'economy_accounts',
     'catalog_items',

@@ -90,7 +90,6 @@ export interface GameServersApi {
  */
 export const gameServersModule = defineModule({
   name: 'gameservers',
-  entities: [],
   tables: ['game_servers', 'game_server_reservations'],
   needs: ['worlds', 'discovery', 'audit', 'presence'],
   async setup(

@@ -45,7 +45,6 @@ export interface GroupsApi {
 /** Groups: settings, roster and roles, join requests, and their events (docs/groups.md). */
 export const groupsModule = defineModule({
   name: 'groups',
-  entities: [],
   tables: ['groups', 'group_members', 'group_join_requests'],
   needs: ['users', 'audit', 'chat'],
   setup({ bus, kv, config, gateway }, { audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi }) {

@@ -4,7 +4,6 @@ import { registerHealthRoutes } from './health.routes.js';
 /** Liveness, readiness and Prometheus metrics: the three probes an orchestrator needs. */
 export const healthModule = defineModule({
   name: 'health',
-  entities: [],
   tables: [],
   needs: [],
   setup(platform) {

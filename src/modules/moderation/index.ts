@@ -11,7 +11,6 @@ import { ModerationService } from './moderation.service.js';
 /** Message reports and the moderators' queue (docs/moderation.md). */
 export const moderationModule = defineModule({
   name: 'moderation',
-  entities: [],
   tables: ['message_reports'],
   needs: ['worlds', 'groups', 'chat', 'audit'],
   setup(

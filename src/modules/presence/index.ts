@@ -32,7 +32,6 @@ export interface PresenceApi {
  */
 export const presenceModule = defineModule({
   name: 'presence',
-  entities: [],
   tables: [],
   needs: ['users', 'profiles', 'social'],
   setup(

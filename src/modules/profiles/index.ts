@@ -14,7 +14,6 @@ export interface ProfilesApi {
 /** Bio, avatar image and the privacy settings other features enforce. */
 export const profilesModule = defineModule({
   name: 'profiles',
-  entities: [],
   tables: ['profiles'],
   needs: [],
   setup() {

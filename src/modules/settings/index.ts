@@ -6,7 +6,6 @@ import { SettingsService } from './settings.service.js';
 /** The configuration in force, for admins: `GET /api/admin/config`, secrets redacted (docs/console.md). */
 export const settingsModule = defineModule({
   name: 'settings',
-  entities: [],
   tables: [],
   needs: [],
   setup({ config }) {

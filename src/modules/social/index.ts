@@ -48,7 +48,6 @@ export interface SocialApi {
 /** Friend requests and friendships, follows and blocks (docs/social.md). */
 export const socialModule = defineModule({
   name: 'social',
-  entities: [],
   tables: ['friendships', 'follows', 'blocks'],
   needs: ['users', 'profiles'],
   setup({ bus, kv, config }, { users, profiles }: { users: UsersApi; profiles: ProfilesApi }) {

@@ -60,7 +60,6 @@ export interface UsersApi {
 /** The user directory: the users table other modules build on, and another user's public view. */
 export const usersModule = defineModule({
   name: 'users',
-  entities: [],
   tables: ['users'],
   needs: ['audit'],
   setup() {

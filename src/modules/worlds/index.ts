@@ -79,7 +79,6 @@ export interface WorldsApi {
 /** Worlds, their rooms and their chunk content (docs/worlds.md). */
 export const worldsModule = defineModule({
   name: 'worlds',
-  entities: [],
   tables: ['worlds', 'rooms', 'chunks', 'chunk_revisions', 'profile_favorites'],
   needs: ['users', 'audit', 'chat'],
   setup(platform, { users, audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi }) {
