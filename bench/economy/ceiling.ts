@@ -85,6 +85,7 @@ with acc as (
   from l returning *
 ) select f.balance::text as wallet_balance, f.pending_exists, p.id as purchase, p.transaction_id as tx, p.fee::text as fee
 from funds f left join p on true \\gset
+update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
 with tx as (
   insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
   values (:tx::uuid, 'purchase', :purchase::uuid, null, null, null, now()) returning id
@@ -96,10 +97,6 @@ with tx as (
   update economy_accounts a set balance = a.balance + m.amount, updated_at = now()
   from moves m where a.id = m.account_id
   returning a.id, a.kind, a.user_id, a.balance
-), answered as (
-  update economy_idempotency_keys set response = :answer::jsonb
-  where ${buyer} is not null and user_id = ${buyer} and key = :k::text
-  returning 1
 ), e as (
   insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
   select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, now()

@@ -1,5 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Item, Listing } from '../../../protocol/economy.js';
+import { itemsCreate, itemsUpdate, listingsCreate } from '../../../protocol/marketplace.js';
 import { type Ctx, callerOf, hasRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
@@ -61,7 +62,7 @@ export class CatalogService {
     },
   ): Promise<Item> {
     const me = callerOf(ctx).id;
-    return this.deps.writes.run(ctx, 'economy.items.create', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, itemsCreate, input, async (tx, key) => {
       await consumeOrThrow(this.deps.createLimiter, me, slowDown);
       const row = await insertItem(tx, {
         id: newId(),
@@ -73,7 +74,7 @@ export class CatalogService {
         consumable: input.consumable ?? false,
         at: ctx.now(),
       });
-      return { answer: toItem(row) };
+      return { answer: await key.store(toItem(row)) };
     });
   }
 
@@ -120,7 +121,7 @@ export class CatalogService {
   ): Promise<Item> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.items.update', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, itemsUpdate, input, async (tx, key) => {
       const row = await itemById(tx, itemId, true);
       if (!row || !this.canSee(ctx, row)) throw noSuchItem();
       if (row.creator_id !== me)
@@ -137,7 +138,7 @@ export class CatalogService {
         at,
       });
       if (state === 'retired') await cancelListingsOfItem(tx, itemId, at);
-      return { answer: toItem(updated) };
+      return { answer: await key.store(toItem(updated)) };
     });
   }
 
@@ -147,7 +148,7 @@ export class CatalogService {
   ): Promise<Listing> {
     const me = callerOf(ctx).id;
     const itemId = idOr(input.item_id, noSuchItem);
-    return this.deps.writes.run(ctx, 'economy.listings.create', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, listingsCreate, input, async (tx, key) => {
       // Shared with retiring: a listing is never made for an item being retired meanwhile.
       const item = await itemById(tx, itemId, true);
       if (!item || !this.canSee(ctx, item)) throw noSuchItem();
@@ -170,7 +171,7 @@ export class CatalogService {
         quantity: input.quantity ?? null,
         at,
       });
-      return { answer: toListing(row) };
+      return { answer: await key.store(toListing(row)) };
     });
   }
 

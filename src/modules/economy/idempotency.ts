@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { Operation, RestBinding } from '../../../protocol/operation.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
@@ -7,102 +8,144 @@ import { markReplayed } from '../../platform/idempotency.js';
 
 /**
  * Idempotency keys of the economy's writes (docs/economy.md, "Idempotency"), with Stripe's
- * semantics. The key is claimed by the first statement of the write's transaction and its answer
- * stored by the last, so the answer commits with the effects or not at all (a refusal stores
- * nothing and a retry runs afresh). A retry racing the original blocks on the claimed row until
- * the original ends, then replays its answer (or runs, when the original was refused): it never
- * executes twice.
+ * semantics, and every statement on their table. The key is claimed by the first statement of the
+ * write's transaction and the write stores its answer under the claim before it returns, so the
+ * answer commits with the effects or not at all (a refusal stores nothing and a retry runs afresh).
+ * A retry racing the original blocks on the claimed row until the original ends, then replays its
+ * answer (or runs, when the original was refused): it never executes twice.
  */
 
-/** What a write did: its answer, and what to announce once it committed. */
-export interface Outcome<T> {
-  answer: T;
-  afterCommit?: () => Promise<void>;
-  /**
-   * Set when the write stored the answer under its claim itself, in its last statement (a
-   * purchase, with its ledger transaction): one statement fewer on the hottest write.
-   */
-  stored?: true;
-}
-
-/** The key a write runs under: a write that stores its own answer names this row. */
-export interface Claim {
-  userId: string;
-  key: string;
-}
+/** A write's operation, as declared in protocol/ with the Idempotency-Key. */
+export type KeyedOperation = Pick<Operation, 'name'> & {
+  readonly rest: RestBinding & { idempotencyKey: true };
+};
 
 export interface KeyedInput {
   idempotency_key: string;
+}
+
+declare const storedUnderKey: unique symbol;
+
+/** An answer stored under the write's key; only `ClaimedKey.store` makes one. */
+export interface StoredAnswer<T> {
+  readonly value: T;
+  readonly [storedUnderKey]: true;
+}
+
+/** The caller's key, claimed by the write's transaction. */
+export interface ClaimedKey {
+  /**
+   * Stores the write's answer under the key, in the write's transaction: a retry replays it. The
+   * write decides when, so that a statement locking hot rows can still come after it.
+   */
+  store<T extends object>(answer: T): Promise<StoredAnswer<T>>;
+}
+
+/** What a write did: its stored answer, and what to announce once it committed. */
+export interface Outcome<T> {
+  answer: StoredAnswer<T>;
+  afterCommit?: () => Promise<void>;
 }
 
 export class IdempotentWrites {
   constructor(private readonly ttlHours: number) {}
 
   /**
-   * Runs `write` in a transaction under the caller's key, or replays the answer stored for the
-   * key. `operation` and the rest of the input are the request's fingerprint: the same key with
-   * another request answers 422 IDEMPOTENCY_KEY_REUSED and does nothing.
+   * Runs `write` once per key of the caller: in a transaction that claims the key first, or not at
+   * all when the key holds an answer, which is then replayed. The operation's name and the rest of
+   * the input are the request's fingerprint: the same key with another request answers 422
+   * IDEMPOTENCY_KEY_REUSED and does nothing.
    */
-  async run<T extends object>(
+  async runOnce<T extends object>(
     ctx: Ctx,
-    operation: string,
+    operation: KeyedOperation,
     input: KeyedInput,
-    write: (data: DataAccess, claim: Claim) => Promise<Outcome<T>>,
+    write: (tx: DataAccess, key: ClaimedKey) => Promise<Outcome<T>>,
   ): Promise<T> {
     const userId = callerOf(ctx).id;
     const { idempotency_key: key, ...request } = input;
     const fingerprint = createHash('sha256')
-      .update(`${operation}\n${canonicalJson(request)}`)
+      .update(`${operation.name}\n${canonicalJson(request)}`)
       .digest('base64url');
     const now = ctx.now();
+    const expiredBefore = new Date(now.getTime() - this.ttlHours * 3_600_000);
     const result = await transaction(ctx.data, async (tx) => {
-      const claimed = await executeBound(
-        tx,
-        `insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
-         on conflict (user_id, key) do update
-           set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
-           where economy_idempotency_keys.created_at < $5
-         returning 1`,
-        [userId, key, fingerprint, now, new Date(now.getTime() - this.ttlHours * 3_600_000)],
-      );
-      if (claimed.length === 0) return { replay: await this.stored(tx, userId, key, fingerprint) };
-      const outcome = await write(tx, { userId, key });
-      if (!outcome.stored) {
-        await executeBound(
-          tx,
-          'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
-          [userId, key, JSON.stringify(outcome.answer)],
-        );
+      if (!(await claimKey(tx, { userId, key, fingerprint, now, expiredBefore }))) {
+        return { replay: await answerToReplay(tx, userId, key, fingerprint) };
       }
-      return { outcome };
+      return { outcome: await write(tx, { store: (answer) => storeAnswer(tx, userId, key, answer) }) };
     });
     if ('replay' in result) return markReplayed(result.replay as T);
     await result.outcome.afterCommit?.();
-    return result.outcome.answer;
+    return result.outcome.answer.value;
   }
+}
 
-  private async stored(data: DataAccess, userId: string, key: string, fingerprint: string): Promise<object> {
-    const [row] = await executeBound<{ fingerprint: string; response: object | null }>(
-      data,
-      'select fingerprint, response from economy_idempotency_keys where user_id = $1 and key = $2',
-      [userId, key],
+/**
+ * Claims the key for this transaction: a new row, or a row past its TTL taken over (its answer
+ * cleared). False when the key holds a live claim; a claim still open in another transaction is
+ * waited for, so the answer is then committed (or the row gone, and the key claimed).
+ */
+async function claimKey(
+  tx: DataAccess,
+  claim: { userId: string; key: string; fingerprint: string; now: Date; expiredBefore: Date },
+): Promise<boolean> {
+  const claimed = await executeBound(
+    tx,
+    `insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
+     on conflict (user_id, key) do update
+       set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
+       where economy_idempotency_keys.created_at < $5
+     returning 1`,
+    [claim.userId, claim.key, claim.fingerprint, claim.now, claim.expiredBefore],
+  );
+  return claimed.length > 0;
+}
+
+/**
+ * The answer stored under a key this request could not claim, for its retry to replay; refuses a
+ * key used for another request (422) and a claim without an answer (409).
+ */
+async function answerToReplay(
+  tx: DataAccess,
+  userId: string,
+  key: string,
+  fingerprint: string,
+): Promise<object> {
+  const [row] = await executeBound<{ fingerprint: string; response: object | null }>(
+    tx,
+    'select fingerprint, response from economy_idempotency_keys where user_id = $1 and key = $2',
+    [userId, key],
+  );
+  if (row && row.fingerprint !== fingerprint) {
+    throw new AppError(
+      ErrorCode.IDEMPOTENCY_KEY_REUSED,
+      'This Idempotency-Key was used for another request; use a new key for a new request.',
     );
-    if (row && row.fingerprint !== fingerprint) {
-      throw new AppError(
-        ErrorCode.IDEMPOTENCY_KEY_REUSED,
-        'This Idempotency-Key was used for another request; use a new key for a new request.',
-      );
-    }
-    // A committed claim always carries its answer; a row without one is a claim still open in a
-    // transaction this one could not wait for.
-    if (!row?.response) {
-      throw new AppError(
-        ErrorCode.IDEMPOTENCY_KEY_IN_USE,
-        'A request with this Idempotency-Key is still being processed; retry it.',
-      );
-    }
-    return row.response;
   }
+  // A committed claim always carries its answer; a row without one is a claim still open in a
+  // transaction this one could not wait for.
+  if (!row?.response) {
+    throw new AppError(
+      ErrorCode.IDEMPOTENCY_KEY_IN_USE,
+      'A request with this Idempotency-Key is still being processed; retry it.',
+    );
+  }
+  return row.response;
+}
+
+async function storeAnswer<T extends object>(
+  tx: DataAccess,
+  userId: string,
+  key: string,
+  answer: T,
+): Promise<StoredAnswer<T>> {
+  await executeBound(
+    tx,
+    'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
+    [userId, key, JSON.stringify(answer)],
+  );
+  return { value: answer } as StoredAnswer<T>;
 }
 
 /** Deletes keys older than the TTL, a bounded batch at a time; returns how many went. */

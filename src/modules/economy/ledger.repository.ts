@@ -23,8 +23,6 @@ export interface NewTransaction {
   reason: string | null;
   at: Date;
   postings: readonly Posting[];
-  /** An idempotent write's answer to store under its claim in the same statement (idempotency.ts). */
-  answer: { userId: string; key: string; response: string } | null;
 }
 
 /** An entry with its account's kind and owner; amounts as the driver gives bigints (text). */
@@ -97,10 +95,6 @@ export async function postTransaction(data: DataAccess, tx: NewTransaction): Pro
        update economy_accounts a set balance = a.balance + m.amount, updated_at = $7
        from moves m where a.id = m.account_id
        returning a.id, a.kind, a.user_id, a.balance
-     ), answered as (
-       update economy_idempotency_keys set response = $12::jsonb
-       where $13::uuid is not null and user_id = $13 and key = $14
-       returning 1
      ), e as (
        insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
        select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, $7
@@ -122,9 +116,6 @@ export async function postTransaction(data: DataAccess, tx: NewTransaction): Pro
       tx.postings.map((p) => p.accountId),
       tx.postings.map((p) => p.kind),
       tx.postings.map((p) => p.amount),
-      tx.answer?.response ?? null,
-      tx.answer?.userId ?? null,
-      tx.answer?.key ?? null,
     ],
   );
 }

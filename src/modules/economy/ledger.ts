@@ -5,7 +5,6 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { newId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
-import type { Claim } from './idempotency.js';
 import { type EntryRow, postTransaction } from './ledger.repository.js';
 import { insufficientFunds } from './views.js';
 
@@ -38,7 +37,6 @@ export async function post(
   },
   movements: readonly Movement[],
   transactionId = newId(),
-  answer: { claim: Claim; response: object } | null = null,
 ): Promise<Posted> {
   const postings = movements
     .filter((m) => m.amount !== 0)
@@ -53,7 +51,6 @@ export async function post(
       reason: tx.reason ?? null,
       at: tx.at,
       postings,
-      answer: answer && { ...answer.claim, response: JSON.stringify(answer.response) },
     });
     return { transactionId, entries };
   } catch (error) {

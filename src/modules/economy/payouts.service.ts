@@ -1,5 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Payout, PayoutState } from '../../../protocol/economy.js';
+import { type Payout, type PayoutState, payoutsCreate } from '../../../protocol/economy.js';
+import { adminPayoutDecide } from '../../../protocol/economy-admin.js';
 import type { EventBus } from '../../platform/bus.js';
 import { userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
@@ -61,7 +62,7 @@ export class PayoutsService {
         details: { minimum: this.deps.minimum },
       });
     }
-    return this.deps.writes.run(ctx, 'economy.payouts.create', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, payoutsCreate, input, async (tx, key) => {
       await consumeOrThrow(this.deps.createLimiter, me, 'Too many requests; wait before making more.');
       const at = ctx.now();
       const available = userAccount(me, 'creator_available');
@@ -91,7 +92,7 @@ export class PayoutsService {
       ]);
       const payout = toPayout(row);
       return {
-        answer: payout,
+        answer: await key.store(payout),
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
           await Promise.all([
@@ -140,7 +141,7 @@ export class PayoutsService {
   ) {
     const admin = requireRole(ctx, 'admin');
     const payoutId = idOr(input.payout_id, noSuchPayout);
-    return this.deps.writes.run(ctx, 'economy.admin.payouts.decide', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, adminPayoutDecide, input, async (tx, key) => {
       const at = ctx.now();
       const row = await payoutById(tx, payoutId, true);
       if (!row) throw noSuchPayout();
@@ -184,7 +185,7 @@ export class PayoutsService {
         after: { state: input.state, note: input.note ?? null },
       });
       return {
-        answer: payout,
+        answer: await key.store(payout),
         // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
         afterCommit: async () => {
           await Promise.all([announceBalances(this.deps.bus, ctx.log, entries), this.tell(ctx, payout)]);

@@ -8,7 +8,11 @@ import {
   type Transaction,
   type walletSchema,
 } from '../../../protocol/economy.js';
-import { VERIFY_DIFFERENCES_SHOWN, type verifyReportSchema } from '../../../protocol/economy-admin.js';
+import {
+  adminGrant,
+  VERIFY_DIFFERENCES_SHOWN,
+  type verifyReportSchema,
+} from '../../../protocol/economy-admin.js';
 import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
@@ -170,7 +174,7 @@ export class WalletService {
   ): Promise<z.infer<typeof grantSchema>> {
     const admin = requireRole(ctx, 'admin');
     const userId = idOr(input.user_id, noSuchUser);
-    return this.deps.writes.run(ctx, 'economy.admin.grant', input, async (tx) => {
+    return this.deps.writes.runOnce(ctx, adminGrant, input, async (tx, key) => {
       const at = ctx.now();
       const wallet = userAccount(userId, 'wallet');
       // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
@@ -193,13 +197,13 @@ export class WalletService {
         after: { transaction_id: transactionId, amount: input.amount, reason: input.reason },
       });
       return {
-        answer: {
+        answer: await key.store({
           transaction_id: transactionId,
           user_id: userId,
           amount: input.amount,
           currency: CURRENCY,
           balance: Number(credited?.balance_after ?? 0),
-        },
+        }),
         afterCommit: () => announceBalances(this.deps.bus, ctx.log, entries).then(() => undefined),
       };
     });
