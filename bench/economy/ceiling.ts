@@ -1,3 +1,4 @@
+import { userAccountIdSql } from '../../src/modules/economy/accounts.js';
 import { pgbenchUuid } from '../chat/ceiling.js';
 
 /**
@@ -8,15 +9,6 @@ import { pgbenchUuid } from '../chat/ceiling.js';
  * listing is found by its seller (pgbench has numbers, not the listing's id), and the ids the
  * service makes in JavaScript (entries, purchase, transaction, idempotency key) are made in SQL.
  */
-
-/**
- * The SQL of userAccountId (src/modules/economy/accounts.ts): sha256 of the name, version 8. The
- * colons stand alone in their literals: pgbench takes any `:name` for a variable, strings included.
- */
-export function accountIdSql(userSql: string, kind: string): string {
-  return `(select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || to_hex(8 + (('x' || substr(h, 17, 1))::bit(4)::int & 3)) || substr(h, 18, 15))::uuid
-    from (select encode(sha256(convert_to('atrium-account' || ':' || lower((${userSql})::text) || ':' || '${kind}', 'UTF8')), 'hex') as h) x)`;
-}
 
 const REVENUE = `'00000000-0000-8000-8000-000000000002'::uuid`;
 /** An answer of the size of a purchase's, bound (`-D answer=`) as the service binds the stored answer. */
@@ -40,11 +32,7 @@ export const ANSWER = JSON.stringify({
 export function purchaseScript(buyers: number, sellers: number, prefix: string, feeBps: number): string {
   const buyer = pgbenchUuid(prefix, 'b');
   const seller = pgbenchUuid(prefix, 's');
-  // The service names accounts by ids it binds; the script derives them once, with the listing.
-  const walletSql = accountIdSql(buyer, 'wallet');
-  const pendingSql = accountIdSql(seller, 'creator_pending');
-  const availableSql = accountIdSql(seller, 'creator_available');
-  const [wallet, pending, available] = [':wallet::uuid', ':pending::uuid', ':available::uuid'];
+  const wallet = userAccountIdSql(buyer, 'wallet');
   return `\\set b random(1, ${buyers})
 \\set s random(${buyers + 1}, ${buyers + sellers})
 \\set k random(1, 1000000000000000)
@@ -52,46 +40,53 @@ BEGIN;
 insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values (${buyer}, :k::text, 'bench', now())
   on conflict (user_id, key) do update set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
   where economy_idempotency_keys.created_at < now() - interval '24 hours' returning 1;
-with l as (
-  select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable
-  from marketplace_listings l join catalog_items i on i.id = l.item_id where l.seller_id = ${seller} and l.state = 'active'
-), added as (
+with listing as (
+  select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable,
+    ${userAccountIdSql('l.seller_id', 'creator_pending')} as pending_account_id,
+    ${userAccountIdSql('l.seller_id', 'creator_available')} as available_account_id,
+    case when ${feeBps} > 0 then greatest(1, l.price * ${feeBps} / 10000) else 0 end as fee
+  from marketplace_listings l join catalog_items i on i.id = l.item_id
+  where l.seller_id = ${seller} and l.state = 'active'
+), unit as (
   insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at)
-  select ${buyer}, l.item_id, 1, now(), now() from l where l.state = 'active' and l.seller_id <> ${buyer}
+  select ${buyer}, item_id, 1, now(), now() from listing where state = 'active' and seller_id <> ${buyer}
   on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = now()
-    where inventory_items.item_id in (select l.item_id from l where l.consumable)
+    where (select consumable from listing)
   returning 1
-)
-select l.id as listing, l.item_id as item, l.price::text as price, l.state::text as state, l.consumable,
-  exists (select 1 from added) as added, ${walletSql} as wallet, ${pendingSql} as pending, ${availableSql} as available
-from l \\gset
-with acc as (
-  select id, balance from economy_accounts where id = any(array[${wallet}, ${pending}]::uuid[]) order by id for update
+), acc as (
+  select id, balance from economy_accounts
+  where id = any(array[${wallet}, (select pending_account_id from listing)])
+    and exists (select from unit)
+  order by id for update
 ), funds as (
-  select coalesce((select balance from acc where id = ${wallet}), 0) as balance,
-         exists (select 1 from acc where id = ${pending}) as pending_exists
-), l as (
+  select exists (select from unit) as added,
+         coalesce((select balance from acc where id = ${wallet}), 0) as balance
+), sold as (
   update marketplace_listings l set sold_count = l.sold_count + 1,
     state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
     updated_at = now()
-  where l.id = :listing::uuid and l.state = 'active' and l.price = :price::bigint and l.seller_id = ${seller}
-    and (select balance >= :price::bigint and pending_exists from funds)
+  where l.id = (select id from listing) and l.state = 'active'
+    and (select f.added and f.balance >= (select price from listing) from funds f)
   returning l.id
 ), p as (
   insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
     transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
-  select gen_random_uuid(), l.id, :item::uuid, ${buyer}, ${seller}, :price::bigint, :price::bigint * ${feeBps} / 10000,
-    :price::bigint - :price::bigint * ${feeBps} / 10000, now() + interval '7 days', gen_random_uuid(), ${pending}, ${available}, now(), now()
-  from l returning *
-) select f.balance::text as wallet_balance, f.pending_exists, p.id as purchase, p.transaction_id as tx, p.fee::text as fee
-from funds f left join p on true \\gset
+  select gen_random_uuid(), sold.id, l.item_id, ${buyer}, l.seller_id, l.price, l.fee, l.price - l.fee,
+    now() + interval '7 days', gen_random_uuid(), l.pending_account_id, l.available_account_id, now(), now()
+  from sold cross join listing l
+  returning *
+)
+select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price::text as price,
+  f.added, f.balance::text as wallet_balance, p.id as purchase, p.transaction_id as tx, p.fee::text as fee,
+  p.seller_pending_account_id as pending
+from funds f left join listing l on true left join p on true \\gset
 update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
 with tx as (
   insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
   values (:tx::uuid, 'purchase', :purchase::uuid, null, null, null, now()) returning id
 ), moves as (
   select * from unnest(array[gen_random_uuid(), gen_random_uuid(), gen_random_uuid()],
-    array[${wallet}, ${pending}, ${REVENUE}]::uuid[], array['purchase', 'sale', 'fee']::text[],
+    array[${wallet}, :pending::uuid, ${REVENUE}]::uuid[], array['purchase', 'sale', 'fee']::text[],
     array[-(:price::bigint), :price::bigint - :fee::bigint, :fee::bigint]::bigint[]) with ordinality as m(entry_id, account_id, kind, amount, n)
 ), moved as (
   update economy_accounts a set balance = a.balance + m.amount, updated_at = now()

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { userAccountId } from '../../src/modules/economy/accounts.js';
+import { userAccountId, userAccountIdSql } from '../../src/modules/economy/accounts.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { POOL_SIZE } from '../datapath/measure.js';
 import { type PgbenchWindow, pgbenchContender, pgbenchTargetOf } from '../datapath/pgbench.js';
@@ -10,7 +10,7 @@ import { type Atrium, startAtrium, stopAtrium } from '../realtime/servers.js';
 import { tokenIssuer } from '../realtime/tokens.js';
 import { postgresSql, WORLDS_ENV } from '../worlds/harness.js';
 import { withBackend } from '../worlds/measure.js';
-import { ANSWER, accountIdSql, purchaseScript } from './ceiling.js';
+import { ANSWER, purchaseScript } from './ceiling.js';
 import { type CrashResults, measureCrash } from './crash.js';
 import { type Market, progress, verify } from './shared.js';
 
@@ -58,11 +58,11 @@ export function measureEconomy(
       const [version] = await sql.query<{ version: string }>('select version()');
       // The pgbench script names accounts with SQL; it must name the ones the service does.
       const [derived] = await sql.query<{ id: string }>(
-        `select ${accountIdSql('$1::uuid', 'wallet')} as id`,
+        `select ${userAccountIdSql('$1::uuid', 'wallet')} as id`,
         [ids[0]],
       );
       if (derived?.id !== userAccountId(ids[0] as string, 'wallet'))
-        throw new Error('accountIdSql differs from userAccountId');
+        throw new Error('userAccountIdSql differs from userAccountId');
       await sql.close();
       const market = await openMarket(atrium, ids, issuer);
       progress(`postgres: purchases, ${BUYERS} REST buyers and pgbench -c ${POOL_SIZE}, in rounds...`);

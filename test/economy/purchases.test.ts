@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { executeBound } from '../../src/platform/db.js';
 import { useServices } from '../helpers/services.js';
 import { asAdmin, balanceOf, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
 
@@ -129,20 +128,6 @@ describe('purchases', () => {
     expect(again).toEqual(first);
     expect(await ledgerCounts(s)).toEqual(before);
     expect(await balanceOf(s, buyer)).toBe(70);
-  });
-
-  it("makes the seller's accounts when a purchase finds them missing", async () => {
-    const s = services();
-    const admin = await s.createUser();
-    const seller = await s.createUser();
-    const buyer = await fundedUser(s, admin, 100);
-    const { listing } = await listedItem(s, seller, { price: 10 });
-    // A listing makes them; one made before that rule (or restored without them) must still sell.
-    await executeBound(s.db.data, 'delete from economy_accounts where user_id = $1', [seller.user.id]);
-    await buy(s, buyer, listing.id);
-    const balance = await s.call('economy.creator.balance', s.ctxFor(seller.user), undefined);
-    expect(balance.pending).toBe(7);
-    expect(await verifyLedger(s.db.data)).toEqual([]);
   });
 
   it('lets exactly 5 of 50 racing purchases through on a wallet that affords 5', async () => {

@@ -5,7 +5,8 @@ import type { AccountKind } from '../../../protocol/economy.js';
  * Ledger accounts are named, not looked up: a user's account of a kind has an id derived from the
  * user and the kind (a UUID of version 8, RFC 9562's custom kind), and the platform's three have
  * fixed ids inserted by migration 0013. A posting can so name every account it touches without a
- * read, and an account missing yet is created by the statement that first credits it.
+ * read. The write that first needs a user's account makes it (ensureAccounts): a grant the wallet,
+ * a listing its seller's creator_pending and creator_available, a payout request creator_payout.
  */
 export type UserAccountKind = Exclude<AccountKind, PlatformAccountKind>;
 export type PlatformAccountKind = 'platform_issuance' | 'platform_revenue' | 'platform_payouts';
@@ -34,6 +35,17 @@ export function userAccountId(userId: string, kind: UserAccountKind): string {
   hash[8] = ((hash[8] as number) & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/**
+ * `userAccountId` spelled in SQL, for a statement that learns the user as it runs (a sale names
+ * its seller's accounts from the listing it reads): `userSql` is the SQL expression of the user's
+ * id. Its colons stand alone in their literals, so neither a named statement (named-sql.ts) nor
+ * pgbench takes them for a parameter.
+ */
+export function userAccountIdSql(userSql: string, kind: UserAccountKind): string {
+  return `(select (substr(h, 1, 12) || '8' || substr(h, 14, 3) || to_hex(8 + (('x' || substr(h, 17, 1))::bit(4)::int & 3)) || substr(h, 18, 15))::uuid
+    from (select encode(sha256(convert_to('atrium-account' || ':' || lower((${userSql})::text) || ':' || '${kind}', 'UTF8')), 'hex') as h) x)`;
 }
 
 /** An account as a posting names it: enough to create it when it does not exist yet. */

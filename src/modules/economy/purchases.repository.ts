@@ -1,8 +1,10 @@
 import type { Purchase } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
-import { ITEM_COLUMNS, type ItemRow } from './catalog.repository.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
+import { userAccountIdSql } from './accounts.js';
+import { ITEM_COLUMNS, type ItemRow, type ListingRow } from './catalog.repository.js';
 
 /** SQL of purchases, holds and inventories (migrations 0013 and 0014). */
 
@@ -31,49 +33,6 @@ const PURCHASE_COLUMNS = `p.id, p.listing_id, p.item_id, p.buyer_id, p.seller_id
   p.released_at, p.transaction_id, p.refund_transaction_id, p.seller_pending_account_id,
   p.seller_available_account_id, p.created_at, ${timeKeySql('p.created_at')} as created_key`;
 
-export interface BuyableListing {
-  id: string;
-  item_id: string;
-  seller_id: string | null;
-  price: string;
-  state: 'active' | 'sold' | 'cancelled';
-  consumable: boolean;
-  /** Whether the buyer's inventory took a unit: false for a non-consumable they own already. */
-  added: boolean;
-}
-
-/**
- * A listing as a purchase needs it, read without a lock (sellFromListing decides), and, when it
- * is an active listing of someone else's, one more unit of its item in the buyer's inventory (a
- * non-consumable they own already takes none), in one statement. A refusal rolls the unit back
- * with the transaction.
- */
-export async function listingForBuyer(
-  data: DataAccess,
-  listingId: string,
-  buyerId: string,
-  at: Date,
-): Promise<BuyableListing | undefined> {
-  const [row] = await executeBound<BuyableListing>(
-    data,
-    `with l as (
-       select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable
-       from marketplace_listings l join catalog_items i on i.id = l.item_id where l.id = $1
-     ), added as (
-       insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at)
-       select $2, l.item_id, 1, $3, $3 from l where l.state = 'active' and l.seller_id <> $2
-       on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = $3
-         where inventory_items.item_id in (select l.item_id from l where l.consumable)
-       returning 1
-     )
-     select l.id, l.item_id, l.seller_id, l.price::text as price, l.state::text as state, l.consumable,
-       exists (select 1 from added) as added
-     from l`,
-    [listingId, buyerId, at],
-  );
-  return row;
-}
-
 /** One unit less in an inventory (a refund); the row goes with its last unit. */
 export async function takeFromInventory(
   data: DataAccess,
@@ -90,87 +49,107 @@ export async function takeFromInventory(
   );
 }
 
-/** What the sale statement found: the wallet's balance, and the purchase when it was made. */
+/** What the sale statement found and did. */
 export interface Sale {
+  /** The listing as the statement read it; undefined when there is no such listing. */
+  listing: { state: ListingRow['state']; seller_id: string | null; price: string } | undefined;
+  /** Whether the buyer's inventory took the unit: false for a non-consumable they own already. */
+  added: boolean;
   wallet_balance: string;
-  /** False when the seller's pending account does not exist yet (nothing was done). */
-  pending_exists: boolean;
-  /** The purchase; undefined when the wallet was short or the listing stopped being buyable. */
+  /** The purchase; undefined when the sale was refused or the listing stopped being buyable. */
   purchase: PurchaseRow | undefined;
 }
 
+export interface NewSale {
+  id: string;
+  listingId: string;
+  buyerId: string;
+  walletAccountId: string;
+  /** The platform's fee in basis points of the price (ECONOMY_FEE_BPS). */
+  feeBps: number;
+  holdUntil: Date;
+  transactionId: string;
+  at: Date;
+}
+
+const RECORD_SALE = namedSql<NewSale>(
+  `with listing as (
+     select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable,
+       ${userAccountIdSql('l.seller_id', 'creator_pending')} as pending_account_id,
+       ${userAccountIdSql('l.seller_id', 'creator_available')} as available_account_id,
+       case when :feeBps::int > 0 then greatest(1, l.price * :feeBps::int / 10000) else 0 end as fee
+     from marketplace_listings l join catalog_items i on i.id = l.item_id
+     where l.id = :listingId
+   ), unit as (
+     insert into inventory_items (user_id, item_id, quantity, acquired_at, updated_at)
+     select :buyerId, item_id, 1, :at, :at from listing where state = 'active' and seller_id <> :buyerId
+     on conflict (user_id, item_id) do update set quantity = inventory_items.quantity + 1, updated_at = :at
+       where (select consumable from listing)
+     returning 1
+   ), acc as (
+     select id, balance from economy_accounts
+     where id = any(array[:walletAccountId::uuid, (select pending_account_id from listing)])
+       and exists (select from unit)
+     order by id for update
+   ), funds as (
+     select exists (select from unit) as added,
+            coalesce((select balance from acc where id = :walletAccountId), 0) as balance
+   ), sold as (
+     update marketplace_listings l set
+       sold_count = l.sold_count + 1,
+       state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
+       updated_at = :at
+     where l.id = :listingId and l.state = 'active'
+       and (select f.added and f.balance >= (select price from listing) from funds f)
+     returning l.id
+   ), p as (
+     insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
+       transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
+     select :id, sold.id, l.item_id, :buyerId, l.seller_id, l.price, l.fee, l.price - l.fee, :holdUntil,
+       :transactionId, l.pending_account_id, l.available_account_id, :at, :at
+     from sold cross join listing l
+     returning *
+   )
+   select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price::text as listing_price,
+     f.added, f.balance::text as wallet_balance, ${PURCHASE_COLUMNS}
+   from funds f left join listing l on true left join p on true`,
+);
+
+type SaleRow = Record<string, unknown> & {
+  listing_state: ListingRow['state'] | null;
+  listing_seller_id: string | null;
+  listing_price: string | null;
+  added: boolean;
+  wallet_balance: string;
+};
+
 /**
- * The sale in one statement: locks the buyer's wallet and the seller's pending account (in id
- * order, as lockAccounts does) and, when the wallet holds the price, counts the sale on the listing
- * if it is still active at this price and inserts the purchase. A limited listing turns `sold` with
- * its last unit (its check makes overselling impossible). The listing row is locked after the
- * accounts and held until the purchase commits, so buyers of one listing queue on it for the
- * shortest time. The revenue account is left to the posting statement.
+ * A purchase's sale in one statement, which reads what it needs and writes only what the rules
+ * allow, for the service to pick the refusal from what it returns (docs/modules.md, "One round
+ * trip for a guarded write"). It reads the listing, then takes its locks in the order every
+ * write does (docs/economy.md, "Locking"): when the listing is active and someone else's, one
+ * unit of its item into the buyer's inventory (a non-consumable they own already takes none, and
+ * the sale stops there); the buyer's wallet and the seller's creator_pending, in id order as
+ * lockAccounts takes them; then, when the wallet holds the price, the sale counted on the listing
+ * if it is still active, and the purchase inserted. A limited listing turns `sold` with its last
+ * unit (its check makes overselling impossible). The listing row is locked after the accounts and
+ * held until the purchase commits, so buyers of one listing queue on it for the shortest time; the
+ * revenue account is left to the posting statement. The fee is the platform's basis points of
+ * the price rounded down, but at least 1 coin when there is a fee at all, so that a cheap item is
+ * not free of it (the seller's share may then be 0). The seller's accounts exist: a listing makes
+ * them (migration 0029 made them for listings older than that).
  */
-export async function sellFromListing(
-  data: DataAccess,
-  p: {
-    id: string;
-    listingId: string;
-    itemId: string;
-    buyerId: string;
-    sellerId: string;
-    price: number;
-    fee: number;
-    sellerAmount: number;
-    holdUntil: Date;
-    transactionId: string;
-    walletAccountId: string;
-    pendingAccountId: string;
-    availableAccountId: string;
-    at: Date;
-  },
-): Promise<Sale> {
-  const [row] = await executeBound<
-    Record<string, unknown> & { wallet_balance: string; pending_exists: boolean }
-  >(
-    data,
-    `with acc as (
-       select id, balance from economy_accounts where id = any(array[$14, $11]::uuid[]) order by id for update
-     ), funds as (
-       select coalesce((select balance from acc where id = $14), 0) as balance,
-              exists (select 1 from acc where id = $11) as pending_exists
-     ), l as (
-       update marketplace_listings l set
-         sold_count = l.sold_count + 1,
-         state = case when l.quantity is not null and l.sold_count + 1 >= l.quantity then 'sold'::listing_state else l.state end,
-         updated_at = $13
-       where l.id = $2 and l.state = 'active' and l.price = $6 and l.seller_id = $5
-         and (select balance >= $6 and pending_exists from funds)
-       returning l.id
-     ), p as (
-       insert into purchases (id, listing_id, item_id, buyer_id, seller_id, price, fee, seller_amount, hold_until,
-         transaction_id, seller_pending_account_id, seller_available_account_id, created_at, updated_at)
-       select $1, l.id, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13 from l returning *
-     )
-     select f.balance::text as wallet_balance, f.pending_exists, ${PURCHASE_COLUMNS}
-     from funds f left join p on true`,
-    [
-      p.id,
-      p.listingId,
-      p.itemId,
-      p.buyerId,
-      p.sellerId,
-      p.price,
-      p.fee,
-      p.sellerAmount,
-      p.holdUntil,
-      p.transactionId,
-      p.pendingAccountId,
-      p.availableAccountId,
-      p.at,
-      p.walletAccountId,
-    ],
-  );
-  const { wallet_balance, pending_exists, ...purchase } = row as NonNullable<typeof row>;
+export async function recordSale(data: DataAccess, sale: NewSale): Promise<Sale> {
+  const [row] = await executeNamed<SaleRow, NewSale>(data, RECORD_SALE, sale);
+  const { listing_state, listing_seller_id, listing_price, added, wallet_balance, ...purchase } =
+    row as SaleRow;
   return {
+    listing:
+      listing_state === null
+        ? undefined
+        : { state: listing_state, seller_id: listing_seller_id, price: listing_price as string },
+    added,
     wallet_balance,
-    pending_exists,
     purchase: purchase.id === null ? undefined : (purchase as unknown as PurchaseRow),
   };
 }

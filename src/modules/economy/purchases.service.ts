@@ -15,14 +15,13 @@ import { platformAccount, userAccount } from './accounts.js';
 import { listingById } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { announceBalances, post } from './ledger.js';
-import { ensureAccounts, lockAccounts, transactionById } from './ledger.repository.js';
+import { lockAccounts, transactionById } from './ledger.repository.js';
 import {
   inventoryOf,
-  listingForBuyer,
   markRefunded,
   purchaseById,
   purchasesOf,
-  sellFromListing,
+  recordSale,
   takeFromInventory,
 } from './purchases.repository.js';
 import { conflictIn, filterId, idOr, insufficientFunds, toItem, toPurchase } from './views.js';
@@ -45,14 +44,6 @@ const noSuchPurchase = () => new AppError(ErrorCode.NOT_FOUND, 'No such purchase
 const REVENUE = platformAccount('platform_revenue');
 
 /**
- * The platform's fee on a price: its basis points rounded down, but at least 1 coin when there is
- * a fee at all, so that a cheap item is not free of it (the seller's share may then be 0).
- */
-function feeOf(price: number, feeBps: number): number {
-  return feeBps > 0 ? Math.max(1, Math.floor((price * feeBps) / 10_000)) : 0;
-}
-
-/**
  * Purchases: the buyer's wallet pays the price, the platform keeps its fee and the seller's share
  * waits in their creator_pending account until the hold ends (the refund window), all in one
  * ledger transaction with the sale counted on the listing and the unit added to the inventory.
@@ -60,77 +51,64 @@ function feeOf(price: number, feeBps: number): number {
 export class PurchasesService {
   constructor(private readonly deps: PurchasesDeps) {}
 
+  /**
+   * A purchase, its steps in the order of the walk in docs/economy.md: under the key's claim
+   * (idempotency.ts), one point of the purchase rate, the sale in one statement (recordSale:
+   * the listing read, the inventory's unit, the accounts' locks, the listing's count, the
+   * purchase), the answer stored under the key, and last the ledger transaction, which locks the
+   * revenue account every purchase moves.
+   */
   buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
     const buyer = callerOf(ctx).id;
     const listingId = idOr(input.listing_id, noSuchListing);
-    return this.deps.writes.runOnce(ctx, purchasesCreate, input, async (data, key) => {
+    return this.deps.writes.runOnce(ctx, purchasesCreate, input, async (tx, key) => {
       // Under the key's claim, so a replayed retry is answered before it and spends nothing; and
       // before any other lock, so the round trip to the limiter holds only the buyer's own key row.
       await consumeOrThrow(this.deps.purchaseLimiter, buyer, 'Too many purchases; wait before buying more.');
       const at = ctx.now();
-      const listing = await listingForBuyer(data, listingId, buyer, at);
+      const wallet = userAccount(buyer, 'wallet');
+      const sale = await recordSale(tx, {
+        id: newId(),
+        listingId,
+        buyerId: buyer,
+        walletAccountId: wallet.id,
+        feeBps: this.deps.feeBps,
+        holdUntil: new Date(at.getTime() + this.deps.holdSeconds * 1000),
+        transactionId: newId(),
+        at,
+      });
+      const { listing } = sale;
       if (!listing) throw noSuchListing();
-      if (listing.state !== 'active' || listing.seller_id === null) {
+      const sellerId = listing.seller_id;
+      if (listing.state !== 'active' || sellerId === null) {
         throw conflictIn('This listing is not active.', listing.state);
       }
-      if (listing.seller_id === buyer) {
+      if (sellerId === buyer) {
         throw new AppError(ErrorCode.VALIDATION_FAILED, 'You cannot buy from your own listing.', {
           errors: [{ path: 'listing_id', message: 'must be another user’s listing' }],
         });
       }
-      if (!listing.added) throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
+      if (!sale.added) throw new AppError(ErrorCode.ALREADY_OWNED, 'You own this item already.');
       const price = Number(listing.price);
-      const fee = feeOf(price, this.deps.feeBps);
-      const wallet = userAccount(buyer, 'wallet');
-      const pending = userAccount(listing.seller_id, 'creator_pending');
-      const available = userAccount(listing.seller_id, 'creator_available');
-      // The buyer's wallet and the seller's pending account are locked by the sale statement; the
-      // revenue account, which every purchase moves, last, by the posting statement, so it is held
-      // the shortest time. The seller's accounts were made with the listing; made here only if
-      // that did not happen.
-      const transactionId = newId();
-      const sale = () =>
-        sellFromListing(data, {
-          id: newId(),
-          listingId,
-          itemId: listing.item_id,
-          buyerId: buyer,
-          sellerId: listing.seller_id as string,
-          price,
-          fee,
-          sellerAmount: price - fee,
-          holdUntil: new Date(at.getTime() + this.deps.holdSeconds * 1000),
-          transactionId,
-          walletAccountId: wallet.id,
-          pendingAccountId: pending.id,
-          availableAccountId: available.id,
-          at,
-        });
-      let sold = await sale();
-      if (!sold.pending_exists) {
-        await ensureAccounts(data, [pending, available], at);
-        sold = await sale();
-      }
-      const balance = Number(sold.wallet_balance);
+      const balance = Number(sale.wallet_balance);
       if (balance < price) throw insufficientFunds(balance, price);
-      const row = sold.purchase;
+      const row = sale.purchase;
       if (!row) {
         // Sold out or cancelled since it was read.
-        const now = await listingById(data, listingId);
+        const now = await listingById(tx, listingId);
         throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
       }
-      const sellerId = listing.seller_id;
       // Stored before the ledger transaction, so the revenue account it locks is held the shortest.
       const answer = await key.store(toPurchase(row));
       const { entries } = await post(
-        data,
+        tx,
         { kind: 'purchase', purchaseId: row.id, at },
         [
           { accountId: wallet.id, kind: 'purchase', amount: -price },
-          { accountId: pending.id, kind: 'sale', amount: price - fee },
-          { accountId: REVENUE.id, kind: 'fee', amount: fee },
+          { accountId: row.seller_pending_account_id, kind: 'sale', amount: Number(row.seller_amount) },
+          { accountId: REVENUE.id, kind: 'fee', amount: Number(row.fee) },
         ],
-        transactionId,
+        row.transaction_id,
       );
       return {
         answer,
