@@ -1,7 +1,8 @@
 import type { Privacy } from '../../../protocol/profiles.js';
 import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { dmPolicySql } from '../profiles/index.js';
 import { blockBetweenSql, friendsBetweenSql } from '../social/index.js';
 
@@ -105,32 +106,61 @@ const sideTimes = (sender: string, at: string) =>
   `last_message_a_at = case when ${sender} = user_a_id then greatest(last_message_a_at, ${at}) else last_message_a_at end,
      last_message_b_at = case when ${sender} = user_b_id then greatest(last_message_b_at, ${at}) else last_message_b_at end`;
 
+/** The policies that admit a sender, by whether they are the peer's friend (AdmittingPolicies). */
+interface Admitting {
+  admitting_friend: readonly string[];
+  admitting_other: readonly string[];
+}
+
+interface InsertMessageParams extends Admitting {
+  id: string;
+  sender_id: string;
+  peer_id: string;
+  body: string;
+  filtered: boolean;
+  at: Date;
+  user_a_id: string;
+  user_b_id: string;
+}
+
 /** Built once: the text is a prepared statement's key, and the send path's hottest. */
-const INSERT_MESSAGE_SQL = `with facts as (
-   select ${friendsBetweenSql('$2::uuid', '$8::uuid')} as friends,
-          ${blockBetweenSql('$2::uuid', '$8::uuid')} as blocked,
-          ${dmPolicySql('$8::uuid')} as dm_policy
+const INSERT_MESSAGE = namedSql<InsertMessageParams>(`with facts as (
+   select ${friendsBetweenSql(':sender_id::uuid', ':peer_id::uuid')} as friends,
+          ${blockBetweenSql(':sender_id::uuid', ':peer_id::uuid')} as blocked,
+          ${dmPolicySql(':peer_id::uuid')} as dm_policy
  ), target as (
-   update conversations set last_message_at = greatest(last_message_at, $5),
-     ${sideTimes('$2::uuid', '$5')}
-   where user_a_id = $6 and user_b_id = $7 and not conversations.blocked
-     and (select f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end) from facts f)
+   update conversations set last_message_at = greatest(last_message_at, :at),
+     ${sideTimes(':sender_id::uuid', ':at')}
+   where user_a_id = :user_a_id and user_b_id = :user_b_id and not conversations.blocked
+     and (select f.dm_policy = any(case when f.friends then :admitting_friend::text[] else :admitting_other::text[] end)
+          from facts f)
    returning id
  ), inserted as (
    insert into messages (id, conversation_id, sender_id, body, filtered, created_at)
-   select $1::uuid, target.id, $2::uuid, $3::text, $4::boolean, $5::timestamptz from target
+   select :id::uuid, target.id, :sender_id::uuid, :body::text, :filtered::boolean, :at::timestamptz from target
    returning id, conversation_id, sender_id, body, filtered, ${timeKeySql('created_at')} as created_key
  )
- select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`;
+ select facts.friends, facts.blocked, facts.dm_policy, inserted.* from facts left join inserted on true`);
+
+interface InsertMessagesParams extends Admitting {
+  ids: string[];
+  sender_ids: string[];
+  bodies: string[];
+  filtered: boolean[];
+  ats: Date[];
+  user_a_ids: string[];
+  user_b_ids: string[];
+  peer_ids: string[];
+}
 
 /**
- * INSERT_MESSAGE_SQL for several messages at once. Its conversations are locked first, in id order,
- * which the single-row statement need not do: two statements that each lock several could
- * otherwise wait for each other.
+ * INSERT_MESSAGE for several messages at once, each parameter an array with an element per message.
+ * Its conversations are locked first, in id order, which the single-row statement need not do: two
+ * statements that each lock several could otherwise wait for each other.
  */
-const INSERT_MESSAGES_SQL = `with input as (
-   select * from unnest($1::uuid[], $2::uuid[], $3::text[], $4::boolean[], $5::timestamptz[],
-                        $6::uuid[], $7::uuid[], $8::uuid[])
+const INSERT_MESSAGES = namedSql<InsertMessagesParams>(`with input as (
+   select * from unnest(:ids::uuid[], :sender_ids::uuid[], :bodies::text[], :filtered::boolean[],
+                        :ats::timestamptz[], :user_a_ids::uuid[], :user_b_ids::uuid[], :peer_ids::uuid[])
      with ordinality as m(id, sender_id, body, filtered, at, user_a_id, user_b_id, peer_id, n)
  ), facts as (
    select m.*, ${friendsBetweenSql('m.sender_id', 'm.peer_id')} as friends,
@@ -138,7 +168,8 @@ const INSERT_MESSAGES_SQL = `with input as (
           ${dmPolicySql('m.peer_id')} as dm_policy
    from input m
  ), admitted as (
-   select * from facts f where f.dm_policy = any(case when f.friends then $9::text[] else $10::text[] end)
+   select * from facts f
+   where f.dm_policy = any(case when f.friends then :admitting_friend::text[] else :admitting_other::text[] end)
  ), locked as (
    -- Each conversation once, locked in id order, so statements storing several cannot deadlock.
    select c.id, c.user_a_id, c.user_b_id from conversations c
@@ -159,7 +190,7 @@ const INSERT_MESSAGES_SQL = `with input as (
    from admitted a join target t on t.user_a_id = a.user_a_id and t.user_b_id = a.user_b_id
    returning id, conversation_id, sender_id, body, filtered, ${timeKeySql('created_at')} as created_key
  )
- select f.friends, f.blocked, f.dm_policy, i.* from facts f left join inserted i on i.id = f.id order by f.n`;
+ select f.friends, f.blocked, f.dm_policy, i.* from facts f left join inserted i on i.id = f.id order by f.n`);
 
 type OutcomeRow = SendFacts & { [K in keyof MessageRow]: MessageRow[K] | null };
 
@@ -186,18 +217,18 @@ export async function insertMessage(
   admitting: AdmittingPolicies,
 ): Promise<StoreOutcome> {
   const [userA, userB] = orderedPair(message.senderId, message.peerId);
-  const [row] = await executeBound<OutcomeRow>(data, INSERT_MESSAGE_SQL, [
-    message.id,
-    message.senderId,
-    message.body,
-    message.filtered,
-    message.at,
-    userA,
-    userB,
-    message.peerId,
-    admitting.friend,
-    admitting.other,
-  ]);
+  const [row] = await executeNamed<OutcomeRow, InsertMessageParams>(data, INSERT_MESSAGE, {
+    id: message.id,
+    sender_id: message.senderId,
+    peer_id: message.peerId,
+    body: message.body,
+    filtered: message.filtered,
+    at: message.at,
+    user_a_id: userA,
+    user_b_id: userB,
+    admitting_friend: admitting.friend,
+    admitting_other: admitting.other,
+  });
   if (!row) throw new Error('insertMessage: the statement answers one row');
   return outcomeOf(row);
 }
@@ -214,18 +245,18 @@ export async function insertMessages(
 ): Promise<StoreOutcome[]> {
   if (messages.length === 1) return Promise.all(messages.map((m) => insertMessage(data, m, admitting)));
   const pairs = messages.map((message) => orderedPair(message.senderId, message.peerId));
-  const rows = await executeBound<OutcomeRow>(data, INSERT_MESSAGES_SQL, [
-    messages.map((message) => message.id),
-    messages.map((message) => message.senderId),
-    messages.map((message) => message.body),
-    messages.map((message) => message.filtered),
-    messages.map((message) => message.at),
-    pairs.map(([userA]) => userA),
-    pairs.map(([, userB]) => userB),
-    messages.map((message) => message.peerId),
-    admitting.friend,
-    admitting.other,
-  ]);
+  const rows = await executeNamed<OutcomeRow, InsertMessagesParams>(data, INSERT_MESSAGES, {
+    ids: messages.map((message) => message.id),
+    sender_ids: messages.map((message) => message.senderId),
+    bodies: messages.map((message) => message.body),
+    filtered: messages.map((message) => message.filtered),
+    ats: messages.map((message) => message.at),
+    user_a_ids: pairs.map(([userA]) => userA),
+    user_b_ids: pairs.map(([, userB]) => userB),
+    peer_ids: messages.map((message) => message.peerId),
+    admitting_friend: admitting.friend,
+    admitting_other: admitting.other,
+  });
   if (rows.length !== messages.length)
     throw new Error('insertMessages: the statement answers a row per message');
   return rows.map(outcomeOf);
