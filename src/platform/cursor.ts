@@ -67,15 +67,16 @@ export const timeOfKey = (key: string) => `${key.slice(0, 23)}Z`;
 /**
  * The SQL condition "after the key" of a newest-first (time, id) keyset: the key binds as $2 (its
  * time, null for the first page) and $3 (its id), the order every keyset list here uses
- * (`timeIdKeyParams`). A first page compares with the largest key there is rather than skipping
- * the comparison ("$2 is null or ..."): one row comparison stays an index condition in a generic
- * plan, so a page is a range scan of the list's index in its order, where the "or" made Postgres
- * read every row of the conversation and sort them (a DM history page cost 0.9 ms instead of 0.2).
+ * (`timeIdKeyParams`), or as the two parameters `key` names in a statement with named ones. A
+ * first page compares with the largest key there is rather than skipping the comparison ("$2 is
+ * null or ..."): one row comparison stays an index condition in a generic plan, so a page is a
+ * range scan of the list's index in its order, where the "or" made Postgres read every row of the
+ * conversation and sort them (a DM history page cost 0.9 ms instead of 0.2).
  */
 const MAX_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
 
-export const beforeTimeIdKey = (timeColumn: string, idColumn: string) =>
-  `(${timeColumn}, ${idColumn}) < (coalesce($2::timestamptz, 'infinity'), coalesce($3::uuid, '${MAX_UUID}'))`;
+export const beforeTimeIdKey = (timeColumn: string, idColumn: string, key: [string, string] = ['$2', '$3']) =>
+  `(${timeColumn}, ${idColumn}) < (coalesce(${key[0]}::timestamptz, 'infinity'), coalesce(${key[1]}::uuid, '${MAX_UUID}'))`;
 
 /** A decoded (time, id) key as the $2 and $3 of `beforeTimeIdKey`: nulls on the first page. */
 export const timeIdKeyParams = (

@@ -1,7 +1,8 @@
 import type { Item, Listing } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /** SQL of catalog items and marketplace listings (migration 0013). */
 
@@ -40,36 +41,26 @@ const LISTING_COLUMNS = `l.id, l.item_id, l.seller_id, l.price::text as price, l
 
 export { ITEM_COLUMNS };
 
-export async function insertItem(
-  data: DataAccess,
-  item: {
-    id: string;
-    creatorId: string;
-    name: string;
-    description: string | null;
-    assetType: string;
-    assetId: string | null;
-    consumable: boolean;
-    at: Date;
-  },
-): Promise<ItemRow> {
-  const [row] = await executeBound<ItemRow>(
-    data,
-    `with i as (
-       insert into catalog_items (id, creator_id, name, description, asset_type, asset_id, consumable, created_at, updated_at)
-       values ($1, $2, $3, $4, $5::asset_type, $6, $7, $8, $8) returning *
-     ) select ${ITEM_COLUMNS} from i`,
-    [
-      item.id,
-      item.creatorId,
-      item.name,
-      item.description,
-      item.assetType,
-      item.assetId,
-      item.consumable,
-      item.at,
-    ],
-  );
+export interface NewItem {
+  id: string;
+  creatorId: string;
+  name: string;
+  description: string | null;
+  assetType: string;
+  assetId: string | null;
+  consumable: boolean;
+  at: Date;
+}
+
+const INSERT_ITEM = namedSql<NewItem>(
+  `with i as (
+     insert into catalog_items (id, creator_id, name, description, asset_type, asset_id, consumable, created_at, updated_at)
+     values (:id, :creatorId, :name, :description, :assetType::asset_type, :assetId, :consumable, :at, :at) returning *
+   ) select ${ITEM_COLUMNS} from i`,
+);
+
+export async function insertItem(data: DataAccess, item: NewItem): Promise<ItemRow> {
+  const [row] = await executeNamed<ItemRow, NewItem>(data, INSERT_ITEM, item);
   return row as ItemRow;
 }
 
@@ -130,48 +121,53 @@ export interface ItemFilter {
   admin: boolean;
 }
 
+/** A page of a filtered list: its filter, the (time, id) key it starts after, and its length. */
+type PageParams<Filter> = Filter & { afterTime: string | null; afterId: string | null; limit: number };
+
+const ITEMS_PAGE = namedSql<PageParams<ItemFilter>>(
+  `select ${ITEM_COLUMNS} from catalog_items i
+   where ${beforeTimeIdKey('i.created_at', 'i.id', [':afterTime', ':afterId'])}
+     and (:creatorId::uuid is null or i.creator_id = :creatorId)
+     and (:assetType::asset_type is null or i.asset_type = :assetType)
+     and (i.state = :state::catalog_item_state
+          or (:state::catalog_item_state is null and (:creatorId::uuid is not null or i.state = 'published')))
+     and (i.state <> 'draft' or i.creator_id = :viewerId or :admin::boolean)
+   order by i.created_at desc, i.id desc limit :limit`,
+);
+
 /** Items newest first; drafts only to their creator and admins. */
-export async function itemsPage(
+export function itemsPage(
   data: DataAccess,
   filter: ItemFilter,
   after: [string | null, string | null],
   limit: number,
 ): Promise<ItemRow[]> {
-  return executeBound<ItemRow>(
-    data,
-    `select ${ITEM_COLUMNS} from catalog_items i
-     where ${beforeTimeIdKey('i.created_at', 'i.id')}
-       and ($4::uuid is null or i.creator_id = $4)
-       and ($5::asset_type is null or i.asset_type = $5)
-       and (i.state = $6::catalog_item_state
-            or ($6::catalog_item_state is null and ($4::uuid is not null or i.state = 'published')))
-       and (i.state <> 'draft' or i.creator_id = $7 or $8::boolean)
-     order by i.created_at desc, i.id desc limit $1`,
-    [
-      limit,
-      after[0],
-      after[1],
-      filter.creatorId,
-      filter.assetType,
-      filter.state,
-      filter.viewerId,
-      filter.admin,
-    ],
-  );
+  return executeNamed<ItemRow, PageParams<ItemFilter>>(data, ITEMS_PAGE, {
+    ...filter,
+    afterTime: after[0],
+    afterId: after[1],
+    limit,
+  });
 }
 
-export async function insertListing(
-  data: DataAccess,
-  listing: { id: string; itemId: string; sellerId: string; price: number; quantity: number | null; at: Date },
-): Promise<ListingRow> {
-  const [row] = await executeBound<ListingRow>(
-    data,
-    `with l as (
-       insert into marketplace_listings (id, item_id, seller_id, price, quantity, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $6) returning *
-     ) select ${LISTING_COLUMNS} from l`,
-    [listing.id, listing.itemId, listing.sellerId, listing.price, listing.quantity, listing.at],
-  );
+export interface NewListing {
+  id: string;
+  itemId: string;
+  sellerId: string;
+  price: number;
+  quantity: number | null;
+  at: Date;
+}
+
+const INSERT_LISTING = namedSql<NewListing>(
+  `with l as (
+     insert into marketplace_listings (id, item_id, seller_id, price, quantity, created_at, updated_at)
+     values (:id, :itemId, :sellerId, :price, :quantity, :at, :at) returning *
+   ) select ${LISTING_COLUMNS} from l`,
+);
+
+export async function insertListing(data: DataAccess, listing: NewListing): Promise<ListingRow> {
+  const [row] = await executeNamed<ListingRow, NewListing>(data, INSERT_LISTING, listing);
   return row as ListingRow;
 }
 
@@ -203,22 +199,27 @@ export interface ListingFilter {
   assetType: string | null;
 }
 
+const LISTINGS_PAGE = namedSql<PageParams<ListingFilter>>(
+  `select ${LISTING_COLUMNS} from marketplace_listings l
+   where l.state = 'active' and ${beforeTimeIdKey('l.created_at', 'l.id', [':afterTime', ':afterId'])}
+     and (:itemId::uuid is null or l.item_id = :itemId)
+     and (:sellerId::uuid is null or l.seller_id = :sellerId)
+     and (:assetType::asset_type is null or exists (
+       select 1 from catalog_items i where i.id = l.item_id and i.asset_type = :assetType))
+   order by l.created_at desc, l.id desc limit :limit`,
+);
+
 /** Active listings newest first. */
-export async function listingsPage(
+export function listingsPage(
   data: DataAccess,
   filter: ListingFilter,
   after: [string | null, string | null],
   limit: number,
 ): Promise<ListingRow[]> {
-  return executeBound<ListingRow>(
-    data,
-    `select ${LISTING_COLUMNS} from marketplace_listings l
-     where l.state = 'active' and ${beforeTimeIdKey('l.created_at', 'l.id')}
-       and ($4::uuid is null or l.item_id = $4)
-       and ($5::uuid is null or l.seller_id = $5)
-       and ($6::asset_type is null or exists (
-         select 1 from catalog_items i where i.id = l.item_id and i.asset_type = $6))
-     order by l.created_at desc, l.id desc limit $1`,
-    [limit, after[0], after[1], filter.itemId, filter.sellerId, filter.assetType],
-  );
+  return executeNamed<ListingRow, PageParams<ListingFilter>>(data, LISTINGS_PAGE, {
+    ...filter,
+    afterTime: after[0],
+    afterId: after[1],
+    limit,
+  });
 }

@@ -1,7 +1,8 @@
 import type { AccountKind, EntryKind } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { type AccountRef, PLATFORM_ACCOUNT_IDS } from './accounts.js';
 
 /** SQL of the ledger: accounts, transactions and their entries (migrations 0013 and 0014). */
@@ -76,48 +77,50 @@ export async function lockAccounts(data: DataAccess, ids: readonly string[]): Pr
 
 const PLATFORM_IDS: ReadonlySet<string> = new Set(Object.values(PLATFORM_ACCOUNT_IDS));
 
+type PostingParams = Omit<NewTransaction, 'postings'> & {
+  entryIds: string[];
+  accountIds: string[];
+  kinds: EntryKind[];
+  amounts: number[];
+};
+
+const POST_TRANSACTION = namedSql<PostingParams>(
+  `with tx as (
+     insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
+     values (:id, :kind::ledger_entry_kind, :purchaseId, :payoutId, :actorId, :reason, :at) returning id
+   ), moves as (
+     select * from unnest(:entryIds::uuid[], :accountIds::uuid[], :kinds::text[], :amounts::bigint[]) with ordinality
+       as m(entry_id, account_id, kind, amount, n)
+   ), moved as (
+     update economy_accounts a set balance = a.balance + m.amount, updated_at = :at
+     from moves m where a.id = m.account_id
+     returning a.id, a.kind, a.user_id, a.balance
+   ), e as (
+     insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
+     select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, :at
+     from moves m join moved on moved.id = m.account_id
+     returning *
+   )
+   select ${ENTRY_COLUMNS}
+   from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id
+   order by m.n`,
+);
+
 /**
  * Appends one transaction: its row, each account's new balance and the entries with the balance
  * they left, in one statement. The accounts must be locked (lockAccounts) and exist. A user
  * account taken below zero fails the statement (the check of migration 0013), and entries that do
  * not sum to zero fail the commit (0014's deferred trigger).
  */
-export async function postTransaction(data: DataAccess, tx: NewTransaction): Promise<EntryRow[]> {
-  return executeBound<EntryRow>(
-    data,
-    `with tx as (
-       insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
-       values ($1, $2::ledger_entry_kind, $3, $4, $5, $6, $7) returning id
-     ), moves as (
-       select * from unnest($8::uuid[], $9::uuid[], $10::text[], $11::bigint[]) with ordinality
-         as m(entry_id, account_id, kind, amount, n)
-     ), moved as (
-       update economy_accounts a set balance = a.balance + m.amount, updated_at = $7
-       from moves m where a.id = m.account_id
-       returning a.id, a.kind, a.user_id, a.balance
-     ), e as (
-       insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
-       select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, $7
-       from moves m join moved on moved.id = m.account_id
-       returning *
-     )
-     select ${ENTRY_COLUMNS}
-     from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id
-     order by m.n`,
-    [
-      tx.id,
-      tx.kind,
-      tx.purchaseId,
-      tx.payoutId,
-      tx.actorId,
-      tx.reason,
-      tx.at,
-      tx.postings.map((p) => p.entryId),
-      tx.postings.map((p) => p.accountId),
-      tx.postings.map((p) => p.kind),
-      tx.postings.map((p) => p.amount),
-    ],
-  );
+export function postTransaction(data: DataAccess, tx: NewTransaction): Promise<EntryRow[]> {
+  const { postings, ...row } = tx;
+  return executeNamed<EntryRow, PostingParams>(data, POST_TRANSACTION, {
+    ...row,
+    entryIds: postings.map((p) => p.entryId),
+    accountIds: postings.map((p) => p.accountId),
+    kinds: postings.map((p) => p.kind),
+    amounts: postings.map((p) => p.amount),
+  });
 }
 
 /** A page of the entries of some accounts, newest first, after a (time, id) key. */

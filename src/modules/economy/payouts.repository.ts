@@ -1,7 +1,8 @@
 import type { PayoutState } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /** SQL of creator payout requests (migration 0014). */
 
@@ -23,25 +24,24 @@ const PAYOUT_COLUMNS = `p.id, p.user_id, p.amount::text as amount, p.state::text
   p.available_account_id, p.payout_account_id, p.created_at, p.updated_at,
   ${timeKeySql('p.created_at')} as created_key`;
 
-export async function insertPayout(
-  data: DataAccess,
-  payout: {
-    id: string;
-    userId: string;
-    amount: number;
-    availableAccountId: string;
-    payoutAccountId: string;
-    at: Date;
-  },
-): Promise<PayoutRow> {
-  const [row] = await executeBound<PayoutRow>(
-    data,
-    `with p as (
-       insert into creator_payouts (id, user_id, amount, available_account_id, payout_account_id, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $6) returning *
-     ) select ${PAYOUT_COLUMNS} from p`,
-    [payout.id, payout.userId, payout.amount, payout.availableAccountId, payout.payoutAccountId, payout.at],
-  );
+export interface NewPayout {
+  id: string;
+  userId: string;
+  amount: number;
+  availableAccountId: string;
+  payoutAccountId: string;
+  at: Date;
+}
+
+const INSERT_PAYOUT = namedSql<NewPayout>(
+  `with p as (
+     insert into creator_payouts (id, user_id, amount, available_account_id, payout_account_id, created_at, updated_at)
+     values (:id, :userId, :amount, :availableAccountId, :payoutAccountId, :at, :at) returning *
+   ) select ${PAYOUT_COLUMNS} from p`,
+);
+
+export async function insertPayout(data: DataAccess, payout: NewPayout): Promise<PayoutRow> {
+  const [row] = await executeNamed<PayoutRow, NewPayout>(data, INSERT_PAYOUT, payout);
   return row as PayoutRow;
 }
 
