@@ -1,6 +1,7 @@
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /** The SQL of the audit log (table `audit_log` of migration 0023); rows are only ever inserted. */
 
@@ -34,22 +35,33 @@ export interface AuditRow {
   at_key: string;
 }
 
+interface AuditParams {
+  id: string;
+  actorKind: AuditActor['kind'];
+  actorId: string | null;
+  action: string;
+  targetType: string;
+  targetId: string;
+  before: string | null;
+  after: string | null;
+}
+
+const INSERT_AUDIT_ENTRY = namedSql<AuditParams>(
+  `insert into audit_log (id, actor_kind, actor_id, action, target_type, target_id, before, after)
+   values (:id, :actorKind, :actorId, :action, :targetType, :targetId, :before::jsonb, :after::jsonb)`,
+);
+
 export async function insertAuditEntry(data: DataAccess, id: string, entry: AuditEntry): Promise<void> {
-  await executeBound(
-    data,
-    `insert into audit_log (id, actor_kind, actor_id, action, target_type, target_id, before, after)
-     values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb)`,
-    [
-      id,
-      entry.actor.kind,
-      entry.actor.kind === 'user' ? entry.actor.id : null,
-      entry.action,
-      entry.target.type,
-      entry.target.id,
-      entry.before == null ? null : JSON.stringify(entry.before),
-      entry.after == null ? null : JSON.stringify(entry.after),
-    ],
-  );
+  await executeNamed<unknown, AuditParams>(data, INSERT_AUDIT_ENTRY, {
+    id,
+    actorKind: entry.actor.kind,
+    actorId: entry.actor.kind === 'user' ? entry.actor.id : null,
+    action: entry.action,
+    targetType: entry.target.type,
+    targetId: entry.target.id,
+    before: entry.before == null ? null : JSON.stringify(entry.before),
+    after: entry.after == null ? null : JSON.stringify(entry.after),
+  });
 }
 
 export interface AuditFilter {

@@ -1,7 +1,8 @@
 import type { DiscoveryCategory } from '../../../protocol/discovery.js';
 import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /**
  * The SQL of discovery metadata and visits (migrations 0015 and 0018). Joins only append (a visit
@@ -41,24 +42,21 @@ export interface WorldCopy {
   updatedAt: Date;
 }
 
+type SyncParams = Omit<WorldCopy, 'visibility'> & { isPublic: boolean };
+
+const SYNC_WORLD = namedSql<SyncParams>(
+  `insert into world_discovery (world_id, owner_id, world_name, world_description, is_public, world_created_at, updated_at)
+   values (:id, :ownerId, :name, :description, :isPublic, :createdAt, :updatedAt)
+   on conflict (world_id) do update set owner_id = excluded.owner_id, world_name = excluded.world_name,
+     world_description = excluded.world_description, is_public = excluded.is_public,
+     world_created_at = excluded.world_created_at, updated_at = excluded.updated_at`,
+);
+
 export async function syncWorld(data: DataAccess, world: WorldCopy): Promise<void> {
-  await executeBound(
-    data,
-    `insert into world_discovery (world_id, owner_id, world_name, world_description, is_public, world_created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $7)
-     on conflict (world_id) do update set owner_id = excluded.owner_id, world_name = excluded.world_name,
-       world_description = excluded.world_description, is_public = excluded.is_public,
-       world_created_at = excluded.world_created_at, updated_at = excluded.updated_at`,
-    [
-      world.id,
-      world.ownerId,
-      world.name,
-      world.description,
-      world.visibility === 'public',
-      world.createdAt,
-      world.updatedAt,
-    ],
-  );
+  await executeNamed<unknown, SyncParams>(data, SYNC_WORLD, {
+    ...world,
+    isPublic: world.visibility === 'public',
+  });
 }
 
 export async function discoveryOf(data: DataAccess, worldId: string): Promise<DiscoveryRow | undefined> {
@@ -69,6 +67,26 @@ export async function discoveryOf(data: DataAccess, worldId: string): Promise<Di
   );
   return row;
 }
+
+interface UpdateParams {
+  worldId: string;
+  title: string | null;
+  description: string | null;
+  tags: string[] | null;
+  category: DiscoveryCategory | null;
+  setsThumbnail: boolean;
+  thumbnail: string | null;
+  at: Date;
+}
+
+const UPDATE_DISCOVERY = namedSql<UpdateParams>(
+  `update world_discovery d
+   set title = coalesce(:title, d.title), description = coalesce(:description, d.description),
+     tags = coalesce(:tags::text[], d.tags), category = coalesce(:category, d.category),
+     thumbnail_asset_id = case when :setsThumbnail then :thumbnail else d.thumbnail_asset_id end, updated_at = :at
+   where d.world_id = :worldId
+   returning ${DISCOVERY_COLUMNS}`,
+);
 
 /** Sets the fields given (undefined: unchanged; a null thumbnail clears it). */
 export async function updateDiscovery(
@@ -83,24 +101,16 @@ export async function updateDiscovery(
     at: Date;
   },
 ): Promise<DiscoveryRow | undefined> {
-  const [row] = await executeBound<DiscoveryRow>(
-    data,
-    `update world_discovery d set title = coalesce($2, d.title), description = coalesce($3, d.description),
-       tags = coalesce($4::text[], d.tags), category = coalesce($5, d.category),
-       thumbnail_asset_id = case when $6 then $7 else d.thumbnail_asset_id end, updated_at = $8
-     where d.world_id = $1
-     returning ${DISCOVERY_COLUMNS}`,
-    [
-      worldId,
-      change.title ?? null,
-      change.description ?? null,
-      change.tags ?? null,
-      change.category ?? null,
-      change.thumbnail !== undefined,
-      change.thumbnail?.id ?? null,
-      change.at,
-    ],
-  );
+  const [row] = await executeNamed<DiscoveryRow, UpdateParams>(data, UPDATE_DISCOVERY, {
+    worldId,
+    title: change.title ?? null,
+    description: change.description ?? null,
+    tags: change.tags ?? null,
+    category: change.category ?? null,
+    setsThumbnail: change.thumbnail !== undefined,
+    thumbnail: change.thumbnail?.id ?? null,
+    at: change.at,
+  });
   return row;
 }
 

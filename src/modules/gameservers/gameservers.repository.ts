@@ -1,7 +1,8 @@
 import type { GameServerStatus, GameServerStatusFilter } from '../../../protocol/gameservers.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound, lockNamed } from '../../platform/db.js';
+import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { worldOwnerSql } from '../worlds/index.js';
 
 /**
@@ -29,26 +30,27 @@ export interface GameServerRow {
 const COLUMNS = `id, world_id, requested_by, backend, status::text as status, address, error, players,
   max_players, created_at, ready_at, ended_at, ready_deadline, node_id`;
 
+type NewServer = Omit<GameServerRow, 'status' | 'address' | 'error' | 'players' | 'ready_at' | 'ended_at'>;
+
+const INSERT_SERVER = namedSql<NewServer & { token_hash: string }>(
+  `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline, node_id)
+   values (:id, :world_id, :requested_by, :backend, decode(:token_hash, 'hex'), :max_players, :created_at,
+           :ready_deadline, :node_id)
+   returning ${COLUMNS}`,
+);
+
 export async function insertServer(
   data: DataAccess,
-  row: Omit<GameServerRow, 'status' | 'address' | 'error' | 'players' | 'ready_at' | 'ended_at'>,
+  row: NewServer,
   tokenHash: Buffer,
 ): Promise<GameServerRow> {
-  const [inserted] = await executeBound<GameServerRow>(
+  const [inserted] = await executeNamed<GameServerRow, NewServer & { token_hash: string }>(
     data,
-    `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline, node_id)
-     values ($1, $2, $3, $4, decode($5, 'hex'), $6, $7, $8, $9) returning ${COLUMNS}`,
-    [
-      row.id,
-      row.world_id,
-      row.requested_by,
-      row.backend,
-      tokenHash.toString('hex'),
-      row.max_players,
-      row.created_at,
-      row.ready_deadline,
-      row.node_id,
-    ],
+    INSERT_SERVER,
+    {
+      ...row,
+      token_hash: tokenHash.toString('hex'),
+    },
   );
   return inserted as GameServerRow;
 }

@@ -1,7 +1,8 @@
 import type { GroupRole } from '../../../protocol/groups.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { usernameSql } from '../users/index.js';
 import {
   GROUP_COLUMNS,
@@ -21,30 +22,40 @@ const MIN_UUID = '00000000-0000-0000-0000-000000000000';
 
 export type RosterKey = readonly [role: GroupRole, joinedKey: string, userId: string];
 
+interface RosterParams {
+  groupId: string;
+  role: GroupRole | null;
+  afterRole: GroupRole | null;
+  afterJoined: string | null;
+  afterUser: string | null;
+  limit: number;
+}
+
+const ROSTER_PAGE = namedSql<RosterParams>(
+  `select ${MEMBER_COLUMNS} from group_members
+   where group_id = :groupId
+     and role >= coalesce(:role::group_role, 'owner') and role <= coalesce(:role::group_role, 'member')
+     and (role, joined_at, user_id) > (coalesce(:afterRole::group_role, 'owner'),
+                                       coalesce(:afterJoined::timestamptz, '-infinity'),
+                                       coalesce(:afterUser::uuid, '${MIN_UUID}'))
+   order by group_members.role, joined_at, user_id
+   limit :limit`,
+);
+
 /** The roster in role order (owner, admins, members), each by join time; `role` keeps one role. */
 export function rosterPage(
   data: DataAccess,
   groupId: string,
   page: { role: GroupRole | undefined; after: RosterKey | undefined; limit: number },
 ): Promise<MemberRow[]> {
-  return executeBound<MemberRow>(
-    data,
-    `select ${MEMBER_COLUMNS} from group_members
-     where group_id = $1
-       and role >= coalesce($2::group_role, 'owner') and role <= coalesce($2::group_role, 'member')
-       and (role, joined_at, user_id) > (coalesce($3::group_role, 'owner'), coalesce($4::timestamptz, '-infinity'),
-                                         coalesce($5::uuid, '${MIN_UUID}'))
-     order by group_members.role, joined_at, user_id
-     limit $6`,
-    [
-      groupId,
-      page.role ?? null,
-      page.after?.[0] ?? null,
-      page.after?.[1] ?? null,
-      page.after?.[2] ?? null,
-      page.limit,
-    ],
-  );
+  return executeNamed<MemberRow, RosterParams>(data, ROSTER_PAGE, {
+    groupId,
+    role: page.role ?? null,
+    afterRole: page.after?.[0] ?? null,
+    afterJoined: page.after?.[1] ?? null,
+    afterUser: page.after?.[2] ?? null,
+    limit: page.limit,
+  });
 }
 
 export interface MembershipRow extends GroupRow {

@@ -1,7 +1,8 @@
 import type { GroupJoinPolicy, GroupRole } from '../../../protocol/groups.js';
 import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound, lockNamed } from '../../platform/db.js';
+import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { usernameSql } from '../users/index.js';
 
 /** The SQL of groups, their rosters and join requests (migration 0012). */
@@ -68,23 +69,22 @@ export async function countMembershipsOf(data: DataAccess, userId: string): Prom
   return row?.n ?? 0;
 }
 
-export async function insertGroup(
-  data: DataAccess,
-  group: {
-    id: string;
-    name: string;
-    description: string;
-    joinPolicy: GroupJoinPolicy;
-    ownerId: string;
-    at: Date;
-  },
-): Promise<void> {
-  await executeBound(
-    data,
-    `insert into groups (id, name, description, join_policy, owner_id, created_at, updated_at)
-     values ($1, $2, $3, $4, $5, $6, $6)`,
-    [group.id, group.name, group.description, group.joinPolicy, group.ownerId, group.at],
-  );
+interface NewGroup {
+  id: string;
+  name: string;
+  description: string;
+  joinPolicy: GroupJoinPolicy;
+  ownerId: string;
+  at: Date;
+}
+
+const INSERT_GROUP = namedSql<NewGroup>(
+  `insert into groups (id, name, description, join_policy, owner_id, created_at, updated_at)
+   values (:id, :name, :description, :joinPolicy, :ownerId, :at, :at)`,
+);
+
+export async function insertGroup(data: DataAccess, group: NewGroup): Promise<void> {
+  await executeNamed(data, INSERT_GROUP, group);
 }
 
 export async function groupById(data: DataAccess, groupId: string): Promise<GroupRow | undefined> {

@@ -1,7 +1,8 @@
 import type { ReportState } from '../../../protocol/moderation.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { messageSql } from '../chat/index.js';
 
 /**
@@ -40,25 +41,24 @@ export type NewReportRow = Pick<
   'id' | 'message_id' | 'state' | 'reason' | 'details' | 'created_at'
 >;
 
+interface NewReport {
+  id: string;
+  messageId: string;
+  reporterId: string;
+  reason: string;
+  details: string | null;
+  at: Date;
+}
+
+const INSERT_REPORT = namedSql<NewReport>(
+  `insert into message_reports (id, message_id, reporter_id, reason, details, created_at)
+   values (:id, :messageId, :reporterId, :reason, :details, :at)
+   returning id, message_id, state::text as state, reason, details, created_at`,
+);
+
 /** Stores an open report; fails with a unique violation when the reporter already reported the message. */
-export async function insertReport(
-  data: DataAccess,
-  report: {
-    id: string;
-    messageId: string;
-    reporterId: string;
-    reason: string;
-    details: string | null;
-    at: Date;
-  },
-): Promise<NewReportRow> {
-  const [row] = await executeBound<NewReportRow>(
-    data,
-    `insert into message_reports (id, message_id, reporter_id, reason, details, created_at)
-     values ($1, $2, $3, $4, $5, $6)
-     returning id, message_id, state::text as state, reason, details, created_at`,
-    [report.id, report.messageId, report.reporterId, report.reason, report.details, report.at],
-  );
+export async function insertReport(data: DataAccess, report: NewReport): Promise<NewReportRow> {
+  const [row] = await executeNamed<NewReportRow, NewReport>(data, INSERT_REPORT, report);
   if (!row) throw new Error('insert returned no row');
   return row;
 }

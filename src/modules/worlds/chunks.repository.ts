@@ -1,5 +1,6 @@
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /** The SQL of chunks and their revisions (revision ids normalised to numbers, as in worlds.repository). */
 
@@ -54,6 +55,34 @@ export interface CommitPlan {
   storedBytes: number;
 }
 
+interface PlanParams {
+  worldId: string;
+  roomIds: readonly string[];
+  /** The writes' addresses, column by column. */
+  chunkRooms: string[];
+  xs: number[];
+  ys: number[];
+  zs: number[];
+  count: number;
+}
+
+interface PlanRow {
+  rooms: string[] | null;
+  heads: [number, number | string, boolean][] | null;
+  ids: (string | number)[];
+  stored_bytes: string | number;
+}
+
+const PREPARE_COMMIT = namedSql<PlanParams>(
+  `select
+     (select array_agg(id::text) from rooms where world_id = :worldId and id = any(:roomIds::uuid[])) as rooms,
+     (select json_agg(json_build_array(k.i, c.revision, c.deleted))
+        from unnest(:chunkRooms::uuid[], :xs::int[], :ys::int[], :zs::int[]) with ordinality as k (room_id, x, y, z, i)
+        join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z) as heads,
+     (select array_agg(nextval('chunk_revision_ids')) from generate_series(1, :count)) as ids,
+     (select stored_bytes from worlds where id = :worldId) as stored_bytes`,
+);
+
 /**
  * Reads, in one round trip, what a commit to a locked world checks and needs: which rooms exist,
  * the heads of the chunks written, the world's stored bytes, and a revision id per write. It must
@@ -66,22 +95,16 @@ export async function prepareCommit(
   roomIds: readonly string[],
   writes: readonly ChunkAddress[],
 ): Promise<CommitPlan> {
-  const [row] = await executeBound<{
-    rooms: string[] | null;
-    heads: [number, number | string, boolean][] | null;
-    ids: (string | number)[];
-    stored_bytes: string | number;
-  }>(
-    data,
-    `select
-       (select array_agg(id::text) from rooms where world_id = $1 and id = any($2::uuid[])) as rooms,
-       (select json_agg(json_build_array(k.i, c.revision, c.deleted))
-          from unnest($3::uuid[], $4::int[], $5::int[], $6::int[]) with ordinality as k (room_id, x, y, z, i)
-          join chunks c on c.room_id = k.room_id and c.x = k.x and c.y = k.y and c.z = k.z) as heads,
-       (select array_agg(nextval('chunk_revision_ids')) from generate_series(1, $7)) as ids,
-       (select stored_bytes from worlds where id = $1) as stored_bytes`,
-    [worldId, roomIds, ...columns(writes), writes.length],
-  );
+  const [chunkRooms, xs, ys, zs] = columns(writes);
+  const [row] = await executeNamed<PlanRow, PlanParams>(data, PREPARE_COMMIT, {
+    worldId,
+    roomIds,
+    chunkRooms,
+    xs,
+    ys,
+    zs,
+    count: writes.length,
+  });
   const heads: (HeadState | undefined)[] = writes.map(() => undefined);
   for (const [i, revision, deleted] of row?.heads ?? [])
     heads[i - 1] = { revision: Number(revision), deleted };
@@ -122,6 +145,38 @@ export interface RevisionWrite extends ChunkAddress {
   payload: Uint8Array | null;
 }
 
+interface CommitParams {
+  roomIds: string[];
+  xs: number[];
+  ys: number[];
+  zs: number[];
+  ids: readonly number[];
+  payloads: (Uint8Array | null)[];
+  worldId: string;
+  authorId: string | null;
+  now: Date;
+  contentRevision: number;
+  addedBytes: number;
+}
+
+const WRITE_COMMIT = namedSql<CommitParams>(
+  `with w (room_id, x, y, z, id, payload) as (
+     select * from unnest(:roomIds::uuid[], :xs::int[], :ys::int[], :zs::int[], :ids::bigint[], :payloads::bytea[])
+   ), heads as (
+     insert into chunks (room_id, world_id, x, y, z, revision, deleted)
+     select room_id, :worldId, x, y, z, id, payload is null from w
+     on conflict (room_id, x, y, z) do update set revision = excluded.revision, deleted = excluded.deleted
+     returning id as chunk_id, room_id, x, y, z
+   ), appended as (
+     insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
+     select w.id, h.chunk_id, :worldId, w.room_id, w.x, w.y, w.z, w.payload, w.payload is null, :authorId, :now
+     from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z
+   )
+   update worlds set content_revision = :contentRevision, updated_at = :now, stream_seq = stream_seq + 1,
+     stored_bytes = stored_bytes + :addedBytes, history_due_at = least(history_due_at, :now)
+   where id = :worldId returning stream_seq`,
+);
+
 /**
  * Appends one revision per write (ids from prepareCommit, in the writes' order), moves each
  * chunk's head to it (creating chunks on their first write) and records the commit in the world's
@@ -144,33 +199,19 @@ export async function writeCommit(
   },
 ): Promise<number> {
   const { worldId, authorId, now, writes, revisions, addedBytes } = commit;
-  const [row] = await executeBound<{ stream_seq: string | number }>(
-    data,
-    `with w (room_id, x, y, z, id, payload) as (
-       select * from unnest($1::uuid[], $2::int[], $3::int[], $4::int[], $5::bigint[], $6::bytea[])
-     ), heads as (
-       insert into chunks (room_id, world_id, x, y, z, revision, deleted)
-       select room_id, $7, x, y, z, id, payload is null from w
-       on conflict (room_id, x, y, z) do update set revision = excluded.revision, deleted = excluded.deleted
-       returning id as chunk_id, room_id, x, y, z
-     ), appended as (
-       insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
-       select w.id, h.chunk_id, $7, w.room_id, w.x, w.y, w.z, w.payload, w.payload is null, $8, $9
-       from w join heads h on h.room_id = w.room_id and h.x = w.x and h.y = w.y and h.z = w.z
-     )
-     update worlds set content_revision = $10, updated_at = $9, stream_seq = stream_seq + 1,
-       stored_bytes = stored_bytes + $11, history_due_at = least(history_due_at, $9)
-     where id = $7 returning stream_seq`,
-    [
-      ...columns(writes),
-      revisions,
-      writes.map((w) => w.payload),
-      worldId,
-      authorId,
-      now,
-      Math.max(...revisions),
-      addedBytes,
-    ],
-  );
+  const [roomIds, xs, ys, zs] = columns(writes);
+  const [row] = await executeNamed<{ stream_seq: string | number }, CommitParams>(data, WRITE_COMMIT, {
+    roomIds,
+    xs,
+    ys,
+    zs,
+    ids: revisions,
+    payloads: writes.map((w) => w.payload),
+    worldId,
+    authorId,
+    now,
+    contentRevision: Math.max(...revisions),
+    addedBytes,
+  });
   return Number(row?.stream_seq);
 }

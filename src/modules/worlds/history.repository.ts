@@ -1,5 +1,6 @@
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import type { ChunkKey } from './chunks.repository.js';
 
 /**
@@ -39,32 +40,38 @@ interface RawRevision extends ChunkKey {
 
 const COLUMNS =
   'id, room_id, x, y, z, tombstone, coalesce(octet_length(payload), 0) as size, author_id, created_at';
-// Bounds as coalesce(...) rather than "$2 is null or ...", so they stay index conditions.
+// Bounds as coalesce(...) rather than ":before is null or ...", so they stay index conditions.
 const RANGE =
-  'id < coalesce($2::bigint, 9223372036854775807) and id > coalesce($3::bigint, 0) order by id desc limit $4';
-const BY_WORLD = `select ${COLUMNS} from chunk_revisions where world_id = $1 and ${RANGE}`;
-const BY_ROOM = `select ${COLUMNS} from chunk_revisions where room_id = $1 and ${RANGE}`;
-const BY_CHUNK = `select ${COLUMNS} from chunk_revisions
-  where chunk_id = (select id from chunks where room_id = $1 and x = $5 and y = $6 and z = $7) and ${RANGE}`;
+  'id < coalesce(:before::bigint, 9223372036854775807) and id > coalesce(:after::bigint, 0) order by id desc limit :limit';
+type Bounds = { before: number | null; after: number | null; limit: number };
+type InWorld = Bounds & { worldId: string };
+type InRoom = Bounds & { roomId: string };
+type OfChunk = InRoom & ChunkKey;
+const BY_WORLD = namedSql<InWorld>(
+  `select ${COLUMNS} from chunk_revisions where world_id = :worldId and ${RANGE}`,
+);
+const BY_ROOM = namedSql<InRoom>(
+  `select ${COLUMNS} from chunk_revisions where room_id = :roomId and ${RANGE}`,
+);
+const BY_CHUNK = namedSql<OfChunk>(`select ${COLUMNS} from chunk_revisions
+  where chunk_id = (select id from chunks where room_id = :roomId and x = :x and y = :y and z = :z) and ${RANGE}`);
 
 export async function revisionsPage(
   data: DataAccess,
   scope: HistoryScope,
   range: IdRange,
 ): Promise<RevisionRow[]> {
-  const bounds = [range.before ?? null, range.after ?? null, range.limit];
+  const bounds: Bounds = { before: range.before ?? null, after: range.after ?? null, limit: range.limit };
   const rows =
     'worldId' in scope
-      ? await executeBound<RawRevision>(data, BY_WORLD, [scope.worldId, ...bounds])
+      ? await executeNamed<RawRevision, InWorld>(data, BY_WORLD, { ...bounds, worldId: scope.worldId })
       : scope.key
-        ? await executeBound<RawRevision>(data, BY_CHUNK, [
-            scope.roomId,
+        ? await executeNamed<RawRevision, OfChunk>(data, BY_CHUNK, {
             ...bounds,
-            scope.key.x,
-            scope.key.y,
-            scope.key.z,
-          ])
-        : await executeBound<RawRevision>(data, BY_ROOM, [scope.roomId, ...bounds]);
+            roomId: scope.roomId,
+            ...scope.key,
+          })
+        : await executeNamed<RawRevision, InRoom>(data, BY_ROOM, { ...bounds, roomId: scope.roomId });
   return rows.map((r) => ({
     id: Number(r.id),
     roomId: r.room_id,

@@ -1,5 +1,6 @@
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 
 /**
  * The SQL of a rollback. Payloads never leave the database: each page statement copies the
@@ -68,6 +69,55 @@ export interface RestoredPage {
   rooms: string[];
 }
 
+interface PageParams {
+  worldId: string;
+  target: number;
+  afterChunk: number;
+  pageChunks: number;
+  pageBytes: number;
+  authorId: string;
+  now: Date;
+}
+
+interface PageRow {
+  candidates: number;
+  restored: number;
+  last_chunk: string | number | null;
+  last_revision: string | number | null;
+  added_bytes: string | number;
+  rooms: string[] | null;
+}
+
+const RESTORE_PAGE = namedSql<PageParams>(
+  `with candidates as (
+     select c.id as chunk_id, c.room_id, c.x, c.y, c.z, t.id as source, t.bytes as new_bytes
+     from chunks c
+     left join lateral (
+       select r.id, octet_length(r.payload) as bytes from chunk_revisions r
+       where r.chunk_id = c.id and r.id <= :target order by r.id desc limit 1
+     ) t on true
+     where c.world_id = :worldId and c.id > :afterChunk and c.revision > :target and not (c.deleted and t.bytes is null)
+     order by c.id limit :pageChunks
+   ), page as (
+     select s.*, nextval('chunk_revision_ids') as revision from (
+       select candidates.*, sum(coalesce(new_bytes, 0)) over (order by chunk_id) as bytes_through
+       from candidates
+     ) s where s.bytes_through <= :pageBytes or s.chunk_id = (select min(chunk_id) from candidates)
+   ), appended as (
+     insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
+     select p.revision, p.chunk_id, :worldId, p.room_id, p.x, p.y, p.z, s.payload, s.payload is null, :authorId, :now
+     from page p left join chunk_revisions s on s.id = p.source
+   ), heads as (
+     update chunks c set revision = p.revision, deleted = p.new_bytes is null
+     from page p where c.id = p.chunk_id
+   )
+   select (select count(*)::int from candidates) as candidates, count(*)::int as restored,
+     max(chunk_id) as last_chunk, max(revision) as last_revision,
+     coalesce(sum(new_bytes), 0) as added_bytes,
+     array_agg(distinct room_id::text) as rooms
+   from page`,
+);
+
 /**
  * Restores the next page of the world's chunks (in chunk id order, after `afterChunk`) as they
  * were at `target`, in one statement: each chunk changed since gets a new revision copied from
@@ -80,52 +130,11 @@ export async function restorePage(
   data: DataAccess,
   page: { worldId: string; target: number; afterChunk: number; authorId: string; now: Date },
 ): Promise<RestoredPage> {
-  const [row] = await executeBound<{
-    candidates: number;
-    restored: number;
-    last_chunk: string | number | null;
-    last_revision: string | number | null;
-    added_bytes: string | number;
-    rooms: string[] | null;
-  }>(
-    data,
-    `with candidates as (
-       select c.id as chunk_id, c.room_id, c.x, c.y, c.z, t.id as source, t.bytes as new_bytes
-       from chunks c
-       left join lateral (
-         select r.id, octet_length(r.payload) as bytes from chunk_revisions r
-         where r.chunk_id = c.id and r.id <= $2 order by r.id desc limit 1
-       ) t on true
-       where c.world_id = $1 and c.id > $3 and c.revision > $2 and not (c.deleted and t.bytes is null)
-       order by c.id limit $4
-     ), page as (
-       select s.*, nextval('chunk_revision_ids') as revision from (
-         select candidates.*, sum(coalesce(new_bytes, 0)) over (order by chunk_id) as bytes_through
-         from candidates
-       ) s where s.bytes_through <= $5 or s.chunk_id = (select min(chunk_id) from candidates)
-     ), appended as (
-       insert into chunk_revisions (id, chunk_id, world_id, room_id, x, y, z, payload, tombstone, author_id, created_at)
-       select p.revision, p.chunk_id, $1, p.room_id, p.x, p.y, p.z, s.payload, s.payload is null, $6, $7
-       from page p left join chunk_revisions s on s.id = p.source
-     ), heads as (
-       update chunks c set revision = p.revision, deleted = p.new_bytes is null
-       from page p where c.id = p.chunk_id
-     )
-     select (select count(*)::int from candidates) as candidates, count(*)::int as restored,
-       max(chunk_id) as last_chunk, max(revision) as last_revision,
-       coalesce(sum(new_bytes), 0) as added_bytes,
-       array_agg(distinct room_id::text) as rooms
-     from page`,
-    [
-      page.worldId,
-      page.target,
-      page.afterChunk,
-      ROLLBACK_PAGE_CHUNKS,
-      ROLLBACK_PAGE_BYTES,
-      page.authorId,
-      page.now,
-    ],
-  );
+  const [row] = await executeNamed<PageRow, PageParams>(data, RESTORE_PAGE, {
+    ...page,
+    pageChunks: ROLLBACK_PAGE_CHUNKS,
+    pageBytes: ROLLBACK_PAGE_BYTES,
+  });
   const candidates = row?.candidates ?? 0;
   const restored = row?.restored ?? 0;
   return {

@@ -1,6 +1,7 @@
 import type { RoomChunk } from '../../../protocol/room-content.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import type { ChunkKey } from './chunks.repository.js';
 
 /**
@@ -27,8 +28,8 @@ export async function countAsOf(data: DataAccess, roomId: string, asOf: number):
 }
 
 /**
- * A page's statement: the first page's, or a later one's keyset after ($5, $6, $7). Two fixed
- * texts rather than a `$5 is null or ...` test, which a generic plan cannot use as an index bound
+ * A page's statement: the first page's, or a later one's keyset after (:x, :y, :z). Two fixed
+ * texts rather than a `:x is null or ...` test, which a generic plan cannot use as an index bound
  * (the last page of a large room would then scan the whole room).
  */
 const pageSql = (keyset: string) =>
@@ -40,18 +41,28 @@ const pageSql = (keyset: string) =>
        from chunks c
        cross join lateral (
          select r.id, r.payload, r.tombstone from chunk_revisions r
-         where r.chunk_id = c.id and r.id <= $2 order by r.id desc limit 1
+         where r.chunk_id = c.id and r.id <= :asOf order by r.id desc limit 1
        ) v
-       where c.room_id = $1 and not v.tombstone${keyset}
+       where c.room_id = :roomId and not v.tombstone${keyset}
        order by c.x, c.y, c.z
-       limit $3
+       limit :limit
      ) h
    ) p
    join chunk_revisions r on r.id = p.revision
-   where p.before < $4
+   where p.before < :maxBytes
    order by p.x, p.y, p.z`;
-const FIRST_PAGE = pageSql('');
-const NEXT_PAGE = pageSql(' and (c.x, c.y, c.z) > ($5, $6, $7)');
+type FirstPage = { roomId: string; asOf: number; limit: number; maxBytes: number };
+type NextPage = FirstPage & ChunkKey;
+const FIRST_PAGE = namedSql<FirstPage>(pageSql(''));
+const NEXT_PAGE = namedSql<NextPage>(pageSql(' and (c.x, c.y, c.z) > (:x, :y, :z)'));
+
+interface PageRow {
+  x: number;
+  y: number;
+  z: number;
+  revision: string | number;
+  payload: Uint8Array;
+}
 
 /**
  * The room's chunks as of `asOf` after `after` in (x, y, z) order: at most `limit`, and cut once
@@ -65,16 +76,9 @@ export async function pageAsOf(
   page: { after: ChunkKey | undefined; limit: number; maxBytes: number },
 ): Promise<RoomChunk[]> {
   const { after, limit, maxBytes } = page;
-  const rows = await executeBound<{
-    x: number;
-    y: number;
-    z: number;
-    revision: string | number;
-    payload: Uint8Array;
-  }>(
-    data,
-    after ? NEXT_PAGE : FIRST_PAGE,
-    after ? [roomId, asOf, limit, maxBytes, after.x, after.y, after.z] : [roomId, asOf, limit, maxBytes],
-  );
+  const first: FirstPage = { roomId, asOf, limit, maxBytes };
+  const rows = after
+    ? await executeNamed<PageRow, NextPage>(data, NEXT_PAGE, { ...first, x: after.x, y: after.y, z: after.z })
+    : await executeNamed<PageRow, FirstPage>(data, FIRST_PAGE, first);
   return rows.map((r) => ({ x: r.x, y: r.y, z: r.z, revision: Number(r.revision), payload: r.payload }));
 }

@@ -1,7 +1,8 @@
 import type { WorldVisibility } from '../../../protocol/worlds.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound, lockNamed } from '../../platform/db.js';
+import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
 import type { NameSearch } from '../../platform/name-search.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { usernameSql } from '../users/index.js';
 
 /**
@@ -76,16 +77,19 @@ const toRoom = (r: RawRoom): RoomRow => ({
  */
 export const worldOwnerSql = (worldIdSql: string) => `(select owner_id from worlds where id = ${worldIdSql})`;
 
+type NewWorld = Pick<WorldRow, 'id' | 'ownerId' | 'name' | 'description' | 'visibility' | 'createdAt'>;
+
+const INSERT_WORLD = namedSql<NewWorld>(
+  `insert into worlds (id, owner_id, name, description, visibility, created_at, updated_at)
+   values (:id, :ownerId, :name, :description, :visibility::world_visibility, :createdAt, :createdAt)
+   returning ${WORLD_COLUMNS}`,
+);
+
 export async function insertWorld(
   data: DataAccess,
   world: Omit<WorldRow, 'contentRevision'>,
 ): Promise<WorldRow> {
-  const [row] = await executeBound<RawWorld>(
-    data,
-    `insert into worlds (id, owner_id, name, description, visibility, created_at, updated_at)
-     values ($1, $2, $3, $4, $5::world_visibility, $6, $6) returning ${WORLD_COLUMNS}`,
-    [world.id, world.ownerId, world.name, world.description, world.visibility, world.createdAt],
-  );
+  const [row] = await executeNamed<RawWorld, NewWorld>(data, INSERT_WORLD, world);
   return toWorld(row as RawWorld);
 }
 
