@@ -1,8 +1,5 @@
-import { z } from 'zod';
 import type { Config } from './config.js';
-import { verifyLedger } from './modules/economy/index.js';
 import { modules } from './modules/index.js';
-import { changeRole } from './modules/users/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
 import { loadKeyRing } from './platform/auth/keys.js';
@@ -11,15 +8,8 @@ import { revocationLog } from './platform/auth/revocation-log.js';
 import { requireServiceToken, ServiceTokens } from './platform/auth/service-tokens.js';
 import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
-import {
-  ControlChannel,
-  type ControlCommand,
-  type ControlContext,
-  type ControlOutput,
-} from './platform/control-channel.js';
-import type { DataAccess } from './platform/data-access.js';
+import { ControlChannel } from './platform/control-channel.js';
 import { type Database, openDatabase } from './platform/db.js';
-import { AppError } from './platform/errors.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
 import { InFlight } from './platform/in-flight.js';
@@ -27,7 +17,13 @@ import { createKv, type Kv, redisTopology } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
 import { createMetrics } from './platform/metrics.js';
 import { migrateUp } from './platform/migrate.js';
-import { type ModuleApis, type ModuleDefinition, type Platform, setupModules } from './platform/module.js';
+import {
+  type ModuleApis,
+  type ModuleDefinition,
+  type Platform,
+  registerCommands,
+  setupModules,
+} from './platform/module.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 
 /** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
@@ -61,47 +57,6 @@ export interface AppOverrides {
   log?: Logger;
   /** Another module list than src/modules/index.ts (tests of the module kit itself). */
   modules?: readonly ModuleDefinition[];
-}
-
-/**
- * The CLI's commands that need the database (`atrium admin`, `atrium economy verify`). A running
- * server serves them on its control channel; with none running, the CLI runs these same ones on
- * a database it opens, so both print the same lines and exit with the same code.
- */
-export function registerControlCommands(channel: ControlChannel, data: () => DataAccess): ControlChannel {
-  const roleArgs = z
-    .object({ username: z.string().min(1).max(200), role: z.string().min(1).max(64) })
-    .strict();
-  const roleCommand = (change: 'grant' | 'revoke'): ControlCommand<z.infer<typeof roleArgs>> => ({
-    args: roleArgs,
-    // The context names the actor (the CLI), for whoever records who changed a role.
-    run: async (_ctx: ControlContext, { username, role }): Promise<ControlOutput> => {
-      try {
-        const roles = await changeRole(data(), username, role, change);
-        const line = `${username} now has roles: ${roles.join(', ')} (effective from the next login or token refresh)`;
-        return { exitCode: 0, stdout: [line], stderr: [] };
-      } catch (error) {
-        if (!(error instanceof AppError)) throw error;
-        return { exitCode: 1, stdout: [], stderr: [error.message] };
-      }
-    },
-  });
-  return channel
-    .register('admin.grant', roleCommand('grant'))
-    .register('admin.revoke', roleCommand('revoke'))
-    .register('economy.verify', {
-      args: z.object({}).strict(),
-      // Every stored balance against the sum of its entries, in one snapshot: a line per difference.
-      run: async () => {
-        const differences = await verifyLedger(data());
-        const stdout = differences.map((difference) => JSON.stringify(difference));
-        if (differences.length === 0) {
-          stdout.push('ledger verified: every balance equals the sum of its entries');
-          return { exitCode: 0, stdout, stderr: [] };
-        }
-        return { exitCode: 1, stdout, stderr: [`ledger differences: ${differences.length}`] };
-      },
-    });
 }
 
 /**
@@ -247,8 +202,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       }
     });
     await http.ready();
-    const control = registerControlCommands(
+    const control = registerCommands(
       new ControlChannel({ log, closeGraceMs: config.SHUTDOWN_GRACE_MS }),
+      overrides.modules ?? modules,
       () => db.data,
     );
     const stopSteps = built

@@ -170,19 +170,26 @@ async function runLocally(
   config: ReturnType<typeof loadConfig>,
   request: ControlRequest,
 ): Promise<ControlReply> {
-  const [{ registerControlCommands }, { ControlChannel }, { openDatabase }, { createLogger }, { migrateUp }] =
-    await Promise.all([
-      import('./app.js'),
-      import('./platform/control-channel.js'),
-      import('./platform/db.js'),
-      import('./platform/log.js'),
-      import('./platform/migrate.js'),
-    ]);
+  const [
+    { modules },
+    { registerCommands },
+    { ControlChannel },
+    { openDatabase },
+    { createLogger },
+    { migrateUp },
+  ] = await Promise.all([
+    import('./modules/index.js'),
+    import('./platform/module.js'),
+    import('./platform/control-channel.js'),
+    import('./platform/db.js'),
+    import('./platform/log.js'),
+    import('./platform/migrate.js'),
+  ]);
   const db = await openDatabase(config);
   try {
     await migrateUp(db, config.DATABASE_URL);
     const channel = new ControlChannel({ log: createLogger(config) });
-    return await registerControlCommands(channel, () => db.data).execute(request);
+    return await registerCommands(channel, modules, () => db.data).execute(request);
   } finally {
     await db.close();
   }

@@ -3,6 +3,8 @@ import type { KeyRing } from './auth/keys.js';
 import type { ServiceTokens } from './auth/service-tokens.js';
 import type { EventBus } from './bus.js';
 import type { Caller, Ctx } from './context.js';
+import type { ControlChannel, ControlCommand, ControlContext, ControlOutput } from './control-channel.js';
+import type { DataAccess } from './data-access.js';
 import type { Database } from './db.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { SessionListener } from './gateway/sessions.js';
@@ -56,6 +58,25 @@ export interface ModuleParts<Api> {
   stop?(): Promise<void>;
 }
 
+/** What an operator's command runs with: who asked (the CLI) and a handle on the database. */
+export interface CommandContext extends ControlContext {
+  data: DataAccess;
+}
+
+/** An operator's command a module declares, made with `command()`. */
+export interface ModuleCommand<Args = unknown> {
+  /** Its name on the control channel (`<module>.<verb>`); src/main.ts maps the CLI's words to it. */
+  readonly name: string;
+  /** Validates the request's `args`; a request it refuses runs nothing. */
+  readonly args: ControlCommand<Args>['args'];
+  run(ctx: CommandContext, args: Args): Promise<ControlOutput>;
+}
+
+/** Declares an operator's command: its name, the schema of its arguments and what it does. */
+export function command<Args>(name: string, spec: Omit<ModuleCommand<Args>, 'name'>): ModuleCommand<Args> {
+  return { name, ...spec };
+}
+
 /** One domain: its tables and how it is built from the platform and the modules it needs. */
 export interface ModuleDefinition<Name extends string = string, Api = unknown, Needs = never> {
   name: Name;
@@ -66,6 +87,12 @@ export interface ModuleDefinition<Name extends string = string, Api = unknown, N
   tables: readonly string[];
   /** Modules whose API `setup` receives; each must come earlier in the module list. */
   needs: readonly (keyof Needs & string)[];
+  /**
+   * Operators' commands (`atrium economy verify`): a running server serves them on its control
+   * channel, and with none running the CLI runs them itself on the database it opens. Declared
+   * beside `setup`, not returned by it, so that running one builds no module.
+   */
+  commands?: readonly ModuleCommand[];
   /** May be async, for a module that loads part of itself only when configured (a backend's library). */
   setup(platform: Platform, needs: Needs): ModuleParts<Api> | Promise<ModuleParts<Api>>;
 }
@@ -114,4 +141,29 @@ export async function setupModules(
     built.push({ name: module.name, parts });
   }
   return built;
+}
+
+/**
+ * Registers on `channel` the commands a module list declares, each run with the handle `data`
+ * gives. A command name declared twice stops the start, naming the modules that declare it.
+ */
+export function registerCommands(
+  channel: ControlChannel,
+  modules: readonly ModuleDefinition[],
+  data: () => DataAccess,
+): ControlChannel {
+  const declaredBy = new Map<string, string>();
+  for (const module of modules) {
+    for (const { name, args, run } of module.commands ?? []) {
+      const earlier = declaredBy.get(name);
+      if (earlier !== undefined) {
+        throw new Error(
+          `The command ${name} is declared twice, by module ${earlier} and by module ${module.name}.`,
+        );
+      }
+      declaredBy.set(name, module.name);
+      channel.register(name, { args, run: (ctx, parsed) => run({ ...ctx, data: data() }, parsed) });
+    }
+  }
+  return channel;
 }

@@ -1,17 +1,36 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import { buildApp } from '../../src/app.js';
 import { modules } from '../../src/modules/index.js';
-import { defineModule, type ModuleDefinition, setupModules } from '../../src/platform/module.js';
+import { executeBound } from '../../src/platform/db.js';
+import { command, defineModule, type ModuleDefinition, setupModules } from '../../src/platform/module.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 
 const reached = { 200: z.object({ reached: z.boolean() }) };
 
-/** A module with two plain routes: one that forgets to declare itself public, one that does. */
+/** An operator's command answering what it ran with: its caller, its argument and a database read. */
+const echo = command('probe.echo', {
+  args: z.object({ text: z.string() }).strict(),
+  run: async ({ actor, data }, { text }) => {
+    const [row] = await executeBound<{ one: number }>(data, 'select 1 as one', []);
+    return {
+      exitCode: 0,
+      stdout: [`${actor.kind} said ${text}; the database answered ${row?.one}`],
+      stderr: [],
+    };
+  },
+});
+
+/**
+ * A module with two plain routes, one that forgets to declare itself public and one that does,
+ * and an operator's command.
+ */
 const probeModule = defineModule({
   name: 'probe',
   tables: [],
   needs: [],
+  commands: [echo],
   setup() {
     return {
       api: {},
@@ -77,6 +96,32 @@ describe('setupModules', () => {
   it('refuses a module listed twice, naming it', async () => {
     await expect(setupModules(app(), [stub('users'), stub('profiles'), stub('users')])).rejects.toThrow(
       'Module users is listed twice.',
+    );
+  });
+});
+
+describe('an operator command a module declares', () => {
+  it('is served on the control channel, run with the CLI as its actor and a handle on the database', async () => {
+    const reply = await app().control.execute({ command: 'probe.echo', args: { text: 'hello' } });
+    expect(reply).toEqual({
+      ok: true,
+      exit_code: 0,
+      stdout: ['cli said hello; the database answered 1'],
+      stderr: [],
+    });
+  });
+
+  it('stops the start when another module declares its name, naming both modules', async () => {
+    const copy = defineModule({
+      name: 'copy',
+      tables: [],
+      needs: [],
+      commands: [echo],
+      setup: () => ({ api: {} }),
+    });
+    const { config, db, kv, log } = app();
+    await expect(buildApp(config, { db, kv, log, modules: [probeModule, copy] })).rejects.toThrow(
+      'The command probe.echo is declared twice, by module probe and by module copy.',
     );
   });
 });

@@ -12,6 +12,7 @@ import { serve } from '../../platform/operations.js';
 import type { AuditApi } from '../audit/index.js';
 import type { AuthApi } from '../auth/index.js';
 import type { UsersApi } from '../users/index.js';
+import { adminCommands } from './admin.commands.js';
 import { AdminService } from './admin.service.js';
 
 /**
@@ -23,6 +24,7 @@ export const adminModule = defineModule({
   name: 'admin',
   tables: [],
   needs: ['users', 'auth', 'audit'],
+  commands: adminCommands,
   setup({ tokens }, { users, auth, audit }: { users: UsersApi; auth: AuthApi; audit: AuditApi }) {
     const admin = new AdminService({ users, sessions: auth, tokens, audit });
     return {

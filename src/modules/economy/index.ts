@@ -37,6 +37,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import { CatalogService } from './catalog.service.js';
+import { economyCommands } from './economy.commands.js';
 import { IdempotentWrites } from './idempotency.js';
 import { PayoutsService } from './payouts.service.js';
 import { PurchasesService } from './purchases.service.js';
@@ -65,6 +66,7 @@ export const economyModule = defineModule({
     'inventory_items',
   ],
   needs: ['users', 'audit'],
+  commands: economyCommands,
   setup({ config, kv, bus, db, log }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);
     const createLimit = createLimiter(kv, {
