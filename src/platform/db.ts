@@ -1,11 +1,10 @@
 import { join } from 'node:path';
 import type { MikroORM as Orm } from '@mikro-orm/postgresql';
-import type { Config } from '../config.js';
 import { type DataAccess, rootHandle, runStatement } from './data-access.js';
 import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
 import { embeddedRunner } from './embedded-protocol.js';
 import { type NamedSql, valuesOf } from './named-sql.js';
-import { openEmbeddedOrm, openServerOrm } from './orm-config.js';
+import { type DatabaseSettings, openEmbeddedOrm, openServerOrm } from './orm-config.js';
 import { postgresRunner } from './statement-runners.js';
 
 export interface Database {
@@ -29,7 +28,8 @@ export interface OpenDatabaseOptions {
   embedded?: EmbeddedOptions;
 }
 
-export async function openDatabase(config: Config, options: OpenDatabaseOptions = {}): Promise<Database> {
+/** The database of DATABASE_URL, or the embedded one under DATA_DIR (or from `options.embedded`). */
+export async function openDatabase(config: DatabaseSettings, options: OpenDatabaseOptions = {}) {
   if (config.DATABASE_URL) return wrap(await openServerOrm(config), 'postgres', config.DATABASE_POOL_SIZE);
   const embedded = await startEmbeddedPostgres(
     options.embedded ?? { dataDir: join(config.DATA_DIR, 'pgdata') },

@@ -1,16 +1,26 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
 import { migrationsList } from '../../migrations/index.js';
-import type { Config } from '../config.js';
 import type { EmbeddedPostgres } from './embedded-postgres.js';
+import type { PlatformConfig } from './platform-config.js';
 
 /**
  * How MikroORM opens the database's pool (driver options, timeouts, the pool's check of a
  * connection) and migrates it. No statement goes through it: they run on its pool (db.ts).
  */
 
+/** The settings the database is opened with (DATA_DIR: where the embedded database lives). */
+export type DatabaseSettings = Pick<
+  PlatformConfig,
+  | 'DATA_DIR'
+  | 'DATABASE_URL'
+  | 'DATABASE_POOL_SIZE'
+  | 'DATABASE_CONNECT_TIMEOUT_MS'
+  | 'DATABASE_QUERY_TIMEOUT_MS'
+>;
+
 /** MikroORM on the Postgres server of DATABASE_URL, with the configured pool and bounds. */
-export function openServerOrm(config: Config): Promise<MikroORM> {
+export function openServerOrm(config: DatabaseSettings): Promise<MikroORM> {
   return MikroORM.init(
     ormOptions({
       clientUrl: config.DATABASE_URL,
@@ -58,7 +68,7 @@ const KNEX_DEFAULT_ACQUIRE_MS = 60_000;
  */
 const embeddedTimeouts: Timeouts = { connectMs: 10_000, queryMs: 0, acquireMs: KNEX_DEFAULT_ACQUIRE_MS };
 
-function serverTimeouts(config: Config): Timeouts {
+function serverTimeouts(config: DatabaseSettings): Timeouts {
   const connectMs = config.DATABASE_CONNECT_TIMEOUT_MS;
   const queryMs = config.DATABASE_QUERY_TIMEOUT_MS;
   // Waiting longer for a pooled connection than it takes to open one and run a query only queues
