@@ -1,6 +1,7 @@
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound } from '../../platform/db.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
 import { userExistsSql, usernameSql } from '../users/index.js';
 import { type MessageRow, orderedPair } from './dm.repository.js';
 
@@ -40,15 +41,31 @@ export interface HistoryRead {
 
 /**
  * The page of messages a history read returns: of the conversation `conversation` (SQL), newest
- * first after the key in `$2`, `$3`, at most `limit` (SQL) rows. The chat benchmark's pgbench
- * ceiling runs it alone.
+ * first after the key in the parameters `before` names (`$2`, `$3` unless told), at most `limit`
+ * (SQL) rows. The chat benchmark's pgbench ceiling runs it alone.
  */
-export const historyPageSql = (conversation: string, limit: string) =>
+export const historyPageSql = (
+  conversation: string,
+  limit: string,
+  before: [time: string, id: string] = ['$2', '$3'],
+) =>
   `select m.id, m.conversation_id, m.sender_id, m.body, m.filtered, ${timeKeySql('m.created_at')} as created_key
   from messages m
-  where m.conversation_id = ${conversation} and ${beforeTimeIdKey('m.created_at', 'm.id')}
+  where m.conversation_id = ${conversation} and ${beforeTimeIdKey('m.created_at', 'm.id', before)}
   order by m.created_at desc, m.id desc
   limit ${limit}`;
+
+interface HistoryReadParams {
+  reader: string;
+  peer: string;
+  /** The `before` key: nulls on the first page. */
+  before_time: string | null;
+  before_id: string | null;
+  limit: number;
+  at: Date;
+  user_a_id: string;
+  user_b_id: string;
+}
 
 /**
  * One history read in one statement: the pair's conversation, a page of it, and the reader's read
@@ -56,22 +73,22 @@ export const historyPageSql = (conversation: string, limit: string) =>
  * in the conversation row, migration 0021), so a read that changes no unread count writes
  * nothing. Built once: the text is a prepared statement's key.
  */
-const HISTORY_READ_SQL = `with conv as (
-   select id, blocked, case when user_a_id = $5 then last_message_a_at else last_message_b_at end as peer_wrote_at
-   from conversations where user_a_id = $7 and user_b_id = $8
+const HISTORY_READ = namedSql<HistoryReadParams>(`with conv as (
+   select id, blocked, case when user_a_id = :peer then last_message_a_at else last_message_b_at end as peer_wrote_at
+   from conversations where user_a_id = :user_a_id and user_b_id = :user_b_id
  ), marked as (
    update conversation_participants p
-   set last_read_at = greatest(coalesce(p.last_read_at, '-infinity'), $6)
+   set last_read_at = greatest(coalesce(p.last_read_at, '-infinity'), :at)
    from conv
-   where p.conversation_id = conv.id and p.user_id = $1
+   where p.conversation_id = conv.id and p.user_id = :reader
      and conv.peer_wrote_at > coalesce(p.last_read_at, '-infinity')
    returning p.last_read_at
- ), page as (${historyPageSql('(select id from conv)', '$4')})
+ ), page as (${historyPageSql('(select id from conv)', ':limit', [':before_time', ':before_id'])})
  select h.*, page.* from (select (select id from conv) as conv_id,
         coalesce((select blocked from conv), false) as blocked,
-        ${userExistsSql('$5')} as peer_exists,
+        ${userExistsSql(':peer')} as peer_exists,
         (select last_read_at from marked) as moved_read_mark) h left join page on true
- order by page.created_key desc, page.id desc`;
+ order by page.created_key desc, page.id desc`);
 
 /**
  * A row of the history read: the head's columns, with one message of the page (all null when the
@@ -92,16 +109,16 @@ export async function readHistory(
 ): Promise<HistoryRead> {
   const [userA, userB] = orderedPair(read.reader, read.peer);
   const [keyTime, keyId] = timeIdKeyParams(read.before);
-  const rows = await executeBound<HistoryRow>(data, HISTORY_READ_SQL, [
-    read.reader,
-    keyTime,
-    keyId,
-    read.limit,
-    read.peer,
-    read.at,
-    userA,
-    userB,
-  ]);
+  const rows = await executeNamed<HistoryRow, HistoryReadParams>(data, HISTORY_READ, {
+    reader: read.reader,
+    peer: read.peer,
+    before_time: keyTime,
+    before_id: keyId,
+    limit: read.limit,
+    at: read.at,
+    user_a_id: userA,
+    user_b_id: userB,
+  });
   const [row] = rows;
   if (!row) throw new Error('readHistory: the statement answers at least one row');
   return {
