@@ -1,4 +1,5 @@
 import { IDEMPOTENCY_KEY_FIELD, type Operation, pathParams, type RestBinding } from './operation.js';
+import { pathOf } from './rest-path.js';
 import { AtriumError } from './socket.js';
 
 /** The part of fetch the client uses, so that protocol/ needs no DOM types. */
@@ -76,10 +77,9 @@ function restRequest(
     if (typeof key === 'string') idempotencyKey = key;
   }
   const keyed = idempotencyKey === undefined ? {} : { idempotencyKey };
-  const path = params.reduce(
-    (filled, name) => filled.replace(`:${name}`, encodeURIComponent(String(record[name] ?? ''))),
-    rest.path,
-  );
+  // A path field the input lacks goes as an empty segment, which the server refuses as it refuses
+  // an unknown id.
+  const path = pathOf({ rest }, Object.fromEntries(params.map((name) => [name, String(record[name] ?? '')])));
   const fields = Object.fromEntries(Object.entries(record).filter(([key]) => !params.includes(key)));
   if (rest.method === 'GET') {
     const query = new URLSearchParams();

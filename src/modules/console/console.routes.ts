@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { authLogout } from '../../../protocol/auth.js';
 import type { HttpServer } from '../../platform/http.js';
 import { mediaResponse } from '../../platform/openapi.js';
 import {
@@ -20,7 +21,7 @@ import {
 import { consoleCookie, parseCookies } from './cookies.js';
 import { type Html, html } from './html.js';
 import { ASSETS, shell } from './layout.js';
-import { SessionEnded } from './operator-api.js';
+import { apiCall, SessionEnded } from './operator-api.js';
 import type { PageContext } from './page.js';
 import { overTls, parseForm, sameOrigin, setSecurityHeaders } from './security.js';
 import { allows, type ConsoleSession, sameSecret } from './session.js';
@@ -203,11 +204,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
 
 /** Ends the operator's API session (its refresh token stops working), then the console's. */
 async function signOut(request: FastifyRequest, deps: ConsoleDeps, session: ConsoleSession): Promise<void> {
-  await deps.api.anonymous(request, {
-    method: 'POST',
-    path: '/api/auth/logout',
-    body: { refresh_token: session.refreshToken },
-  });
+  await deps.api.anonymous(request, apiCall(authLogout, { body: { refresh_token: session.refreshToken } }));
 }
 
 function registerAssets(scope: HttpServer): void {

@@ -1,4 +1,6 @@
 import type { FastifyRequest } from 'fastify';
+import { authRefresh } from '../../../protocol/auth.js';
+import { type PathParamsOf, type PathValues, pathOf } from '../../../protocol/rest-path.js';
 import type { HttpServer } from '../../platform/http.js';
 import type { ConsoleSession, ConsoleSessions } from './session.js';
 
@@ -13,7 +15,7 @@ export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 export interface ApiRequest {
   method: Method;
-  /** The path, its parameters already encoded (`segment()`). */
+  /** The path, its parameters already encoded (`apiCall()` fills a declared operation's). */
   path: string;
   /** Query fields; empty and undefined ones are left out. */
   query?: Record<string, string | number | undefined>;
@@ -46,6 +48,36 @@ export class SessionEnded extends Error {
 /** A path segment from user input, encoded so that it stays one segment. */
 export function segment(value: string): string {
   return encodeURIComponent(value);
+}
+
+/** An operation of the API, by the REST twin `protocol/` declares for it. */
+export interface RestOperation<Path extends string = string> {
+  readonly name: string;
+  readonly rest: { readonly method: Method; readonly path: Path };
+}
+
+/**
+ * What a call of an operation carries besides its method and path: `params` fill the path's
+ * `:name` segments (required when it has any).
+ */
+export type CallOf<Path extends string> = Omit<ApiRequest, 'method' | 'path'> &
+  (PathParamsOf<Path> extends never ? { params?: PathValues<Path> } : { params: PathValues<Path> });
+
+/**
+ * The call of a declared operation: its method, and its path with each `:name` segment filled
+ * from `params` (encoded, refused when missing), with what the call carries besides.
+ */
+export function apiCall<const Path extends string>(
+  operation: RestOperation<Path>,
+  ...[call]: PathParamsOf<Path> extends never ? [call?: CallOf<Path>] : [call: CallOf<Path>]
+): ApiRequest {
+  const { params, ...carried } = (call ?? {}) as CallOf<string>;
+  return { method: operation.rest.method, path: pathOf<string>(operation, params), ...carried };
+}
+
+/** An operation's route as the OpenAPI document writes it (`DELETE /api/servers/{server_id}`), for summaries. */
+export function routeOf(operation: RestOperation): string {
+  return `${operation.rest.method} ${operation.rest.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
 }
 
 /** Refresh this long before the access token expires, so a call never carries an expired one. */
@@ -110,11 +142,10 @@ export class OperatorApi {
     let running = this.refreshing.get(sessionId);
     if (!running) {
       running = (async () => {
-        const answer = await this.anonymous<TokenAnswer>(request, {
-          method: 'POST',
-          path: '/api/auth/refresh',
-          body: { refresh_token: session.refreshToken },
-        });
+        const answer = await this.anonymous<TokenAnswer>(
+          request,
+          apiCall(authRefresh, { body: { refresh_token: session.refreshToken } }),
+        );
         if (!answer.ok) throw new SessionEnded(answer.problem.detail);
         Object.assign(session, tokensOf(answer.body));
         await this.sessions.save(sessionId, session);

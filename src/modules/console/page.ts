@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Role } from '../../platform/auth/access-tokens.js';
 import { type Html, html } from './html.js';
-import type { ApiRequest, ApiResult, Problem } from './operator-api.js';
+import {
+  type ApiRequest,
+  type ApiResult,
+  apiCall,
+  type Problem,
+  type RestOperation,
+} from './operator-api.js';
 import type { OperatorRole } from './session.js';
 
 /**
@@ -163,8 +169,8 @@ export interface Listing<T> {
   /** The page's own path, which the next-page link points at. */
   path: string;
   filters: Html;
-  /** The API's list route and the filter fields it is given (and the next-page link carries). */
-  api: `/api/${string}`;
+  /** The API's list operation and the filter fields it is given (and the next-page link carries). */
+  api: RestOperation<`/api/${string}`>;
   query: Readonly<Record<string, string>>;
   pageSize: number;
   caption: string;
@@ -177,11 +183,9 @@ export interface Listing<T> {
  * to the next, or the API's refusal under the form.
  */
 export async function listing<T>(ctx: PageContext, list: Listing<T>): Promise<Html> {
-  const answer = await ctx.api<{ items: T[]; next_cursor: string | null }>({
-    method: 'GET',
-    path: list.api,
-    query: { ...list.query, limit: list.pageSize, cursor: ctx.query.cursor },
-  });
+  const answer = await ctx.api<{ items: T[]; next_cursor: string | null }>(
+    apiCall(list.api, { query: { ...list.query, limit: list.pageSize, cursor: ctx.query.cursor } }),
+  );
   if (!answer.ok) return html`${list.filters}${problemBox(answer.problem)}`;
   return html`${list.filters}
 ${table(list.caption, list.headings, answer.body.items.map(list.row))}

@@ -1,6 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { Role } from '../../platform/auth/access-tokens.js';
+import { authLogin, authLogout } from '../../../protocol/auth.js';
+import type { OutputOf } from '../../../protocol/operation.js';
+import { usersMe } from '../../../protocol/users.js';
 import type { HttpServer } from '../../platform/http.js';
 import { mediaResponse } from '../../platform/openapi.js';
 import {
@@ -15,14 +17,14 @@ import {
 import { consoleCookie, parseCookies } from './cookies.js';
 import { type Html, html } from './html.js';
 import { bare } from './layout.js';
-import { tokensOf } from './operator-api.js';
+import { apiCall, tokensOf } from './operator-api.js';
 import { problemBox } from './page.js';
 import { overTls, sameOrigin } from './security.js';
 import { operatorRole, randomToken, sameSecret } from './session.js';
 
 /**
  * Signing in to the console: the API's own login (its rate limits, lockout and suspension
- * included), then the account's roles from GET /api/users/me. Only a moderator or admin gets a
+ * included), then the account's roles from `users.me`. Only a moderator or admin gets a
  * console session; anyone else gets a 403 page and their new API session is ended at once.
  *
  * The form carries a token that must equal a short-lived cookie (double submit), so another site
@@ -115,29 +117,27 @@ export function registerSignIn(scope: HttpServer, deps: SignInDeps): void {
       const expected = parseCookies(request.headers.cookie).get(SIGN_IN_COOKIE);
       if (!sameOrigin(request) || !expected || !sameSecret(fields._csrf, expected)) return csrfRefused(reply);
       const username = fields.username ?? '';
-      const login = await deps.api.anonymous<TokenAnswer>(request, {
-        method: 'POST',
-        path: '/api/auth/login',
-        body: { username, password: fields.password ?? '' },
-      });
+      const login = await deps.api.anonymous<TokenAnswer>(
+        request,
+        apiCall(authLogin, { body: { username, password: fields.password ?? '' } }),
+      );
       if (!login.ok) {
         if (login.problem.retryAfter) reply.header('retry-after', login.problem.retryAfter);
         return form(request, reply, login.status, problemBox(login.problem), username);
       }
       const tokens = tokensOf(login.body);
-      const me = await deps.api.anonymous<{ id: string; username: string; roles: Role[] }>(
+      const me = await deps.api.anonymous<OutputOf<typeof usersMe>>(
         request,
-        { method: 'GET', path: '/api/users/me' },
+        apiCall(usersMe),
         tokens.accessToken,
       );
       if (!me.ok)
         return form(request, reply, me.status === 401 ? 401 : 403, problemBox(me.problem), username);
       if (!operatorRole(me.body.roles)) {
-        await deps.api.anonymous(request, {
-          method: 'POST',
-          path: '/api/auth/logout',
-          body: { refresh_token: tokens.refreshToken },
-        });
+        await deps.api.anonymous(
+          request,
+          apiCall(authLogout, { body: { refresh_token: tokens.refreshToken } }),
+        );
         return refuse(
           reply,
           403,

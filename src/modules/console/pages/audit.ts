@@ -1,4 +1,4 @@
-import type { AuditEntryView } from '../../../../protocol/audit.js';
+import { type AuditEntryView, auditList } from '../../../../protocol/audit.js';
 import { type Html, html } from '../html.js';
 import { type ConsolePage, field, listing, when } from '../page.js';
 import { userLink } from './users.js';
@@ -33,7 +33,7 @@ ${field('action', 'Action', { value: filters.action, max: 100, hint: 'An exact n
     return listing<AuditEntryView>(ctx, {
       path: PATH,
       filters: form,
-      api: '/api/admin/audit',
+      api: auditList,
       query: filters,
       pageSize: PAGE_SIZE,
       caption: 'Audit entries, newest first',

@@ -7,9 +7,17 @@ import {
   type Purchase,
   payoutStateSchema,
 } from '../../../../protocol/economy.js';
-import type { verifyReportSchema } from '../../../../protocol/economy-admin.js';
+import {
+  adminGrant,
+  adminLedger,
+  adminPayoutDecide,
+  adminPayouts,
+  adminRefund,
+  adminVerify,
+  type verifyReportSchema,
+} from '../../../../protocol/economy-admin.js';
 import { type Html, html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import {
   type ConsoleAction,
   type ConsolePage,
@@ -25,9 +33,9 @@ import {
 } from '../page.js';
 
 /**
- * The economy's admin tools over /api/economy/admin/*: the ledger check, a ledger search, grants
- * and refunds on one page, and the payout queue on another. Writes carry an Idempotency-Key made
- * when the form was drawn, so a form submitted twice moves money once.
+ * The economy's admin tools over its `economy.admin.*` operations: the ledger check, a ledger
+ * search, grants and refunds on one page, and the payout queue on another. Writes carry an
+ * Idempotency-Key made when the form was drawn, so a form submitted twice moves money once.
  */
 
 const PATH = '/console/economy';
@@ -70,10 +78,7 @@ async function verifySection(ctx: PageContext): Promise<Html> {
   let result: Html | string =
     html`<p class="hint">Recomputes every balance from the ledger in one snapshot, as <code>atrium economy verify</code> does; on a large ledger it takes a while.</p>`;
   if (ctx.query.verify === '1') {
-    const answer = await ctx.api<z.infer<typeof verifyReportSchema>>({
-      method: 'GET',
-      path: '/api/economy/admin/verify',
-    });
+    const answer = await ctx.api<z.infer<typeof verifyReportSchema>>(apiCall(adminVerify));
     if (!answer.ok) result = problemBox(answer.problem);
     else if (answer.body.ok)
       result = html`<p class="ok" role="status">Verified ${when(answer.body.verified_at)}: every balance equals the sum of its entries.</p>`;
@@ -95,11 +100,9 @@ ${select('ledger-account', 'Account', ['', ...accountSchema.options], account, '
   if (!userId && !account) {
     return html`<section aria-labelledby="ledger"><h2 id="ledger">Ledger</h2>${form}<p class="hint">A user id (optionally one account), or a platform account alone.</p></section>`;
   }
-  const answer = await ctx.api<{ items: Entry[]; next_cursor: string | null }>({
-    method: 'GET',
-    path: '/api/economy/admin/ledger',
-    query: { user_id: userId, account, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-  });
+  const answer = await ctx.api<{ items: Entry[]; next_cursor: string | null }>(
+    apiCall(adminLedger, { query: { user_id: userId, account, limit: PAGE_SIZE, cursor: ctx.query.cursor } }),
+  );
   const body = answer.ok
     ? html`${table(
         'Ledger entries, newest first',
@@ -123,11 +126,9 @@ export const payoutsPage: ConsolePage = {
     const state = payoutStateSchema.options.includes(ctx.query.state as Payout['state'])
       ? (ctx.query.state as string)
       : 'requested';
-    const answer = await ctx.api<{ items: Payout[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/economy/admin/payouts',
-      query: { state, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
+    const answer = await ctx.api<{ items: Payout[]; next_cursor: string | null }>(
+      apiCall(adminPayouts, { query: { state, limit: PAGE_SIZE, cursor: ctx.query.cursor } }),
+    );
     const filter = html`<form method="get" action="${PAYOUTS}" class="filters" aria-label="Filter payouts">
 ${select('payout-state', 'State', payoutStateSchema.options, state, 'state')}<button type="submit">Show</button></form>`;
     if (!answer.ok) return html`${filter}${problemBox(answer.problem)}`;
@@ -178,15 +179,14 @@ function decisionForms(ctx: PageContext, payout: Payout): Html {
 export const economyActions: ConsoleAction[] = [
   {
     path: `${PATH}/grants`,
-    summary: 'Grant coins to a user (POST /api/economy/admin/grants).',
+    summary: `Grant coins to a user (${routeOf(adminGrant)}).`,
     role: 'admin',
     back: PATH,
-    call: (form) => ({
-      method: 'POST',
-      path: '/api/economy/admin/grants',
-      idempotencyKey: form.idempotency_key,
-      body: { user_id: form.user_id, amount: wholeNumber(form.amount), reason: form.reason },
-    }),
+    call: (form) =>
+      apiCall(adminGrant, {
+        idempotencyKey: form.idempotency_key,
+        body: { user_id: form.user_id, amount: wholeNumber(form.amount), reason: form.reason },
+      }),
     done: (answer) => {
       const grant = answer as z.infer<typeof grantSchema>;
       return `Granted ${grant.amount} coin to ${grant.user_id}; their wallet holds ${grant.balance}.`;
@@ -194,29 +194,28 @@ export const economyActions: ConsoleAction[] = [
   },
   {
     path: `${PATH}/refunds`,
-    summary:
-      'Refund a purchase while its hold lasts (POST /api/economy/admin/purchases/{purchase_id}/refund).',
+    summary: `Refund a purchase while its hold lasts (${routeOf(adminRefund)}).`,
     role: 'admin',
     back: PATH,
-    call: (form) => ({
-      method: 'POST',
-      path: `/api/economy/admin/purchases/${segment(form.purchase_id ?? '')}/refund`,
-      idempotencyKey: form.idempotency_key,
-      body: { reason: form.reason },
-    }),
+    call: (form) =>
+      apiCall(adminRefund, {
+        params: { purchase_id: form.purchase_id ?? '' },
+        idempotencyKey: form.idempotency_key,
+        body: { reason: form.reason },
+      }),
     done: (answer) => `Purchase ${(answer as Purchase).id} refunded.`,
   },
   {
     path: `${PAYOUTS}/:payout_id`,
-    summary: 'Approve, pay or reject a payout (PATCH /api/economy/admin/payouts/{payout_id}).',
+    summary: `Approve, pay or reject a payout (${routeOf(adminPayoutDecide)}).`,
     role: 'admin',
     back: PAYOUTS,
-    call: (form, params) => ({
-      method: 'PATCH',
-      path: `/api/economy/admin/payouts/${segment(params.payout_id ?? '')}`,
-      idempotencyKey: form.idempotency_key,
-      body: { state: form.state, expected_state: form.expected_state },
-    }),
+    call: (form, params) =>
+      apiCall(adminPayoutDecide, {
+        params: { payout_id: params.payout_id ?? '' },
+        idempotencyKey: form.idempotency_key,
+        body: { state: form.state, expected_state: form.expected_state },
+      }),
     done: (answer) => `Payout of ${(answer as Payout).amount} coin is now ${(answer as Payout).state}.`,
   },
 ];

@@ -1,7 +1,11 @@
-import type { AdminGameServer } from '../../../../protocol/gameservers.js';
-import { gameServerStatusFilterSchema } from '../../../../protocol/gameservers.js';
+import {
+  type AdminGameServer,
+  adminServersList,
+  gameServerStatusFilterSchema,
+  gameServersStop,
+} from '../../../../protocol/gameservers.js';
 import { html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import { type ConsoleAction, type ConsolePage, listing, postForm, select, when } from '../page.js';
 import { userLink } from './users.js';
 
@@ -21,7 +25,7 @@ ${select('status', 'Status', ['', ...STATUSES], status)}<button type="submit">Sh
     return listing<AdminGameServer>(ctx, {
       path: PATH,
       filters: filter,
-      api: '/api/admin/servers',
+      api: adminServersList,
       query: { status },
       pageSize: PAGE_SIZE,
       caption: 'Game servers',
@@ -57,9 +61,9 @@ ${select('status', 'Status', ['', ...STATUSES], status)}<button type="submit">Sh
 
 export const stopGameServer: ConsoleAction = {
   path: `${PATH}/:server_id/stop`,
-  summary: 'Stop a game server (DELETE /api/servers/{server_id}).',
+  summary: `Stop a game server (${routeOf(gameServersStop)}).`,
   role: 'admin',
   back: PATH,
-  call: (_form, params) => ({ method: 'DELETE', path: `/api/servers/${segment(params.server_id ?? '')}` }),
+  call: (_form, params) => apiCall(gameServersStop, { params: { server_id: params.server_id ?? '' } }),
   done: () => 'Server stopped.',
 };

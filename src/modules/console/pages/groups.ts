@@ -1,6 +1,17 @@
-import { GROUP_NAME_MAX, type Group, type GroupMember } from '../../../../protocol/groups.js';
+import {
+  adminGroupsDelete,
+  adminGroupsList,
+  adminGroupsRemoveMember,
+} from '../../../../protocol/group-admin.js';
+import {
+  GROUP_NAME_MAX,
+  type Group,
+  type GroupMember,
+  groupsGet,
+  groupsMembers,
+} from '../../../../protocol/groups.js';
 import { html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import {
   type ConsoleAction,
   type ConsolePage,
@@ -30,7 +41,7 @@ ${field('query', 'Name', { value: query, max: GROUP_NAME_MAX })}<button type="su
     return listing<Group>(ctx, {
       path: PATH,
       filters: search,
-      api: '/api/admin/groups',
+      api: adminGroupsList,
       query: { query },
       pageSize: PAGE_SIZE,
       caption: 'Groups',
@@ -50,13 +61,14 @@ export const groupPage: ConsolePage = {
   role: 'moderator',
   async render(ctx) {
     const groupId = ctx.params.group_id ?? '';
-    const group = await ctx.api<Group>({ method: 'GET', path: `/api/groups/${segment(groupId)}` });
+    const group = await ctx.api<Group>(apiCall(groupsGet, { params: { group_id: groupId } }));
     if (!group.ok) return html`${problemBox(group.problem)}<p><a href="${PATH}">Back to the groups</a></p>`;
-    const roster = await ctx.api<{ items: GroupMember[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: `/api/groups/${segment(groupId)}/members`,
-      query: { limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
+    const roster = await ctx.api<{ items: GroupMember[]; next_cursor: string | null }>(
+      apiCall(groupsMembers, {
+        params: { group_id: groupId },
+        query: { limit: PAGE_SIZE, cursor: ctx.query.cursor },
+      }),
+    );
     return html`<h2>${group.body.name}</h2>
 <p>${group.body.description}</p>
 <dl class="facts">
@@ -105,27 +117,24 @@ ${postForm(
 export const groupActions: ConsoleAction[] = [
   {
     path: `${PATH}/:group_id/members/:user_id/remove`,
-    summary: 'Remove a member of a group (DELETE /api/admin/groups/{group_id}/members/{user_id}).',
+    summary: `Remove a member of a group (${routeOf(adminGroupsRemoveMember)}).`,
     role: 'moderator',
     back: (params) => groupPath(params.group_id ?? ''),
-    call: (_form, params) => ({
-      method: 'DELETE',
-      path: `/api/admin/groups/${segment(params.group_id ?? '')}/members/${segment(params.user_id ?? '')}`,
-    }),
+    call: (_form, params) =>
+      apiCall(adminGroupsRemoveMember, {
+        params: { group_id: params.group_id ?? '', user_id: params.user_id ?? '' },
+      }),
     done: () => 'Member removed.',
   },
   {
     path: `${PATH}/:group_id/delete`,
-    summary: 'Delete a group (DELETE /api/admin/groups/{group_id}), once confirmed.',
+    summary: `Delete a group (${routeOf(adminGroupsDelete)}), once confirmed.`,
     role: 'moderator',
     // Once deleted, its page is gone: back to the list. Unconfirmed or refused, back to its page.
     back: (params, done) => (done ? PATH : groupPath(params.group_id ?? '')),
     unconfirmed: (form) =>
       form.confirm === 'yes' ? undefined : 'Nothing was deleted: tick the box to confirm the deletion first.',
-    call: (_form, params) => ({
-      method: 'DELETE',
-      path: `/api/admin/groups/${segment(params.group_id ?? '')}`,
-    }),
+    call: (_form, params) => apiCall(adminGroupsDelete, { params: { group_id: params.group_id ?? '' } }),
     done: () => 'Group deleted.',
   },
 ];

@@ -1,6 +1,6 @@
-import type { ModerationReport } from '../../../../protocol/moderation.js';
+import { type ModerationReport, reportsList, reportsUpdate } from '../../../../protocol/moderation.js';
 import { html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import {
   type ConsoleAction,
   type ConsolePage,
@@ -24,11 +24,9 @@ export const moderationPage: ConsolePage = {
   role: 'moderator',
   async render(ctx) {
     const state = STATES.includes(ctx.query.state ?? '') ? (ctx.query.state as string) : 'open';
-    const answer = await ctx.api<{ items: ModerationReport[]; next_cursor: string | null }>({
-      method: 'GET',
-      path: '/api/moderation/reports',
-      query: { state, limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
+    const answer = await ctx.api<{ items: ModerationReport[]; next_cursor: string | null }>(
+      apiCall(reportsList, { query: { state, limit: PAGE_SIZE, cursor: ctx.query.cursor } }),
+    );
     const filter = html`<form method="get" action="${PATH}" class="filters" aria-label="Filter reports">
 ${select('state', 'State', STATES, state)}<button type="submit">Show</button></form>`;
     if (!answer.ok) return html`${filter}${problemBox(answer.problem)}`;
@@ -82,18 +80,18 @@ ${
 
 export const decideReport: ConsoleAction = {
   path: `${PATH}/reports/:report_id`,
-  summary: 'Resolve or dismiss a report (PATCH /api/moderation/reports/{report_id}).',
+  summary: `Resolve or dismiss a report (${routeOf(reportsUpdate)}).`,
   role: 'moderator',
   back: PATH,
-  call: (form, params) => ({
-    method: 'PATCH',
-    path: `/api/moderation/reports/${segment(params.report_id ?? '')}`,
-    body: {
-      state: form.state,
-      ...(form.note ? { note: form.note } : {}),
-      ...(form.delete_message === 'true' ? { delete_message: true } : {}),
-    },
-  }),
+  call: (form, params) =>
+    apiCall(reportsUpdate, {
+      params: { report_id: params.report_id ?? '' },
+      body: {
+        state: form.state,
+        ...(form.note ? { note: form.note } : {}),
+        ...(form.delete_message === 'true' ? { delete_message: true } : {}),
+      },
+    }),
   done: (answer) => {
     const report = answer as ModerationReport;
     return `Report “${report.reason}” ${report.state}${report.message ? '' : '; its message is deleted'}.`;

@@ -1,8 +1,18 @@
-import type { AdminUser, AdminUserDetail } from '../../../../protocol/admin.js';
-import { SUSPENSION_REASON_MAX } from '../../../../protocol/admin.js';
+import {
+  type AdminUser,
+  type AdminUserDetail,
+  adminRolesGrant,
+  adminRolesRevoke,
+  adminSessionsRevoke,
+  adminUsersGet,
+  adminUsersList,
+  adminUsersSuspend,
+  adminUsersUnsuspend,
+  SUSPENSION_REASON_MAX,
+} from '../../../../protocol/admin.js';
 import { hasRole } from '../../../platform/context.js';
 import { type Html, html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import {
   type ConsoleAction,
   type ConsolePage,
@@ -54,7 +64,7 @@ ${field('query', 'Name or id', { value: query, max: 64 })}<button type="submit">
     return listing<AdminUser>(ctx, {
       path: PATH,
       filters: search,
-      api: '/api/admin/users',
+      api: adminUsersList,
       query: { query },
       pageSize: PAGE_SIZE,
       caption: 'Accounts',
@@ -74,10 +84,7 @@ export const userPage: ConsolePage = {
   role: 'moderator',
   async render(ctx) {
     const userId = ctx.params.user_id ?? '';
-    const answer = await ctx.api<AdminUserDetail>({
-      method: 'GET',
-      path: `/api/admin/users/${segment(userId)}`,
-    });
+    const answer = await ctx.api<AdminUserDetail>(apiCall(adminUsersGet, { params: { user_id: userId } }));
     if (!answer.ok)
       return html`${problemBox(answer.problem)}<p><a href="${PATH}">Back to the accounts</a></p>`;
     const user = answer.body;
@@ -118,6 +125,10 @@ ${
   },
 };
 
+/**
+ * A grant or a revoke form per staff role, by whether the account holds that very role: not a
+ * check of powers (hasRole ranks them), since an admin may also hold moderator, or not.
+ */
 function rolesForms(ctx: PageContext, user: AdminUserDetail): Html {
   return html`<h2>Roles</h2><div class="actions">${STAFF_ROLES.map((role) =>
     user.roles.includes(role)
@@ -178,49 +189,51 @@ export function suspensionUntil(
 }
 
 const back = (params: Readonly<Record<string, string>>) => userPath(params.user_id ?? '');
-const userApi = (params: Readonly<Record<string, string>>) =>
-  `/api/admin/users/${segment(params.user_id ?? '')}`;
-const roleOf = (form: Readonly<Record<string, string>>) => segment(form.role ?? '');
+/** The account a form acts on, from the form's path; with a role, from the form. */
+const account = (params: Readonly<Record<string, string>>) => ({ user_id: params.user_id ?? '' });
+const accountRole = (form: Readonly<Record<string, string>>, params: Readonly<Record<string, string>>) => ({
+  ...account(params),
+  role: form.role ?? '',
+});
 
 export const userActions: ConsoleAction[] = [
   {
     path: `${PATH}/:user_id/roles/grant`,
-    summary: 'Give an account a role (PUT /api/admin/users/{user_id}/roles/{role}).',
+    summary: `Give an account a role (${routeOf(adminRolesGrant)}).`,
     role: 'admin',
     back,
-    call: (form, params) => ({ method: 'PUT', path: `${userApi(params)}/roles/${roleOf(form)}` }),
+    call: (form, params) => apiCall(adminRolesGrant, { params: accountRole(form, params) }),
     done: (answer) =>
       `${(answer as AdminUser).username} now holds ${(answer as AdminUser).roles.join(', ')}.`,
   },
   {
     path: `${PATH}/:user_id/roles/revoke`,
-    summary: 'Take a role from an account (DELETE /api/admin/users/{user_id}/roles/{role}).',
+    summary: `Take a role from an account (${routeOf(adminRolesRevoke)}).`,
     role: 'admin',
     back,
-    call: (form, params) => ({ method: 'DELETE', path: `${userApi(params)}/roles/${roleOf(form)}` }),
+    call: (form, params) => apiCall(adminRolesRevoke, { params: accountRole(form, params) }),
     done: (answer) =>
       `${(answer as AdminUser).username} now holds ${(answer as AdminUser).roles.join(', ')}.`,
   },
   {
     path: `${PATH}/:user_id/sessions/revoke`,
-    summary: 'Revoke every session of an account (DELETE /api/admin/users/{user_id}/sessions).',
+    summary: `Revoke every session of an account (${routeOf(adminSessionsRevoke)}).`,
     role: 'admin',
     back,
-    call: (_form, params) => ({ method: 'DELETE', path: `${userApi(params)}/sessions` }),
+    call: (_form, params) => apiCall(adminSessionsRevoke, { params: account(params) }),
     done: (answer) => `${(answer as { revoked_sessions: number }).revoked_sessions} open session(s) revoked.`,
   },
   {
     path: `${PATH}/:user_id/suspend`,
-    summary: 'Suspend an account (POST /api/admin/users/{user_id}/suspension).',
+    summary: `Suspend an account (${routeOf(adminUsersSuspend)}).`,
     role: 'moderator',
     back,
     call: (form, params) => {
       const until = suspensionUntil(form);
-      return {
-        method: 'POST',
-        path: `${userApi(params)}/suspension`,
+      return apiCall(adminUsersSuspend, {
+        params: account(params),
         body: { reason: form.reason ?? '', ...(until ? { until } : {}) },
-      };
+      });
     },
     done: (answer) => {
       const user = answer as AdminUser;
@@ -229,10 +242,10 @@ export const userActions: ConsoleAction[] = [
   },
   {
     path: `${PATH}/:user_id/unsuspend`,
-    summary: 'Lift the suspension of an account (DELETE /api/admin/users/{user_id}/suspension).',
+    summary: `Lift the suspension of an account (${routeOf(adminUsersUnsuspend)}).`,
     role: 'moderator',
     back,
-    call: (_form, params) => ({ method: 'DELETE', path: `${userApi(params)}/suspension` }),
+    call: (_form, params) => apiCall(adminUsersUnsuspend, { params: account(params) }),
     done: (answer) => `${(answer as AdminUser).username} is no longer suspended.`,
   },
 ];

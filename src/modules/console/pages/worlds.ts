@@ -1,7 +1,15 @@
-import type { AdminWorld, Revision, World } from '../../../../protocol/worlds.js';
-import { worldVisibilitySchema } from '../../../../protocol/worlds.js';
+import { worldsRollback } from '../../../../protocol/chunks.js';
+import {
+  type AdminWorld,
+  adminWorldsList,
+  adminWorldsUpdate,
+  type Revision,
+  revisionsList,
+  type World,
+  worldVisibilitySchema,
+} from '../../../../protocol/worlds.js';
 import { html } from '../html.js';
-import { segment } from '../operator-api.js';
+import { apiCall, routeOf, segment } from '../operator-api.js';
 import {
   type ConsoleAction,
   type ConsolePage,
@@ -38,7 +46,7 @@ ${select('visibility', 'Visibility', ['', ...VISIBILITIES], visibility)}<button 
     return listing<AdminWorld>(ctx, {
       path: PATH,
       filters: search,
-      api: '/api/admin/worlds',
+      api: adminWorldsList,
       query: { query, visibility },
       pageSize: PAGE_SIZE,
       caption: 'Worlds',
@@ -63,19 +71,18 @@ export const worldPage: ConsolePage = {
       next_cursor: string | null;
       content_revision: number;
       horizon: number;
-    }>({
-      method: 'GET',
-      path: `/api/worlds/${segment(worldId)}/revisions`,
-      query: { limit: PAGE_SIZE, cursor: ctx.query.cursor },
-    });
+    }>(
+      apiCall(revisionsList, {
+        params: { world_id: worldId },
+        query: { limit: PAGE_SIZE, cursor: ctx.query.cursor },
+      }),
+    );
     if (!history.ok)
       return html`${problemBox(history.problem)}<p><a href="${PATH}">Back to the worlds</a></p>`;
     // The administration list answers any world, private ones too, when its query is the world's id.
-    const found = await ctx.api<{ items: AdminWorld[] }>({
-      method: 'GET',
-      path: '/api/admin/worlds',
-      query: { query: worldId, limit: 1 },
-    });
+    const found = await ctx.api<{ items: AdminWorld[] }>(
+      apiCall(adminWorldsList, { query: { query: worldId, limit: 1 } }),
+    );
     if (!found.ok) return html`${problemBox(found.problem)}<p><a href="${PATH}">Back to the worlds</a></p>`;
     const world = found.body.items[0];
     const { content_revision: content, horizon } = history.body;
@@ -130,6 +137,8 @@ ${nextPage(worldPath(worldId), {}, history.body.next_cursor)}`;
 };
 
 const back = (params: Readonly<Record<string, string>>) => worldPath(params.world_id ?? '');
+/** The world a form acts on, from the form's path. */
+const world = (params: Readonly<Record<string, string>>) => ({ world_id: params.world_id ?? '' });
 /** A whole number typed in a form as the API takes it; anything else as typed, for the API to refuse. */
 const integer = (value: string | undefined) =>
   value && /^\d{1,15}$/.test(value) ? Number(value) : (value ?? '');
@@ -137,23 +146,23 @@ const integer = (value: string | undefined) =>
 export const worldActions: ConsoleAction[] = [
   {
     path: `${PATH}/:world_id/rollback`,
-    summary: 'Roll a world back to a revision (POST /api/worlds/{world_id}/rollback), once confirmed.',
+    summary: `Roll a world back to a revision (${routeOf(worldsRollback)}), once confirmed.`,
     role: 'admin',
     back,
     unconfirmed: (form) =>
       form.confirm === 'yes'
         ? undefined
         : 'Nothing was rolled back: tick the box to confirm the revision first.',
-    call: (form, params) => ({
-      method: 'POST',
-      path: `/api/worlds/${segment(params.world_id ?? '')}/rollback`,
-      body: {
-        revision: integer(form.revision),
-        ...(form.expected_content_revision
-          ? { expected_content_revision: integer(form.expected_content_revision) }
-          : {}),
-      },
-    }),
+    call: (form, params) =>
+      apiCall(worldsRollback, {
+        params: world(params),
+        body: {
+          revision: integer(form.revision),
+          ...(form.expected_content_revision
+            ? { expected_content_revision: integer(form.expected_content_revision) }
+            : {}),
+        },
+      }),
     done: (answer) => {
       const result = answer as { content_revision: number; restored: number };
       return `Rolled back: ${result.restored} chunk(s) restored, content revision ${result.content_revision}.`;
@@ -161,14 +170,11 @@ export const worldActions: ConsoleAction[] = [
   },
   {
     path: `${PATH}/:world_id/visibility`,
-    summary: "Change a world's visibility (PATCH /api/admin/worlds/{world_id}).",
+    summary: `Change a world's visibility (${routeOf(adminWorldsUpdate)}).`,
     role: 'admin',
     back,
-    call: (form, params) => ({
-      method: 'PATCH',
-      path: `/api/admin/worlds/${segment(params.world_id ?? '')}`,
-      body: { visibility: form.visibility ?? '' },
-    }),
+    call: (form, params) =>
+      apiCall(adminWorldsUpdate, { params: world(params), body: { visibility: form.visibility ?? '' } }),
     done: (answer) => `“${(answer as World).name}” is now ${(answer as World).visibility}.`,
   },
 ];
