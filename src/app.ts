@@ -1,4 +1,4 @@
-import type { Config } from './config.js';
+import { type Config, configParts } from './config.js';
 import { modules } from './modules/index.js';
 import { AccessTokens, SESSION_REVOCATIONS_TOPIC } from './platform/auth/access-tokens.js';
 import { requireUser, secureByDefault } from './platform/auth/http-auth.js';
@@ -170,6 +170,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     const http = await createHttpServer({ config, log, metrics, inFlight });
     const platform: Platform = {
       config,
+      configParts,
       log,
       metrics,
       db,

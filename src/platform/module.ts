@@ -25,6 +25,11 @@ export interface ServiceConfig extends PlatformConfig {}
 /** The ports a module is built from. A module hands its services only the parts they use. */
 export interface Platform {
   config: ServiceConfig;
+  /**
+   * The parts `config` is declared in (the platform's, then each module's zod shape, by name), for
+   * the admins' view of the settings in force, which lists each setting under its part.
+   */
+  configParts: Readonly<Record<string, object>>;
   log: Logger;
   metrics: Metrics;
   db: Database;

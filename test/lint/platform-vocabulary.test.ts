@@ -16,7 +16,7 @@ const OWN_SENSE: Record<string, string> = {
   discovery: "MikroORM's `discovery` option",
   settings: 'a setting is a configuration variable, which the platform reads and validates',
   console: "JavaScript's `console`, which the KV stores warn through",
-  admin: "a role the access tokens carry (auth/access-tokens.ts), ranked by requireRole",
+  admin: 'a role the access tokens carry (auth/access-tokens.ts), ranked by requireRole',
 };
 
 function filesUnder(dir: string): string[] {

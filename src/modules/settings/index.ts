@@ -8,8 +8,8 @@ export const settingsModule = defineModule({
   name: 'settings',
   tables: [],
   needs: [],
-  setup({ config }) {
-    const settings = new SettingsService(config);
+  setup({ config, configParts }) {
+    const settings = new SettingsService(config, configParts);
     return { api: {}, operations: [serve(adminConfig, (ctx) => settings.inForce(ctx))] };
   },
 });
