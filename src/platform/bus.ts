@@ -35,6 +35,12 @@ export type Recovery =
   /** The events after its position are no longer all kept (or the history was lost): refetch. */
   | { recovered: false; position: StreamPosition };
 
+/** An event and the topics it goes to, as a write announces it once committed. */
+export interface Announcement {
+  topics: string | readonly string[];
+  event: BusEvent;
+}
+
 export interface PublishOptions {
   /**
    * Not recorded even on a recorded topic: only the sockets connected now receive it, and it never
@@ -166,6 +172,17 @@ export class EventBus {
     } catch (err) {
       log.warn({ err, topics, event: event.t }, 'an event could not be published');
     }
+  }
+
+  /**
+   * publishCommitted for what one committed write announces, each event to its topics, all issued
+   * in this turn and in this order (so Redis gets them in one pipeline, with auto-pipelining).
+   */
+  async publishAllCommitted(
+    announcements: readonly Announcement[],
+    log: Pick<Logger, 'warn'>,
+  ): Promise<void> {
+    await Promise.all(announcements.map(({ topics, event }) => this.publishCommitted(topics, event, log)));
   }
 
   /** Whether any node listens on the topic: publishers skip building events nobody would receive. */

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AccountKind } from '../../../protocol/economy.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
 
 /**
  * Ledger accounts are named, not looked up: a user's account of a kind has an id derived from the
@@ -62,3 +63,9 @@ export function userAccount(userId: string, kind: UserAccountKind): AccountRef {
 export function platformAccount(kind: PlatformAccountKind): AccountRef {
   return { id: PLATFORM_ACCOUNT_IDS[kind], userId: null, kind };
 }
+
+/** The refusal of a movement the account does not hold enough for, with what it holds and needs. */
+export const insufficientFunds = (balance: number, required: number) =>
+  new AppError(ErrorCode.INSUFFICIENT_FUNDS, 'The account does not hold enough for this.', {
+    details: { balance, required },
+  });

@@ -1,11 +1,15 @@
 import type { AccountKind, EntryKind } from '../../../protocol/economy.js';
 import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound, executeNamed } from '../../platform/db.js';
+import { executeBound, executeNamed, hasSqlState, SqlState } from '../../platform/db.js';
+import { newId } from '../../platform/ids.js';
 import { namedSql } from '../../platform/named-sql.js';
-import { type AccountRef, PLATFORM_ACCOUNT_IDS } from './accounts.js';
+import { type AccountRef, insufficientFunds, PLATFORM_ACCOUNT_IDS } from './accounts.js';
 
-/** SQL of the ledger: accounts, transactions and their entries (migrations 0013 and 0014). */
+/**
+ * The ledger: its accounts, transactions and their entries (migrations 0013 and 0014), and `post`,
+ * the one way a transaction is appended.
+ */
 
 export interface Posting {
   entryId: string;
@@ -112,7 +116,7 @@ const POST_TRANSACTION = namedSql<PostingParams>(
  * account taken below zero fails the statement (the check of migration 0013), and entries that do
  * not sum to zero fail the commit (0014's deferred trigger).
  */
-export function postTransaction(data: DataAccess, tx: NewTransaction): Promise<EntryRow[]> {
+function postTransaction(data: DataAccess, tx: NewTransaction): Promise<EntryRow[]> {
   const { postings, ...row } = tx;
   return executeNamed<EntryRow, PostingParams>(data, POST_TRANSACTION, {
     ...row,
@@ -179,4 +183,59 @@ export async function accountsById(
     [ids],
   );
   return new Map(rows.map((r) => [r.id, { balance: Number(r.balance), updatedAt: r.updated_at }]));
+}
+
+/** One line of a transaction: an account moved by a signed amount. */
+export interface Movement {
+  accountId: string;
+  kind: EntryKind;
+  amount: number;
+}
+
+export interface Posted {
+  transactionId: string;
+  entries: EntryRow[];
+}
+
+/**
+ * Appends a transaction of these movements (each account at most once, already locked with
+ * lockAccounts). Movements of 0 are left out: an entry always moves money. A user account that
+ * would go below zero is refused by the database; that reaches the caller as INSUFFICIENT_FUNDS.
+ */
+export async function post(
+  data: DataAccess,
+  tx: {
+    kind: EntryKind;
+    purchaseId?: string;
+    payoutId?: string;
+    actorId?: string;
+    reason?: string;
+    at: Date;
+  },
+  movements: readonly Movement[],
+  transactionId = newId(),
+): Promise<Posted> {
+  const postings = movements
+    .filter((m) => m.amount !== 0)
+    .map((m) => ({ entryId: newId(), accountId: m.accountId, kind: m.kind, amount: m.amount }));
+  try {
+    const entries = await postTransaction(data, {
+      id: transactionId,
+      kind: tx.kind,
+      purchaseId: tx.purchaseId ?? null,
+      payoutId: tx.payoutId ?? null,
+      actorId: tx.actorId ?? null,
+      reason: tx.reason ?? null,
+      at: tx.at,
+      postings,
+    });
+    return { transactionId, entries };
+  } catch (error) {
+    // The services check balances under the accounts' locks first; this is the database's last word.
+    if (hasSqlState(error, SqlState.CHECK_VIOLATION)) {
+      const short = postings.find((p) => p.amount < 0);
+      throw insufficientFunds(0, short ? -short.amount : 0);
+    }
+    throw error;
+  }
 }

@@ -1,21 +1,19 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type Payout, type PayoutState, payoutsCreate } from '../../../protocol/economy.js';
 import { adminPayoutDecide } from '../../../protocol/economy-admin.js';
-import type { EventBus } from '../../platform/bus.js';
-import { userTopic } from '../../platform/bus.js';
+import { type Announcement, type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
-import { platformAccount, userAccount } from './accounts.js';
+import { insufficientFunds, platformAccount, userAccount } from './accounts.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
-import { announceBalances, type Movement, post } from './ledger.js';
-import { ensureAccounts, lockAccounts } from './ledger.repository.js';
+import { ensureAccounts, lockAccounts, type Movement, post } from './ledger.repository.js';
 import { decidePayout, insertPayout, payoutById, payoutQueue, payoutsOf } from './payouts.repository.js';
 import { releaseHolds } from './release.js';
-import { conflictIn, idOr, insufficientFunds, toPayout } from './views.js';
+import { balanceAnnouncements, conflictIn, idOr, toPayout } from './views.js';
 
 export interface PayoutsDeps {
   writes: IdempotentWrites;
@@ -93,13 +91,11 @@ export class PayoutsService {
       const payout = toPayout(row);
       return {
         answer: await key.store(payout),
-        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
-        afterCommit: async () => {
-          await Promise.all([
-            announceBalances(this.deps.bus, ctx.log, [...released.entries, ...entries]),
-            this.tell(ctx, payout),
-          ]);
-        },
+        afterCommit: () =>
+          this.deps.bus.publishAllCommitted(
+            [...balanceAnnouncements([...released.entries, ...entries]), ...payoutAnnouncement(payout)],
+            ctx.log,
+          ),
       };
     });
   }
@@ -186,20 +182,18 @@ export class PayoutsService {
       });
       return {
         answer: await key.store(payout),
-        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
-        afterCommit: async () => {
-          await Promise.all([announceBalances(this.deps.bus, ctx.log, entries), this.tell(ctx, payout)]);
-        },
+        afterCommit: () =>
+          this.deps.bus.publishAllCommitted(
+            [...balanceAnnouncements(entries), ...payoutAnnouncement(payout)],
+            ctx.log,
+          ),
       };
     });
   }
+}
 
-  private async tell(ctx: Ctx, payout: Payout): Promise<void> {
-    if (payout.user_id === null) return;
-    await this.deps.bus.publishCommitted(
-      userTopic(payout.user_id),
-      { t: 'economy.payout', d: payout },
-      ctx.log,
-    );
-  }
+/** The payout's creator told of its request or its decision (none when their account is gone). */
+function payoutAnnouncement(payout: Payout): Announcement[] {
+  if (payout.user_id === null) return [];
+  return [{ topics: userTopic(payout.user_id), event: { t: 'economy.payout', d: payout } }];
 }

@@ -2,20 +2,17 @@ import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Purchase } from '../../../protocol/economy.js';
 import { adminRefund } from '../../../protocol/economy-admin.js';
 import { purchasesCreate } from '../../../protocol/marketplace.js';
-import type { EventBus } from '../../platform/bus.js';
-import { userTopic } from '../../platform/bus.js';
+import { type Announcement, type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
-import type { LogSink } from '../../platform/log.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
-import { platformAccount, userAccount } from './accounts.js';
+import { insufficientFunds, platformAccount, userAccount } from './accounts.js';
 import { listingById } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
-import { announceBalances, post } from './ledger.js';
-import { lockAccounts, transactionById } from './ledger.repository.js';
+import { lockAccounts, post, transactionById } from './ledger.repository.js';
 import {
   inventoryOf,
   markRefunded,
@@ -24,7 +21,7 @@ import {
   recordSale,
   takeFromInventory,
 } from './purchases.repository.js';
-import { conflictIn, filterId, idOr, insufficientFunds, toItem, toPurchase } from './views.js';
+import { balanceAnnouncements, conflictIn, filterId, idOr, toItem, toPurchase } from './views.js';
 
 export interface PurchasesDeps {
   writes: IdempotentWrites;
@@ -112,13 +109,11 @@ export class PurchasesService {
       );
       return {
         answer,
-        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
-        afterCommit: async () => {
-          await Promise.all([
-            announceBalances(this.deps.bus, ctx.log, entries),
-            this.tellSeller(ctx.log, sellerId, answer.value),
-          ]);
-        },
+        afterCommit: () =>
+          this.deps.bus.publishAllCommitted(
+            [...balanceAnnouncements(entries), ...saleAnnouncement(sellerId, answer.value)],
+            ctx.log,
+          ),
       };
     });
   }
@@ -206,19 +201,19 @@ export class PurchasesService {
       });
       return {
         answer: await key.store(purchase),
-        // Issued in the same tick, in this order, so Redis gets them in one pipeline (auto-pipelining).
-        afterCommit: async () => {
-          await Promise.all([
-            announceBalances(this.deps.bus, ctx.log, entries),
-            this.tellSeller(ctx.log, row.seller_id, purchase),
-          ]);
-        },
+        afterCommit: () =>
+          this.deps.bus.publishAllCommitted(
+            [...balanceAnnouncements(entries), ...saleAnnouncement(row.seller_id, purchase)],
+            ctx.log,
+          ),
       };
     });
   }
+}
 
-  private async tellSeller(log: LogSink, sellerId: string | null, purchase: Purchase): Promise<void> {
-    if (sellerId === null) return;
-    await this.deps.bus.publishCommitted(userTopic(sellerId), { t: 'economy.sale', d: purchase }, log);
-  }
+/** The seller told of a sale or its refund (none for a seller whose account is gone). */
+function saleAnnouncement(sellerId: string | null, purchase: Purchase): Announcement[] {
+  return sellerId === null
+    ? []
+    : [{ topics: userTopic(sellerId), event: { t: 'economy.sale', d: purchase } }];
 }

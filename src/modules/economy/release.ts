@@ -3,10 +3,9 @@ import { type DataAccess, transaction } from '../../platform/data-access.js';
 import type { Database } from '../../platform/db.js';
 import type { Logger } from '../../platform/log.js';
 import { pruneIdempotencyKeys } from './idempotency.js';
-import { announceBalances, post } from './ledger.js';
-import type { EntryRow } from './ledger.repository.js';
-import { lockAccounts } from './ledger.repository.js';
+import { type EntryRow, lockAccounts, post } from './ledger.repository.js';
 import { dueHolds, markReleased } from './purchases.repository.js';
+import { balanceAnnouncements } from './views.js';
 
 /**
  * Releases held purchases whose hold ended: each one's seller share moves from creator_pending to
@@ -107,7 +106,7 @@ export class ReleaseJob {
       const { released, entries } = await transaction(this.deps.db.data, (tx) =>
         releaseHolds(tx, { at, sellerId: null, limit: batch, skipLocked: true }),
       );
-      await announceBalances(this.deps.bus, this.deps.log, entries);
+      await this.deps.bus.publishAllCommitted(balanceAnnouncements(entries), this.deps.log);
       if (released < batch) break;
     }
     const before = new Date(now().getTime() - this.deps.idempotencyTtlHours * 3_600_000);

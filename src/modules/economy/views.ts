@@ -1,5 +1,6 @@
 import {
   CURRENCY,
+  type EconomyBalanceEvent,
   type Entry,
   type Item,
   type Listing,
@@ -7,6 +8,7 @@ import {
   type Purchase,
   type TransactionEntry,
 } from '../../../protocol/economy.js';
+import { type Announcement, userTopic } from '../../platform/bus.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { ItemRow, ListingRow } from './catalog.repository.js';
@@ -107,7 +109,15 @@ export function filterId(value: string | undefined): string | null {
 export const conflictIn = (message: string, currentState: string) =>
   new AppError(ErrorCode.CONFLICT, message, { details: { current_state: currentState } });
 
-export const insufficientFunds = (balance: number, required: number) =>
-  new AppError(ErrorCode.INSUFFICIENT_FUNDS, 'The account does not hold enough for this.', {
-    details: { balance, required },
+/** Each owner of a moved user account told its new balance, once the transaction committed. */
+export function balanceAnnouncements(entries: readonly EntryRow[]): Announcement[] {
+  return entries.flatMap((entry) => {
+    if (entry.user_id === null) return [];
+    const d: EconomyBalanceEvent = {
+      account: entry.account,
+      balance: Number(entry.balance_after),
+      transaction_id: entry.transaction_id,
+    };
+    return [{ topics: userTopic(entry.user_id), event: { t: 'economy.balance', d } }];
   });
+}

@@ -30,19 +30,19 @@ import {
   userAccountId,
 } from './accounts.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
-import { announceBalances, post } from './ledger.js';
 import {
   accountsById,
   type EntryRow,
   ensureAccounts,
   entriesOf,
   lockAccounts,
+  post,
   transactionById,
 } from './ledger.repository.js';
 import { paidOutTo } from './payouts.repository.js';
 import { nextReleaseOf } from './purchases.repository.js';
 import { verifyLedger } from './verify.js';
-import { idOr, toEntry, toOthersEntry } from './views.js';
+import { balanceAnnouncements, idOr, toEntry, toOthersEntry } from './views.js';
 
 export interface WalletDeps {
   writes: IdempotentWrites;
@@ -204,7 +204,7 @@ export class WalletService {
           currency: CURRENCY,
           balance: Number(credited?.balance_after ?? 0),
         }),
-        afterCommit: () => announceBalances(this.deps.bus, ctx.log, entries).then(() => undefined),
+        afterCommit: () => this.deps.bus.publishAllCommitted(balanceAnnouncements(entries), ctx.log),
       };
     });
   }
