@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { basename, join, relative } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -39,7 +39,7 @@ describe('the module map of docs/architecture.md', () => {
 
   it('names every file of src/ outside the modules, and of scripts/', () => {
     const files = [...filesUnder('src'), ...filesUnder('scripts')].filter(
-      (file) => !relative('src/modules', file).match(/^[^.]/) || file === join('src/modules/index.ts'),
+      (file) => !file.startsWith('src/modules/') || file === 'src/modules/index.ts',
     );
     expect(files.length).toBeGreaterThan(50);
     expect(files.filter((file) => !named(file))).toEqual([]);
