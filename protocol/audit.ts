@@ -8,7 +8,10 @@ import { text } from './text.js';
  * written in the transaction of the action itself, and no entry is ever changed or removed.
  */
 
-export const auditActorKindSchema = z.enum(['user', 'cli', 'system']);
+export const auditActorKindSchema = z.enum(['user', 'cli', 'system', 'extension']);
+
+/** An extension's name (the extensions contract's `name`), the actor id of an extension's entries. */
+export const EXTENSION_NAME = /^[a-z][a-z0-9_-]{0,63}$/;
 
 /** The longest action name, target type and target id an entry holds. */
 export const AUDIT_ACTION_MAX = 100;
@@ -18,9 +21,15 @@ export const AUDIT_TARGET_ID_MAX = 200;
 export const auditEntrySchema = z.object({
   id: z.string(),
   at: z.string(),
-  /** `user` for an account acting through the API or the console, `cli` for `atrium admin`, `system` for the service itself. */
+  /**
+   * `user` for an account acting through the API or the console, `cli` for `atrium admin`, `system`
+   * for the service itself, `extension` for a loaded extension's `ctx` service (a grant).
+   */
   actor_kind: auditActorKindSchema,
-  /** The acting account; null for the CLI and the system. The id stays after that account is deleted. */
+  /**
+   * The acting account's id, or the extension's name; null for the CLI and the system. The id stays
+   * after that account is deleted.
+   */
   actor_id: z.string().nullable(),
   /** What was done, as `<domain>.<what>`: `users.suspend`, `users.roles.grant`, `moderation.reports.resolve`, ... */
   action: z.string(),
@@ -36,11 +45,16 @@ export type AuditEntryView = z.infer<typeof auditEntrySchema>;
 export const auditList = operation('admin.audit.list', {
   tag: 'admin',
   summary:
-    'The audit log, newest first, filtered by actor (an account id), target (a target id, optionally with target_type) and action (exact name). Admins read every entry; moderators read only their own actions (no actor, or their own id; another actor 403). Others 403 FORBIDDEN.',
+    "The audit log, newest first, filtered by actor (an account id, or an extension's name), target (a target id, optionally with target_type) and action (exact name). Admins read every entry; moderators read only their own actions (no actor, or their own id; another actor 403). Others 403 FORBIDDEN.",
   rest: { method: 'GET', path: '/api/admin/audit' },
   request: z
     .object({
-      actor: z.string().min(1).max(64).optional(),
+      actor: z
+        .string()
+        .min(1)
+        .max(64)
+        .describe("An account's id (the entries of its actions) or an extension's name (its entries).")
+        .optional(),
       target: text(1, AUDIT_TARGET_ID_MAX).optional(),
       target_type: z
         .string()

@@ -132,7 +132,7 @@ describe('the audit log', () => {
   });
 
   it.each([
-    ['an actor that is no id', '?actor=someone', 'actor'],
+    ['an actor that is neither an account id nor an extension name', '?actor=Someone', 'actor'],
     ['an action of another shape', '?action=Users%20Suspend', 'action'],
     ['a limit over 100', '?limit=101', 'limit'],
     ['a cursor it never gave', '?cursor=bm90LWEta2V5', 'cursor'],

@@ -1,12 +1,29 @@
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed } from '../../platform/db.js';
+import { canonicalId } from '../../platform/ids.js';
 import { namedSql } from '../../platform/named-sql.js';
 
-/** The SQL of the audit log (table `audit_log` of migration 0023); rows are only ever inserted. */
+/** The SQL of the audit log (table `audit_log` of migrations 0023 and 0032); rows are only ever inserted. */
 
-/** Who acted: an account, the `atrium admin` CLI, or the service itself. */
-export type AuditActor = { kind: 'user'; id: string } | { kind: 'cli' } | { kind: 'system' };
+/**
+ * Who acted: an account, the `atrium admin` CLI, the service itself, or an extension (by its name,
+ * for what its `ctx` services do that only an admin could).
+ */
+export type AuditActor =
+  | { kind: 'user'; id: string }
+  | { kind: 'cli' }
+  | { kind: 'system' }
+  | { kind: 'extension'; name: string };
+
+/**
+ * What `actor_id` holds for an actor: an account's id (its one spelling: the column is text, so it
+ * would not match a filter otherwise) or an extension's name; null for the others.
+ */
+function actorIdOf(actor: AuditActor): string | null {
+  if (actor.kind === 'user') return canonicalId(actor.id);
+  return actor.kind === 'extension' ? actor.name : null;
+}
 
 /**
  * One action to record. `action` is `<domain>.<what>` (`users.suspend`); `target` names what it
@@ -55,7 +72,7 @@ export async function insertAuditEntry(data: DataAccess, id: string, entry: Audi
   await executeNamed<unknown, AuditParams>(data, INSERT_AUDIT_ENTRY, {
     id,
     actorKind: entry.actor.kind,
-    actorId: entry.actor.kind === 'user' ? entry.actor.id : null,
+    actorId: actorIdOf(entry.actor),
     action: entry.action,
     targetType: entry.target.type,
     targetId: entry.target.id,
@@ -65,6 +82,7 @@ export async function insertAuditEntry(data: DataAccess, id: string, entry: Audi
 }
 
 export interface AuditFilter {
+  /** An account's id (in its lower-case spelling) or an extension's name: `actor_id` holds either. */
   actorId?: string | undefined;
   targetId?: string | undefined;
   targetType?: string | undefined;
@@ -83,7 +101,7 @@ function filterSql(filter: AuditFilter): { conditions: string[]; params: unknown
     params.push(value);
     conditions.push(sql(3 + params.length));
   };
-  if (filter.actorId !== undefined) add((n) => `actor_id = $${n}::uuid`, filter.actorId);
+  if (filter.actorId !== undefined) add((n) => `actor_id = $${n}`, filter.actorId);
   if (filter.targetId !== undefined) add((n) => `target_id = $${n}`, filter.targetId);
   if (filter.targetType !== undefined) add((n) => `target_type = $${n}`, filter.targetType);
   if (filter.action !== undefined) add((n) => `action = $${n}`, filter.action);

@@ -1,4 +1,4 @@
-import type { AuditEntryView } from '../../../protocol/audit.js';
+import { type AuditEntryView, EXTENSION_NAME } from '../../../protocol/audit.js';
 import { type Ctx, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
@@ -28,6 +28,19 @@ const toView = (row: AuditRow): AuditEntryView => ({
 });
 
 /**
+ * The `actor_id` an `actor` filter looks for: an account's id in its one spelling, or an
+ * extension's name as it is. Both are equality on the one column and its index.
+ */
+function actorFilter(actor: string): string {
+  if (isId(actor)) return canonicalId(actor);
+  if (EXTENSION_NAME.test(actor)) return actor;
+  const message = 'must be an account id or an extension name';
+  throw new AppError(ErrorCode.VALIDATION_FAILED, `actor: ${message}`, {
+    errors: [{ path: 'actor', message }],
+  });
+}
+
+/**
  * Appends an entry through `data`: inside the caller's transaction when there is one, so the
  * entry and the action it records commit (or roll back) together.
  */
@@ -44,11 +57,7 @@ export class AuditService {
   async list(ctx: Ctx, query: AuditQuery) {
     const caller = requireRole(ctx, 'moderator', 'Only admins and moderators can read the audit log.');
     const admin = hasRole(caller, 'admin');
-    if (query.actor !== undefined && !isId(query.actor))
-      throw new AppError(ErrorCode.VALIDATION_FAILED, 'actor: must be an account id', {
-        errors: [{ path: 'actor', message: 'must be an account id' }],
-      });
-    const actor = query.actor === undefined ? undefined : canonicalId(query.actor);
+    const actor = query.actor === undefined ? undefined : actorFilter(query.actor);
     if (!admin && actor !== undefined && actor !== caller.id)
       throw new AppError(ErrorCode.FORBIDDEN, "Moderators read only their own actions' entries.");
     const after = decodeCursor(query.cursor, isTimeIdKey);

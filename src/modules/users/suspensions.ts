@@ -127,5 +127,4 @@ function checkRank(user: User, actor: AuditActor & { admin: boolean }, what: 'su
     );
 }
 
-const auditActor = (actor: AuditActor & { admin: boolean }): AuditActor =>
-  actor.kind === 'user' ? { kind: 'user', id: actor.id } : { kind: actor.kind };
+const auditActor = ({ admin: _admin, ...actor }: AuditActor & { admin: boolean }): AuditActor => actor;

@@ -15,7 +15,10 @@ function state(value: AuditEntryView['before']): Html {
 }
 
 function actor(entry: AuditEntryView): Html {
-  return entry.actor_kind === 'user' ? userLink(entry.actor_id) : html`${entry.actor_kind}`;
+  if (entry.actor_kind === 'user') return userLink(entry.actor_id);
+  return entry.actor_kind === 'extension'
+    ? html`extension <code>${entry.actor_id}</code>`
+    : html`${entry.actor_kind}`;
 }
 
 /** The audit log, newest first, by actor, target and action (moderators see their own actions). */
@@ -26,7 +29,7 @@ export const auditPage: ConsolePage = {
   async render(ctx) {
     const filters = Object.fromEntries(FILTERS.map((name) => [name, ctx.query[name]?.trim() ?? '']));
     const form = html`<form method="get" action="${PATH}" class="filters" aria-label="Filter the audit log">
-${field('actor', 'Actor (account id)', { value: filters.actor, max: 64 })}
+${field('actor', 'Actor (account id or extension name)', { value: filters.actor, max: 64 })}
 ${field('target', 'Target id', { value: filters.target, max: 200 })}
 ${field('action', 'Action', { value: filters.action, max: 100, hint: 'An exact name: users.suspend, moderation.reports.resolve…' })}
 <button type="submit">Show</button></form>`;
