@@ -24,6 +24,19 @@ export interface KeyedInput {
   idempotency_key: string;
 }
 
+/**
+ * Whose key it is: a user's (the caller of every write of the API), or an extension's (its
+ * `ctx.economy.grant`, whoever the grant names). Keys are unique per owner.
+ */
+export type KeyOwner = { kind: 'user'; id: string } | { kind: 'extension'; name: string };
+
+/** Where a write runs and whose key it claims, when no caller's Ctx says it. */
+export interface KeyScope {
+  data: DataAccess;
+  owner: KeyOwner;
+  now: Date;
+}
+
 declare const storedUnderKey: unique symbol;
 
 /** An answer stored under the write's key; only `ClaimedKey.store` makes one. */
@@ -56,24 +69,37 @@ export class IdempotentWrites {
    * the input are the request's fingerprint: the same key with another request answers 422
    * IDEMPOTENCY_KEY_REUSED and does nothing.
    */
-  async runOnce<T extends object>(
+  runOnce<T extends object>(
     ctx: Ctx,
     operation: KeyedOperation,
     input: KeyedInput,
     write: (tx: DataAccess, key: ClaimedKey) => Promise<Outcome<T>>,
   ): Promise<T> {
-    const userId = callerOf(ctx).id;
+    const owner: KeyOwner = { kind: 'user', id: callerOf(ctx).id };
+    return this.runOnceAs({ data: ctx.data, owner, now: ctx.now() }, operation.name, input, write);
+  }
+
+  /**
+   * `runOnce` for a key `scope.owner` holds, with `name` beginning the fingerprint: the writes of
+   * no caller (an extension's grant). A replayed answer is marked (`wasReplayed`).
+   */
+  async runOnceAs<T extends object>(
+    scope: KeyScope,
+    name: string,
+    input: KeyedInput,
+    write: (tx: DataAccess, key: ClaimedKey) => Promise<Outcome<T>>,
+  ): Promise<T> {
     const { idempotency_key: key, ...request } = input;
     const fingerprint = createHash('sha256')
-      .update(`${operation.name}\n${canonicalJson(request)}`)
+      .update(`${name}\n${canonicalJson(request)}`)
       .digest('base64url');
-    const now = ctx.now();
+    const { owner, now } = scope;
     const expiredBefore = new Date(now.getTime() - this.ttlHours * 3_600_000);
-    const result = await transaction(ctx.data, async (tx) => {
-      if (!(await claimKey(tx, { userId, key, fingerprint, now, expiredBefore }))) {
-        return { replay: await answerToReplay(tx, userId, key, fingerprint) };
+    const result = await transaction(scope.data, async (tx) => {
+      if (!(await claimKey(tx, { owner, key, fingerprint, now, expiredBefore }))) {
+        return { replay: await answerToReplay(tx, owner, key, fingerprint) };
       }
-      return { outcome: await write(tx, { store: (answer) => storeAnswer(tx, userId, key, answer) }) };
+      return { outcome: await write(tx, { store: (answer) => storeAnswer(tx, owner, key, answer) }) };
     });
     if ('replay' in result) return markReplayed(result.replay as T);
     await result.outcome.afterCommit?.();
@@ -82,23 +108,47 @@ export class IdempotentWrites {
 }
 
 /**
+ * The statements on one owner's keys, naming its column (migration 0032): `user_id` and
+ * `extension` each have their unique constraint with `key`, which the claim's conflict names. Fixed
+ * texts, so each is prepared once.
+ */
+function statementsOn(column: 'user_id' | 'extension') {
+  return {
+    claim: `insert into economy_idempotency_keys (${column}, key, fingerprint, created_at) values ($1, $2, $3, $4)
+     on conflict (${column}, key) do update
+       set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
+       where economy_idempotency_keys.created_at < $5
+     returning 1`,
+    read: `select fingerprint, response from economy_idempotency_keys where ${column} = $1 and key = $2`,
+    store: `update economy_idempotency_keys set response = $3 where ${column} = $1 and key = $2`,
+  };
+}
+
+const STATEMENTS = { user: statementsOn('user_id'), extension: statementsOn('extension') };
+
+/** The owner's statements and the value of its column. */
+const ownerOf = (owner: KeyOwner) =>
+  owner.kind === 'user'
+    ? { sql: STATEMENTS.user, id: owner.id }
+    : { sql: STATEMENTS.extension, id: owner.name };
+
+/**
  * Claims the key for this transaction: a new row, or a row past its TTL taken over (its answer
  * cleared). False when the key holds a live claim; a claim still open in another transaction is
  * waited for, so the answer is then committed (or the row gone, and the key claimed).
  */
 async function claimKey(
   tx: DataAccess,
-  claim: { userId: string; key: string; fingerprint: string; now: Date; expiredBefore: Date },
+  claim: { owner: KeyOwner; key: string; fingerprint: string; now: Date; expiredBefore: Date },
 ): Promise<boolean> {
-  const claimed = await executeBound(
-    tx,
-    `insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values ($1, $2, $3, $4)
-     on conflict (user_id, key) do update
-       set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
-       where economy_idempotency_keys.created_at < $5
-     returning 1`,
-    [claim.userId, claim.key, claim.fingerprint, claim.now, claim.expiredBefore],
-  );
+  const { sql, id } = ownerOf(claim.owner);
+  const claimed = await executeBound(tx, sql.claim, [
+    id,
+    claim.key,
+    claim.fingerprint,
+    claim.now,
+    claim.expiredBefore,
+  ]);
   return claimed.length > 0;
 }
 
@@ -108,15 +158,12 @@ async function claimKey(
  */
 async function answerToReplay(
   tx: DataAccess,
-  userId: string,
+  owner: KeyOwner,
   key: string,
   fingerprint: string,
 ): Promise<object> {
-  const [row] = await executeBound<{ fingerprint: string; response: object | null }>(
-    tx,
-    'select fingerprint, response from economy_idempotency_keys where user_id = $1 and key = $2',
-    [userId, key],
-  );
+  const { sql, id } = ownerOf(owner);
+  const [row] = await executeBound<{ fingerprint: string; response: object | null }>(tx, sql.read, [id, key]);
   if (row && row.fingerprint !== fingerprint) {
     throw new AppError(
       ErrorCode.IDEMPOTENCY_KEY_REUSED,
@@ -136,15 +183,12 @@ async function answerToReplay(
 
 async function storeAnswer<T extends object>(
   tx: DataAccess,
-  userId: string,
+  owner: KeyOwner,
   key: string,
   answer: T,
 ): Promise<StoredAnswer<T>> {
-  await executeBound(
-    tx,
-    'update economy_idempotency_keys set response = $3 where user_id = $1 and key = $2',
-    [userId, key, JSON.stringify(answer)],
-  );
+  const { sql, id } = ownerOf(owner);
+  await executeBound(tx, sql.store, [id, key, JSON.stringify(answer)]);
   return { value: answer } as StoredAnswer<T>;
 }
 

@@ -44,11 +44,19 @@ import { PurchasesService } from './purchases.service.js';
 import { ReleaseJob } from './release.js';
 import { WalletService } from './wallet.service.js';
 
+export type { ExtensionActor, ExtensionGrant } from './extension-grant.js';
 export { type LedgerDifference, verifyLedger } from './verify.js';
 
 export interface EconomyApi {
   /** Runs one release pass now (tests, and the CLI): releases every due hold, once. */
   releaseDue(): Promise<void>;
+  /**
+   * An extension's `ctx.economy.grant` (the extensions contract): the admin grant's transaction in
+   * its own transaction on `data`, audited with the extension as actor, idempotent under the
+   * extension's own keys. `input` is the extension's argument as given; refusals are AppErrors
+   * VALIDATION_FAILED, NOT_FOUND, IDEMPOTENCY_KEY_REUSED and IDEMPOTENCY_KEY_IN_USE.
+   */
+  grantAs: WalletService['grantAs'];
 }
 
 /** The economy: wallets, ledger, catalog, marketplace, purchases, payouts (docs/economy.md). */
@@ -113,7 +121,10 @@ export const economyModule = defineModule({
       intervalSeconds: config.ECONOMY_RELEASE_INTERVAL_SECONDS,
       idempotencyTtlHours: config.ECONOMY_IDEMPOTENCY_TTL_HOURS,
     });
-    const api: EconomyApi = { releaseDue: () => job.runOnce() };
+    const api: EconomyApi = {
+      releaseDue: () => job.runOnce(),
+      grantAs: (data, actor, input, log) => wallet.grantAs(data, actor, input, log),
+    };
     return {
       api,
       operations: [

@@ -16,9 +16,12 @@ import {
 import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import { wasReplayed } from '../../platform/idempotency.js';
 import { canonicalId } from '../../platform/ids.js';
-import type { AuditApi } from '../audit/index.js';
+import type { LogSink } from '../../platform/log.js';
+import type { AuditActor, AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import {
   isPlatformAccount,
@@ -29,7 +32,8 @@ import {
   userAccount,
   userAccountId,
 } from './accounts.js';
-import type { IdempotentWrites, KeyedInput } from './idempotency.js';
+import { type ExtensionActor, type ExtensionGrant, extensionGrantInput } from './extension-grant.js';
+import type { ClaimedKey, IdempotentWrites, KeyedInput, Outcome } from './idempotency.js';
 import {
   accountsById,
   type EntryRow,
@@ -59,6 +63,8 @@ type Page = { limit: number; cursor?: string | undefined };
 const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No such user.');
 const noSuchTransaction = () => new AppError(ErrorCode.NOT_FOUND, 'No such transaction.');
 const ISSUANCE = platformAccount('platform_issuance');
+/** What begins an extension grant's fingerprint: the one write under an extension's keys. */
+const EXTENSION_GRANT = 'extension.economy.grant';
 
 /** Wallets, ledger reads, creator balances and admin grants. */
 export class WalletService {
@@ -174,39 +180,89 @@ export class WalletService {
   ): Promise<z.infer<typeof grantSchema>> {
     const admin = requireRole(ctx, 'admin');
     const userId = idOr(input.user_id, noSuchUser);
-    return this.deps.writes.runOnce(ctx, adminGrant, input, async (tx, key) => {
-      const at = ctx.now();
-      const wallet = userAccount(userId, 'wallet');
-      // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
-      if ((await this.deps.users.existingUserIds(tx, [userId])).length === 0) throw noSuchUser();
-      await ensureAccounts(tx, [wallet], at);
-      await lockAccounts(tx, [wallet.id, ISSUANCE.id]);
-      const { transactionId, entries } = await post(
+    const { amount, reason } = input;
+    return this.deps.writes.runOnce(ctx, adminGrant, input, (tx, key) =>
+      this.credit(
         tx,
-        { kind: 'grant', actorId: admin.id, reason: input.reason, at },
-        [
-          { accountId: ISSUANCE.id, kind: 'grant', amount: -input.amount },
-          { accountId: wallet.id, kind: 'grant', amount: input.amount },
-        ],
-      );
-      const credited = entries.find((entry) => entry.account_id === wallet.id);
-      await this.deps.audit.record(tx, {
-        actor: { kind: 'user', id: admin.id },
-        action: 'economy.grant',
-        target: { type: 'user', id: userId },
-        after: { transaction_id: transactionId, amount: input.amount, reason: input.reason },
-      });
-      return {
-        answer: await key.store({
-          transaction_id: transactionId,
-          user_id: userId,
-          amount: input.amount,
-          currency: CURRENCY,
-          balance: Number(credited?.balance_after ?? 0),
-        }),
-        afterCommit: () => this.deps.bus.publishAllCommitted(balanceAnnouncements(entries), ctx.log),
-      };
+        key,
+        { userId, amount, reason, at: ctx.now(), actor: { kind: 'user', id: admin.id } },
+        ctx.log,
+      ),
+    );
+  }
+
+  /**
+   * An extension's `ctx.economy.grant`: the admin grant's transaction, audited with the extension
+   * as its actor and the key in the entry. Keys are the extension's, whoever the grant names; the
+   * user's id is taken in its one spelling, so the same user is the same request under the key.
+   */
+  async grantAs(
+    data: DataAccess,
+    actor: ExtensionActor,
+    input: unknown,
+    log: Pick<LogSink, 'warn'>,
+  ): Promise<ExtensionGrant> {
+    const request = extensionGrantInput(input);
+    const userId = idOr(request.user_id, noSuchUser);
+    const { amount, reason, idempotency_key } = request;
+    const scope = { data, owner: { kind: 'extension', name: actor.name } as const, now: new Date() };
+    const keyed = { ...request, user_id: userId };
+    const answer = await this.deps.writes.runOnceAs(scope, EXTENSION_GRANT, keyed, (tx, key) =>
+      this.credit(tx, key, { userId, amount, reason, at: scope.now, actor, noted: { idempotency_key } }, log),
+    );
+    return { ...answer, replayed: wasReplayed(answer) };
+  }
+
+  /**
+   * A grant's ledger transaction under its claimed key: issuance -amount, wallet +amount, its
+   * audit entry (`noted`: what `after` records besides the transaction, amount and reason), and the
+   * user's `economy.balance` event once it committed.
+   */
+  private async credit(
+    tx: DataAccess,
+    key: ClaimedKey,
+    grant: {
+      userId: string;
+      amount: number;
+      reason: string;
+      at: Date;
+      actor: AuditActor;
+      noted?: Record<string, unknown>;
+    },
+    log: Pick<LogSink, 'warn'>,
+  ): Promise<Outcome<z.infer<typeof grantSchema>>> {
+    const { userId, amount, reason, at, actor } = grant;
+    const wallet = userAccount(userId, 'wallet');
+    // Read rather than left to the wallet's foreign key: a deleted user's wallet stays, ownerless.
+    if ((await this.deps.users.existingUserIds(tx, [userId])).length === 0) throw noSuchUser();
+    await ensureAccounts(tx, [wallet], at);
+    await lockAccounts(tx, [wallet.id, ISSUANCE.id]);
+    const { transactionId, entries } = await post(
+      tx,
+      // The transaction's actor_id is an account's; an extension is named by the audit entry alone.
+      { kind: 'grant', ...(actor.kind === 'user' ? { actorId: actor.id } : {}), reason, at },
+      [
+        { accountId: ISSUANCE.id, kind: 'grant', amount: -amount },
+        { accountId: wallet.id, kind: 'grant', amount },
+      ],
+    );
+    const credited = entries.find((entry) => entry.account_id === wallet.id);
+    await this.deps.audit.record(tx, {
+      actor,
+      action: 'economy.grant',
+      target: { type: 'user', id: userId },
+      after: { transaction_id: transactionId, amount, reason, ...grant.noted },
     });
+    return {
+      answer: await key.store({
+        transaction_id: transactionId,
+        user_id: userId,
+        amount,
+        currency: CURRENCY,
+        balance: Number(credited?.balance_after ?? 0),
+      }),
+      afterCommit: () => this.deps.bus.publishAllCommitted(balanceAnnouncements(entries), log),
+    };
   }
 
   /** Admins: the CLI's `economy verify`, its first differences and their count. */
