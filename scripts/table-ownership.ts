@@ -26,13 +26,14 @@ export interface ModuleDeclaration {
 
 /**
  * Tables of no module: the platform's own (the session revocation log behind AccessTokens,
- * src/platform/auth/revocation-log.ts). The platform's SQL is held to them like a module's.
+ * src/platform/auth/revocation-log.ts; the outbox's events and deliveries, src/platform/outbox.ts).
+ * The platform's SQL is held to them like a module's.
  */
 export const PLATFORM: ModuleDeclaration = {
   name: 'platform',
   folder: 'src/platform',
   needs: [],
-  tables: ['session_revocations'],
+  tables: ['session_revocations', 'outbox_events', 'outbox_deliveries'],
 };
 
 /** A string is taken for SQL when it has a statement's shape, so prose naming a table is not. */

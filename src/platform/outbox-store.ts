@@ -1,0 +1,138 @@
+import type { DataAccess } from './data-access.js';
+import { executeBound } from './db.js';
+import { toUuidArray } from './ids.js';
+
+/**
+ * The outbox's statements (migration 0031): events with one delivery row per consumer, claimed by
+ * the nodes with `for update skip locked` and leased by pushing `next_attempt_at` ahead. Times are
+ * the database's (`now()`), so the nodes' clocks never decide who may claim what.
+ */
+
+/** A delivery a node claimed: its event, its consumer and the claims it has had, this one included. */
+export interface ClaimedDelivery {
+  event_id: string;
+  consumer: string;
+  attempts: number;
+  type: string;
+  data: unknown;
+  at: Date;
+}
+
+/**
+ * The events (data given as one JSON array, ids in the same order) and a due delivery of each to
+ * every consumer named, in one statement. `at` is the transaction's time.
+ */
+const RECORD_SQL = `
+  with events as (
+    insert into outbox_events (id, type, data, at)
+    select ($1::uuid[])[d.n], $2, d.data, now()
+    from jsonb_array_elements($3::jsonb) with ordinality as d (data, n)
+    returning id)
+  insert into outbox_deliveries (event_id, consumer, attempts, next_attempt_at)
+  select events.id, c.name, 0, now() from events cross join unnest($4::text[]) as c (name)`;
+
+export async function insertEvents(
+  tx: DataAccess,
+  ids: readonly string[],
+  type: string,
+  dataJson: string,
+  consumers: readonly string[],
+): Promise<void> {
+  await executeBound(tx, RECORD_SQL, [toUuidArray(ids), type, dataJson, consumers]);
+}
+
+/**
+ * Claims up to $3 due deliveries of the consumers named in $1, oldest first, skipping those another
+ * node is claiming: each one's attempts go up by one and its lease (the consumer's seconds, $2 in
+ * the order of $1) starts. One statement, so the claim commits at once.
+ */
+const CLAIM_SQL = `
+  with due as (
+    select event_id, consumer from outbox_deliveries
+    where next_attempt_at <= now() and consumer = any($1::text[])
+    order by next_attempt_at
+    limit $3
+    for update skip locked)
+  update outbox_deliveries d
+  set attempts = d.attempts + 1, next_attempt_at = now() + c.lease * interval '1 second'
+  from due, unnest($1::text[], $2::float8[]) as c (name, lease), outbox_events e
+  where d.event_id = due.event_id and d.consumer = due.consumer and c.name = d.consumer and e.id = d.event_id
+  returning d.event_id, d.consumer, d.attempts, e.type, e.data, e.at`;
+
+export function claimDue(
+  data: DataAccess,
+  consumers: readonly string[],
+  leaseSeconds: readonly number[],
+  limit: number,
+): Promise<ClaimedDelivery[]> {
+  return executeBound<ClaimedDelivery>(data, CLAIM_SQL, [consumers, leaseSeconds, limit]);
+}
+
+/**
+ * Removes a delivery (done, or dropped), and its event with it when no other consumer's delivery
+ * is left. With `attempts`, only the claim that many attempts made: a node whose lease lapsed
+ * cannot drop what another node claimed since. Two consumers of one event finishing at once may
+ * each see the other's row and leave the event; pruneOrphanEvents removes it later.
+ */
+const FINISH_SQL = `
+  with gone as (
+    delete from outbox_deliveries
+    where event_id = $1 and consumer = $2 and ($3::integer is null or attempts = $3)
+    returning event_id)
+  delete from outbox_events e using gone
+  where e.id = gone.event_id
+    and not exists (select 1 from outbox_deliveries d where d.event_id = e.id and d.consumer <> $2)`;
+
+export async function finishDelivery(
+  data: DataAccess,
+  delivery: Pick<ClaimedDelivery, 'event_id' | 'consumer'>,
+  attempts: number | null,
+): Promise<void> {
+  await executeBound(data, FINISH_SQL, [delivery.event_id, delivery.consumer, attempts]);
+}
+
+/** Makes a failed delivery due again after `delayMs`, unless another claim took it since. */
+export async function retryLater(
+  data: DataAccess,
+  delivery: ClaimedDelivery,
+  delayMs: number,
+): Promise<void> {
+  await executeBound(
+    data,
+    `update outbox_deliveries set next_attempt_at = now() + $4 * interval '1 millisecond'
+     where event_id = $1 and consumer = $2 and attempts = $3`,
+    [delivery.event_id, delivery.consumer, delivery.attempts, delayMs],
+  );
+}
+
+/**
+ * Drops up to `limit` deliveries no node claimed for `seconds` past their due time, answering
+ * their consumers: no node takes those consumers any more (an extension removed from the config).
+ */
+export async function dropAbandoned(data: DataAccess, seconds: number, limit: number): Promise<string[]> {
+  const rows = await executeBound<{ consumer: string }>(
+    data,
+    `delete from outbox_deliveries where ctid = any(array(
+       select ctid from outbox_deliveries where next_attempt_at < now() - $1 * interval '1 second' limit $2))
+     returning consumer`,
+    [seconds, limit],
+  );
+  return rows.map((row) => row.consumer);
+}
+
+/**
+ * Deletes up to `limit` events with no delivery left (see FINISH_SQL, and dropAbandoned's). An
+ * event is recorded with its deliveries in one statement, so one without any is never on its way.
+ */
+export async function pruneOrphanEvents(data: DataAccess, limit: number): Promise<number> {
+  const rows = await executeBound(
+    data,
+    `delete from outbox_events where ctid = any(array(
+       select e.ctid from outbox_events e
+       where not exists (select 1 from outbox_deliveries d where d.event_id = e.id)
+       limit $1))
+     returning 1`,
+    [limit],
+  );
+  return rows.length;
+}

@@ -1,0 +1,327 @@
+import type { DataAccess } from './data-access.js';
+import { newId } from './ids.js';
+import type { Logger } from './log.js';
+import {
+  type ClaimedDelivery,
+  claimDue,
+  dropAbandoned,
+  finishDelivery,
+  insertEvents,
+  pruneOrphanEvents,
+  retryLater,
+} from './outbox-store.js';
+
+/** A domain event as its consumers get it: `at` is the recording transaction's time, ISO-8601 UTC. */
+export interface DomainEvent<T = unknown> {
+  id: string;
+  type: string;
+  at: string;
+  data: T;
+}
+
+export interface OutboxConsumer {
+  /** Unique in the process and the same on every node with the same config, e.g. `extension:<ext>:<type>:<n>`. */
+  name: string;
+  type: string;
+  /** leaseSeconds: a claimed delivery not finished by then is claimed again (by any node); maxAttempts: then dropped with an error log. */
+  retry: { leaseSeconds: number; maxAttempts: number };
+  /** Resolves: done. Rejects: failed, retried with backoff. */
+  handle(event: DomainEvent): Promise<void>;
+}
+
+export interface OutboxOptions {
+  /** The database's root handle: claims and outcomes run on it, each a statement of its own. */
+  data: DataAccess;
+  log: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** How often a node with consumers looks for due deliveries. */
+  pollMs?: number;
+  /** The most deliveries one claim takes. */
+  batchSize?: number;
+  /** The most handlers running at once on this node; a claim takes no more than there is room for. */
+  concurrency?: number;
+  /** How long `stop()` waits for the running handlers. */
+  stopTimeoutMs?: number;
+  /** The delay before the first retry, doubled for each further one and capped at the lease. */
+  backoffBaseMs?: number;
+  /** How often each node prunes what no node will finish. */
+  pruneIntervalMs?: number;
+  /** A delivery no node claimed for this long past its due time is dropped: no node takes its consumer. */
+  abandonAfterSeconds?: number;
+}
+
+/** The most rows one prune statement deletes. */
+const PRUNE_BATCH = 1000;
+
+/**
+ * The transactional outbox (docs/architecture.md, "Domain events and the outbox"): an event is
+ * recorded in the transaction that commits its change, with a delivery row per consumer of its
+ * type, and handled after the commit by whichever node claims the delivery first. A claim leases
+ * the delivery for the consumer's `leaseSeconds`: a node that stops before its handler finished
+ * leaves it to any node once the lease lapses, so delivery is at least once. Every node with
+ * consumers polls; a node without any runs no statement at all, and recording for a type nobody
+ * consumes costs nothing.
+ */
+export class Outbox {
+  private readonly consumers = new Map<string, OutboxConsumer>();
+  /** Each consumed type's consumer names, as the recording statement binds them. */
+  private readonly namesByType = new Map<string, string[]>();
+  private readonly options: Required<Omit<OutboxOptions, 'data' | 'log'>>;
+  private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
+  private claimNames: string[] = [];
+  private claimLeases: number[] = [];
+  private pollTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
+  /** The claim in flight, if any: polls never overlap, and stop() waits for it. */
+  private claiming: Promise<void> | undefined;
+  private pruning: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private readonly running = new Set<Promise<void>>();
+  /** The last claim filled its room: poll again as soon as a handler ends. */
+  private backlog = false;
+  /** The last claim failed (the database is unreachable): logged once until one succeeds. */
+  private failing = false;
+
+  private readonly deps: Pick<OutboxOptions, 'data' | 'log'>;
+
+  constructor({ data, log, ...options }: OutboxOptions) {
+    this.deps = { data, log };
+    this.options = {
+      pollMs: 250,
+      batchSize: 32,
+      concurrency: 16,
+      stopTimeoutMs: 5000,
+      backoffBaseMs: 1000,
+      pruneIntervalMs: 60_000,
+      abandonAfterSeconds: 86_400,
+      ...options,
+    };
+  }
+
+  /** Adds a consumer of its type's events; only before start(). */
+  consume(consumer: OutboxConsumer): void {
+    if (this.state !== 'idle') throw new Error(`Outbox consumer ${consumer.name} added after start().`);
+    if (this.consumers.has(consumer.name)) throw new Error(`Outbox consumer ${consumer.name} added twice.`);
+    const { leaseSeconds, maxAttempts } = consumer.retry;
+    if (!(leaseSeconds > 0) || !Number.isInteger(maxAttempts) || maxAttempts < 1) {
+      throw new Error(`Outbox consumer ${consumer.name}: leaseSeconds must be > 0 and maxAttempts >= 1.`);
+    }
+    this.consumers.set(consumer.name, consumer);
+    this.namesByType.set(consumer.type, [...(this.namesByType.get(consumer.type) ?? []), consumer.name]);
+  }
+
+  /** Whether any consumer takes `type`: the recorders skip all their work when none does. */
+  hasConsumers(type: string): boolean {
+    return this.namesByType.has(type);
+  }
+
+  /** Inside the committing transaction `tx`. Nothing at all when no consumer takes `type`. */
+  async record(tx: DataAccess, type: string, data: unknown): Promise<void> {
+    const names = this.namesByType.get(type);
+    if (names) await insertEvents(tx, [newId()], type, JSON.stringify([data]), names);
+  }
+
+  /** `record` for several events of one type, in one statement (a batch of stored messages). */
+  async recordAll(tx: DataAccess, type: string, data: readonly unknown[]): Promise<void> {
+    const names = this.namesByType.get(type);
+    if (!names || data.length === 0) return;
+    await insertEvents(
+      tx,
+      data.map(() => newId()),
+      type,
+      JSON.stringify(data),
+      names,
+    );
+  }
+
+  /** Starts polling, when this node has consumers; once the service listens. */
+  start(): void {
+    if (this.state !== 'idle') throw new Error('Outbox started twice.');
+    this.state = 'running';
+    if (this.consumers.size === 0) return;
+    for (const consumer of this.consumers.values()) {
+      this.claimNames.push(consumer.name);
+      this.claimLeases.push(consumer.retry.leaseSeconds);
+    }
+    this.schedulePoll(0);
+    this.pruneTimer = setInterval(() => this.prune(), this.options.pruneIntervalMs);
+    this.pruneTimer.unref();
+  }
+
+  /**
+   * Stops polling and waits for the claim and the handlers running, up to `stopTimeoutMs`; what a
+   * handler finishes later is not written, and its delivery is claimed again once its lease lapses.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.halt();
+    return this.stopping;
+  }
+
+  private async halt(): Promise<void> {
+    if (this.state === 'idle') {
+      this.state = 'stopped';
+      return;
+    }
+    this.state = 'stopping';
+    clearTimeout(this.pollTimer);
+    clearInterval(this.pruneTimer);
+    const deadline = Date.now() + this.options.stopTimeoutMs;
+    for (;;) {
+      const waiting = [this.claiming, this.pruning, ...this.running].filter((task) => task !== undefined);
+      if (waiting.length === 0 || Date.now() >= deadline) break;
+      await settledWithin(waiting, deadline - Date.now());
+    }
+    this.state = 'stopped';
+  }
+
+  private schedulePoll(delayMs: number): void {
+    if (this.state !== 'running') return;
+    clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => this.poll(), delayMs);
+    this.pollTimer.unref();
+  }
+
+  private poll(): void {
+    if (this.state !== 'running' || this.claiming) return;
+    const room = Math.min(this.options.batchSize, this.options.concurrency - this.running.size);
+    if (room <= 0) {
+      // Every slot is busy: the first handler to end polls again.
+      this.backlog = true;
+      return;
+    }
+    this.claiming = this.claim(room).finally(() => {
+      this.claiming = undefined;
+      this.schedulePoll(this.backlog ? 0 : this.options.pollMs);
+    });
+  }
+
+  /** Claims up to `room` due deliveries and starts their handlers; never rejects. */
+  private async claim(room: number): Promise<void> {
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await claimDue(this.deps.data, this.claimNames, this.claimLeases, room);
+    } catch (err) {
+      // The database is gone for now: say so once, and keep polling until it is back.
+      if (!this.failing) this.deps.log.warn({ err }, 'outbox: could not claim deliveries; retrying');
+      this.failing = true;
+      this.backlog = false;
+      return;
+    }
+    if (this.failing) this.deps.log.info('outbox: claiming deliveries again');
+    this.failing = false;
+    this.backlog = claimed.length === room;
+    for (const delivery of claimed) this.startHandler(delivery);
+  }
+
+  private startHandler(delivery: ClaimedDelivery): void {
+    const task = this.deliver(delivery).finally(() => {
+      this.running.delete(task);
+      if (this.backlog && !this.claiming) this.schedulePoll(0);
+    });
+    this.running.add(task);
+  }
+
+  /** Runs the consumer's handler on one claimed delivery and writes the outcome; never rejects. */
+  private async deliver(delivery: ClaimedDelivery): Promise<void> {
+    const consumer = this.consumers.get(delivery.consumer) as OutboxConsumer;
+    const { leaseSeconds, maxAttempts } = consumer.retry;
+    let failure: unknown;
+    // A claim past the last attempt is one whose earlier leases lapsed (its nodes died, or its
+    // handler hung): dropped without running it again.
+    if (delivery.attempts > maxAttempts) failure = new Error('the earlier attempts outlived their lease');
+    else {
+      try {
+        await withinLease(consumer, eventOf(delivery), leaseSeconds * 1000);
+      } catch (err) {
+        failure = err ?? new Error('the handler failed');
+      }
+    }
+    // After stop() gave up waiting the database may be closing: the lease hands the delivery on.
+    if (this.state === 'stopped') return;
+    const about = {
+      event_id: delivery.event_id,
+      type: delivery.type,
+      consumer: delivery.consumer,
+      attempts: delivery.attempts,
+    };
+    try {
+      if (failure === undefined) await finishDelivery(this.deps.data, delivery, null);
+      else if (delivery.attempts >= maxAttempts) {
+        this.deps.log.error({ ...about, err: failure }, 'outbox: delivery dropped after its last attempt');
+        await finishDelivery(this.deps.data, delivery, delivery.attempts);
+      } else {
+        const delayMs = Math.min(
+          leaseSeconds * 1000,
+          this.options.backoffBaseMs * 2 ** (delivery.attempts - 1),
+        );
+        this.deps.log.warn(
+          { ...about, err: failure, retry_in_ms: delayMs },
+          'outbox: delivery failed; retrying',
+        );
+        await retryLater(this.deps.data, delivery, delayMs);
+      }
+    } catch (err) {
+      this.deps.log.warn(
+        { ...about, err },
+        'outbox: could not write a delivery outcome; its lease will lapse',
+      );
+    }
+  }
+
+  private prune(): void {
+    if (this.pruning || this.state !== 'running') return;
+    this.pruning = (async () => {
+      try {
+        const dropped = await dropAbandoned(this.deps.data, this.options.abandonAfterSeconds, PRUNE_BATCH);
+        if (dropped.length > 0) {
+          this.deps.log.warn(
+            { count: dropped.length, consumers: [...new Set(dropped)] },
+            'outbox: dropped deliveries no node claimed; no node takes their consumer',
+          );
+        }
+        await pruneOrphanEvents(this.deps.data, PRUNE_BATCH);
+      } catch (err) {
+        this.deps.log.warn({ err }, 'outbox: pruning failed; it runs again later');
+      }
+    })().finally(() => {
+      this.pruning = undefined;
+    });
+  }
+}
+
+function eventOf(delivery: ClaimedDelivery): DomainEvent {
+  return {
+    id: delivery.event_id,
+    type: delivery.type,
+    at: new Date(delivery.at).toISOString(),
+    data: delivery.data,
+  };
+}
+
+/**
+ * The handler's outcome, or a failure once its lease is over: another node may be running it by
+ * then, and this node's slot is freed for others. What the handler does later is ignored.
+ */
+async function withinLease(consumer: OutboxConsumer, event: DomainEvent, leaseMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const lapsed = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('the handler outlived its lease')), leaseMs);
+    timer.unref();
+  });
+  try {
+    await Promise.race([(async () => consumer.handle(event))(), lapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Waits until one of `tasks` settles or `ms` pass. */
+async function settledWithin(tasks: readonly Promise<unknown>[], ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    ...tasks.map((task) => task.catch(() => undefined)),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, ms);
+    }),
+  ]);
+  clearTimeout(timer);
+}
