@@ -27,7 +27,9 @@ import { Migration0026DiscoveryRankFilters } from './0026_discovery_rank_filters
 import { Migration0027WorldStoredBytes } from './0027_world_stored_bytes.js';
 import { Migration0028GameServerNodes } from './0028_game_server_nodes.js';
 import { Migration0029EconomySellerAccounts } from './0029_economy_seller_accounts.js';
+import { Migration0030ExtensionStorage } from './0030_extension_storage.js';
 import { Migration0031Outbox } from './0031_outbox.js';
+import { Migration0032AuditExtensionActor } from './0032_audit_extension_actor.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -64,5 +66,7 @@ export const migrationsList = [
   { name: '0027_world_stored_bytes', class: Migration0027WorldStoredBytes },
   { name: '0028_game_server_nodes', class: Migration0028GameServerNodes },
   { name: '0029_economy_seller_accounts', class: Migration0029EconomySellerAccounts },
+  { name: '0030_extension_storage', class: Migration0030ExtensionStorage },
   { name: '0031_outbox', class: Migration0031Outbox },
+  { name: '0032_audit_extension_actor', class: Migration0032AuditExtensionActor },
 ];
