@@ -25,6 +25,7 @@ import {
   setupModules,
 } from './platform/module.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
+import { Outbox } from './platform/outbox.js';
 
 /** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
 export type Modules = ModuleApis<typeof modules>;
@@ -168,6 +169,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     );
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
     const http = await createHttpServer({ config, log, metrics, inFlight });
+    const outbox = new Outbox({ data: db.data, log, stopTimeoutMs: config.SHUTDOWN_GRACE_MS });
     const platform: Platform = {
       config,
       configParts,
@@ -180,6 +182,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       keys,
       tokens,
       serviceTokens: new ServiceTokens(),
+      outbox,
       ctx: (caller) => new CallContext(db.data, caller),
     };
 
@@ -233,6 +236,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         const httpPort = typeof address === 'object' && address ? address.port : config.HTTP_PORT;
         const wsPort = await gateway.listen();
         for (const { parts } of built) await parts.start?.({ httpPort, wsPort });
+        outbox.start();
         if (controlChannel) await control.listen(config.DATA_DIR);
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
@@ -244,6 +248,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
             ['stop accepting sockets', async () => gateway.stopListening()],
             ['close the control channel', () => control.close()],
+            // Its running handlers use the modules and the database, which close later.
+            ['stop the outbox', () => outbox.stop()],
           ],
           // Requests and frames whose clients left run on, unseen by closing HTTP: what they commit
           // must still publish before the sockets, the modules, the KV store and the database close.

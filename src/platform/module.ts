@@ -13,6 +13,7 @@ import type { Kv } from './kv/kv.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { OperationBinding } from './operations.js';
+import type { Outbox } from './outbox.js';
 import type { PlatformConfig } from './platform-config.js';
 
 /**
@@ -40,6 +41,11 @@ export interface Platform {
   tokens: AccessTokens;
   /** Where the module that issues service tokens plugs in their check. */
   serviceTokens: ServiceTokens;
+  /**
+   * Domain events recorded in the transaction that commits them, handled after the commit by the
+   * consumers modules add at setup (extensions' handlers), on whichever node claims them.
+   */
+  outbox: Outbox;
   /** The service context of one request or frame. */
   ctx(caller: Caller): Ctx;
 }
