@@ -1,11 +1,13 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { LoginRequest, RegisterRequest, TokenResponse } from '../../../protocol/auth.js';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { AccessTokens, AuthUser } from '../../platform/auth/access-tokens.js';
 import type { Ctx } from '../../platform/context.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow, rateLimited } from '../../platform/rate-limit.js';
 import { type Suspension, suspensionInForce, type User, type UsersApi } from '../users/index.js';
 import type { Passwords } from './password.js';
@@ -30,7 +32,11 @@ export interface AuthServiceDeps {
   loginAttemptsByIp: RateLimiterAbstract;
   /** Registration hashes a password (tens of milliseconds of CPU), so it is limited per address too. */
   registrationsByIp: RateLimiterAbstract;
+  /** `user.registered` is recorded with the account, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
 }
+
+const USER_REGISTERED = 'user.registered';
 
 const invalidCredentials = () =>
   new AppError(ErrorCode.INVALID_CREDENTIALS, 'The username or password is wrong.');
@@ -67,9 +73,23 @@ export class AuthService {
     };
     // The unique index on lower(username) decides races: of two concurrent registrations of
     // the same name, exactly one insert succeeds.
-    const refused = await this.deps.users.createUser(ctx.data, user);
-    if (refused) throw uniqueViolationError(refused.uniqueViolated);
+    if (this.deps.outbox.hasConsumers(USER_REGISTERED)) await this.createRecorded(ctx, user);
+    else {
+      const refused = await this.deps.users.createUser(ctx.data, user);
+      if (refused) throw uniqueViolationError(refused.uniqueViolated);
+    }
     return this.startSession(ctx, user);
+  }
+
+  /** The account and its `user.registered` event, committed together. */
+  private createRecorded(ctx: Ctx, user: User): Promise<void> {
+    return transaction(ctx.data, async (tx) => {
+      const refused = await this.deps.users.createUser(tx, user);
+      // Thrown inside, so the transaction the failed insert aborted rolls back.
+      if (refused) throw uniqueViolationError(refused.uniqueViolated);
+      const data: DomainEventData[typeof USER_REGISTERED] = { user_id: user.id, username: user.username };
+      await this.deps.outbox.record(tx, USER_REGISTERED, data);
+    });
   }
 
   async login(ctx: Ctx, input: LoginRequest): Promise<TokenResponse> {

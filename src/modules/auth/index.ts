@@ -40,7 +40,7 @@ export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOp
     name: 'auth',
     tables: ['sessions', 'refresh_tokens'],
     needs: ['users'],
-    setup({ config, kv, tokens, gateway, keys, serviceTokens }, { users }: { users: UsersApi }) {
+    setup({ config, kv, tokens, gateway, keys, serviceTokens, outbox }, { users }: { users: UsersApi }) {
       const limiter = (keyPrefix: string, points: number, durationSeconds: number) =>
         createLimiter(kv, { keyPrefix, points, durationSeconds });
       const auth = new AuthService({
@@ -60,6 +60,7 @@ export function createAuthModule({ passwords = argon2Passwords() }: AuthModuleOp
           config.REGISTER_IP_MAX_ATTEMPTS,
           config.REGISTER_IP_WINDOW_SECONDS,
         ),
+        outbox,
       });
       const api: AuthApi = {
         revokeAllSessions: (ctx, userId) => auth.revokeAllSessions(ctx, userId),

@@ -1,15 +1,17 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Conversation, Message } from '../../../protocol/chat.js';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { EventPayloads } from '../../../protocol/frames.js';
 import { audienceSchema } from '../../../protocol/profiles.js';
 import { batchedStatement } from '../../platform/batcher.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeOfKey } from '../../platform/cursor.js';
-import { transaction } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { privacyAdmits, type SocialApi } from '../social/index.js';
 import {
@@ -37,6 +39,8 @@ export interface ChatDeps {
   /** Told how many sends each statement stored (a metric). */
   observeStoreBatch?: (size: number) => void;
   readMarks: Pick<ReadMarkAnnouncer, 'announce'>;
+  /** `dm.message` is recorded in the transaction that stores the message, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'recordAll'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -49,6 +53,8 @@ const blockedBetween = () => forbidden('A block between you and this user stands
 const throwBlocked = (): never => {
   throw blockedBetween();
 };
+
+const DM_MESSAGE = 'dm.message';
 
 /** The most sends one statement stores; more waiting go in the next. */
 const MESSAGES_PER_STATEMENT = 100;
@@ -116,7 +122,10 @@ export class ChatService {
 
   constructor(private readonly deps: ChatDeps) {
     this.storeMessage = batchedStatement(
-      (data, messages: readonly NewMessage[]) => insertMessages(data, messages, ADMITTING),
+      (data, messages: readonly NewMessage[]) =>
+        deps.outbox.hasConsumers(DM_MESSAGE)
+          ? this.insertRecorded(data, messages)
+          : insertMessages(data, messages, ADMITTING),
       {
         maxSize: MESSAGES_PER_STATEMENT,
         maxInFlight: deps.storeConcurrency,
@@ -197,7 +206,9 @@ export class ChatService {
         (await transaction(ctx.data, async (tx) => {
           await this.deps.social.holdPair(tx, me, peer);
           if (!(await ensureConversation(tx, newId(), me, peer, at))) throw noSuchUser();
-          return storedOrRefusal(await insertMessage(tx, message, ADMITTING)) ?? throwBlocked();
+          const stored = storedOrRefusal(await insertMessage(tx, message, ADMITTING)) ?? throwBlocked();
+          if (this.deps.outbox.hasConsumers(DM_MESSAGE)) await this.record(tx, [stored]);
+          return stored;
         }));
       return toMessage(row);
     } catch (error) {
@@ -205,6 +216,27 @@ export class ChatService {
       if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchUser();
       throw error;
     }
+  }
+
+  /**
+   * insertMessages when something consumes `dm.message`: the messages stored and their events
+   * commit together (a batch that fails leaves nothing written, as the batcher needs).
+   */
+  private insertRecorded(data: DataAccess, messages: readonly NewMessage[]): Promise<StoreOutcome[]> {
+    return transaction(data, async (tx) => {
+      const outcomes = await insertMessages(tx, messages, ADMITTING);
+      await this.record(
+        tx,
+        outcomes.flatMap((outcome) => (outcome.message ? [outcome.message] : [])),
+      );
+      return outcomes;
+    });
+  }
+
+  /** Records a `dm.message` event per stored message, in their transaction `tx`. */
+  private async record(tx: DataAccess, rows: readonly MessageRow[]): Promise<void> {
+    const events = rows.map((row): DomainEventData[typeof DM_MESSAGE] => ({ message: toMessage(row) }));
+    await this.deps.outbox.recordAll(tx, DM_MESSAGE, events);
   }
 
   /** Tells users' sockets, on every node. The change is committed: a lost event is logged, not an error. */

@@ -51,7 +51,7 @@ export const chatModule = defineModule({
   // users and profiles for the SQL fragments the direct messages' statements read them with.
   needs: ['users', 'profiles', 'social'],
   setup(
-    { bus, kv, config, gateway, metrics, db, log, ctx },
+    { bus, kv, config, gateway, metrics, db, log, ctx, outbox },
     { social }: { users: UsersApi; profiles: ProfilesApi; social: SocialApi },
   ) {
     const filter = createTextFilter(config.DM_FILTER_MODE);
@@ -80,6 +80,7 @@ export const chatModule = defineModule({
       filter,
       storeConcurrency: statementsAtOnce(db.poolSize),
       observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'dm_store' }, size),
+      outbox,
     });
     // A limit of its own, shared by every channel: a busy world chat does not use up a user's
     // direct messages, nor the reverse. Its keys keep the prefix they were first stored under, so

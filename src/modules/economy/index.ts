@@ -75,7 +75,7 @@ export const economyModule = defineModule({
   ],
   needs: ['users', 'audit'],
   commands: economyCommands,
-  setup({ config, kv, bus, db, log }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
+  setup({ config, kv, bus, db, log, outbox }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);
     const createLimit = createLimiter(kv, {
       keyPrefix: 'economy-create',
@@ -106,6 +106,7 @@ export const economyModule = defineModule({
         durationSeconds: config.ECONOMY_PURCHASE_RATE_LIMIT_WINDOW_SECONDS,
       }),
       audit,
+      outbox,
     });
     const payouts = new PayoutsService({
       writes,

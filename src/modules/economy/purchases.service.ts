@@ -1,4 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { Purchase } from '../../../protocol/economy.js';
 import { adminRefund } from '../../../protocol/economy-admin.js';
 import { purchasesCreate } from '../../../protocol/marketplace.js';
@@ -7,6 +8,7 @@ import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import { insufficientFunds, platformAccount, userAccount } from './accounts.js';
@@ -32,6 +34,8 @@ export interface PurchasesDeps {
   purchaseLimiter: RateLimiterAbstract;
   /** Admins' refunds are recorded in the audit log, in their transaction. */
   audit: Pick<AuditApi, 'record'>;
+  /** `economy.purchase.completed` is recorded in the purchase's transaction, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -39,6 +43,7 @@ type Page = { limit: number; cursor?: string | undefined };
 const noSuchListing = () => new AppError(ErrorCode.NOT_FOUND, 'No such listing.');
 const noSuchPurchase = () => new AppError(ErrorCode.NOT_FOUND, 'No such purchase.');
 const REVENUE = platformAccount('platform_revenue');
+const PURCHASE_COMPLETED = 'economy.purchase.completed';
 
 /**
  * Purchases: the buyer's wallet pays the price, the platform keeps its fee and the seller's share
@@ -95,8 +100,13 @@ export class PurchasesService {
         const now = await listingById(tx, listingId);
         throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
       }
-      // Stored before the ledger transaction, so the revenue account it locks is held the shortest.
+      // Stored (and the event recorded) before the ledger transaction, so the revenue account it
+      // locks is held the shortest. A replayed retry never comes here, so it records nothing.
       const answer = await key.store(toPurchase(row));
+      if (this.deps.outbox.hasConsumers(PURCHASE_COMPLETED)) {
+        const event: DomainEventData[typeof PURCHASE_COMPLETED] = { purchase: answer.value };
+        await this.deps.outbox.record(tx, PURCHASE_COMPLETED, event);
+      }
       const { entries } = await post(
         tx,
         { kind: 'purchase', purchaseId: row.id, at },

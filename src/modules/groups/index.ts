@@ -47,7 +47,10 @@ export const groupsModule = defineModule({
   name: 'groups',
   tables: ['groups', 'group_members', 'group_join_requests'],
   needs: ['users', 'audit', 'chat'],
-  setup({ bus, kv, config, gateway }, { audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi }) {
+  setup(
+    { bus, kv, config, gateway, outbox },
+    { audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi },
+  ) {
     // A socket that joins a group's chat again is sent what it missed, its roster events included.
     bus.recordTopics(GROUP_TOPIC_PREFIX);
     gateway.onUserEvent(GROUP_MEMBERSHIP_ENDED, (connection, event) =>
@@ -80,6 +83,7 @@ export const groupsModule = defineModule({
         }),
       },
       audit,
+      outbox,
     );
     // The group's chat takes chat's pipeline, with this module's resolver deciding who may use it.
     const groupChat = chat.channelKind(groupChatChannel);

@@ -1,7 +1,10 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { Group, GroupMember } from '../../../protocol/groups.js';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
+import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
@@ -45,6 +48,8 @@ export interface RosterLimits {
   joinLimiter: RateLimiterAbstract;
 }
 
+const MEMBER_JOINED = 'group.member.joined';
+
 const groupFull = (max: number) =>
   new AppError(ErrorCode.GROUP_FULL, `The group has its ${max} members; no one joins until someone leaves.`);
 const noSuchRequest = () => new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to join.');
@@ -60,6 +65,8 @@ export class RosterService {
     private readonly limits: RosterLimits,
     /** A moderator's removal of a member is recorded in the audit log, in its transaction. */
     private readonly audit: Pick<AuditApi, 'record'>,
+    /** `group.member.joined` is recorded in the join's transaction, when something consumes it. */
+    private readonly outbox: Pick<Outbox, 'hasConsumers' | 'record'>,
   ) {}
 
   /** Joins an open group, or asks to join a closed one. */
@@ -93,6 +100,7 @@ export class RosterService {
           role: 'member',
           at: ctx.now(),
         });
+        if (this.outbox.hasConsumers(MEMBER_JOINED)) await this.recordJoined(data, group.id, me);
         return { requested: false as const, member: toMember(row) };
       },
       (data) => lockMemberships(data, me),
@@ -123,15 +131,23 @@ export class RosterService {
       await requireManager(data, group.id, me, 'approve join requests');
       if (!(await deleteRequest(data, group.id, target))) throw noSuchRequest();
       if (group.member_count >= maxMembers) throw groupFull(maxMembers);
-      return [
-        group.id,
-        toMember(
-          await insertMember(data, { groupId: group.id, userId: target, role: 'member', at: ctx.now() }),
-        ),
-      ] as const;
+      const row = await insertMember(data, {
+        groupId: group.id,
+        userId: target,
+        role: 'member',
+        at: ctx.now(),
+      });
+      if (this.outbox.hasConsumers(MEMBER_JOINED)) await this.recordJoined(data, group.id, target);
+      return [group.id, toMember(row)] as const;
     });
     await this.events.roster(ctx, id, [target], 'group.member_joined', { group_id: id, member, by: me });
     return member;
+  }
+
+  /** Records that `userId` joined, in the join's transaction `tx`. */
+  private async recordJoined(tx: DataAccess, groupId: string, userId: string): Promise<void> {
+    const event: DomainEventData[typeof MEMBER_JOINED] = { group_id: groupId, user_id: userId };
+    await this.outbox.record(tx, MEMBER_JOINED, event);
   }
 
   /** The owner or an admin refuses a request; the requester and the group's managers are told. */

@@ -1,0 +1,28 @@
+import type { dmSend } from './chat.js';
+import type { purchasesGet } from './marketplace.js';
+import type { OutputOf } from './operation.js';
+
+/**
+ * The domain events server extensions subscribe to (`api.on`): each recorded in the transaction
+ * that commits its change, and handled after the commit, at least once. An event's `data` is its
+ * entry in DomainEventData.
+ */
+export const domainEventTypes = [
+  'user.registered',
+  'economy.purchase.completed',
+  'group.member.joined',
+  'dm.message',
+] as const;
+
+export type DomainEventType = (typeof domainEventTypes)[number];
+
+export interface DomainEventData {
+  /** An account was registered. */
+  'user.registered': { user_id: string; username: string };
+  /** A purchase committed; the purchase as `GET /api/economy/purchases/{id}` answers it. */
+  'economy.purchase.completed': { purchase: OutputOf<typeof purchasesGet> };
+  /** A user joined an open group, or their request to join was approved. */
+  'group.member.joined': { group_id: string; user_id: string };
+  /** A direct message was stored (over either transport), as `dm.send` answers it. */
+  'dm.message': { message: OutputOf<typeof dmSend> };
+}
