@@ -62,6 +62,7 @@ export type AuthAck = z.output<typeof userAuthAckSchema>;
 export type { MissedEvents };
 
 type ChatJoinInput = SentInputOf<Operations['chat.join']>;
+type RpcInput = SentInputOf<Operations['rpc']>;
 
 export class AtriumClient {
   private currentState: ConnectionState = 'offline';
@@ -137,8 +138,14 @@ export class AtriumClient {
       return (await this.overSocket(this.socket, op.name, input, this.requestTimeoutMs)) as CallResult<N>;
     }
     if (op.rest) return (await this.rest.call(op, op.rest, input, this.token)) as CallResult<N>;
+    if (op.name === 'rpc') return (await this.rest.rpc(input as RpcInput, this.token)) as CallResult<N>;
     const { socket, msLeft } = await this.readySocket();
     return (await this.overSocket(socket, op.name, input, msLeft)) as CallResult<N>;
+  }
+
+  /** A server extension's rpc, called as `call('rpc', {name, input})`: resolves with its `result`. */
+  async rpc<R = unknown>(name: string, input?: unknown): Promise<R> {
+    return (await this.call('rpc', { name, input })).result as R;
   }
 
   /**

@@ -1,4 +1,12 @@
-import { IDEMPOTENCY_KEY_FIELD, type Operation, pathParams, type RestBinding } from './operation.js';
+import { rpcCall } from './extensions.js';
+import {
+  type HttpMethod,
+  IDEMPOTENCY_KEY_FIELD,
+  type Operation,
+  type PlainRestTwin,
+  pathParams,
+  type RestBinding,
+} from './operation.js';
 import { pathOf } from './rest-path.js';
 import { AtriumError } from './socket.js';
 
@@ -7,6 +15,9 @@ export type FetchLike = (
   url: string,
   init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
 ) => Promise<{ status: number; headers: { get(name: string): string | null }; json(): Promise<unknown> }>;
+
+/** The rpcs' one REST path, as protocol/extensions.ts declares it. */
+const RPC_ROUTE = rpcCall.restRoute as PlainRestTwin;
 
 /**
  * AtriumClient's REST side: an operation's REST twin called with the same input and answered
@@ -22,18 +33,36 @@ export class RestTransport {
   ) {}
 
   async call(op: Operation, rest: RestBinding, input: unknown, token: string | null): Promise<unknown> {
-    const { url, body, idempotencyKey } = restRequest(this.httpUrl, rest, input);
+    const request = { method: rest.method, ...restRequest(this.httpUrl, rest, input) };
+    return this.send(op.name, request, op.public ? null : token);
+  }
+
+  /**
+   * The `rpc` frame's REST twin: POST /api/rpc/<name> (the name one segment whatever it holds)
+   * with the input as the JSON body, none when it is undefined; resolves with the `{result}` answer.
+   */
+  async rpc({ name, input }: { name: string; input?: unknown }, token: string | null): Promise<unknown> {
+    const url = `${this.httpUrl}${pathOf({ name: rpcCall.name, rest: RPC_ROUTE }, { name })}`;
+    const body = input === undefined ? {} : { body: JSON.stringify(input) };
+    const answer = await this.send(`rpc ${name}`, { method: RPC_ROUTE.method, url, ...body }, token);
+    if (isRecord(answer) && 'result' in answer) return answer;
+    throw new AtriumError('BAD_RESPONSE', `The API answered rpc ${name} without a result.`);
+  }
+
+  /** Sends one request; resolves with its JSON answer, rejects with the AtriumError it amounts to. */
+  private async send(what: string, request: RestRequest, token: string | null): Promise<unknown> {
+    const { method, url, body, idempotencyKey } = request;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    if (!op.public && token !== null) headers.authorization = `Bearer ${token}`;
+    if (token !== null) headers.authorization = `Bearer ${token}`;
     const controller = new AbortController();
-    const timeout = new AtriumError('TIMEOUT', `No answer to ${op.name} within ${this.timeoutMs} ms.`);
+    const timeout = new AtriumError('TIMEOUT', `No answer to ${what} within ${this.timeoutMs} ms.`);
     const timer = setTimeout(() => controller.abort(timeout), this.timeoutMs);
     this.calls.add(controller);
     try {
       const fetch = this.fetch;
-      const response = await fetch(url, { method: rest.method, headers, body, signal: controller.signal });
+      const response = await fetch(url, { method, headers, body, signal: controller.signal });
       // JSON never parses to undefined: undefined marks a body that is not JSON.
       const answer = response.status === 204 ? null : await response.json().catch(() => undefined);
       if (response.status >= 200 && response.status < 300 && answer !== undefined) return answer;
@@ -41,7 +70,7 @@ export class RestTransport {
     } catch (error) {
       if (controller.signal.aborted) throw controller.signal.reason;
       if (error instanceof AtriumError) throw error;
-      throw new AtriumError('CONNECT_FAILED', `${rest.method} ${url} failed: ${String(error)}`);
+      throw new AtriumError('CONNECT_FAILED', `${method} ${url} failed: ${String(error)}`);
     } finally {
       clearTimeout(timer);
       this.calls.delete(controller);
@@ -54,6 +83,13 @@ export class RestTransport {
   }
 }
 
+interface RestRequest {
+  method: HttpMethod;
+  url: string;
+  body?: string;
+  idempotencyKey?: string;
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -63,11 +99,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * into the body (GET: the query string). Without path fields the input is the body as it is, so
  * a user document keeps every key. An operation's idempotency key goes in its header.
  */
-function restRequest(
-  httpUrl: string,
-  rest: RestBinding,
-  input: unknown,
-): { url: string; body?: string; idempotencyKey?: string } {
+function restRequest(httpUrl: string, rest: RestBinding, input: unknown): Omit<RestRequest, 'method'> {
   const params = pathParams(rest.path);
   let record = isRecord(input) ? input : {};
   let idempotencyKey: string | undefined;

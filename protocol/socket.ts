@@ -200,6 +200,15 @@ export class AtriumSocket {
     return ack;
   }
 
+  /**
+   * Calls a server extension's rpc by name (the `rpc` frame); resolves with its `result`. Its
+   * type is the extension's to say, so `R` is the caller's word for it.
+   */
+  async rpc<R = unknown>(name: string, input?: unknown, timeoutMs?: number): Promise<R> {
+    const { result } = await this.request('rpc', { name, input }, timeoutMs);
+    return result as R;
+  }
+
   /** An application-level round trip: the measured round-trip time and the server's clock. */
   async ping(timeoutMs?: number): Promise<{ rttMs: number; serverTime: number }> {
     const started = performance.now();
