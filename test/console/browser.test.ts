@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
@@ -28,13 +29,19 @@ import { moderationCalls } from '../moderation/moderation.js';
 const docsDir = process.env.CONSOLE_SCREENSHOT_DIR;
 const shotsDir = docsDir ?? join('test-artifacts', 'console');
 const DEADLINE_MS = 20_000;
+// An extension with rpcs, hooks and an event handler, so the extensions page has rows to draw.
+const KIT = fileURLToPath(new URL('../extensions/fixtures/kit.mjs', import.meta.url));
 
 requireChromium('the operator console', 'console/browser.test.ts');
 
 describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () => {
   // Samples are taken by the test, between bursts of traffic, so the charts have a shape.
   const { command } = recordingCommand();
-  const app = useTestApp({ CONSOLE_SAMPLE_INTERVAL_SECONDS: 3600, GAMESERVER_COMMAND: command });
+  const app = useTestApp({
+    CONSOLE_SAMPLE_INTERVAL_SECONDS: 3600,
+    GAMESERVER_COMMAND: command,
+    EXTENSIONS: KIT,
+  });
   const mod = moderationCalls(app);
   const groups = groupCalls(app);
   let browser: Browser;
@@ -300,6 +307,21 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
       await send(owner.access_token, 'POST', `/api/worlds/${worldId}/servers`, {});
       const group = await groups.createGroup(owner, { name: 'Harbour builders', join_policy: 'open' });
       await groups.joined(member, group.id);
+      // Calls of the extension's rpcs, so its page counts some of each outcome.
+      for (const [name, payload] of [
+        ['double', { count: 2 }],
+        ['double', { count: 3 }],
+        ['echo', { greeting: 'hello' }],
+        ['refuse', undefined],
+        ['boom', undefined],
+      ] as const) {
+        await app().http.inject({
+          method: 'POST',
+          url: `/api/rpc/${name}`,
+          headers: bearer(member.access_token),
+          ...(payload === undefined ? {} : { payload }),
+        });
+      }
       // Traffic between samples, so the overview's charts have something to draw.
       for (let round = 0; round < 6; round++) {
         for (let i = 0; i < 5 * (round + 1); i++) await app().http.inject({ method: 'GET', url: '/healthz' });
@@ -311,6 +333,7 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
         ['economy', '/console/economy?verify=1&account=platform_issuance'],
         ['payouts', '/console/economy/payouts?state=approved'],
         ['configuration', '/console/configuration'],
+        ['extensions', '/console/extensions'],
         ['users', '/console/users'],
         ['user', `/console/users/${moderator.user.id}`],
         ['worlds', '/console/worlds'],
@@ -337,7 +360,7 @@ describe.skipIf(!chromiumPath)('the operator console in headless Chromium', () =
           await context.close();
         }
       }
-      // Twenty-eight page loads and screenshots in a real browser: a loaded machine takes minutes.
+      // Thirty page loads and screenshots in a real browser: a loaded machine takes minutes.
     },
     PROCESS_TEST_TIMEOUT_MS,
   );

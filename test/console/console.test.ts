@@ -47,6 +47,7 @@ describe('the operator console', () => {
       '/console/economy',
       '/console/economy/payouts',
       '/console/configuration',
+      '/console/extensions',
       '/console/users',
       '/console/worlds',
       '/console/game-servers',
@@ -211,6 +212,13 @@ describe('the operator console', () => {
     expect(page.statusCode).toBe(200);
     expect(page.body).toContain('ECONOMY_FEE_BPS');
     expect(page.body).not.toMatch(/postgres(ql)?:\/\/[^"<]*:[^"<@[]+@/);
+  });
+
+  it('says on the extensions page that none are loaded when EXTENSIONS names none', async () => {
+    const { console: browser } = await operator('admin');
+    const page = await browser.get('/console/extensions');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('No extensions are loaded');
   });
 
   it('refreshes an expired access token behind the page, rotating the stored refresh token', async () => {

@@ -1,4 +1,5 @@
 import { defineModule } from '../../platform/module.js';
+import type { ExtensionsApi } from '../extensions/index.js';
 import { registerConsoleRoutes } from './console.routes.js';
 import { NodeSamples } from './node-samples.js';
 import { OperatorApi } from './operator-api.js';
@@ -6,6 +7,7 @@ import type { ConsoleAction, ConsolePage } from './page.js';
 import { auditPage } from './pages/audit.js';
 import { configurationPage } from './pages/configuration.js';
 import { economyActions, economyPage, payoutsPage } from './pages/economy.js';
+import { extensionsPage } from './pages/extensions.js';
 import { gameServersPage, stopGameServer } from './pages/gameservers.js';
 import { groupActions, groupPage, groupsPage } from './pages/groups.js';
 import { decideReport, moderationPage } from './pages/moderation.js';
@@ -17,13 +19,13 @@ import { ConsoleSessions } from './session.js';
 /**
  * The operator console at /console (docs/console.md): server-rendered pages for moderators and
  * admins that read and change everything through the service's own API, as the signed-in
- * operator. It imports no other module: the API is its only way in.
+ * operator. The one module it reads directly is extensions, for what this process loaded.
  */
 export const consoleModule = defineModule({
   name: 'console',
   tables: [],
-  needs: [],
-  setup({ config, kv, metrics, gateway, log }) {
+  needs: ['extensions'],
+  setup({ config, kv, metrics, gateway, log }, { extensions }: { extensions: ExtensionsApi }) {
     const samples = new NodeSamples({
       metrics,
       gateway,
@@ -38,6 +40,7 @@ export const consoleModule = defineModule({
       economyPage,
       payoutsPage,
       configurationPage,
+      extensionsPage(extensions),
       usersPage,
       userPage,
       worldsPage,
