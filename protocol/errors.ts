@@ -1,6 +1,7 @@
 import { authErrors } from './errors/auth.js';
 import { chatErrors } from './errors/chat.js';
 import { economyErrors } from './errors/economy.js';
+import { extensionErrors } from './errors/extensions.js';
 import { gameServerErrors } from './errors/gameservers.js';
 import { groupErrors } from './errors/groups.js';
 import {
@@ -33,6 +34,7 @@ export const errorParts = {
   quota: quotaErrors,
   groups: groupErrors,
   economy: economyErrors,
+  extensions: extensionErrors,
   internal: internalErrors,
 };
 

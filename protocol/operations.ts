@@ -7,6 +7,7 @@ import { chunkOperations } from './chunks.js';
 import { discoveryOperations } from './discovery.js';
 import { economyOperations } from './economy.js';
 import { economyAdminOperations } from './economy-admin.js';
+import { extensionOperations } from './extensions.js';
 import { favoriteOperations } from './favorites.js';
 import { ping } from './frames.js';
 import { gameServerOperations } from './gameservers.js';
@@ -33,6 +34,7 @@ export * from './chunks.js';
 export * from './discovery.js';
 export * from './economy.js';
 export * from './economy-admin.js';
+export * from './extensions.js';
 export * from './favorites.js';
 export * from './gameservers.js';
 export * from './group-admin.js';
@@ -79,6 +81,7 @@ const all = [
   ...economyAdminOperations,
   ...marketplaceOperations,
   ...settingsOperations,
+  ...extensionOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -10,6 +10,7 @@ import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
 import { ControlChannel } from './platform/control-channel.js';
 import { type Database, openDatabase } from './platform/db.js';
+import { EventLoopStalls } from './platform/event-loop-stall.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
 import { InFlight } from './platform/in-flight.js';
@@ -24,6 +25,7 @@ import {
   registerCommands,
   setupModules,
 } from './platform/module.js';
+import { OperationHooks } from './platform/operation-hooks.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 import { Outbox } from './platform/outbox.js';
 
@@ -123,6 +125,9 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   const log = overrides.log ?? createLogger(config);
   const metrics = createMetrics();
   const owned: ReleaseStep[] = [];
+  // Watches from listen() to close(): loading, connecting and draining may block the loop for
+  // seconds, as expected. The extensions module tells it what runs (Platform.stalls.track).
+  const stalls = new EventLoopStalls({ log, counter: metrics.eventLoopStalls });
   try {
     const db = overrides.db ?? (await openDatabase(config));
     if (!overrides.db) owned.unshift(['close the database', () => db.close()]);
@@ -183,12 +188,14 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       tokens,
       serviceTokens: new ServiceTokens(),
       outbox,
+      stalls,
+      hooks: new OperationHooks(),
       ctx: (caller) => new CallContext(db.data, caller),
     };
 
     const built = await setupModules(platform, overrides.modules ?? modules);
     for (const { parts } of built) {
-      if (parts.operations) registerFrames(gateway, platform.ctx, log, parts.operations);
+      if (parts.operations) registerFrames(gateway, platform.ctx, log, parts.operations, platform.hooks);
       if (parts.sessions) gateway.onSession(parts.sessions);
     }
     // Module routes live in one scope whose routes need a signed-in user unless declared public.
@@ -201,7 +208,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         }),
       );
       for (const { parts } of built) {
-        if (parts.operations) registerRoutes(scope as HttpServer, platform.ctx, parts.operations);
+        if (parts.operations)
+          registerRoutes(scope as HttpServer, platform.ctx, parts.operations, platform.hooks);
         parts.routes?.(scope as HttpServer);
       }
     });
@@ -238,10 +246,12 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         for (const { parts } of built) await parts.start?.({ httpPort, wsPort });
         outbox.start();
         if (controlChannel) await control.listen(config.DATA_DIR);
+        stalls.start();
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
       close() {
+        stalls.stop();
         const graceEnds = Date.now() + config.SHUTDOWN_GRACE_MS;
         closing ??= releaseAll(log, [
           [

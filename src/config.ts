@@ -5,6 +5,7 @@ import { chatConfig } from './modules/chat/chat.config.js';
 import { consoleConfig } from './modules/console/console.config.js';
 import { discoveryConfig } from './modules/discovery/discovery.config.js';
 import { economyConfig } from './modules/economy/economy.config.js';
+import { extensionsConfig } from './modules/extensions/extensions.config.js';
 import { gameServersConfig } from './modules/gameservers/gameservers.config.js';
 import { groupsConfig } from './modules/groups/groups.config.js';
 import { moderationConfig } from './modules/moderation/moderation.config.js';
@@ -39,6 +40,7 @@ export const configParts = {
   moderation: moderationConfig,
   gameservers: gameServersConfig,
   economy: economyConfig,
+  extensions: extensionsConfig,
   console: consoleConfig,
 };
 

@@ -7,6 +7,7 @@ import { chatModule } from './chat/index.js';
 import { consoleModule } from './console/index.js';
 import { discoveryModule } from './discovery/index.js';
 import { economyModule } from './economy/index.js';
+import { extensionsModule } from './extensions/index.js';
 import { gameServersModule } from './gameservers/index.js';
 import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
@@ -41,5 +42,6 @@ export const modules = [
   gameServersModule,
   economyModule,
   settingsModule,
+  extensionsModule,
   consoleModule,
 ] as const;

@@ -23,6 +23,11 @@ export class AppError extends Error {
       retryAfterSeconds?: number;
       /** Set when the message or the field paths name things a transport words its own way. */
       reason?: Reason;
+      /**
+       * The HTTP status of a code that is not the platform's: an extension's refusal
+       * (docs/extensions.md) brings its own code and status.
+       */
+      status?: number;
     } = {},
   ) {
     super(message);
@@ -98,7 +103,7 @@ export interface ProblemDetails {
 }
 
 export function toProblem(error: AppError): ProblemDetails {
-  const status = httpStatusFor(error.code);
+  const status = error.extra.status ?? httpStatusFor(error.code);
   return {
     type: `urn:atrium:problem:${error.code.toLowerCase()}`,
     title: titleByStatus[status] ?? 'Error',

@@ -8,7 +8,12 @@ export const problemSchema = z
     title: z.string(),
     status: z.number().int(),
     detail: z.string(),
-    code: z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+    // An extension's refusal carries a code of its own (docs/extensions.md), so besides the
+    // platform's codes any SCREAMING_SNAKE code may come.
+    code: z.union([
+      z.enum(Object.values(ErrorCode) as [ErrorCode, ...ErrorCode[]]),
+      z.string().regex(/^[A-Z][A-Z0-9_]*$/),
+    ]),
     errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   })
   .catchall(z.unknown())
@@ -53,3 +58,14 @@ function describedProblem(status: number): typeof problemSchema {
   return schema;
 }
 const describedProblems = new Map<number, typeof problemSchema>();
+
+/**
+ * The answers an operation with hooks may give besides its own (docs/extensions.md): a hook's
+ * refusal with any 4xx status, its failure (500) and its timeout (503).
+ */
+export function hookedResponses() {
+  return {
+    ...errorResponses(500, 503),
+    '4xx': describedProblem(400).describe("A hook's refusal, or any of the operation's own."),
+  };
+}

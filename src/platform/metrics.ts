@@ -46,6 +46,11 @@ export function createMetrics() {
       buckets: [1, 2, 4, 8, 16, 32, 64, 100],
       registers: [registry],
     }),
+    eventLoopStalls: new Counter({
+      name: 'atrium_event_loop_stalls_total',
+      help: 'Times the event loop was blocked for over 1 s (src/platform/event-loop-stall.ts).',
+      registers: [registry],
+    }),
     wsErrorFrames: new Counter({
       name: 'atrium_ws_error_frames_total',
       help: 'Error frames sent by the gateway, by error code.',

@@ -6,12 +6,14 @@ import type { Caller, Ctx } from './context.js';
 import type { ControlChannel, ControlCommand, ControlContext, ControlOutput } from './control-channel.js';
 import type { DataAccess } from './data-access.js';
 import type { Database } from './db.js';
+import type { StallTracking } from './event-loop-stall.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { SessionListener } from './gateway/sessions.js';
 import type { HttpServer } from './http.js';
 import type { Kv } from './kv/kv.js';
 import type { Logger } from './log.js';
 import type { Metrics } from './metrics.js';
+import type { OperationHooks } from './operation-hooks.js';
 import type { OperationBinding } from './operations.js';
 import type { Outbox } from './outbox.js';
 import type { PlatformConfig } from './platform-config.js';
@@ -46,6 +48,16 @@ export interface Platform {
    * consumers modules add at setup (extensions' handlers), on whichever node claims them.
    */
   outbox: Outbox;
+  /**
+   * The event-loop stall detector: code that runs foreign calls (extensions) tells it what runs,
+   * so that a stall's log line names the call that blocked the loop.
+   */
+  stalls: StallTracking;
+  /**
+   * Hooks around operations (server extensions), set while the modules are built: the transports
+   * register each operation after every module was built, with its hooks if it has any.
+   */
+  hooks: OperationHooks;
   /** The service context of one request or frame. */
   ctx(caller: Caller): Ctx;
 }

@@ -113,13 +113,18 @@ export const documentRoute: SwaggerTransform = (input) => {
   const responses: Record<string, DocumentedResponse> = {};
   for (const [status, converted] of Object.entries(out.response ?? {})) {
     const json = bare(converted);
-    const code = Number(status);
-    const description =
-      code >= 400 ? errorDescription(code) : ((json as { description?: string }).description ?? 'Success.');
+    // A range ('4xx': a hook's refusal) is documented under OpenAPI's spelling of it, '4XX'.
+    const range = /^[1-5]xx$/.test(status);
+    const code = range ? Number(status[0]) * 100 : Number(status);
+    const description = range
+      ? "A hook's refusal, with a status and a code of its own."
+      : code >= 400
+        ? errorDescription(code)
+        : ((json as { description?: string }).description ?? 'Success.');
     // A response without a body is declared as `null` (z.null()): a 204, a redirect, a 304.
     // @fastify/swagger writes no content for a response of type null, and a media type for any
     // other, even one with no schema.
-    responses[status] =
+    responses[range ? status.toUpperCase() : status] =
       (json as { type?: string }).type === 'null'
         ? { description, type: 'null' }
         : {

@@ -14,9 +14,10 @@ import { type Wording, worded } from './errors.js';
 import type { Connection } from './gateway/connection.js';
 import type { Gateway } from './gateway/gateway.js';
 import type { HttpServer } from './http.js';
-import { errorResponses } from './http-schemas.js';
+import { errorResponses, hookedResponses } from './http-schemas.js';
 import { wasReplayed } from './idempotency.js';
 import type { Logger } from './log.js';
+import type { OperationHooks } from './operation-hooks.js';
 
 /** What a handler returns: the response; for an operation answering 204 (no body) it is ignored. */
 type Answer<O extends Operation> =
@@ -78,17 +79,18 @@ function wordedBy(handler: Handler, word: Wording | undefined): Handler {
 /**
  * Registers the gateway twin of each frame operation: the payload is validated against the
  * operation's request schema, anonymous connections are refused unless the operation is public,
- * and the result is the ack payload.
+ * and the result is the ack payload. The operation's hooks, if any, run around its service function.
  */
 export function registerFrames(
   gateway: Gateway,
   ctxOf: (caller: Caller) => Ctx,
   log: Logger,
   bindings: readonly OperationBinding[],
+  hooks: OperationHooks,
 ): void {
   for (const { op, handler: serviceHandler, wordings } of bindings) {
     if (!op.frame) continue;
-    const handler = wordedBy(serviceHandler, wordings?.frame);
+    const handler = wordedBy(hooks.around(op, serviceHandler), wordings?.frame);
     gateway.handle(
       op.name,
       payloadSchema(op),
@@ -118,11 +120,12 @@ export function registerRoutes(
   http: HttpServer,
   ctxOf: (caller: Caller) => Ctx,
   bindings: readonly OperationBinding[],
+  hooks: OperationHooks,
 ): void {
   for (const { op, handler: serviceHandler, wordings } of bindings) {
     const rest = op.rest;
     if (!rest) continue;
-    const handler = wordedBy(serviceHandler, wordings?.rest);
+    const handler = wordedBy(hooks.around(op, serviceHandler), wordings?.rest);
     const status = rest.status ?? 200;
     const createdWhen = rest.createdWhen as ((answer: unknown) => boolean) | undefined;
     const { schema, input } = requestShape(op, rest);
@@ -133,6 +136,7 @@ export function registerRoutes(
       [status]: op.response,
       ...(createdWhen ? { 201: op.response } : {}),
       ...errorResponses(...op.errors),
+      ...(hooks.get(op.name) ? hookedResponses() : {}),
     };
     const call = (request: FastifyRequest) => handler(ctxOf(request), input(request));
     http.route({

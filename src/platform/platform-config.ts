@@ -57,6 +57,11 @@ export const platformConfig = {
    * `auto` is one per available core. More than one needs production mode.
    */
   WORKERS: processCount(256),
+  /**
+   * In worker mode, a worker whose event loop sent no sign of life for this long (a synchronous
+   * loop that never ends) is killed and started again; 0 turns the check off.
+   */
+  WORKER_STALL_TIMEOUT_SECONDS: intInRange(30, 0, 3600),
   LOG_LEVEL: z
     .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], {
       error: 'must be one of fatal, error, warn, info, debug, trace, silent',

@@ -128,7 +128,10 @@ export class OpenApiCheck {
   }
 
   private checkResponse(operation: OperationObject, exchange: Exchange): string[] {
-    const declared = operation.responses[String(exchange.status)] ?? operation.responses.default;
+    const declared =
+      operation.responses[String(exchange.status)] ??
+      operation.responses[`${String(exchange.status)[0]}XX`] ??
+      operation.responses.default;
     if (!declared) return [`status ${exchange.status} is not declared`];
     const mediaType = mediaTypeOf(exchange.responseHeaders['content-type']);
     const content = declared.content ?? {};

@@ -146,11 +146,11 @@ export class FrameDispatcher {
     const { admits } = registration;
     const principal = connection.principal;
     if (admits !== 'anyone' && !(principal && admits.includes(principal.kind))) {
-      this.sendError(
-        connection,
-        new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.'),
-        frame.id,
-      );
+      // A socket authenticated as another kind of caller (a game server's) is known, not admitted.
+      const refusal = principal
+        ? new AppError(ErrorCode.FORBIDDEN, `A ${principal.kind}'s socket may not send ${frame.t}.`)
+        : new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.');
+      this.sendError(connection, refusal, frame.id);
       return;
     }
     const parsed = registration.payload.safeParse(frame.d);
