@@ -24,8 +24,8 @@ export class AppError extends Error {
       /** Set when the message or the field paths name things a transport words its own way. */
       reason?: Reason;
       /**
-       * The HTTP status of a code that is not the platform's: an extension's refusal
-       * (docs/extensions.md) brings its own code and status.
+       * The HTTP status of a code that is not the platform's: a hook's refusal brings its own
+       * code and status.
        */
       status?: number;
     } = {},
@@ -99,7 +99,7 @@ export interface ProblemDetails {
   detail: string;
   code: ErrorCode;
   errors?: FieldError[];
-  [extension: string]: unknown;
+  [member: string]: unknown;
 }
 
 export function toProblem(error: AppError): ProblemDetails {

@@ -22,7 +22,9 @@ afterAll(() => {
 
 const migration = `this.addSql('create table apples (id uuid)');
 this.addSql('create table pears (id uuid)');
-this.addSql('create table session_revocations (session_id uuid)');`;
+this.addSql('create table session_revocations (session_id uuid)');
+this.addSql('create table outbox_events (id uuid)');
+this.addSql('create table outbox_deliveries (event_id uuid)');`;
 const platform = "const sql = 'select session_id from session_revocations where revoked_at >= $1';";
 const fruit = `export const appleSql = (id: string) => \`exists (select 1 from apples where id = \${id})\`;
 export const fruitModule = defineModule({ name: 'fruit', tables: ['apples'], needs: [], setup() {} });`;
