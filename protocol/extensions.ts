@@ -16,6 +16,9 @@ export const rpcCall = operation('rpc', {
     "Calls a server extension's rpc by name with its input; 404 for a name no loaded extension serves on this path. Each loaded rpc is also documented as rpc.<name>.",
   frame: true,
   restRoute: { method: 'POST', path: '/api/rpc/:name', operationId: 'rpc' },
+  // Each rpc declares its own auth, checked after its name: a name no rpc has is 404 before any
+  // auth. The frame still needs a user's socket (docs/extensions.md).
+  public: true,
   request: z
     .object({
       // Any text: a name that names no rpc answers 404, before the input is looked at.

@@ -160,10 +160,12 @@ describe('a spawned game server with the reference program', () => {
         t: 'error',
         code: 'FORBIDDEN',
       });
+      // A user's frame from a known socket of another kind: forbidden, not unauthenticated.
       expect(await request(socket, 'presence.heartbeat')).toMatchObject({
         t: 'error',
-        code: 'UNAUTHENTICATED',
+        code: 'FORBIDDEN',
       });
+      expect(await request(socket, 'rpc', { name: 'anything' })).toMatchObject({ t: 'error', code: 'FORBIDDEN' });
       // A commit by the owner reaches the server's socket.
       await putChunk(owner, worldId, mainRoomId, 'server-stream');
       await socket.next((frame) => frame.t === 'chunks.commit');

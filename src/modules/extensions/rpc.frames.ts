@@ -1,4 +1,5 @@
 import { rpcCall } from '../../../protocol/extensions.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
 import { type OperationBinding, serve } from '../../platform/operations.js';
 import type { ExtensionsService } from './extensions.service.js';
 
@@ -6,6 +7,10 @@ import type { ExtensionsService } from './extensions.service.js';
 export function rpcFrames(extensions: ExtensionsService): OperationBinding[] {
   return [
     serve(rpcCall, async (ctx, { name, input }) => {
+      // The frame is served to users' sockets only, whatever the rpc's auth.
+      if (ctx.service)
+        throw new AppError(ErrorCode.FORBIDDEN, "A game server's socket may not send rpc frames.");
+      if (!ctx.user) throw new AppError(ErrorCode.UNAUTHENTICATED, 'Send an auth frame first.');
       const { json } = await extensions.call(ctx, 'socket', name, input);
       return { result: JSON.parse(json) as unknown };
     }),
