@@ -154,6 +154,22 @@ describe('extension hooks', () => {
     expect(afterOf('economy.admin.grant').length).toBe(afterCount);
   });
 
+  it("runs no hook for what a ctx service does (ctx.economy.grant is not the admin grant's operation)", async () => {
+    const before = beforeOf('economy.admin.grant').length;
+    const granted = await app().http.inject({
+      method: 'POST',
+      url: '/api/rpc/grant',
+      headers: { ...bearer(alice.access_token), 'content-type': 'application/json' },
+      payload: JSON.stringify(alice.user.id),
+    });
+    expect(granted.json().result).toMatchObject({ user_id: alice.user.id, amount: 3, replayed: false });
+    await putProfile('after the grant');
+    await vi.waitFor(() =>
+      expect(afterOf('profile.update').at(-1)?.input).toEqual({ bio: 'after the grant' }),
+    );
+    expect(beforeOf('economy.admin.grant').length).toBe(before);
+  });
+
   it('counts hook calls in /metrics', async () => {
     const metrics = (await app().http.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(

@@ -183,6 +183,18 @@ describe('extension rpcs', () => {
     expect((await post('/api/rpc/match.result', {}, token)).statusCode).toBe(404);
   });
 
+  it('documents each rpc as its own operation, with its input schema, under its path', async () => {
+    const document = (await app().http.inject({ method: 'GET', url: '/openapi.json' })).json();
+    const double = document.paths['/api/rpc/double'].post;
+    expect(double).toMatchObject({ operationId: 'rpc.double', tags: ['rpc'] });
+    expect(JSON.stringify(double.requestBody)).toContain('count');
+    expect(Object.keys(double.responses)).toEqual(
+      expect.arrayContaining(['200', '401', '404', '422', '4XX', '500', '503']),
+    );
+    expect(document.paths['/internal/rpc/match.result'].post.operationId).toBe('rpc.match.result');
+    expect(document.paths['/api/rpc/match.result']).toBeUndefined();
+  });
+
   it('counts each call in /metrics by extension, kind, name and outcome', async () => {
     const metrics = (await app().http.inject({ method: 'GET', url: '/metrics' })).body;
     expect(metrics).toMatch(
