@@ -95,7 +95,9 @@ describe('App.close', () => {
       expect(outcomes).toEqual(['finished', 'finished']);
       expect(waiting()?.running).toMatchObject({ 'POST /api/probe/held': 1, 'frame probe.held': 1 });
       expect(logged.map((line) => line.msg)).toContain('in-flight work finished');
-      expect(logged.filter((line) => Number(line.level) >= 40)).toEqual([]);
+      // A loaded machine may stall the event loop for over a second (logged at warn); not this test's concern.
+      const warnings = logged.filter((line) => Number(line.level) >= 40);
+      expect(warnings.filter((line) => !line.msg.startsWith('event loop stalled'))).toEqual([]);
     } finally {
       open();
       await dispose();
