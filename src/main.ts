@@ -86,17 +86,22 @@ async function serveAlone(config: ReturnType<typeof loadConfig>): Promise<number
  * A worker of worker mode (src/platform/cluster/supervisor.ts). It drains when the supervisor
  * says so, or on its own SIGTERM (a second signal exits at once); SIGINT is left to the
  * supervisor, which relays a terminal's Ctrl-C that reached every worker too. Slot 1 serves the
- * host's control channel, so its replacement takes the socket over after a crash.
+ * host's control channel, so its replacement takes the socket over after a crash. Once ready it
+ * tells the supervisor it is alive, which replaces it when its event loop stalls.
  */
 async function serveAsWorker(config: ReturnType<typeof loadConfig>, slot: number): Promise<number> {
   process.on('SIGINT', () => {});
-  const [{ buildApp }, { createLogger }, { contributeToHostMetrics }, { isWorkerMessage, tellSupervisor }] =
-    await Promise.all([
-      import('./app.js'),
-      import('./platform/log.js'),
-      import('./platform/cluster/host-metrics.js'),
-      import('./platform/cluster/worker-messages.js'),
-    ]);
+  const [
+    { buildApp },
+    { createLogger },
+    { contributeToHostMetrics },
+    { isWorkerMessage, tellSupervisor, tellSupervisorAlive },
+  ] = await Promise.all([
+    import('./app.js'),
+    import('./platform/log.js'),
+    import('./platform/cluster/host-metrics.js'),
+    import('./platform/cluster/worker-messages.js'),
+  ]);
   const shareMetrics = contributeToHostMetrics();
   const app = await buildApp(config, { log: createLogger(config).child({ worker: slot }) });
   shareMetrics(app.metrics.registry);
@@ -107,6 +112,7 @@ async function serveAsWorker(config: ReturnType<typeof loadConfig>, slot: number
   });
   await app.listen({ controlChannel: slot === 1 });
   tellSupervisor({ type: 'atrium:ready' });
+  tellSupervisorAlive(config.WORKER_STALL_TIMEOUT_SECONDS);
   return -1;
 }
 

@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { PlatformConfig } from '../platform-config.js';
 import { serveHostMetrics } from './host-metrics.js';
 import { RestartBackoff } from './restart-backoff.js';
-import { isWorkerMessage, WORKER_SLOT_VARIABLE } from './worker-messages.js';
+import { isWorkerMessage, livenessIntervalMs, WORKER_SLOT_VARIABLE } from './worker-messages.js';
 
 /** How many workers WORKERS asks for on this host (`auto`: one per core the process may use). */
 export function workerCount(config: Pick<PlatformConfig, 'WORKERS'>): number {
@@ -22,6 +22,8 @@ interface Slot {
   worker?: Worker;
   ready: boolean;
   startedAt: number;
+  /** When the worker last said it was alive (its readiness counts), for the stall check. */
+  aliveAt: number;
   backoff: RestartBackoff;
   restart?: NodeJS.Timeout;
 }
@@ -31,11 +33,12 @@ interface Slot {
  * and share HTTP_PORT (node:cluster hands the accepted connections round) and WS_PORT (each
  * worker's uWebSockets.js listens with SO_REUSEPORT and the kernel spreads the connections).
  * A worker that exits unexpectedly is restarted after a backoff; SIGTERM or SIGINT drains every
- * worker. Resolves with the exit code once every worker has exited after a shutdown: 0 when each
+ * worker. A ready worker whose event loop stalls past WORKER_STALL_TIMEOUT_SECONDS is killed, and so
+ * restarted. Resolves with the exit code once every worker has exited after a shutdown: 0 when each
  * exited cleanly, 1 when any did not.
  */
 export async function superviseWorkers(
-  config: KeyRingSettings & ListenerSettings,
+  config: KeyRingSettings & ListenerSettings & Pick<PlatformConfig, 'WORKER_STALL_TIMEOUT_SECONDS'>,
   count: number,
   log: Logger,
 ): Promise<number> {
@@ -52,6 +55,7 @@ export async function superviseWorkers(
     number: i + 1,
     ready: false,
     startedAt: 0,
+    aliveAt: 0,
     backoff: new RestartBackoff(),
   }));
   let stopping = false;
@@ -76,7 +80,10 @@ export async function superviseWorkers(
     slot.worker = worker;
     log.info({ worker: slot.number, pid: worker.process.pid }, 'worker started');
     worker.on('message', (message: unknown) => {
-      if (isWorkerMessage(message) && message.type === 'atrium:ready') slot.ready = true;
+      if (!isWorkerMessage(message)) return;
+      if (message.type === 'atrium:ready') slot.ready = true;
+      if (message.type === 'atrium:ready' || message.type === 'atrium:alive')
+        slot.aliveAt = performance.now();
     });
     worker.on('exit', (code, signal) => {
       slot.worker = undefined;
@@ -117,12 +124,40 @@ export async function superviseWorkers(
   process.on('SIGINT', stop);
 
   for (const slot of slots) start(slot);
+  const stopWatching = replaceStalledWorkers(slots, config.WORKER_STALL_TIMEOUT_SECONDS, log);
   const code = await finished;
+  stopWatching();
   log.info(
     { code },
     code === 0 ? 'shutdown complete' : 'shutdown complete with failures (each one logged above)',
   );
   return code;
+}
+
+/**
+ * Kills (SIGKILL: a blocked loop runs no handler) each ready worker silent for over `timeoutSeconds`;
+ * its exit takes the path of any unexpected exit, a restart after the backoff. A worker still
+ * starting is left alone: it may take long to connect and migrate, and says nothing until ready.
+ * During a shutdown the check goes on, so a stalled worker cannot hold up the supervisor's exit.
+ */
+function replaceStalledWorkers(slots: readonly Slot[], timeoutSeconds: number, log: Logger): () => void {
+  if (timeoutSeconds === 0) return () => {};
+  const timer = setInterval(() => {
+    // The monotonic clock: a step of the wall clock must not look like silence.
+    const now = performance.now();
+    for (const slot of slots) {
+      if (!slot.worker || !slot.ready || now - slot.aliveAt <= timeoutSeconds * 1000) continue;
+      const silentSeconds = Math.round((now - slot.aliveAt) / 100) / 10;
+      log.error(
+        { worker: slot.number, pid: slot.worker.process.pid, silentSeconds },
+        'replacing a stalled worker: its event loop has been blocked past WORKER_STALL_TIMEOUT_SECONDS',
+      );
+      // So that the next look, before its exit is seen, does not kill it again.
+      slot.ready = false;
+      slot.worker.process.kill('SIGKILL');
+    }
+  }, livenessIntervalMs(timeoutSeconds)).unref();
+  return () => clearInterval(timer);
 }
 
 /**

@@ -11,6 +11,8 @@ export const WORKER_SLOT_VARIABLE = 'ATRIUM_WORKER_SLOT';
 export type WorkerMessage =
   /** Worker to supervisor: the worker listens and serves. */
   | { type: 'atrium:ready' }
+  /** Worker to supervisor, every livenessIntervalMs once ready: its event loop is not stalled. */
+  | { type: 'atrium:alive' }
   /** Supervisor to worker: drain and exit, as on SIGTERM. */
   | { type: 'atrium:shutdown' }
   /** Worker to supervisor: the whole host's metrics, please (a scrape reached this worker). */
@@ -33,4 +35,25 @@ export function workerSlot(): number | undefined {
 /** Sends to the supervisor; a worker whose supervisor is gone is about to exit anyway. */
 export function tellSupervisor(message: WorkerMessage): void {
   if (process.connected) process.send?.(message, undefined, undefined, () => {});
+}
+
+/**
+ * How often a worker says it is alive, and the supervisor looks: four times within the stall
+ * timeout, and at most once a second, so a loop that is merely busy is never taken for stalled.
+ */
+export function livenessIntervalMs(stallTimeoutSeconds: number): number {
+  return Math.min(1000, stallTimeoutSeconds * 250);
+}
+
+/**
+ * Tells the supervisor, from a timer, that this worker's event loop runs: a loop blocked by a
+ * synchronous call runs no timer, so the messages stop and the supervisor replaces the worker
+ * (WORKER_STALL_TIMEOUT_SECONDS; 0 sends nothing). The timer does not keep the process alive.
+ */
+export function tellSupervisorAlive(stallTimeoutSeconds: number): void {
+  if (stallTimeoutSeconds === 0) return;
+  setInterval(
+    () => tellSupervisor({ type: 'atrium:alive' }),
+    livenessIntervalMs(stallTimeoutSeconds),
+  ).unref();
 }
