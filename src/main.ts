@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { App } from './app.js';
-import { ConfigError, configFrom, loadConfig, StartupError } from './config.js';
+import { configFrom, loadConfig, StartupError } from './config.js';
 import type { ControlReply, ControlRequest } from './platform/control-channel.js';
 
 // Each command imports what it needs when it runs: the service's modules, the ORM and the database
@@ -291,10 +291,11 @@ main(process.argv.slice(2)).then(
     if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
-    // 78 is EX_CONFIG: the operator has something to fix, and one line says what.
+    // 78 is EX_CONFIG: the operator has something to fix (a setting, a key, an extension), and
+    // one line says what. Worker mode's supervisor stops the service on it instead of retrying.
     if (error instanceof StartupError) {
       console.error(error.message);
-      process.exit(error instanceof ConfigError ? 78 : 1);
+      process.exit(78);
     }
     console.error(error);
     process.exit(1);

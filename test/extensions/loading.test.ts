@@ -152,4 +152,31 @@ describe('loading extensions', () => {
     },
     PROCESS_TEST_TIMEOUT_MS,
   );
+
+  const { DATABASE_URL, REDIS_URL } = process.env;
+  it.skipIf(!DATABASE_URL || !REDIS_URL)(
+    'stops worker mode with exit status 78 when a worker refuses an extension, instead of restarting it',
+    async () => {
+      const path = await extension(
+        'workers.mjs',
+        'export default { name: "workers", setup() { throw new Error("nope"); } };',
+      );
+      const dataDir = await preparedDataDir('atrium-extensions-workers-');
+      const service = startService(dataDir, {
+        EXTENSIONS: path,
+        WORKERS: '2',
+        DATABASE_URL: DATABASE_URL as string,
+        REDIS_URL: REDIS_URL as string,
+      });
+      expect(await service.exited).toBe(78);
+      expect(service.lines.map((line) => line.msg)).toContain(
+        'a worker refused its configuration; stopping the service',
+      );
+      expect(service.lines.some((line) => line.msg === 'worker exited unexpectedly; restarting it')).toBe(
+        false,
+      );
+      await rm(dataDir, { recursive: true, force: true });
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
 });

@@ -38,6 +38,8 @@ export class ExtensionCalls {
   constructor(
     registry: Registry,
     private readonly timeoutMs: number,
+    /** Told of each call that ended, so a stall its synchronous code caused can name it. */
+    private readonly ended: (call: RunningCall) => void = () => {},
   ) {
     this.calls = new Counter({
       name: 'atrium_extension_calls_total',
@@ -85,6 +87,7 @@ export class ExtensionCalls {
     return new Promise<T>((resolve, reject) => {
       const settle = (outcome: Outcome) => {
         this.inFlight.delete(call);
+        this.ended(call);
         this.calls.inc({ ...site, outcome });
         this.duration.observe(site, (Date.now() - call.startedAt) / 1000);
       };

@@ -40,7 +40,10 @@ export const extensionsModule = defineModule({
     const { config, log } = platform;
     const registry = new Registry();
     await loadExtensions(config.EXTENSIONS, registry);
-    const calls = new ExtensionCalls(platform.metrics.registry, config.EXTENSION_TIMEOUT_MS);
+    // A synchronous loop cannot be interrupted; the stall log names the calls that ran meanwhile.
+    const calls = new ExtensionCalls(platform.metrics.registry, config.EXTENSION_TIMEOUT_MS, (call) =>
+      platform.stalls.ended(call),
+    );
     const services: CtxServices = {
       data: platform.db.data,
       grant: economy.grantAs,
@@ -67,7 +70,6 @@ export const extensionsModule = defineModule({
       const hook = extensions.hookOf(op);
       if (hook) platform.hooks.set(op.name, hook);
     }
-    // A synchronous loop cannot be interrupted; the stall log names the calls that were running.
     platform.stalls.track(() => calls.running());
     const handlersPerType = new Map<string, number>();
     for (const handler of registry.events) {

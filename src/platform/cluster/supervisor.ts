@@ -17,10 +17,15 @@ export function workerCount(config: Pick<PlatformConfig, 'WORKERS'>): number {
 /** Where the workers listen. */
 type ListenerSettings = Pick<PlatformConfig, 'HOST' | 'HTTP_PORT' | 'WS_PORT'>;
 
+/** The exit status of a process stopped by its configuration (sysexits.h), as src/main.ts exits. */
+const EX_CONFIG = 78;
+
 interface Slot {
   number: number;
   worker?: Worker;
   ready: boolean;
+  /** Whether a worker of this slot ever became ready: until then an exit is a failed start. */
+  servedOnce: boolean;
   startedAt: number;
   /** When the worker last said it was alive (its readiness counts), for the stall check. */
   aliveAt: number;
@@ -35,7 +40,7 @@ interface Slot {
  * A worker that exits unexpectedly is restarted after a backoff; SIGTERM or SIGINT drains every
  * worker. A ready worker whose event loop stalls past WORKER_STALL_TIMEOUT_SECONDS is killed, and so
  * restarted. Resolves with the exit code once every worker has exited after a shutdown: 0 when each
- * exited cleanly, 1 when any did not.
+ * exited cleanly, 1 when any did not, 78 when a worker refused its configuration as it started.
  */
 export async function superviseWorkers(
   config: KeyRingSettings & ListenerSettings & Pick<PlatformConfig, 'WORKER_STALL_TIMEOUT_SECONDS'>,
@@ -54,18 +59,20 @@ export async function superviseWorkers(
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({
     number: i + 1,
     ready: false,
+    servedOnce: false,
     startedAt: 0,
     aliveAt: 0,
     backoff: new RestartBackoff(),
   }));
   let stopping = false;
   let failed = false;
+  let refusedConfig = false;
   let finish: (code: number) => void = () => {};
   const finished = new Promise<number>((resolve) => {
     finish = resolve;
   });
   const finishWhenAllExited = () => {
-    if (slots.every((slot) => !slot.worker)) finish(failed ? 1 : 0);
+    if (slots.every((slot) => !slot.worker)) finish(refusedConfig ? EX_CONFIG : failed ? 1 : 0);
   };
 
   const start = (slot: Slot) => {
@@ -81,7 +88,7 @@ export async function superviseWorkers(
     log.info({ worker: slot.number, pid: worker.process.pid }, 'worker started');
     worker.on('message', (message: unknown) => {
       if (!isWorkerMessage(message)) return;
-      if (message.type === 'atrium:ready') slot.ready = true;
+      if (message.type === 'atrium:ready') slot.ready = slot.servedOnce = true;
       if (message.type === 'atrium:ready' || message.type === 'atrium:alive')
         slot.aliveAt = performance.now();
     });
@@ -92,6 +99,14 @@ export async function superviseWorkers(
         if (code !== 0) failed = true;
         log[code === 0 ? 'info' : 'error'](exit, 'worker stopped');
         return finishWhenAllExited();
+      }
+      if (code === EX_CONFIG && !slot.servedOnce) {
+        // A start refused for its configuration (a bad setting, an extension that cannot load)
+        // fails the same way again: the service stops, as a single process does. A start that
+        // failed on a dependency (no database yet) is retried below.
+        log.error(exit, 'a worker refused its configuration; stopping the service');
+        refusedConfig = true;
+        return stop('SIGTERM');
       }
       const delayMs = slot.backoff.next(Date.now() - slot.startedAt);
       log.error({ ...exit, restartInMs: delayMs }, 'worker exited unexpectedly; restarting it');
