@@ -60,10 +60,10 @@ describe('FrameDispatcher', () => {
     expect(lastSent()).toEqual({ t: 'ack', id: 2, d: 'open' });
   });
 
-  it("admits a service's connection only to the frames that admit services", () => {
+  it("admits a service's connection only to the frames that admit services, and forbids it the others", () => {
     client.connection.principal = server;
     receive({ t: 'echo', id: 1, d: { n: 1 } });
-    expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'UNAUTHENTICATED' });
+    expect(lastSent()).toMatchObject({ t: 'error', id: 1, code: 'FORBIDDEN' });
     receive({ t: 'servers', id: 2 });
     expect(lastSent()).toEqual({ t: 'ack', id: 2, d: 'servers' });
     client.connection.principal = user;
