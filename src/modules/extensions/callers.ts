@@ -17,16 +17,17 @@ export class CallerDirectory {
     private readonly usernameOf: (data: DataAccess, id: string) => Promise<string | undefined>,
   ) {}
 
-  async of(ctx: Ctx): Promise<ExtensionCaller | null> {
+  /** The caller: at once when the account's username is known, else once it was read. */
+  of(ctx: Ctx): ExtensionCaller | null | Promise<ExtensionCaller | null> {
     const user = ctx.user;
     if (!user) return null;
-    let username = this.usernames.get(user.id);
-    if (username === undefined) {
-      username = (await this.usernameOf(this.data, user.id)) ?? '';
+    const username = this.usernames.get(user.id);
+    if (username !== undefined) return { user_id: user.id, username, roles: [...user.roles] };
+    return this.usernameOf(this.data, user.id).then((read) => {
       if (this.usernames.size >= CACHED_USERNAMES)
         this.usernames.delete(this.usernames.keys().next().value as string);
-      this.usernames.set(user.id, username);
-    }
-    return { user_id: user.id, username, roles: [...user.roles] };
+      this.usernames.set(user.id, read ?? '');
+      return { user_id: user.id, username: read ?? '', roles: [...user.roles] };
+    });
   }
 }

@@ -25,6 +25,33 @@ export interface Deadline {
 
 type Outcome = 'ok' | 'refused' | 'error' | 'timeout';
 
+type Meters = Record<Outcome, { inc(): void }> & { duration: { observe(seconds: number): void } };
+
+/** A call's deadline; its AbortSignal is made only for a call that asks for it. */
+class CallDeadline implements Deadline {
+  private controller: AbortController | undefined;
+  private reason: unknown;
+  private passed = false;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.passed) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  expired(): boolean {
+    return this.passed;
+  }
+
+  expire(reason: unknown): void {
+    this.passed = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+  }
+}
+
 /**
  * Runs extensions' functions in isolation from the service: each call under its deadline, its
  * failure turned into the one error a client may see (EXTENSION_ERROR, EXTENSION_TIMEOUT, a
@@ -34,6 +61,7 @@ export class ExtensionCalls {
   private readonly calls: Counter<'extension' | 'kind' | 'name' | 'outcome'>;
   private readonly duration: Histogram<'extension' | 'kind' | 'name'>;
   private readonly inFlight = new Set<RunningCall>();
+  private readonly meters = new Map<string, Meters>();
 
   constructor(
     registry: Registry,
@@ -76,53 +104,80 @@ export class ExtensionCalls {
   /**
    * Runs `fn` for `site` within the deadline. Resolves with its value; rejects with the refusal it
    * threw, or with the AppError the caller's client gets for its failure or its timeout (the
-   * value it settles with later is ignored).
+   * value it settles with later is ignored). A function that answers synchronously needs no timer.
    */
   run<T>(site: CallSite, log: LogSink, fn: (deadline: Deadline) => T | Promise<T>): Promise<T> {
+    const meters = this.metersOf(site);
     const call: RunningCall = { ...site, startedAt: Date.now() };
-    const controller = new AbortController();
-    let expired = false;
-    const deadline: Deadline = { signal: controller.signal, expired: () => expired };
+    const deadline = new CallDeadline();
     this.inFlight.add(call);
-    return new Promise<T>((resolve, reject) => {
-      const settle = (outcome: Outcome) => {
-        this.inFlight.delete(call);
-        this.ended(call);
-        this.calls.inc({ ...site, outcome });
-        this.duration.observe(site, (Date.now() - call.startedAt) / 1000);
-      };
-      const timer = setTimeout(() => {
-        expired = true;
-        controller.abort(new AppError(ErrorCode.EXTENSION_TIMEOUT, 'The deadline of this call passed.'));
-        settle('timeout');
-        log.warn({ ...site, timeout_ms: this.timeoutMs }, 'an extension call passed its deadline');
-        reject(timedOut(site));
-      }, this.timeoutMs);
-      const succeed = (value: T) => {
-        if (expired) return;
-        clearTimeout(timer);
-        settle('ok');
-        resolve(value);
-      };
-      const fail = (error: unknown) => {
-        if (expired) return;
-        clearTimeout(timer);
-        if (error instanceof ExtensionRefusal) {
-          settle('refused');
-          reject(error);
-          return;
-        }
-        settle('error');
-        reject(this.failureOf(site, log, error));
-      };
-      try {
-        const value = fn(deadline);
-        if (value instanceof Promise) value.then(succeed, fail);
-        else succeed(value);
-      } catch (error) {
-        fail(error);
+    const settle = (outcome: Outcome) => {
+      this.inFlight.delete(call);
+      this.ended(call);
+      meters[outcome].inc();
+      meters.duration.observe((Date.now() - call.startedAt) / 1000);
+    };
+    const failure = (error: unknown): unknown => {
+      if (error instanceof ExtensionRefusal) {
+        settle('refused');
+        return error;
       }
+      settle('error');
+      return this.failureOf(site, log, error);
+    };
+    let value: T | Promise<T>;
+    try {
+      value = fn(deadline);
+    } catch (error) {
+      return Promise.reject(failure(error));
+    }
+    if (!(value instanceof Promise)) {
+      settle('ok');
+      return Promise.resolve(value);
+    }
+    const pending = value;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(
+        () => {
+          deadline.expire(new AppError(ErrorCode.EXTENSION_TIMEOUT, 'The deadline of this call passed.'));
+          settle('timeout');
+          log.warn({ ...site, timeout_ms: this.timeoutMs }, 'an extension call passed its deadline');
+          reject(timedOut(site));
+        },
+        Math.max(0, this.timeoutMs - (Date.now() - call.startedAt)),
+      );
+      pending.then(
+        (result) => {
+          if (deadline.expired()) return;
+          clearTimeout(timer);
+          settle('ok');
+          resolve(result);
+        },
+        (error: unknown) => {
+          if (deadline.expired()) return;
+          clearTimeout(timer);
+          reject(failure(error));
+        },
+      );
     });
+  }
+
+  /** The counters and the histogram of one site, made once: labelled lookups cost every call. */
+  private metersOf(site: CallSite): Meters {
+    const key = `${site.extension}\n${site.kind}\n${site.name}`;
+    let meters = this.meters.get(key);
+    if (!meters) {
+      const labels = { extension: site.extension, kind: site.kind, name: site.name };
+      meters = {
+        ok: this.calls.labels({ ...labels, outcome: 'ok' }),
+        refused: this.calls.labels({ ...labels, outcome: 'refused' }),
+        error: this.calls.labels({ ...labels, outcome: 'error' }),
+        timeout: this.calls.labels({ ...labels, outcome: 'timeout' }),
+        duration: this.duration.labels(labels),
+      };
+      this.meters.set(key, meters);
+    }
+    return meters;
   }
 
   /**

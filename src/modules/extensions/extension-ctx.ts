@@ -111,7 +111,9 @@ export function extensionCtx(
     caller: who.caller,
     server: who.server,
     log,
-    signal: deadline.signal,
+    get signal() {
+      return deadline.signal;
+    },
     economy: {
       grant: (input) =>
         service(deadline, () =>

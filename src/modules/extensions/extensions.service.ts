@@ -59,17 +59,20 @@ export class ExtensionsService {
       throw new AppError(ErrorCode.UNAUTHENTICATED, "This rpc needs a game server's token.");
     }
     const parsed = rpc.input ? parseInput(rpc.input, input, path === 'socket' ? 'd.input' : 'body') : input;
-    const caller = await this.deps.callers.of(ctx);
+    const known = this.deps.callers.of(ctx);
+    const caller = known instanceof Promise ? await known : known;
     const server =
       rpc.auth === 'server' && ctx.service
         ? { server_id: ctx.service.id, world_id: ctx.service.scope }
         : null;
-    return this.deps.calls.run(siteOf(rpc), ctx.log, async (deadline) => {
-      const result = await rpc.handler(
-        extensionCtx(this.deps.services, siteOf(rpc), deadline, { caller, server, log: ctx.log }),
+    const site = siteOf(rpc);
+    return this.deps.calls.run(site, ctx.log, (deadline) => {
+      const result = rpc.handler(
+        extensionCtx(this.deps.services, site, deadline, { caller, server, log: ctx.log }),
         parsed,
       );
-      return { json: jsonOf(result) };
+      // An rpc that answers synchronously is answered without a timer (ExtensionCalls.run).
+      return result instanceof Promise ? result.then(answerOf) : answerOf(result);
     });
   }
 
@@ -89,19 +92,23 @@ export class ExtensionsService {
   }
 
   private async runBefore(op: Operation, hooks: readonly Hook<BeforeFn>[], ctx: Ctx, input: unknown) {
-    const caller = await this.deps.callers.of(ctx);
+    const known = this.deps.callers.of(ctx);
+    const caller = known instanceof Promise ? await known : known;
     let current = input;
     for (const { extension, fn } of hooks) {
       const site: CallSite = { extension, kind: 'before', name: op.name };
-      current = await this.deps.calls.run(site, ctx.log, async (deadline) => {
+      const given = current;
+      const admitted = (replacement: unknown) =>
+        replacement === undefined ? given : replacementOf(op, replacement);
+      current = await this.deps.calls.run(site, ctx.log, (deadline) => {
         const hookCtx = extensionCtx(this.deps.services, site, deadline, {
           caller,
           server: null,
           log: ctx.log,
         });
         // A copy: a hook that edits the input in place instead of returning it changes nothing.
-        const replacement = await fn(hookCtx, structuredClone(current));
-        return replacement === undefined ? current : replacementOf(op, replacement);
+        const replacement = fn(hookCtx, structuredClone(given));
+        return replacement instanceof Promise ? replacement.then(admitted) : admitted(replacement);
       });
     }
     return current;
@@ -117,7 +124,7 @@ export class ExtensionsService {
     // Copied now, before the transport sends the answer: what a hook does to them cannot reach it.
     const seen = structuredClone({ input, answer });
     void (async () => {
-      const caller = await this.deps.callers.of(ctx).catch(() => null);
+      const caller = await Promise.resolve(this.deps.callers.of(ctx)).catch(() => null);
       for (const { extension, fn } of hooks) {
         const site: CallSite = { extension, kind: 'after', name: op.name };
         await this.deps.calls
@@ -160,10 +167,10 @@ function replacementOf(op: Operation, replacement: unknown): unknown {
 }
 
 /** An rpc's result as JSON; a value JSON cannot carry (a BigInt, a cycle, a function) is the extension's fault. */
-function jsonOf(result: unknown): string {
+function answerOf(result: unknown): RpcAnswer {
   const json = JSON.stringify(result === undefined ? null : result);
   if (json === undefined) throw new TypeError('The rpc returned a value JSON cannot carry.');
-  return json;
+  return { json };
 }
 
 export type { ExtensionCaller, ExtensionCtx };
