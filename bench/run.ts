@@ -37,6 +37,11 @@ import { parseArgs } from 'node:util';
  *                         embedded,postgres
  *   workers               WORKERS=2 beside WORKERS=1 on Postgres + Redis: GET /api/users/me and
  *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
+ *   extensions            the hook path's cost: CPU per call of GET /api/users/me and REST dm.send
+ *                         without extensions, with hooks on other operations and with a no-op before
+ *                         hook, and an echo rpc beside GET me and ping frames (bench/results/extensions.md);
+ *                         also takes --backends embedded,postgres and --base DIR (another checkout's
+ *                         service in the same rounds, e.g. the commit before extensions)
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
  *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
@@ -58,6 +63,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
   workers: () => import('./workers.js'),
+  extensions: () => import('./extensions.js'),
   failover: () => import('./failover.js'),
   soak: () => import('./soak.js'),
 };

@@ -34,14 +34,16 @@ export async function profilingNodeArgs(dir: unknown): Promise<string[] | undefi
 /**
  * Starts the service exactly as `npm start` does (the CLI through tsx, same node flags) unless
  * given other node arguments, in its own process so the load generator never shares its event
- * loop, and waits until /healthz answers.
+ * loop, and waits until /healthz answers. `cwd`: another checkout's service (an earlier commit's).
  */
 export async function startService(
   env: Record<string, string>,
   nodeArgs?: readonly string[],
+  cwd?: string,
 ): Promise<RunningService> {
   const started = performance.now();
   const child = spawn(process.execPath, nodeArgs ?? (await npmStartArgs()), {
+    cwd,
     env: { ...process.env, HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

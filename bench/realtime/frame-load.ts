@@ -86,7 +86,8 @@ export async function frameClients(
       outstanding--;
       const sent = sentAt.get(frame.id);
       sentAt.delete(frame.id);
-      if (frame.t === 'ack') {
+      // A ping is answered by a pong, every other frame by an ack.
+      if (frame.t === 'ack' || frame.t === 'pong') {
         if (counting) {
           acks++;
           if (sent !== undefined) latencies.push(performance.now() - sent);

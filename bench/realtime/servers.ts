@@ -83,13 +83,14 @@ export interface Atrium extends RunningService {
   inspectorPort: number;
 }
 
-/** `nodeArgs` replaces npm start's node arguments (see startService). */
+/** `nodeArgs` replaces npm start's node arguments, `cwd` runs another checkout (see startService). */
 export async function startAtrium(
   env: Record<string, string>,
   nodeArgs?: readonly string[],
+  cwd?: string,
 ): Promise<Atrium> {
   const inspector = await inspectorEnv();
-  const service = await startService({ ...SERVICE_ENV, ...inspector.env, ...env }, nodeArgs);
+  const service = await startService({ ...SERVICE_ENV, ...inspector.env, ...env }, nodeArgs, cwd);
   try {
     await assertNodeProcess(service.child.pid as number, 'src/main.ts');
   } catch (error) {
