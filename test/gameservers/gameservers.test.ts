@@ -165,7 +165,10 @@ describe('a spawned game server with the reference program', () => {
         t: 'error',
         code: 'FORBIDDEN',
       });
-      expect(await request(socket, 'rpc', { name: 'anything' })).toMatchObject({ t: 'error', code: 'FORBIDDEN' });
+      expect(await request(socket, 'rpc', { name: 'anything' })).toMatchObject({
+        t: 'error',
+        code: 'FORBIDDEN',
+      });
       // A commit by the owner reaches the server's socket.
       await putChunk(owner, worldId, mainRoomId, 'server-stream');
       await socket.next((frame) => frame.t === 'chunks.commit');
