@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
 import { freePort } from './helpers/redis-server.js';
 import {
+  eventually,
+  healthOnNewConnection,
   PROCESS_TEST_TIMEOUT_MS,
   registerOver,
   type ServiceProcess,
@@ -33,21 +34,6 @@ const supervisorEnd = (service: ServiceProcess) =>
     10_000,
   );
 
-/** Polls `check` until it returns a value, for up to `deadlineMs` (a loaded machine is slow). */
-async function eventually<T>(
-  check: () => Promise<T | undefined>,
-  what: string,
-  deadlineMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 // Worker mode exists only in production mode: the workers share a PostgreSQL and a Redis.
 describe.skipIf(!DATABASE_URL || !REDIS_URL)(
   'worker mode, WORKERS=2 (needs DATABASE_URL and REDIS_URL)',
@@ -60,23 +46,10 @@ describe.skipIf(!DATABASE_URL || !REDIS_URL)(
     const sockets: TestSocket[] = [];
     let healthRequests = 0;
 
-    /**
-     * GET /healthz on a connection of its own: node:cluster hands each new connection to the next
-     * worker in turn, while fetch would keep reusing one kept-alive connection to one worker.
-     */
-    const health = () =>
-      new Promise<Health>((resolve, reject) => {
-        healthRequests++;
-        const call = get(`${httpUrl}/healthz`, { agent: false, timeout: 5000 }, (response) => {
-          let body = '';
-          response.on('data', (chunk) => {
-            body += chunk;
-          });
-          response.on('end', () => resolve(JSON.parse(body) as Health));
-        });
-        call.on('timeout', () => call.destroy(new Error('no answer')));
-        call.on('error', reject);
-      });
+    const health = () => {
+      healthRequests++;
+      return healthOnNewConnection<Health>(httpUrl);
+    };
 
     const workersAnswering = async (count: number, excluding: ReadonlySet<number> = new Set()) => {
       const seen = new Map<number, Health>();

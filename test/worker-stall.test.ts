@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { get, request } from 'node:http';
+import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createTestDatabase } from './helpers/database.js';
 import {
+  eventually,
+  healthOnNewConnection,
   type LogLine,
   PROCESS_TEST_TIMEOUT_MS,
   type ServiceProcess,
@@ -19,17 +20,6 @@ const { DATABASE_URL, REDIS_URL } = process.env;
 interface Health {
   pid: number;
   worker: number;
-}
-
-/** Polls `check` until it returns a value, for up to a minute (a loaded machine is slow). */
-async function eventually<T>(check: () => Promise<T | undefined> | T | undefined, what: string): Promise<T> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
-    await delay(200);
-  }
 }
 
 /**
@@ -64,22 +54,7 @@ async function withWorkers(
   }
 }
 
-/**
- * GET /healthz on a connection of its own: node:cluster hands each new connection to the next
- * worker in turn. A stopped worker never answers; its connection times out.
- */
-const health = (httpUrl: string) =>
-  new Promise<Health>((resolve, reject) => {
-    const call = get(`${httpUrl}/healthz`, { agent: false, timeout: 5000 }, (response) => {
-      let body = '';
-      response.on('data', (chunk) => {
-        body += chunk;
-      });
-      response.on('end', () => resolve(JSON.parse(body) as Health));
-    });
-    call.on('timeout', () => call.destroy(new Error('no answer')));
-    call.on('error', reject);
-  });
+const health = (httpUrl: string) => healthOnNewConnection<Health>(httpUrl);
 
 /** The workers answering /healthz until `count` of them did, leaving out the pids `excluding`. */
 async function workersAnswering(httpUrl: string, count: number, excluding: ReadonlySet<number> = new Set()) {

@@ -414,12 +414,13 @@ describe('extension storage', () => {
     await storage.put('a', 'k', 1);
     await storage.put('b', 'k', 1, { version: 0 });
     await storage.put('a', 'k', 1, { user_id: user.id });
+    // One after another: a put made before the previous one was awaited could reject unobserved.
     for (const refused of [
-      storage.put('c', 'k', 1),
-      storage.put('c', 'k', 1, { version: 0 }),
-      storage.put('a', 'k2', 1, { user_id: user.id }),
+      () => storage.put('c', 'k', 1),
+      () => storage.put('c', 'k', 1, { version: 0 }),
+      () => storage.put('a', 'k2', 1, { user_id: user.id }),
     ]) {
-      const error = await failure(refused);
+      const error = await failure(refused());
       expect(error).toBeInstanceOf(ExtensionServiceError);
       expect(error.code).toBe('QUOTA_EXCEEDED');
     }

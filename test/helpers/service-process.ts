@@ -1,5 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cp, mkdtemp } from 'node:fs/promises';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -103,4 +104,38 @@ export async function registerOver(httpUrl: string): Promise<TokenResponse> {
   if (response.status !== 201)
     throw new Error(`register failed: ${response.status} ${await response.text()}`);
   return (await response.json()) as TokenResponse;
+}
+
+/** Polls `check` until it returns a value, for up to `deadlineMs` (a loaded machine is slow). */
+export async function eventually<T>(
+  check: () => Promise<T | undefined> | T | undefined,
+  what: string,
+  deadlineMs = 60_000,
+): Promise<T> {
+  const deadline = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`gave up waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * GET /healthz on a connection of its own: node:cluster hands each new connection to the next
+ * worker in turn, while fetch would keep reusing one kept-alive connection to one worker. A
+ * stopped worker never answers; its connection times out.
+ */
+export function healthOnNewConnection<Health>(httpUrl: string): Promise<Health> {
+  return new Promise<Health>((resolve, reject) => {
+    const call = get(`${httpUrl}/healthz`, { agent: false, timeout: 5000 }, (response) => {
+      let body = '';
+      response.on('data', (chunk) => {
+        body += chunk;
+      });
+      response.on('end', () => resolve(JSON.parse(body) as Health));
+    });
+    call.on('timeout', () => call.destroy(new Error('no answer')));
+    call.on('error', reject);
+  });
 }
