@@ -7,7 +7,7 @@ import type { OperationHook } from '../../platform/operation-hooks.js';
 import type { DomainEvent } from '../../platform/outbox.js';
 import type { CallerDirectory } from './callers.js';
 import type { CallSite, ExtensionCalls } from './calls.js';
-import { type CtxServices, type ExtensionCaller, type ExtensionCtx, extensionCtx } from './extension-ctx.js';
+import { type CtxServices, extensionCtx } from './extension-ctx.js';
 import type { AfterFn, BeforeFn, EventFn, Hook, Registry, Rpc } from './registry.js';
 
 /** Where an rpc call came in: the users' path (REST /api or the socket) or the game servers'. */
@@ -172,5 +172,3 @@ function answerOf(result: unknown): RpcAnswer {
   if (json === undefined) throw new TypeError('The rpc returned a value JSON cannot carry.');
   return { json };
 }
-
-export type { ExtensionCaller, ExtensionCtx };
