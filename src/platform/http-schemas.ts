@@ -64,8 +64,7 @@ const describedProblems = new Map<number, typeof problemSchema>();
  * refusal with any 4xx status, its failure (500) and its timeout (503).
  */
 export function hookedResponses() {
-  return {
-    ...errorResponses(500, 503),
-    '4xx': describedProblem(400).describe("A hook's refusal, or any of the operation's own."),
-  };
+  return { ...errorResponses(500, 503), '4xx': hookRefusalProblem };
 }
+// One schema object, as for the statuses above: every hooked route shares its compiled serializer.
+const hookRefusalProblem = problemSchema.describe("A hook's refusal, or any of the operation's own.");
