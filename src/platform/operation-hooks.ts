@@ -2,8 +2,12 @@ import type { Operation } from '../../protocol/operation.js';
 import type { Ctx } from './context.js';
 import { wasReplayed } from './idempotency.js';
 
-/** A service function as the transports call it (see OperationHandler in operations.ts). */
-export type ServiceHandler = (ctx: Ctx, input: unknown, ...connection: never[]) => unknown;
+/**
+ * A service function as the transports call it (see OperationHandler in operations.ts): the
+ * context, its operation's input, then what its transport adds (a connection and request id, or a
+ * plain REST route's facts that no field carries).
+ */
+export type ServiceHandler = (ctx: Ctx, input: never, ...transport: never[]) => unknown;
 
 /**
  * What runs around one operation, on both transports, for server extensions (docs/extensions.md).
@@ -37,11 +41,12 @@ export class OperationHooks {
     const hook = this.byName.get(op.name);
     if (!hook) return handler;
     const { before, after } = hook;
-    return (async (ctx: Ctx, input: unknown, ...connection: never[]) => {
+    const run = handler as unknown as (ctx: Ctx, input: unknown, ...transport: unknown[]) => unknown;
+    return (async (ctx: Ctx, input: unknown, ...transport: unknown[]) => {
       const admitted = before ? await before(ctx, input) : input;
-      const answer = await handler(ctx, admitted, ...connection);
+      const answer = await run(ctx, admitted, ...transport);
       if (after && !wasReplayed(answer)) after(ctx, admitted, answer);
       return answer;
-    }) as H;
+    }) as unknown as H;
   }
 }

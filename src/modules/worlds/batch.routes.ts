@@ -10,6 +10,7 @@ import {
 import {
   batchResultSchema,
   binaryBatchSchema,
+  chunksBatch,
   jsonBatchSchema,
   MAX_BATCH_WRITES,
 } from '../../../protocol/chunks.js';
@@ -17,16 +18,11 @@ import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode, worded } from '../../platform/errors.js';
 import { MsgpackBounds } from '../../platform/gateway/msgpack-bounds.js';
 import type { HttpServer } from '../../platform/http.js';
-import { errorResponses } from '../../platform/http-schemas.js';
+import { errorResponses, hookedResponses } from '../../platform/http-schemas.js';
 import { DOCUMENTED_BODIES } from '../../platform/openapi.js';
+import type { OperationHooks } from '../../platform/operation-hooks.js';
+import type { ChunkOperations } from './chunk-operations.js';
 import { restWording } from './chunks.routes.js';
-import {
-  addressOf,
-  type BatchWrites,
-  binaryBatch,
-  type ChunksService,
-  preconditionFrom,
-} from './chunks.service.js';
 
 /**
  * POST /api/worlds/{world_id}/chunks/batch: JSON with base64 payloads (or JSON-view chunks), or
@@ -92,15 +88,20 @@ function jsonPayload(write: JsonBatch['writes'][number], index: number): Uint8Ar
 }
 
 type JsonBatch = z.infer<typeof jsonBatchSchema>;
+type BinaryBatch = z.infer<typeof binaryBatchSchema>;
 
-function jsonBatch(batch: JsonBatch): BatchWrites {
+/** A JSON batch as the operation's input: each payload as codec bytes, as msgpack and the socket carry it. */
+function asBinaryBatch(batch: JsonBatch): BinaryBatch {
   return {
-    expected: batch.expected_content_revision,
-    writes: batch.writes.map((write, i) => ({
-      ...addressOf(write),
-      payload: jsonPayload(write, i),
-      precondition: preconditionFrom(write.expected_revision),
-    })),
+    ...(batch.expected_content_revision === undefined
+      ? {}
+      : { expected_content_revision: batch.expected_content_revision }),
+    writes: batch.writes.map((write, i) => {
+      const { payload: _base64, chunk: _view, ...rest } = write;
+      const payload = jsonPayload(write, i);
+      // The codec's bytes own their buffer, as the socket's copied bins do (chunkBytesSchema).
+      return payload === null ? rest : { ...rest, payload: payload as Uint8Array<ArrayBuffer> };
+    }),
   };
 }
 
@@ -112,9 +113,12 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 
 export function registerBatchRoute(
   http: HttpServer,
-  chunks: ChunksService,
+  operations: ChunkOperations,
+  hooks: OperationHooks,
   ctxOf: (r: FastifyRequest) => Ctx,
 ) {
+  // The socket's chunks.batch operation, with its hooks around it (chunk-operations.ts).
+  const commit = hooks.around(chunksBatch, operations.batch);
   http.register(async (scope) => {
     // A batch is JSON or msgpack; other bodies answer 415.
     scope.removeContentTypeParser('text/plain');
@@ -153,23 +157,24 @@ export function registerBatchRoute(
             'application/json': jsonBatchSchema,
             'application/msgpack': binaryBatchSchema,
           },
-          response: { 200: batchResultSchema, ...errorResponses(403, 404, 409, 422, 428) },
+          response: {
+            200: batchResultSchema,
+            ...errorResponses(403, 404, 409, 422, 428),
+            ...(hooks.get(chunksBatch.name) ? hookedResponses() : {}),
+          },
         },
       },
-      (request: FastifyRequest) => {
+      async (request: FastifyRequest) => {
         const isJson = /^application\/json\b/i.test(request.headers['content-type'] ?? '');
         const batch = isJson
-          ? jsonBatch(parse(jsonBatchSchema, request.body))
-          : binaryBatch(parse(binaryBatchSchema, request.body));
-        return chunks
-          .commit(ctxOf(request), {
-            worldId: (request.params as { world_id: string }).world_id,
-            writes: batch.writes,
-            expectedContentRevision: batch.expected,
-          })
-          .catch((error: unknown) => {
-            throw worded(error, restWording);
-          });
+          ? asBinaryBatch(parse(jsonBatchSchema, request.body))
+          : parse(binaryBatchSchema, request.body);
+        const { world_id } = request.params as { world_id: string };
+        try {
+          return await commit(ctxOf(request), { world_id, ...batch });
+        } catch (error) {
+          throw worded(error, restWording);
+        }
       },
     );
   });

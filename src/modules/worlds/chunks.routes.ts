@@ -9,14 +9,17 @@ import {
   encodeChunk,
   MAX_CHUNK_BYTES,
 } from '../../../protocol/chunk-codec.js';
-import { chunkJsonViewSchema } from '../../../protocol/chunks.js';
+import { chunkJsonViewSchema, chunksDelete, chunksPut } from '../../../protocol/chunks.js';
 import { withInternalTwin } from '../../../protocol/internal.js';
+import type { InputOf, Operation } from '../../../protocol/operation.js';
 import { chunkCoordinate } from '../../../protocol/worlds.js';
 import type { Ctx } from '../../platform/context.js';
 import { AppError, ErrorCode, type Wording, worded } from '../../platform/errors.js';
 import type { HttpServer } from '../../platform/http.js';
-import { errorResponses } from '../../platform/http-schemas.js';
+import { errorResponses, hookedResponses } from '../../platform/http-schemas.js';
 import { bytesOf, DOCUMENTED_BODIES, mediaResponse } from '../../platform/openapi.js';
+import type { OperationHooks } from '../../platform/operation-hooks.js';
+import type { ChunkOperations } from './chunk-operations.js';
 import type { ChunksService, ContentRefusal, Precondition } from './chunks.service.js';
 
 /**
@@ -36,6 +39,9 @@ type Params = z.infer<typeof params>;
 
 const chunkBytes = bytesOf('application/octet-stream', 'The codec bytes (protocol/chunk-codec.md).');
 const writeResult = z.object({ revision: z.number().int(), content_revision: z.number().int() });
+type WriteResult = z.infer<typeof writeResult>;
+/** PUT's input; DELETE's is the same without a payload. */
+type ChunkWriteInput = InputOf<typeof chunksPut>;
 const PATH = '/api/worlds/:world_id/rooms/:room_id/chunks/:x/:y/:z';
 /** The JSON view of a 1 MiB chunk is a few times larger than its bytes. */
 const JSON_BODY_LIMIT = 8 * MAX_CHUNK_BYTES;
@@ -62,6 +68,13 @@ export function preconditionOf(headers: FastifyRequest['headers']): Precondition
   // If-Match compares strongly (RFC 9110, 13.1.1): a weak tag never matches, whatever it names.
   if (match[1]) return { never: true };
   return { revision: Number(match[2] ?? match[3]) };
+}
+
+/** The precondition as an operation's expected_revision; undefined for none and for one no revision says. */
+function expectedRevisionOf(precondition: Precondition | undefined): number | null | undefined {
+  if (precondition === undefined) return undefined;
+  if ('revision' in precondition) return precondition.revision;
+  return 'absent' in precondition ? null : undefined;
 }
 
 /**
@@ -129,8 +142,14 @@ function payloadOf(body: unknown): Uint8Array {
 export function registerChunkRoutes(
   http: HttpServer,
   chunks: ChunksService,
+  operations: ChunkOperations,
+  hooks: OperationHooks,
   ctxOf: (r: FastifyRequest) => Ctx,
 ) {
+  // The writes are the socket's operations, with their hooks around them (chunk-operations.ts).
+  const put = hooks.around(chunksPut, operations.put);
+  const remove = hooks.around(chunksDelete, operations.delete);
+  const hooked = (op: Operation) => (hooks.get(op.name) ? hookedResponses() : {});
   http.register(async (scope) => {
     scope.addContentTypeParser(
       'application/octet-stream',
@@ -138,20 +157,32 @@ export function registerChunkRoutes(
       (_request, body, done) => done(null, body),
     );
     const key = (p: Params) => ({ x: p.x, y: p.y, z: p.z });
-    /** PUT and DELETE: the headers' precondition is checked before the body is looked at. */
-    const write = (request: FastifyRequest, payloadOfBody: () => Uint8Array | null) => {
-      const p = request.params as Params;
+    /**
+     * PUT and DELETE as their operations' input: the headers' precondition is checked before the
+     * body is looked at, and one no field can say is passed beside the input.
+     */
+    const write = async (
+      request: FastifyRequest,
+      run: (ctx: Ctx, input: ChunkWriteInput, headerOnly?: Precondition) => Promise<WriteResult>,
+      payloadOfBody?: () => Uint8Array,
+    ) => {
+      const { world_id, room_id, x, y, z } = request.params as Params;
       const precondition = preconditionOf(request.headers);
-      return chunks
-        .write(ctxOf(request), p.world_id, {
-          roomId: p.room_id,
-          key: key(p),
-          payload: payloadOfBody(),
-          precondition,
-        })
-        .catch((error: unknown) => {
-          throw worded(error, restWording);
-        });
+      const expected = expectedRevisionOf(precondition);
+      const input = {
+        world_id,
+        room_id,
+        x,
+        y,
+        z,
+        ...(payloadOfBody ? { payload: payloadOfBody() } : {}),
+        ...(expected === undefined ? {} : { expected_revision: expected }),
+      } as ChunkWriteInput;
+      try {
+        return await run(ctxOf(request), input, expected === undefined ? precondition : undefined);
+      } catch (error) {
+        throw worded(error, restWording);
+      }
     };
 
     // The users' route and the game servers' read-only twin (/internal, server token) are one handler.
@@ -206,11 +237,15 @@ export function registerChunkRoutes(
             'application/octet-stream': chunkBytes,
             'application/json': chunkJsonViewSchema,
           },
-          response: { 200: writeResult, ...errorResponses(403, 404, 409, 422, 428) },
+          response: {
+            200: writeResult,
+            ...errorResponses(403, 404, 409, 422, 428),
+            ...hooked(chunksPut),
+          },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const result = await write(request, () => payloadOf(request.body));
+        const result = await write(request, put, () => payloadOf(request.body));
         reply.header('etag', etag(result.revision));
         return result;
       },
@@ -225,10 +260,14 @@ export function registerChunkRoutes(
           summary:
             'Delete a chunk by appending a tombstone revision. Needs If-Match: "<revision>" (or *); a stale one answers 409 REVISION_CONFLICT.',
           params,
-          response: { 200: writeResult, ...errorResponses(403, 404, 409, 422, 428) },
+          response: {
+            200: writeResult,
+            ...errorResponses(403, 404, 409, 422, 428),
+            ...hooked(chunksDelete),
+          },
         },
       },
-      (request: FastifyRequest) => write(request, () => null),
+      (request: FastifyRequest) => write(request, remove),
     );
   });
 }

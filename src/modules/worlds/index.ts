@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 import { worldsRollback } from '../../../protocol/chunks.js';
 import { favoritesGet, favoritesPut } from '../../../protocol/favorites.js';
 import { internalRoomsList, internalWorldsGet } from '../../../protocol/internal.js';
@@ -32,6 +33,7 @@ import type { AuditApi } from '../audit/index.js';
 import type { ChatApi } from '../chat/index.js';
 import type { UsersApi } from '../users/index.js';
 import { registerBatchRoute } from './batch.routes.js';
+import { chunkOperations } from './chunk-operations.js';
 import { ChunkStreams } from './chunk-streams.js';
 import { registerChunkRoutes, restWording } from './chunks.routes.js';
 import { ChunksService } from './chunks.service.js';
@@ -111,6 +113,7 @@ export const worldsModule = defineModule({
     });
     const favorites = new FavoritesService(users);
     const roomContent = new RoomContentService(worlds);
+    const chunkWrites = chunkOperations(chunks);
     const history = new HistoryService(worlds);
     // Paced pages wait for the client to read its buffer below this, well inside the slow-consumer limit.
     const drainBelow = Math.min(256 * 1024, platform.config.WS_MAX_BUFFERED_BYTES / 2);
@@ -128,9 +131,10 @@ export const worldsModule = defineModule({
     return {
       api,
       routes: (http) => {
-        registerChunkRoutes(http, chunks, (request) => platform.ctx(request));
-        registerBatchRoute(http, chunks, (request) => platform.ctx(request));
-        registerRoomContentRoute(http, roomContent, (request) => platform.ctx(request));
+        const ctxOf = (request: FastifyRequest) => platform.ctx(request);
+        registerChunkRoutes(http, chunks, chunkWrites, platform.hooks, ctxOf);
+        registerBatchRoute(http, chunkWrites, platform.hooks, ctxOf);
+        registerRoomContentRoute(http, roomContent, platform.hooks, ctxOf);
       },
       operations: [
         serve(worldsCreate, (ctx, input) => worlds.create(ctx, input)),
@@ -156,7 +160,7 @@ export const worldsModule = defineModule({
             rollbacks.rollback(ctx, world_id, revision, expected_content_revision),
           { rest: restWording, frame: frameWording },
         ),
-        ...worldsFrames({ worlds, chunks, roomContent, streams, drainBelow }),
+        ...worldsFrames({ worlds, chunkWrites, roomContent, streams, drainBelow }),
         serve(adminWorldsList, (ctx, query) => admin.list(ctx, query)),
         serve(adminWorldsUpdate, (ctx, { world_id, visibility }) =>
           admin.setVisibility(ctx, world_id, visibility),

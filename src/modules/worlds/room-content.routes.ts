@@ -1,14 +1,16 @@
 import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { Encoder } from '@msgpack/msgpack';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { INTERNAL_ROOM_CHUNKS_PATH, withInternalTwin } from '../../../protocol/internal.js';
-import type { PlainRestTwin } from '../../../protocol/operation.js';
+import type { InputOf, PlainRestTwin } from '../../../protocol/operation.js';
 import { chunksLoad, roomContentSummarySchema } from '../../../protocol/room-content.js';
 import type { Ctx } from '../../platform/context.js';
 import type { HttpServer } from '../../platform/http.js';
-import { errorResponses } from '../../platform/http-schemas.js';
+import { errorResponses, hookedResponses } from '../../platform/http-schemas.js';
 import { bytesOf, mediaResponse } from '../../platform/openapi.js';
+import type { OperationHooks } from '../../platform/operation-hooks.js';
 import type { RoomContent, RoomContentService } from './room-content.service.js';
 
 /**
@@ -73,8 +75,25 @@ const roomContentDocument = roomContentSummarySchema.extend({
 export function registerRoomContentRoute(
   http: HttpServer,
   content: RoomContentService,
+  hooks: OperationHooks,
   ctxOf: (r: FastifyRequest) => Ctx,
 ) {
+  /**
+   * The socket's chunks.load with its hooks around: the before hook sees `{world_id, room_id}` and
+   * the after hook the summary the frame's ack carries, once the whole document was sent.
+   */
+  const load = hooks.around(
+    chunksLoad,
+    async (ctx: Ctx, input: InputOf<typeof chunksLoad>, reply: FastifyReply) => {
+      const loaded = await content.load(ctx, input.world_id, input.room_id);
+      reply
+        .type('application/msgpack')
+        .header('cache-control', 'private, no-cache')
+        .send(Readable.from(documentOf(loaded), { objectMode: false }));
+      await finished(reply.raw);
+      return { content_revision: loaded.contentRevision, count: loaded.count };
+    },
+  );
   for (const twin of withInternalTwin(
     { path, operationId, tag: 'worlds' },
     { operationId: 'internal.chunks.load', path: INTERNAL_ROOM_CHUNKS_PATH },
@@ -94,16 +113,19 @@ export function registerRoomContentRoute(
               'application/msgpack': roomContentDocument,
             }),
             ...errorResponses(...(twin.gameServer ? [403] : []), 404),
+            ...(hooks.get(chunksLoad.name) ? hookedResponses() : {}),
           },
         },
       },
       async (request: FastifyRequest, reply: FastifyReply) => {
-        const p = request.params as Params;
-        const loaded = await content.load(ctxOf(request), p.world_id, p.room_id);
-        return reply
-          .type('application/msgpack')
-          .header('cache-control', 'private, no-cache')
-          .send(Readable.from(documentOf(loaded), { objectMode: false }));
+        const { world_id, room_id } = request.params as Params;
+        try {
+          await load(ctxOf(request), { world_id, room_id }, reply);
+        } catch (error) {
+          // A document cut off after its head was already ended by Fastify, which logged why.
+          if (!reply.sent) throw error;
+        }
+        return reply;
       },
     );
   }

@@ -12,8 +12,9 @@ import { AppError, ErrorCode, type Wording } from '../../platform/errors.js';
 import type { Connection } from '../../platform/gateway/connection.js';
 import { canonicalId } from '../../platform/ids.js';
 import { type OperationBinding, serve } from '../../platform/operations.js';
+import type { ChunkOperations } from './chunk-operations.js';
 import type { ChunkStreams } from './chunk-streams.js';
-import { binaryBatch, type ChunksService, type ContentRefusal, preconditionFrom } from './chunks.service.js';
+import type { ContentRefusal } from './chunks.service.js';
 import type { RoomContent, RoomContentService } from './room-content.service.js';
 import { streamPosition } from './worlds.repository.js';
 import type { WorldsService } from './worlds.service.js';
@@ -27,7 +28,7 @@ import type { WorldsService } from './worlds.service.js';
 
 interface WorldsFramesDeps {
   worlds: WorldsService;
-  chunks: ChunksService;
+  chunkWrites: ChunkOperations;
   roomContent: RoomContentService;
   streams: ChunkStreams;
   /** Paced pages wait for the client to read its buffer below this many bytes. */
@@ -90,7 +91,7 @@ async function sendRoomContent(
 
 export function worldsFrames({
   worlds,
-  chunks,
+  chunkWrites,
   roomContent,
   streams,
   drainBelow,
@@ -112,40 +113,9 @@ export function worldsFrames({
         drainBelow,
       );
     }),
-    serve(
-      chunksPut,
-      (ctx, { world_id, room_id, x, y, z, payload, expected_revision }) =>
-        chunks.write(ctx, world_id, {
-          roomId: room_id,
-          key: { x, y, z },
-          payload,
-          precondition: preconditionFrom(expected_revision),
-        }),
-      inFrames,
-    ),
-    serve(
-      chunksDelete,
-      (ctx, { world_id, room_id, x, y, z, expected_revision }) =>
-        chunks.write(ctx, world_id, {
-          roomId: room_id,
-          key: { x, y, z },
-          payload: null,
-          precondition: preconditionFrom(expected_revision),
-        }),
-      inFrames,
-    ),
-    serve(
-      chunksBatch,
-      (ctx, { world_id, ...body }) => {
-        const batch = binaryBatch(body);
-        return chunks.commit(ctx, {
-          worldId: world_id,
-          writes: batch.writes,
-          expectedContentRevision: batch.expected,
-        });
-      },
-      inFrames,
-    ),
+    serve(chunksPut, (ctx, input) => chunkWrites.put(ctx, input), inFrames),
+    serve(chunksDelete, (ctx, input) => chunkWrites.delete(ctx, input), inFrames),
+    serve(chunksBatch, chunkWrites.batch, inFrames),
     serve(chunksSubscribe, async (ctx, { world_id, room_id }, connection) => {
       const { world, room } = room_id
         ? await worlds.readableRoom(ctx, world_id, room_id)
