@@ -44,8 +44,9 @@ export class ClusterKv extends RedisBackedKv<Cluster> {
 
   async del(...keys: string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    // One DEL per key (each node's share pipelined by ioredis): a Cluster refuses a DEL across slots.
-    const counts = await Promise.all(keys.map((key) => this.redis.del(key)));
+    // One UNLINK (RedisKv.del) per key, each node's share pipelined by ioredis: a Cluster refuses
+    // one across slots.
+    const counts = await Promise.all(keys.map((key) => this.redis.unlink(key)));
     return counts.reduce((sum, count) => sum + count, 0);
   }
 

@@ -8,6 +8,7 @@ import {
   type Peeked,
   type StreamPosition,
 } from './kv.js';
+import { MemoryKeyspace } from './memory-keyspace.js';
 
 export interface MemoryKvOptions {
   /** Clock for TTLs; tests may inject a fake one. */
@@ -16,13 +17,6 @@ export interface MemoryKvOptions {
   sweepIntervalMs?: number;
   /** Called when a subscriber throws; defaults to console.error. */
   onError?: (error: unknown, context: string) => void;
-}
-
-interface Entry {
-  /** A string, or the members of a set (never empty: like Redis, an emptied set is deleted). */
-  value: string | Set<string>;
-  /** Absolute time in ms at which the key is gone, or null for no TTL. */
-  expiresAt: number | null;
 }
 
 /** A recorded channel's history: a ring of its last messages (oldest first) and its position. */
@@ -40,20 +34,20 @@ interface Subscription {
   handler: (message: Uint8Array) => void;
 }
 
-/** In-process `Kv` for a single node; mirrors the Redis semantics of `RedisKv`. */
-export class MemoryKv implements Kv {
+/**
+ * In-process `Kv` for a single node; mirrors the Redis semantics of `RedisKv`. Its keys and the
+ * commands on sets and ordered sets are MemoryKeyspace's.
+ */
+export class MemoryKv extends MemoryKeyspace implements Kv {
   readonly kind = 'memory' as const;
-  private readonly entries = new Map<string, Entry>();
   // A subscription record per subscribe() call, so one function subscribed twice is two subscribers.
   private readonly channels = new Map<string, Set<Subscription>>();
   private readonly histories = new Map<string, History>();
-  private readonly now: () => number;
   private readonly onError: (error: unknown, context: string) => void;
   private readonly sweeper: NodeJS.Timeout;
-  private closed = false;
 
   constructor(options: MemoryKvOptions = {}) {
-    this.now = options.now ?? Date.now;
+    super(options.now ?? Date.now);
     this.onError = options.onError ?? ((error, context) => console.error(`MemoryKv: ${context}`, error));
     this.sweeper = setInterval(() => this.sweep(), options.sweepIntervalMs ?? 10_000);
     // The sweep is housekeeping only; it must not keep the process alive.
@@ -155,36 +149,6 @@ export class MemoryKv implements Kv {
     const entry = this.live(key);
     if (!entry) return -2;
     return entry.expiresAt === null ? -1 : entry.expiresAt - this.now();
-  }
-
-  async sadd(key: string, ...members: string[]): Promise<number> {
-    this.assertOpen();
-    const entry = this.liveSet(key);
-    if (!entry) {
-      // No entry for an empty call: Redis never stores an empty set.
-      if (members.length === 0) return 0;
-      const created = new Set(members);
-      this.entries.set(key, { value: created, expiresAt: null });
-      return created.size;
-    }
-    const before = entry.value.size;
-    for (const member of members) entry.value.add(member);
-    return entry.value.size - before;
-  }
-
-  async srem(key: string, ...members: string[]): Promise<number> {
-    this.assertOpen();
-    const entry = this.liveSet(key);
-    if (!entry) return 0;
-    let removed = 0;
-    for (const member of members) if (entry.value.delete(member)) removed++;
-    if (entry.value.size === 0) this.entries.delete(key);
-    return removed;
-  }
-
-  async smembers(key: string): Promise<string[]> {
-    this.assertOpen();
-    return [...(this.liveSet(key)?.value ?? [])];
   }
 
   async publish(channel: string, message: Uint8Array): Promise<void> {
@@ -303,30 +267,6 @@ export class MemoryKv implements Kv {
     this.channels.clear();
   }
 
-  /** The entry for `key` if it exists and has not expired; an expired entry is removed on the way. */
-  private live(key: string): Entry | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expiresAt !== null && entry.expiresAt <= this.now()) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  /** The live entry if it holds a string; a set fails the way Redis answers a string command on one. */
-  private liveString(key: string): (Entry & { value: string }) | undefined {
-    const entry = this.live(key);
-    if (entry && typeof entry.value !== 'string') throw wrongType();
-    return entry as (Entry & { value: string }) | undefined;
-  }
-
-  private liveSet(key: string): (Entry & { value: Set<string> }) | undefined {
-    const entry = this.live(key);
-    if (entry && typeof entry.value === 'string') throw wrongType();
-    return entry as (Entry & { value: Set<string> }) | undefined;
-  }
-
   private sweep(): void {
     const now = this.now();
     for (const [key, entry] of this.entries) {
@@ -337,15 +277,6 @@ export class MemoryKv implements Kv {
       else if (history.entriesExpireAt <= now) history.entries = [];
     }
   }
-
-  // Closed behaves like a closed Redis connection: commands fail instead of silently working.
-  private assertOpen(): void {
-    if (this.closed) throw new Error('MemoryKv is closed');
-  }
-}
-
-function wrongType(): Error {
-  return new Error('WRONGTYPE Operation against a key holding the wrong kind of value');
 }
 
 /** Redis takes whole positive milliseconds for PX/PEXPIRE; both implementations accept the same range. */

@@ -4,8 +4,8 @@
  * lifecycle. RedisKv (one server or a Sentinel-watched primary) and ClusterKv (a Redis Cluster)
  * supply what differs: multi-key commands, channel names, publishing and subscribing.
  */
-import type { HistoryLimits, HistoryRead, Kv, Peeked, StreamPosition } from './kv.js';
-import { HISTORY_META_TTL_MS, newEpoch } from './kv.js';
+import type { HistoryLimits, HistoryRead, Kv, Peeked, StreamPosition, VersionedMember } from './kv.js';
+import { checkInteger, checkMembers, checkVersioned, HISTORY_META_TTL_MS, newEpoch } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 import type { RedisClient } from './redis-client.js';
 import { closeConnection, pingWithin, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
@@ -323,5 +323,73 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
 
   smembers(key: string): Promise<string[]> {
     return this.redis.smembers(key);
+  }
+
+  // As for sets, ZADD and ZREM without members are Redis errors and an empty call a no-op. Every
+  // member is given score 0, so Redis orders them by their bytes (kv.ts).
+  async zadd(key: string, ...members: string[]): Promise<number> {
+    checkMembers(members);
+    if (members.length === 0) return 0;
+    return this.redis.zadd(key, ...members.flatMap((member) => [0, member]));
+  }
+
+  async zrem(key: string, ...members: string[]): Promise<number> {
+    checkMembers(members);
+    if (members.length === 0) return 0;
+    return this.redis.zrem(key, ...members);
+  }
+
+  async zrank(key: string, member: string): Promise<number | null> {
+    checkMembers([member]);
+    return this.redis.zrank(key, member);
+  }
+
+  zcard(key: string): Promise<number> {
+    return this.redis.zcard(key);
+  }
+
+  async zrange(key: string, start: number, stop: number): Promise<string[]> {
+    checkInteger('start', start);
+    checkInteger('stop', stop);
+    return this.redis.zrange(key, start, stop);
+  }
+
+  async zrangeAfter(key: string, bound: string, count: number): Promise<string[]> {
+    checkMembers([bound]);
+    checkInteger('count', count, 0);
+    return this.redis.zrange(key, `(${bound}`, '+', 'BYLEX', 'LIMIT', 0, count);
+  }
+
+  async zcountBefore(key: string, bound: string): Promise<number> {
+    checkMembers([bound]);
+    return this.redis.zlexcount(key, '-', `(${bound}`);
+  }
+
+  async zreplaceVersioned(
+    setKey: string,
+    versionsKey: string,
+    field: string,
+    version: number,
+    member: string | null,
+  ): Promise<boolean> {
+    const [applied] = await this.zreplaceVersionedMany(setKey, versionsKey, [{ field, version, member }]);
+    return applied === true;
+  }
+
+  /** One script call (REPLACE_VERSIONED_SCRIPT): its keys share a hash tag, so on a Cluster too. */
+  async zreplaceVersionedMany(
+    setKey: string,
+    versionsKey: string,
+    entries: readonly VersionedMember[],
+  ): Promise<boolean[]> {
+    checkVersioned(setKey, versionsKey, entries);
+    if (entries.length === 0) return [];
+    const args = entries.flatMap(({ field, version, member }) => [
+      field,
+      String(version),
+      member === null ? '' : ` ${member}`,
+    ]);
+    const applied = await this.scripts.replaceVersioned(setKey, versionsKey, ...args);
+    return applied.map((flag) => flag === 1);
   }
 }

@@ -54,9 +54,10 @@ export class RedisKv extends RedisBackedKv<Redis> {
     if (failure) throw failure[0];
   }
 
+  /** UNLINK: like DEL, but Redis frees a large value (a million-member ordered set) in the background. */
   async del(...keys: string[]): Promise<number> {
     if (keys.length === 0) return 0;
-    return this.redis.del(...keys);
+    return this.redis.unlink(...keys);
   }
 
   async expireMany(keys: readonly string[], ttlMs: number): Promise<boolean[]> {

@@ -98,6 +98,31 @@ return {meta[1], tonumber(meta[2]), redis.call('XRANGE', KEYS[2], '(' .. ARGV[1]
  */
 const SHARD_SUBSCRIBERS_SCRIPT = `return redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[1])[2]`;
 
+/**
+ * Kv.zreplaceVersionedMany: KEYS[1] is the ordered set, KEYS[2] the hash of versions; ARGV holds
+ * three per entry: the field, its version, and ' ' followed by its member ('' for none). A field's
+ * hash value is its version followed by that third argument, so the member it stored is what
+ * follows the first space. ZCARD and the first HGET fail with WRONGTYPE before anything is written
+ * (a script's writes are not undone by a later error). Answers 1 (applied) or 0 per entry.
+ */
+const REPLACE_VERSIONED_SCRIPT = `
+redis.call('ZCARD', KEYS[1])
+local applied = {}
+for i = 1, #ARGV, 3 do
+  local stored = redis.call('HGET', KEYS[2], ARGV[i])
+  local space = stored and string.find(stored, ' ', 1, true)
+  local version = stored and tonumber(space and string.sub(stored, 1, space - 1) or stored)
+  if version and version >= tonumber(ARGV[i + 1]) then
+    applied[#applied + 1] = 0
+  else
+    if space then redis.call('ZREM', KEYS[1], string.sub(stored, space + 1)) end
+    if ARGV[i + 2] ~= '' then redis.call('ZADD', KEYS[1], 0, string.sub(ARGV[i + 2], 2)) end
+    redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1] .. ARGV[i + 2])
+    applied[#applied + 1] = 1
+  end
+end
+return applied`;
+
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 export interface DefinedScripts {
   /** Each channel's offset and epoch, flat; the Sharded one on a Redis Cluster. */
@@ -107,6 +132,8 @@ export interface DefinedScripts {
   readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
   /** One element when nobody listened; else the key's value second (null when missing). */
   setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
+  /** 1 or 0 per entry, whether it applied. */
+  replaceVersioned(setKey: string, versionsKey: string, ...entries: string[]): Promise<number[]>;
 }
 
 /** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
@@ -127,6 +154,7 @@ export function defineScripts(redis: RedisClient): void {
   redis.defineCommand('shardSubscribers', { numberOfKeys: 1, lua: SHARD_SUBSCRIBERS_SCRIPT });
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
+  redis.defineCommand('replaceVersioned', { numberOfKeys: 2, lua: REPLACE_VERSIONED_SCRIPT });
 }
 
 /** READ_HISTORY_SCRIPT's reply (as Buffers) as a history read: entry ids are `<offset>-0`. */
