@@ -97,38 +97,91 @@ function callLog(log: LogSink, site: CallSite): ExtensionCtx['log'] {
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
-/** A fresh ctx for one call. Its storage is made when first used. */
+/**
+ * One call's ctx. Its services are made when first used: most calls touch one or none, and a call
+ * that answers at once (an echo rpc, a no-op hook) then costs one object.
+ */
+class CallCtx implements ExtensionCtx {
+  // Private fields: an extension's code sees the ctx's API and nothing of what is behind it.
+  readonly #services: CtxServices;
+  readonly #site: CallSite;
+  readonly #deadline: Deadline;
+  readonly #who: { caller: ExtensionCaller | null; server: ExtensionCtx['server']; log: LogSink };
+  #log: ExtensionCtx['log'] | undefined;
+  #storage: ExtensionStorage | undefined;
+  #economy: ExtensionCtx['economy'] | undefined;
+  #users: ExtensionCtx['users'] | undefined;
+
+  constructor(
+    services: CtxServices,
+    site: CallSite,
+    deadline: Deadline,
+    who: { caller: ExtensionCaller | null; server: ExtensionCtx['server']; log: LogSink },
+  ) {
+    this.#services = services;
+    this.#site = site;
+    this.#deadline = deadline;
+    this.#who = who;
+  }
+
+  get caller() {
+    return this.#who.caller;
+  }
+
+  get server() {
+    return this.#who.server;
+  }
+
+  get log() {
+    this.#log ??= callLog(this.#who.log, this.#site);
+    return this.#log;
+  }
+
+  get signal() {
+    return this.#deadline.signal;
+  }
+
+  get economy() {
+    const services = this.#services;
+    const deadline = this.#deadline;
+    const actor = { kind: 'extension' as const, name: this.#site.extension };
+    const log = this.#who.log;
+    this.#economy ??= {
+      grant: (input) => service(deadline, () => services.grant(services.data, actor, input, log)),
+    };
+    return this.#economy;
+  }
+
+  get storage() {
+    const deadline = this.#deadline;
+    this.#storage ??= extensionStorage(
+      this.#services.data,
+      this.#site.extension,
+      () => guard(deadline),
+      this.#services.storageLimits,
+    );
+    return this.#storage;
+  }
+
+  get users() {
+    const services = this.#services;
+    const deadline = this.#deadline;
+    this.#users ??= {
+      get: (id) =>
+        service(deadline, async () =>
+          typeof id === 'string' && isId(id) ? ((await services.account(services.data, id)) ?? null) : null,
+        ),
+    };
+    return this.#users;
+  }
+}
+
+/** A fresh ctx for one call. */
 export function extensionCtx(
   services: CtxServices,
   site: CallSite,
   deadline: Deadline,
   who: { caller: ExtensionCaller | null; server: ExtensionCtx['server']; log: LogSink },
 ): ExtensionCtx {
-  const { data } = services;
-  const log = callLog(who.log, site);
-  let storage: ExtensionStorage | undefined;
-  return {
-    caller: who.caller,
-    server: who.server,
-    log,
-    get signal() {
-      return deadline.signal;
-    },
-    economy: {
-      grant: (input) =>
-        service(deadline, () =>
-          services.grant(data, { kind: 'extension', name: site.extension }, input, who.log),
-        ),
-    },
-    get storage() {
-      storage ??= extensionStorage(data, site.extension, () => guard(deadline), services.storageLimits);
-      return storage;
-    },
-    users: {
-      get: (id) =>
-        service(deadline, async () =>
-          typeof id === 'string' && isId(id) ? ((await services.account(data, id)) ?? null) : null,
-        ),
-    },
-  };
+  return new CallCtx(services, site, deadline, who);
 }
