@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { blockBetweenSql, friendsBetweenSql } from '../../src/modules/social/index.js';
+import { blockBetweenSql, friendIdsSql, friendsBetweenSql } from '../../src/modules/social/index.js';
 import { executeBound } from '../../src/platform/db.js';
 import { useServices } from '../helpers/services.js';
 
@@ -25,6 +25,33 @@ describe("the social module's SQL fragments", () => {
     await call('friendRequests.accept', ctxFor(bob.user), { user_id: alice.user.id });
     expect(await evaluate(friendsBetweenSql, alice.user.id, bob.user.id)).toBe(true);
     expect(await evaluate(friendsBetweenSql, bob.user.id, alice.user.id)).toBe(true);
+  });
+
+  it("friendIdsSql names a user's accepted friends either way round, and no one with a pending request", async () => {
+    const { call, ctxFor, createUser } = services();
+    const [alice, bob, carol, dave] = [
+      await createUser(),
+      await createUser(),
+      await createUser(),
+      await createUser(),
+    ];
+    await call('friendRequests.create', ctxFor(alice.user), { user_id: bob.user.id });
+    await call('friendRequests.accept', ctxFor(bob.user), { user_id: alice.user.id });
+    await call('friendRequests.create', ctxFor(carol.user), { user_id: alice.user.id });
+    await call('friendRequests.accept', ctxFor(alice.user), { user_id: carol.user.id });
+    await call('friendRequests.create', ctxFor(alice.user), { user_id: dave.user.id });
+    const friendsOf = async (id: string) =>
+      (
+        await executeBound<{ id: string }>(
+          ctxFor(null).data,
+          `select f.id from (${friendIdsSql('$1::uuid')}) as f(id)`,
+          [id],
+        )
+      )
+        .map((row) => row.id)
+        .sort();
+    expect(await friendsOf(alice.user.id)).toEqual([bob.user.id, carol.user.id].sort());
+    expect(await friendsOf(dave.user.id)).toEqual([]);
   });
 
   it('blockBetweenSql is true either way round when one blocked the other, and false otherwise', async () => {

@@ -26,6 +26,7 @@ import { type PairBlockListener, SocialService } from './social.service.js';
 
 export {
   blockBetweenSql,
+  friendIdsSql,
   friendsBetweenSql,
   type PrivacySetting,
   privacyAdmits,

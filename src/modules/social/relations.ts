@@ -63,6 +63,15 @@ export const friendsBetweenSql = (a: string, b: string) =>
   `exists (select 1 from friendships where status = 'accepted'
      and ((requester_id = ${a} and addressee_id = ${b}) or (requester_id = ${b} and addressee_id = ${a})))`;
 
+/**
+ * SQL for other modules' statements: a query whose rows are the ids of the accepted friends of the
+ * user the expression names (pending requests do not count), for a list of a user's friends' rows.
+ */
+export const friendIdsSql = (user: string) =>
+  `select addressee_id from friendships where requester_id = ${user} and status = 'accepted'
+   union all
+   select requester_id from friendships where addressee_id = ${user} and status = 'accepted'`;
+
 /** SQL: whether either of the users the two expressions name blocked the other. */
 export const blockBetweenSql = (a: string, b: string) =>
   `exists (select 1 from blocks
