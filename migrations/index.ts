@@ -30,6 +30,7 @@ import { Migration0029EconomySellerAccounts } from './0029_economy_seller_accoun
 import { Migration0030ExtensionStorage } from './0030_extension_storage.js';
 import { Migration0031Outbox } from './0031_outbox.js';
 import { Migration0032AuditExtensionActor } from './0032_audit_extension_actor.js';
+import { Migration0033Leaderboards } from './0033_leaderboards.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -69,4 +70,5 @@ export const migrationsList = [
   { name: '0030_extension_storage', class: Migration0030ExtensionStorage },
   { name: '0031_outbox', class: Migration0031Outbox },
   { name: '0032_audit_extension_actor', class: Migration0032AuditExtensionActor },
+  { name: '0033_leaderboards', class: Migration0033Leaderboards },
 ];

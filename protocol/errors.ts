@@ -4,6 +4,7 @@ import { economyErrors } from './errors/economy.js';
 import { extensionErrors } from './errors/extensions.js';
 import { gameServerErrors } from './errors/gameservers.js';
 import { groupErrors } from './errors/groups.js';
+import { leaderboardErrors } from './errors/leaderboards.js';
 import {
   availabilityErrors,
   gatewayErrors,
@@ -35,6 +36,7 @@ export const errorParts = {
   groups: groupErrors,
   economy: economyErrors,
   extensions: extensionErrors,
+  leaderboards: leaderboardErrors,
   internal: internalErrors,
 };
 

@@ -14,6 +14,7 @@ import { gameServerOperations } from './gameservers.js';
 import { groupAdminOperations } from './group-admin.js';
 import { groupOperations } from './groups.js';
 import { internalOperations } from './internal.js';
+import { leaderboardOperations } from './leaderboards.js';
 import { marketplaceOperations } from './marketplace.js';
 import { moderationOperations } from './moderation.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
@@ -40,6 +41,7 @@ export * from './gameservers.js';
 export * from './group-admin.js';
 export * from './groups.js';
 export * from './internal.js';
+export * from './leaderboards.js';
 export * from './marketplace.js';
 export * from './moderation.js';
 export * from './presence.js';
@@ -82,6 +84,7 @@ const all = [
   ...marketplaceOperations,
   ...settingsOperations,
   ...extensionOperations,
+  ...leaderboardOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

@@ -8,6 +8,7 @@ import { economyConfig } from './modules/economy/economy.config.js';
 import { extensionsConfig } from './modules/extensions/extensions.config.js';
 import { gameServersConfig } from './modules/gameservers/gameservers.config.js';
 import { groupsConfig } from './modules/groups/groups.config.js';
+import { leaderboardsConfig } from './modules/leaderboards/leaderboards.config.js';
 import { moderationConfig } from './modules/moderation/moderation.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
@@ -41,6 +42,7 @@ export const configParts = {
   gameservers: gameServersConfig,
   economy: economyConfig,
   extensions: extensionsConfig,
+  leaderboards: leaderboardsConfig,
   console: consoleConfig,
 };
 

@@ -11,6 +11,7 @@ import { extensionsModule } from './extensions/index.js';
 import { gameServersModule } from './gameservers/index.js';
 import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
+import { leaderboardsModule } from './leaderboards/index.js';
 import { moderationModule } from './moderation/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
@@ -41,6 +42,7 @@ export const modules = [
   moderationModule,
   gameServersModule,
   economyModule,
+  leaderboardsModule,
   settingsModule,
   extensionsModule,
   consoleModule,

@@ -13,6 +13,7 @@ import { queryRows } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
 import { adminRows } from './parity-admin.js';
 import { economyRows } from './parity-economy.js';
+import { leaderboardRows } from './parity-leaderboards.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
 /**
@@ -24,6 +25,10 @@ import type { Accounts, RestName, Row, Run } from './parity-types.js';
 const rows: { [N in RestName]: Row<N> } = {
   ...economyRows(() => app),
   ...adminRows(() => app),
+  ...leaderboardRows(
+    () => app,
+    async (me) => (await readyServer(me)).token,
+  ),
   'auth.register': {
     fresh: true,
     prepare: () => ({

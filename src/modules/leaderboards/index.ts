@@ -1,0 +1,75 @@
+import {
+  internalLeaderboardsDelete,
+  internalLeaderboardsSubmit,
+  leaderboardsCreate,
+  leaderboardsDelete,
+  leaderboardsDeleteMine,
+  leaderboardsGet,
+  leaderboardsList,
+  leaderboardsRecord,
+  leaderboardsRecords,
+  leaderboardsSubmit,
+} from '../../../protocol/leaderboards.js';
+import { defineModule } from '../../platform/module.js';
+import { serve } from '../../platform/operations.js';
+import { createLimiter } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
+import { friendIdsSql, type SocialApi } from '../social/index.js';
+import type { UsersApi } from '../users/index.js';
+import { LeaderboardsService } from './leaderboards.service.js';
+import { RankIndex } from './rank-index.js';
+import { friendsPageStatement } from './records.repository.js';
+import { StandingsReader } from './standings.js';
+
+/** Leaderboards and tournaments (docs/leaderboards.md). */
+export const leaderboardsModule = defineModule({
+  name: 'leaderboards',
+  tables: ['leaderboards', 'leaderboard_records', 'leaderboard_periods', 'tournaments', 'tournament_members'],
+  needs: ['users', 'audit', 'social'],
+  setup({ config, kv, log, db }, { users, audit }: { users: UsersApi; audit: AuditApi; social: SocialApi }) {
+    const index = new RankIndex(kv, log, () => db.data);
+    const reader = new StandingsReader(index, friendsPageStatement(friendIdsSql));
+    const boards = new LeaderboardsService({
+      index,
+      reader,
+      audit,
+      users,
+      submitLimiter: createLimiter(kv, {
+        keyPrefix: 'leaderboard-submit',
+        points: config.LEADERBOARD_SUBMIT_RATE_LIMIT_COUNT,
+        durationSeconds: config.LEADERBOARD_SUBMIT_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
+    const server = (ctx: { service: { id: string } | null }, userId: string) => {
+      if (!ctx.service) throw new Error('an internal operation ran without a game server');
+      return { kind: 'server' as const, userId };
+    };
+    return {
+      api: {},
+      operations: [
+        serve(leaderboardsCreate, (ctx, input) => boards.create(ctx, input)),
+        serve(leaderboardsDelete, (ctx, { leaderboard_id }) => boards.delete(ctx, leaderboard_id)),
+        serve(leaderboardsList, (ctx, query) => boards.list(ctx, query)),
+        serve(leaderboardsGet, (ctx, { leaderboard_id }) => boards.get(ctx, leaderboard_id)),
+        serve(leaderboardsSubmit, (ctx, { leaderboard_id, ...input }) =>
+          boards.submit(ctx, leaderboard_id, input, { kind: 'user' }),
+        ),
+        serve(leaderboardsRecords, (ctx, { leaderboard_id, ...query }) =>
+          boards.records(ctx, leaderboard_id, query),
+        ),
+        serve(leaderboardsRecord, (ctx, { leaderboard_id, user_id, period }) =>
+          boards.record(ctx, leaderboard_id, user_id, period),
+        ),
+        serve(leaderboardsDeleteMine, (ctx, { leaderboard_id }) =>
+          boards.deleteRecord(ctx, leaderboard_id, { kind: 'user' }),
+        ),
+        serve(internalLeaderboardsSubmit, (ctx, { leaderboard_id, user_id, ...input }) =>
+          boards.submit(ctx, leaderboard_id, input, server(ctx, user_id)),
+        ),
+        serve(internalLeaderboardsDelete, (ctx, { leaderboard_id, user_id }) =>
+          boards.deleteRecord(ctx, leaderboard_id, server(ctx, user_id)),
+        ),
+      ],
+    };
+  },
+});

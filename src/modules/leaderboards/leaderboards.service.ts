@@ -1,0 +1,315 @@
+import { randomUUID } from 'node:crypto';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
+import { transaction } from '../../platform/data-access.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { canonicalId, isId } from '../../platform/ids.js';
+import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { AuditApi } from '../audit/index.js';
+import type { UsersApi } from '../users/index.js';
+import {
+  type BoardRow,
+  boardsPage,
+  deleteBoard,
+  findBoard,
+  insertBoard,
+  periodsWithRecords,
+} from './boards.repository.js';
+import type { RankIndex } from './rank-index.js';
+import {
+  deleteRecord,
+  deleteStandings,
+  keyOfRow,
+  type StandingsPeriod,
+  submitRecord,
+} from './records.repository.js';
+import {
+  BoardPeriods,
+  type Period,
+  parseResetSchedule,
+  previousPeriodAt,
+  type ResetSchedule,
+  ResetScheduleError,
+} from './reset-schedule.js';
+import { type RankedRecord, type RecordsQuery, rankedOf, type StandingsReader } from './standings.js';
+
+export interface LeaderboardsDeps {
+  index: RankIndex;
+  reader: StandingsReader;
+  audit: AuditApi;
+  users: Pick<UsersApi, 'existingUserIds'>;
+  /** Submissions per user, boards and tournaments together. */
+  submitLimiter: RateLimiterAbstract;
+}
+
+export interface NewBoardInput {
+  id: string;
+  sort?: 'asc' | 'desc';
+  operator?: 'best' | 'set' | 'incr';
+  reset_schedule?: string | null;
+  authoritative?: boolean;
+  metadata?: unknown;
+}
+
+export interface SubmissionInput {
+  score: number;
+  subscore?: number;
+  metadata?: unknown;
+}
+
+/** Who writes a record: the signed-in user themself, or a game server naming the user. */
+export type Writer = { kind: 'user' } | { kind: 'server'; userId: string };
+
+/** The most boards whose periods a node keeps computed. */
+const PERIOD_CACHE_MAX = 10_000;
+
+const notFound = (id: string) => new AppError(ErrorCode.NOT_FOUND, `No leaderboard ${id}.`);
+
+/**
+ * Boards and their records (docs/leaderboards.md). Periods follow from the time of each answer
+ * (`ctx.now()`), so a reset takes effect at its exact time on every node whether or not the
+ * scheduler ran; ranks come from the rank index, or SQL while it is rebuilt.
+ */
+export class LeaderboardsService {
+  /** Each board incarnation's schedule and current period, computed once per period. */
+  private readonly periods = new Map<string, { schedule: ResetSchedule | null; periods: BoardPeriods }>();
+
+  constructor(private readonly deps: LeaderboardsDeps) {}
+
+  async create(ctx: Ctx, input: NewBoardInput) {
+    const now = ctx.now();
+    const schedule = input.reset_schedule ?? null;
+    // Part of the request's validation, so it answers 422 before the role's 403.
+    if (schedule !== null) scheduleOrRefuse(schedule, now);
+    const caller = requireRole(ctx, 'admin');
+    const created = await transaction(ctx.data, async (tx) => {
+      const row = await insertBoard(tx, {
+        id: input.id,
+        ref: randomUUID(),
+        sort: input.sort ?? 'desc',
+        operator: input.operator ?? 'best',
+        resetSchedule: schedule,
+        authoritative: input.authoritative ?? false,
+        metadataJson: JSON.stringify(input.metadata ?? {}),
+        createdAt: now,
+      });
+      if (!row) return undefined;
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: caller.id },
+        action: 'leaderboards.create',
+        target: { type: 'leaderboard', id: row.id },
+        before: null,
+        after: this.view(row, now),
+      });
+      return row;
+    });
+    if (!created) throw new AppError(ErrorCode.CONFLICT, `A leaderboard ${input.id} exists already.`);
+    return this.view(created, now);
+  }
+
+  async delete(ctx: Ctx, id: string): Promise<void> {
+    const caller = requireRole(ctx, 'admin');
+    const now = ctx.now();
+    const deleted = await transaction(ctx.data, async (tx) => {
+      const row = await deleteBoard(tx, id);
+      if (!row) return undefined;
+      const periods = await periodsWithRecords(tx, row.ref);
+      await deleteStandings(tx, row.ref);
+      await this.deps.audit.record(tx, {
+        actor: { kind: 'user', id: caller.id },
+        action: 'leaderboards.delete',
+        target: { type: 'leaderboard', id: row.id },
+        before: this.view(row, now),
+        after: null,
+      });
+      return { row, periods };
+    });
+    if (!deleted) throw notFound(id);
+    this.periods.delete(deleted.row.ref);
+    await this.deps.index
+      .drop(deleted.periods.map((periodStart) => ({ ref: deleted.row.ref, periodStart })))
+      .catch((error: unknown) => ctx.log.warn({ err: error }, 'a deleted board kept its rank index keys'));
+  }
+
+  async list(ctx: Ctx, query: { limit: number; cursor?: string }) {
+    callerOf(ctx);
+    const after = query.cursor === undefined ? null : boardCursor(query.cursor);
+    const rows = await boardsPage(ctx.data, after, query.limit + 1);
+    const now = ctx.now();
+    const page = rows.slice(0, query.limit);
+    return {
+      items: page.map((row) => this.view(row, now)),
+      next_cursor:
+        rows.length > query.limit ? Buffer.from((page.at(-1) as BoardRow).id).toString('base64url') : null,
+    };
+  }
+
+  async get(ctx: Ctx, id: string) {
+    callerOf(ctx);
+    return this.view(await this.board(ctx, id), ctx.now());
+  }
+
+  /**
+   * A submission, checked in the contract's order: the request (already validated), the board,
+   * authoritative (users only), the rate (users only), then the operator's range.
+   */
+  async submit(ctx: Ctx, id: string, input: SubmissionInput, writer: Writer) {
+    const board = await this.board(ctx, id);
+    const userId = await this.writerId(ctx, board, writer);
+    // One time for the whole answer: the period and the record's updated_at agree.
+    const now = ctx.now();
+    const period = this.currentPeriod(board, now);
+    const row = await submitRecord(ctx.data, board.operator, {
+      ref: board.ref,
+      periodStart: period.periodStart,
+      userId,
+      score: input.score,
+      subscore: input.subscore ?? 0,
+      metadataJson: input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      sign: board.sort === 'asc' ? 1 : -1,
+      now,
+    });
+    if (!row) {
+      if (writer.kind === 'user') await this.deps.submitLimiter.reward(userId, 1).catch(() => {});
+      throw new AppError(
+        ErrorCode.SCORE_OUT_OF_RANGE,
+        'The sum would leave ±(2^53-1); the record is unchanged.',
+      );
+    }
+    await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
+    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, period, row)));
+  }
+
+  async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
+    const caller = callerOf(ctx);
+    const board = await this.board(ctx, id);
+    const now = ctx.now();
+    const chosen = this.periodChosen(board, now, query.period);
+    if (!chosen) return { items: [], next_cursor: null, period_started_at: null, period_ended_at: null };
+    const page = await this.deps.reader.page(ctx, chosen.period, query, caller.id);
+    return {
+      items: page.items.map((record) => this.recordView(board, record)),
+      next_cursor: page.next_cursor,
+      period_started_at: chosen.period.periodStart.toISOString(),
+      period_ended_at: chosen.endedAt?.toISOString() ?? null,
+    };
+  }
+
+  async record(ctx: Ctx, id: string, userId: string, period?: 'current' | 'previous') {
+    const caller = callerOf(ctx);
+    const board = await this.board(ctx, id);
+    const chosen = this.periodChosen(board, ctx.now(), period);
+    const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this period.');
+    if (!chosen || !isId(userId)) throw noRecord();
+    const page = await this.deps.reader.page(ctx, chosen.period, { limit: 1, user_ids: userId }, caller.id);
+    const [found] = page.items;
+    if (!found) throw noRecord();
+    return this.recordView(board, found);
+  }
+
+  /** Deletes a user's record in the current period (none is no error); the others move up. */
+  async deleteRecord(ctx: Ctx, id: string, writer: Writer): Promise<void> {
+    const board = await this.board(ctx, id);
+    const userId =
+      writer.kind === 'user' ? this.userWriter(ctx, board) : await this.serverWriter(ctx, writer.userId);
+    const period = this.currentPeriod(board, ctx.now());
+    const version = await deleteRecord(ctx.data, period, userId);
+    if (version !== undefined) await this.deps.index.apply(period, userId, version, undefined);
+  }
+
+  private async board(ctx: Ctx, id: string): Promise<BoardRow> {
+    const board = await findBoard(ctx.data, id);
+    if (!board) throw notFound(id);
+    return board;
+  }
+
+  private async writerId(ctx: Ctx, board: BoardRow, writer: Writer): Promise<string> {
+    if (writer.kind === 'server') return this.serverWriter(ctx, writer.userId);
+    const userId = this.userWriter(ctx, board);
+    await consumeOrThrow(this.deps.submitLimiter, userId, 'Too many leaderboard submissions; wait a moment.');
+    return userId;
+  }
+
+  private userWriter(ctx: Ctx, board: BoardRow): string {
+    const caller = callerOf(ctx);
+    if (board.authoritative)
+      throw new AppError(ErrorCode.FORBIDDEN, 'Only game servers write the records of this leaderboard.');
+    return caller.id;
+  }
+
+  private async serverWriter(ctx: Ctx, userId: string): Promise<string> {
+    const id = isId(userId) ? canonicalId(userId) : undefined;
+    const [known] = id ? await this.deps.users.existingUserIds(ctx.data, [id]) : [];
+    if (!known) throw new AppError(ErrorCode.NOT_FOUND, `No user ${userId}.`);
+    return known;
+  }
+
+  private periodsOf(board: BoardRow) {
+    let entry = this.periods.get(board.ref);
+    if (!entry) {
+      // A stored schedule was checked when created: its horizon is read from then, not now.
+      const schedule =
+        board.reset_schedule === null ? null : parseResetSchedule(board.reset_schedule, board.created_at);
+      entry = { schedule, periods: new BoardPeriods(schedule, board.created_at) };
+      if (this.periods.size >= PERIOD_CACHE_MAX) this.periods.clear();
+      this.periods.set(board.ref, entry);
+    }
+    return entry;
+  }
+
+  private periodOf(board: BoardRow, now: Date): Period {
+    return this.periodsOf(board).periods.at(now);
+  }
+
+  private currentPeriod(board: BoardRow, now: Date): StandingsPeriod {
+    return { ref: board.ref, periodStart: this.periodOf(board, now).startedAt };
+  }
+
+  /** The period a read asks for, with its end; undefined for a previous period that does not exist yet. */
+  private periodChosen(board: BoardRow, now: Date, which: 'current' | 'previous' = 'current') {
+    if (which === 'current') return { period: this.currentPeriod(board, now), endedAt: null };
+    const previous = previousPeriodAt(this.periodsOf(board).schedule, board.created_at, now);
+    if (!previous) return undefined;
+    return { period: { ref: board.ref, periodStart: previous.startedAt }, endedAt: previous.endedAt };
+  }
+
+  private view(board: BoardRow, now: Date) {
+    const period = this.periodOf(board, now);
+    return {
+      id: board.id,
+      sort: board.sort,
+      operator: board.operator,
+      reset_schedule: board.reset_schedule,
+      authoritative: board.authoritative,
+      metadata: board.metadata,
+      created_at: board.created_at.toISOString(),
+      period_started_at: period.startedAt.toISOString(),
+      next_reset_at: period.nextResetAt?.toISOString() ?? null,
+    };
+  }
+
+  private recordView(board: BoardRow, record: RankedRecord) {
+    return { leaderboard_id: board.id, ...record };
+  }
+}
+
+function scheduleOrRefuse(text: string, now: Date): void {
+  try {
+    parseResetSchedule(text, now);
+  } catch (error) {
+    if (!(error instanceof ResetScheduleError)) throw error;
+    throw new AppError(ErrorCode.VALIDATION_FAILED, `reset_schedule: ${error.message}`, {
+      errors: [{ path: 'reset_schedule', message: error.message }],
+    });
+  }
+}
+
+const BOARD_ID = /^[a-z0-9_-]{1,64}$/;
+
+function boardCursor(cursor: string): string {
+  const id = Buffer.from(cursor, 'base64url').toString('latin1');
+  if (BOARD_ID.test(id)) return id;
+  throw new AppError(ErrorCode.VALIDATION_FAILED, 'The cursor is not one this list gave out.', {
+    errors: [{ path: 'cursor', message: 'is not a cursor of this list' }],
+  });
+}

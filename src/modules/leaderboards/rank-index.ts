@@ -1,0 +1,173 @@
+import type { DataAccess } from '../../platform/data-access.js';
+import { type Kv, ORDERED_SET_BATCH } from '../../platform/kv/kv.js';
+import type { Logger } from '../../platform/log.js';
+import { keyOfMember, memberOf, type RankKey } from './rank-key.js';
+import { bumpIndexEpoch, indexEntries, indexEpoch, type StandingsPeriod } from './records.repository.js';
+
+/** Records a rebuild reads and loads per round trip. */
+const REBUILD_BATCH = 1000;
+/** How long one node holds a period's rebuild before another may take it over. */
+const REBUILD_LEASE_MS = 120_000;
+
+/**
+ * The rank index of each standings period: an ordered set of the KV (a Redis sorted set, or the
+ * in-process one when embedded) holding every record's rank key, which answers a rank and the
+ * records around it in O(log n). PostgreSQL stays the source of truth:
+ *
+ * - Every committed change is applied after its commit with the record's version, so changes
+ *   landing in any order keep the latest (zreplaceVersioned).
+ * - The index answers only while its `ready` marker holds the period's epoch in PostgreSQL. A
+ *   change it could not take (the KV failed) bumps the epoch, an account deletion's cascade does
+ *   too (migration 0033), and a lost KV loses the marker: then reads are answered by SQL alone,
+ *   exact and slower, while one node rebuilds the index from the records.
+ */
+export class RankIndex {
+  /** Rebuilds this node runs, by period: one at a time per period. */
+  private readonly rebuilding = new Map<string, Promise<void>>();
+
+  constructor(
+    private readonly kv: Kv,
+    private readonly log: Pick<Logger, 'warn' | 'info'>,
+    private readonly data: () => DataAccess,
+  ) {}
+
+  /** The KV keys of a period; one hash tag, so Redis Cluster runs their scripts on one slot. */
+  private keys(period: StandingsPeriod) {
+    const tag = `lb:{${period.ref}:${period.periodStart.getTime()}}`;
+    return { set: `${tag}:set`, versions: `${tag}:versions`, ready: `${tag}:ready`, lease: `${tag}:lease` };
+  }
+
+  /**
+   * Whether the index may answer for the period now. When it may not, a rebuild is started in the
+   * background (if no node runs one) and the caller answers from SQL.
+   */
+  async ready(period: StandingsPeriod): Promise<boolean> {
+    try {
+      const [marker, epoch] = await Promise.all([
+        this.kv.get(this.keys(period).ready),
+        indexEpoch(this.data(), period),
+      ]);
+      if (marker === String(epoch)) return true;
+      this.rebuildInBackground(period, epoch);
+    } catch (error) {
+      this.log.warn(
+        { err: error, ref: period.ref },
+        'the rank index could not be checked; answering from SQL',
+      );
+    }
+    return false;
+  }
+
+  /**
+   * Applies a committed change of a user's record (`key` undefined: the record was deleted). When
+   * the KV cannot take it, the period's epoch is bumped so the index answers nothing until rebuilt.
+   */
+  async apply(period: StandingsPeriod, userId: string, version: number, key: RankKey | undefined) {
+    const keys = this.keys(period);
+    try {
+      await this.kv.zreplaceVersioned(keys.set, keys.versions, userId, version, key ? memberOf(key) : null);
+    } catch (error) {
+      this.log.warn({ err: error, ref: period.ref }, 'the rank index missed a change; it will be rebuilt');
+      await bumpIndexEpoch(this.data(), period);
+    }
+  }
+
+  /** The 0-based position a record with `key` has or would have. */
+  position(period: StandingsPeriod, key: RankKey): Promise<number> {
+    return this.kv.zcountBefore(this.keys(period).set, memberOf(key));
+  }
+
+  count(period: StandingsPeriod): Promise<number> {
+    return this.kv.zcard(this.keys(period).set);
+  }
+
+  /** The keys at positions start..start+count-1. */
+  async keysFrom(period: StandingsPeriod, start: number, count: number): Promise<RankKey[]> {
+    if (count <= 0) return [];
+    return keysOf(await this.kv.zrange(this.keys(period).set, start, start + count - 1));
+  }
+
+  /** The first `count` keys after `key` (from the top without one). */
+  async keysAfter(period: StandingsPeriod, key: RankKey | undefined, count: number): Promise<RankKey[]> {
+    const set = this.keys(period).set;
+    return keysOf(
+      key ? await this.kv.zrangeAfter(set, memberOf(key), count) : await this.kv.zrange(set, 0, count - 1),
+    );
+  }
+
+  /** Drops the index of periods that are gone (a deleted board, a pruned period). */
+  async drop(periods: readonly StandingsPeriod[]): Promise<void> {
+    const keys = periods.flatMap((period) => Object.values(this.keys(period)));
+    if (keys.length > 0) await this.kv.del(...keys);
+  }
+
+  /** Rebuilds the period's index now, unless this node already does (tests, and `ready`). */
+  rebuild(period: StandingsPeriod, epoch: number): Promise<void> {
+    const id = `${period.ref}:${period.periodStart.getTime()}`;
+    let running = this.rebuilding.get(id);
+    if (!running) {
+      running = this.load(period, epoch).finally(() => this.rebuilding.delete(id));
+      this.rebuilding.set(id, running);
+    }
+    return running;
+  }
+
+  private rebuildInBackground(period: StandingsPeriod, epoch: number): void {
+    this.rebuild(period, epoch).catch((error: unknown) =>
+      this.log.warn({ err: error, ref: period.ref }, 'a rank index rebuild failed; reads stay on SQL'),
+    );
+  }
+
+  /**
+   * Loads every record of the period into a fresh index, then marks it ready at `epoch`. Writes
+   * landing meanwhile go in with their versions, so the load never puts back an older key; a
+   * change the index missed meanwhile bumped the epoch, so the marker it sets is already stale.
+   */
+  private async load(period: StandingsPeriod, epoch: number): Promise<void> {
+    const keys = this.keys(period);
+    const leased = await this.kv.set(keys.lease, String(epoch), {
+      ttlMs: REBUILD_LEASE_MS,
+      onlyIfAbsent: true,
+    });
+    if (!leased) return;
+    try {
+      await this.kv.del(keys.ready, keys.set, keys.versions);
+      const started = Date.now();
+      let loaded = 0;
+      for (let after: string | null = null; ; ) {
+        const entries = await indexEntries(this.data(), period, after, REBUILD_BATCH);
+        if (entries.length === 0) break;
+        const members = entries.map(({ key, version }) => ({
+          field: key.userId,
+          version,
+          member: memberOf(key),
+        }));
+        // Short KV calls, a few in flight: a long one would hold Redis for its other clients.
+        const calls: Promise<boolean[]>[] = [];
+        for (let from = 0; from < members.length; from += ORDERED_SET_BATCH)
+          calls.push(
+            this.kv.zreplaceVersionedMany(
+              keys.set,
+              keys.versions,
+              members.slice(from, from + ORDERED_SET_BATCH),
+            ),
+          );
+        await Promise.all(calls);
+        loaded += entries.length;
+        after = entries[entries.length - 1]?.key.userId ?? null;
+      }
+      await this.kv.set(keys.ready, String(epoch));
+      this.log.info({ ref: period.ref, records: loaded, ms: Date.now() - started }, 'rank index rebuilt');
+    } finally {
+      await this.kv.del(keys.lease);
+    }
+  }
+}
+
+function keysOf(members: readonly string[]): RankKey[] {
+  return members.map((member) => {
+    const key = keyOfMember(member);
+    if (!key) throw new Error(`the rank index holds a member that is no rank key: ${member}`);
+    return key;
+  });
+}

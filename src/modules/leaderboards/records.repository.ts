@@ -1,0 +1,329 @@
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound, executeNamed } from '../../platform/db.js';
+import { namedSql } from '../../platform/named-sql.js';
+import { usernameSql } from '../users/index.js';
+import type { RankKey } from './rank-key.js';
+
+/**
+ * The SQL of records (migration 0033): one row per standings (a board's incarnation or a
+ * tournament's), period and user. Rows are ordered by (rank_score, rank_subscore, updated_at,
+ * user_id) ascending, the standings' order, which leaderboard_records_rank_idx serves. bigint
+ * columns come back as text from node-pg: every reader turns them into numbers (all within ±(2^53-1)).
+ */
+
+/** A period of some standings: what every statement here is scoped to. */
+export interface StandingsPeriod {
+  ref: string;
+  periodStart: Date;
+}
+
+export interface RecordRow {
+  user_id: string;
+  username: string;
+  score: number;
+  subscore: number;
+  rank_score: number;
+  rank_subscore: number;
+  num_submissions: number;
+  metadata: Record<string, unknown>;
+  created_at: Date;
+  updated_at: Date;
+  version: number;
+}
+
+type RawRecord = Omit<RecordRow, 'score' | 'subscore' | 'rank_score' | 'rank_subscore' | 'version'> & {
+  score: string | number;
+  subscore: string | number;
+  rank_score: string | number;
+  rank_subscore: string | number;
+  version: string | number;
+};
+
+const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
+  r.rank_subscore, r.num_submissions, r.metadata, r.created_at, r.updated_at, r.version`;
+const ORDER = 'r.rank_score, r.rank_subscore, r.updated_at, r.user_id';
+const KEY_AFTER = '(r.rank_score, r.rank_subscore, r.updated_at, r.user_id) > ($3, $4, $5, $6)';
+
+const recordOf = (row: RawRecord): RecordRow => ({
+  ...row,
+  score: Number(row.score),
+  subscore: Number(row.subscore),
+  rank_score: Number(row.rank_score),
+  rank_subscore: Number(row.rank_subscore),
+  version: Number(row.version),
+});
+
+export const keyOfRow = (row: RecordRow): RankKey => ({
+  rankScore: row.rank_score,
+  rankSubscore: row.rank_subscore,
+  updatedAt: row.updated_at.getTime(),
+  userId: row.user_id,
+});
+
+const keyParams = (key: RankKey) => [key.rankScore, key.rankSubscore, new Date(key.updatedAt), key.userId];
+
+export interface Submission {
+  ref: string;
+  periodStart: Date;
+  userId: string;
+  score: number;
+  subscore: number;
+  /** null: keep the stored metadata (a first submission stores `{}`). */
+  metadataJson: string | null;
+  /** 1 for a board sorted asc, -1 for desc: rank_score = sign * score. */
+  sign: 1 | -1;
+  now: Date;
+}
+
+const INSERT_COLUMNS = `(standings_ref, period_start, user_id, score, subscore, rank_score, rank_subscore,
+  num_submissions, metadata, created_at, updated_at)`;
+const INSERT_VALUES = `(:ref, :periodStart, :userId, :score, :subscore, :sign::bigint * :score::bigint,
+  :sign::bigint * :subscore::bigint, 1,
+  coalesce(:metadataJson::jsonb, '{}'::jsonb), :now, :now)`;
+const CHANGED = `updated_at = excluded.updated_at, metadata = coalesce(:metadataJson::jsonb, r.metadata),
+  version = nextval('leaderboard_record_versions')`;
+
+/** Each operator as one statement: concurrent submissions of a user apply one after another on the row. */
+const SUBMIT_SQL = {
+  // The stored record changes only for a strictly better (score, subscore) in the board's order.
+  best: namedSql<Submission>(
+    `
+    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
+    on conflict (standings_ref, period_start, user_id) do update set
+      num_submissions = r.num_submissions + 1,
+      score = case when better then excluded.score else r.score end,
+      subscore = case when better then excluded.subscore else r.subscore end,
+      rank_score = case when better then excluded.rank_score else r.rank_score end,
+      rank_subscore = case when better then excluded.rank_subscore else r.rank_subscore end,
+      updated_at = case when better then excluded.updated_at else r.updated_at end,
+      metadata = case when better then coalesce(:metadataJson::jsonb, r.metadata) else r.metadata end,
+      version = case when better then nextval('leaderboard_record_versions') else r.version end
+    returning ${COLUMNS}`.replaceAll(
+      'better',
+      '(excluded.rank_score, excluded.rank_subscore) < (r.rank_score, r.rank_subscore)',
+    ),
+  ),
+  set: namedSql<Submission>(`
+    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
+    on conflict (standings_ref, period_start, user_id) do update set
+      num_submissions = r.num_submissions + 1, score = excluded.score, subscore = excluded.subscore,
+      rank_score = excluded.rank_score, rank_subscore = excluded.rank_subscore, ${CHANGED}
+    returning ${COLUMNS}`),
+  // A sum outside ±(2^53-1) updates nothing and returns no row: the caller refuses it.
+  incr: namedSql<Submission>(`
+    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
+    on conflict (standings_ref, period_start, user_id) do update set
+      num_submissions = r.num_submissions + 1,
+      score = r.score + excluded.score, subscore = r.subscore + excluded.subscore,
+      rank_score = :sign::bigint * (r.score + excluded.score),
+      rank_subscore = :sign::bigint * (r.subscore + excluded.subscore),
+      ${CHANGED}
+    where abs(r.score + excluded.score) <= 9007199254740991
+      and abs(r.subscore + excluded.subscore) <= 9007199254740991
+    returning ${COLUMNS}`),
+};
+
+/** Applies a submission with the operator; undefined when an `incr` would leave the exact range. */
+export async function submitRecord(
+  data: DataAccess,
+  operator: keyof typeof SUBMIT_SQL,
+  submission: Submission,
+): Promise<RecordRow | undefined> {
+  const [row] = await executeNamed<RawRecord, Submission>(data, SUBMIT_SQL[operator], submission);
+  return row && recordOf(row);
+}
+
+const DELETE_SQL = `
+  delete from leaderboard_records
+  where standings_ref = $1 and period_start = $2 and user_id = $3
+  returning nextval('leaderboard_record_versions') as version`;
+
+/** Deletes a user's record: the version of the deletion (for the rank index), or undefined if there was none. */
+export async function deleteRecord(
+  data: DataAccess,
+  period: StandingsPeriod,
+  userId: string,
+): Promise<number | undefined> {
+  const [row] = await executeBound<{ version: string }>(data, DELETE_SQL, [
+    period.ref,
+    period.periodStart,
+    userId,
+  ]);
+  return row && Number(row.version);
+}
+
+const BY_USERS_SQL = `
+  select ${COLUMNS} from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2 and r.user_id = any($3::uuid[])
+  order by ${ORDER}`;
+
+/** The records of some users (those that have one), in standings order. */
+export async function recordsOfUsers(
+  data: DataAccess,
+  period: StandingsPeriod,
+  userIds: readonly string[],
+): Promise<RecordRow[]> {
+  if (userIds.length === 0) return [];
+  const rows = await executeBound<RawRecord>(data, BY_USERS_SQL, [period.ref, period.periodStart, userIds]);
+  return rows.map(recordOf);
+}
+
+const FRIENDS_SQL = `
+  select ${COLUMNS} from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2
+    and r.user_id in (select $7::uuid union all ${'FRIENDS'})
+    and ($3::bigint is null or ${KEY_AFTER})
+  order by ${ORDER} limit $8`;
+
+/**
+ * A page of the records of `userId` and their friends, in standings order after `after`.
+ * `friendIdsSql` is social's fragment naming the friends of the user bound at `$7`.
+ */
+export function friendsPageStatement(friendIdsSql: (user: string) => string) {
+  const sql = FRIENDS_SQL.replace('FRIENDS', friendIdsSql('$7::uuid'));
+  return async (
+    data: DataAccess,
+    period: StandingsPeriod,
+    userId: string,
+    after: RankKey | undefined,
+    limit: number,
+  ): Promise<RecordRow[]> => {
+    const rows = await executeBound<RawRecord>(data, sql, [
+      period.ref,
+      period.periodStart,
+      ...(after ? keyParams(after) : [null, null, null, null]),
+      userId,
+      limit,
+    ]);
+    return rows.map(recordOf);
+  };
+}
+
+// The standings by SQL alone: what the rank index answers, used while it is not ready.
+
+const COUNT_SQL = `select count(*) as n from leaderboard_records r where r.standings_ref = $1 and r.period_start = $2`;
+const COUNT_BEFORE_SQL = `
+  select count(*) as n from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2
+    and (r.rank_score, r.rank_subscore, r.updated_at, r.user_id) < ($3, $4, $5, $6)`;
+const FROM_POSITION_SQL = `
+  select ${COLUMNS} from leaderboard_records r where r.standings_ref = $1 and r.period_start = $2
+  order by ${ORDER} offset $3 limit $4`;
+const AFTER_KEY_SQL = `
+  select ${COLUMNS} from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2 and ($3::bigint is null or ${KEY_AFTER})
+  order by ${ORDER} limit $7`;
+
+const countOf = (rows: { n: string | number }[]) => Number(rows[0]?.n ?? 0);
+
+export async function countRecords(data: DataAccess, period: StandingsPeriod): Promise<number> {
+  return countOf(await executeBound<{ n: string }>(data, COUNT_SQL, [period.ref, period.periodStart]));
+}
+
+/** How many records sort before `key`: the 0-based position of a record with that key. */
+export async function countBefore(data: DataAccess, period: StandingsPeriod, key: RankKey): Promise<number> {
+  return countOf(
+    await executeBound<{ n: string }>(data, COUNT_BEFORE_SQL, [
+      period.ref,
+      period.periodStart,
+      ...keyParams(key),
+    ]),
+  );
+}
+
+/** The records at 0-based positions `start`.. (at most `count`), in standings order. */
+export async function recordsFrom(
+  data: DataAccess,
+  period: StandingsPeriod,
+  start: number,
+  count: number,
+): Promise<RecordRow[]> {
+  const rows = await executeBound<RawRecord>(data, FROM_POSITION_SQL, [
+    period.ref,
+    period.periodStart,
+    start,
+    count,
+  ]);
+  return rows.map(recordOf);
+}
+
+/** The first `count` records after `key` (from the top without one), in standings order. */
+export async function recordsAfter(
+  data: DataAccess,
+  period: StandingsPeriod,
+  key: RankKey | undefined,
+  count: number,
+): Promise<RecordRow[]> {
+  const rows = await executeBound<RawRecord>(data, AFTER_KEY_SQL, [
+    period.ref,
+    period.periodStart,
+    ...(key ? keyParams(key) : [null, null, null, null]),
+    count,
+  ]);
+  return rows.map(recordOf);
+}
+
+const INDEX_BATCH_SQL = `
+  select r.user_id, r.rank_score, r.rank_subscore, r.updated_at, r.version from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2 and ($3::uuid is null or r.user_id > $3)
+  order by r.user_id limit $4`;
+
+export interface IndexEntry {
+  key: RankKey;
+  version: number;
+}
+
+/** A batch of the period's records as rank index entries, by user id after `afterUserId`. */
+export async function indexEntries(
+  data: DataAccess,
+  period: StandingsPeriod,
+  afterUserId: string | null,
+  count: number,
+): Promise<IndexEntry[]> {
+  const rows = await executeBound<{
+    user_id: string;
+    rank_score: string;
+    rank_subscore: string;
+    updated_at: Date;
+    version: string;
+  }>(data, INDEX_BATCH_SQL, [period.ref, period.periodStart, afterUserId, count]);
+  return rows.map((row) => ({
+    key: {
+      rankScore: Number(row.rank_score),
+      rankSubscore: Number(row.rank_subscore),
+      updatedAt: row.updated_at.getTime(),
+      userId: row.user_id,
+    },
+    version: Number(row.version),
+  }));
+}
+
+const EPOCH_SQL = `select index_epoch from leaderboard_periods where standings_ref = $1 and period_start = $2`;
+
+/** The epoch of the period's rank index (0 until something bumped it). */
+export async function indexEpoch(data: DataAccess, period: StandingsPeriod): Promise<number> {
+  const [row] = await executeBound<{ index_epoch: string }>(data, EPOCH_SQL, [
+    period.ref,
+    period.periodStart,
+  ]);
+  return Number(row?.index_epoch ?? 0);
+}
+
+const BUMP_EPOCH_SQL = `
+  insert into leaderboard_periods as p (standings_ref, period_start, index_epoch) values ($1, $2, 1)
+  on conflict (standings_ref, period_start) do update set index_epoch = p.index_epoch + 1`;
+
+/** Marks the period's rank index as possibly behind the records: it is rebuilt before it answers again. */
+export async function bumpIndexEpoch(data: DataAccess, period: StandingsPeriod): Promise<void> {
+  await executeBound(data, BUMP_EPOCH_SQL, [period.ref, period.periodStart]);
+}
+
+const DELETE_STANDINGS_SQL = [
+  'delete from leaderboard_records where standings_ref = $1',
+  'delete from leaderboard_periods where standings_ref = $1',
+];
+
+/** Deletes every record and period of some standings (a deleted board or tournament). */
+export async function deleteStandings(data: DataAccess, ref: string): Promise<void> {
+  for (const sql of DELETE_STANDINGS_SQL) await executeBound(data, sql, [ref]);
+}
