@@ -12,7 +12,8 @@ import { Migration } from '@mikro-orm/migrations';
  *   both sorts, and its key is the one the rank index sorts by.
  * - `version` grows with every change of a record, so index updates of one record applied out of
  *   order keep the latest (src/platform/kv, zreplaceVersioned).
- * - `leaderboard_periods` holds per standings and period what is not a record: the epoch of its
+ * - `leaderboard_periods` holds per standings and period what is not a record: a row per period
+ *   that received a submission, with its end (null: a board without schedule), the epoch of its
  *   rank index (bumped when the index may have missed a change: then it is rebuilt, and answers
  *   come from SQL meanwhile) and when its end's event was recorded (the scheduler's one winner).
  * - An account deletion cascades to records and participations; a trigger bumps the epochs of
@@ -88,10 +89,16 @@ export class Migration0033Leaderboards extends Migration {
       create table leaderboard_periods (
         standings_ref uuid not null,
         period_start timestamptz not null,
+        period_end timestamptz,
         index_epoch bigint not null default 0,
         ended_event_at timestamptz,
         primary key (standings_ref, period_start)
       )`);
+    // The scheduler's question, every second on every node: which periods still owe their event.
+    this.addSql(
+      'create index leaderboard_periods_pending_idx on leaderboard_periods (period_end) where ended_event_at is null',
+    );
+    this.addSql('create index tournaments_pending_idx on tournaments (end_at) where ended_event_at is null');
     this.addSql(`
       create function leaderboard_records_cascaded() returns trigger language plpgsql as $$
       begin

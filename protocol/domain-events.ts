@@ -12,6 +12,7 @@ export const domainEventTypes = [
   'economy.purchase.completed',
   'group.member.joined',
   'dm.message',
+  'leaderboard.reset',
 ] as const;
 
 export type DomainEventType = (typeof domainEventTypes)[number];
@@ -25,4 +26,6 @@ export interface DomainEventData {
   'group.member.joined': { group_id: string; user_id: string };
   /** A direct message was stored (over either transport), as `dm.send` answers it. */
   'dm.message': { message: OutputOf<typeof dmSend> };
+  /** A board's period ended holding records: its standings are final (`?period=previous` reads them). */
+  'leaderboard.reset': { leaderboard_id: string; period_started_at: string; period_ended_at: string };
 }

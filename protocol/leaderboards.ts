@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { userDocument } from './documents.js';
 import { LIST_CURSOR_MAX, listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
+import { text } from './text.js';
 
 /**
  * Leaderboards (docs/leaderboards.md): boards an admin creates, with one current period that a
@@ -174,6 +175,16 @@ export const leaderboardsDeleteMine = operation('leaderboards.records.deleteMine
   errors: [401, 403, 404, 422],
 });
 
+export const leaderboardsAdminDeleteRecord = operation('leaderboards.admin.deleteRecord', {
+  tag,
+  summary:
+    "Admins: delete a user's record in a board's current period (a cheater's), with the reason; audited as leaderboards.records.delete. 204 also when there was none.",
+  rest: { method: 'DELETE', path: '/api/admin/leaderboards/:leaderboard_id/records/:user_id', status: 204 },
+  request: z.object({ ...boardPath, user_id: userId, reason: text(1, 500) }).strict(),
+  response: z.null(),
+  errors: [401, 403, 404, 422],
+});
+
 export const internalLeaderboardsSubmit = operation('internal.leaderboards.records.submit', {
   tag,
   summary:
@@ -204,6 +215,7 @@ export const leaderboardOperations = [
   leaderboardsRecords,
   leaderboardsRecord,
   leaderboardsDeleteMine,
+  leaderboardsAdminDeleteRecord,
   internalLeaderboardsSubmit,
   internalLeaderboardsDelete,
 ] as const;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { type OperationName, operations } from '../../protocol/operations.js';
@@ -209,6 +210,42 @@ describe('admin and moderator actions in the audit log', () => {
         const server = (await expectStatus(202, 'POST', `/api/worlds/${worldId}/servers`, owner)).json();
         await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, actor);
         return server.server_id;
+      },
+    },
+    'leaderboards.admin.create': {
+      by: 'admin',
+      action: 'leaderboards.create',
+      targetType: 'leaderboard',
+      act: async (actor) => {
+        const id = `audited-${randomUUID().slice(0, 8)}`;
+        await expectStatus(201, 'POST', '/api/admin/leaderboards', actor, { id });
+        return id;
+      },
+    },
+    'leaderboards.admin.delete': {
+      by: 'admin',
+      action: 'leaderboards.delete',
+      targetType: 'leaderboard',
+      act: async (actor) => {
+        const id = `audited-${randomUUID().slice(0, 8)}`;
+        await expectStatus(201, 'POST', '/api/admin/leaderboards', await admin(), { id });
+        await expectStatus(204, 'DELETE', `/api/admin/leaderboards/${id}`, actor);
+        return id;
+      },
+    },
+    'leaderboards.admin.deleteRecord': {
+      by: 'admin',
+      action: 'leaderboards.records.delete',
+      targetType: 'leaderboard',
+      act: async (actor) => {
+        const id = `audited-${randomUUID().slice(0, 8)}`;
+        await expectStatus(201, 'POST', '/api/admin/leaderboards', await admin(), { id });
+        const cheater = await user();
+        await expectStatus(200, 'POST', `/api/leaderboards/${id}/records`, cheater, { score: 10 ** 9 });
+        await expectStatus(204, 'DELETE', `/api/admin/leaderboards/${id}/records/${cheater.user.id}`, actor, {
+          reason: 'an impossible score',
+        });
+        return id;
       },
     },
     'economy.admin.grant': {

@@ -120,6 +120,31 @@ describe('leaderboards', () => {
       expect(records.body.items).toEqual([]);
     });
 
+    it("lets an admin delete a cheater's record with a reason, audited, and the others move up", async () => {
+      const id = await board();
+      await submit(id, alice, { score: 99 });
+      await submit(id, bob, { score: 5 });
+      const url = `/api/admin/leaderboards/${id}/records/${alice.user.id}`;
+      expect((await call('DELETE', url, bob.access_token, { reason: 'cheating' })).status).toBe(403);
+      expect((await call('DELETE', url, admin.access_token, {})).status).toBe(422);
+      expect(await recordRows(id)).toHaveLength(2);
+      expect((await call('DELETE', url, admin.access_token, { reason: 'speed hack' })).status).toBe(204);
+      expect(await recordRows(id)).toEqual([{ user_id: bob.user.id, score: '5' }]);
+      const bobs = await call('GET', `/api/leaderboards/${id}/records/${bob.user.id}`, alice.access_token);
+      expect(bobs.body.rank).toBe(1);
+      const audit = await call(
+        'GET',
+        `/api/admin/audit?action=leaderboards.records.delete&target=${id}`,
+        admin.access_token,
+      );
+      expect(audit.body.items).toEqual([
+        expect.objectContaining({
+          before: expect.objectContaining({ user_id: alice.user.id, score: 99, num_submissions: 1 }),
+          after: { reason: 'speed hack' },
+        }),
+      ]);
+    });
+
     it('lists boards by id in pages, and refuses a foreign cursor', async () => {
       const first = await call('GET', '/api/leaderboards?limit=2', alice.access_token);
       expect(first.body.items).toHaveLength(2);
@@ -275,6 +300,91 @@ describe('leaderboards', () => {
       expect(
         (await call('GET', `/api/leaderboards/${id}/records/${alice.user.id}`, bob.access_token)).status,
       ).toBe(404);
+    });
+  });
+
+  describe('reads', () => {
+    const records = (id: string, query: string, user: TokenResponse = alice) =>
+      call('GET', `/api/leaderboards/${id}/records?${query}`, user.access_token);
+
+    it("pages the caller's and their accepted friends' records with their ranks among all", async () => {
+      const [carol, dave, erin] = [
+        await registerUser(app()),
+        await registerUser(app()),
+        await registerUser(app()),
+      ];
+      const friends = async (a: TokenResponse, b: TokenResponse) => {
+        expect(
+          (await call('POST', '/api/friends/requests', a.access_token, { user_id: b.user.id })).status,
+        ).toBe(201);
+        expect(
+          (await call('POST', `/api/friends/requests/${a.user.id}/accept`, b.access_token)).status,
+        ).toBeLessThan(300);
+      };
+      await friends(carol, dave);
+      await friends(erin, carol);
+      // A pending request does not count.
+      await call('POST', '/api/friends/requests', carol.access_token, { user_id: bob.user.id });
+      const id = await board();
+      for (const [user, score] of [
+        [alice, 50],
+        [dave, 40],
+        [bob, 30],
+        [carol, 20],
+        [erin, 10],
+      ] as const)
+        await submit(id, user, { score });
+      const first = await records(id, 'friends=true&limit=2', carol);
+      expect(first.body.items.map((r: { user_id: string; rank: number }) => [r.user_id, r.rank])).toEqual([
+        [dave.user.id, 2],
+        [carol.user.id, 4],
+      ]);
+      const rest = await records(id, `friends=true&limit=2&cursor=${first.body.next_cursor}`, carol);
+      expect(rest.body.items.map((r: { user_id: string; rank: number }) => [r.user_id, r.rank])).toEqual([
+        [erin.user.id, 5],
+      ]);
+      expect(rest.body.next_cursor).toBeNull();
+    });
+
+    it('centres around=me on the caller, and answers the top page to a user without a record', async () => {
+      const id = await board();
+      const users = [alice, bob, ...(await Promise.all([1, 2, 3].map(() => registerUser(app()))))];
+      for (const [i, user] of users.entries()) await submit(id, user, { score: 100 - i });
+      const around = await records(id, 'around=me&limit=3', users[3]);
+      expect(around.body.items.map((r: { rank: number }) => r.rank)).toEqual([3, 4, 5]);
+      const outsider = await registerUser(app());
+      const top = await records(id, 'around=me&limit=2', outsider);
+      expect(top.body.items.map((r: { rank: number }) => r.rank)).toEqual([1, 2]);
+      expect(top.body.next_cursor).not.toBeNull();
+    });
+
+    it.each([
+      ['two selectors', 'around=me&friends=true'],
+      ['a cursor with around', 'around=me&cursor=abc'],
+      ['a cursor with user_ids', 'user_ids=x&cursor=abc'],
+      ['a foreign cursor', 'cursor=bm90IGEgY3Vyc29y'],
+      ['around other than me', 'around=you'],
+      ['friends other than true', 'friends=yes'],
+      ['an unknown period', 'period=next'],
+      ['more than 100 user ids', `user_ids=${Array.from({ length: 101 }, (_, i) => `u${i}`).join(',')}`],
+      ['an empty user id', 'user_ids=a,,b'],
+      ['a limit over 100', 'limit=101'],
+    ])('refuses %s with 422', async (_what, query) => {
+      const id = await board();
+      const refused = await records(id, query);
+      expect(refused.status).toBe(422);
+      expect(refused.body.code).toBe('VALIDATION_FAILED');
+    });
+
+    it('answers 404 for a user without a record, and for a board that does not exist', async () => {
+      const id = await board();
+      expect(
+        (await call('GET', `/api/leaderboards/${id}/records/${bob.user.id}`, alice.access_token)).status,
+      ).toBe(404);
+      expect(
+        (await call('GET', `/api/leaderboards/${id}/records/not-an-id`, alice.access_token)).status,
+      ).toBe(404);
+      expect((await records('no-such-board', 'limit=5')).status).toBe(404);
     });
   });
 });

@@ -79,6 +79,12 @@ export function leaderboardRows(
     'leaderboards.records.deleteMine': {
       prepare: async ({ me }) => ({ token: me.access_token, input: { leaderboard_id: await aBoard() } }),
     },
+    'leaderboards.admin.deleteRecord': {
+      prepare: async ({ me }) => ({
+        token: (await anAdmin()).access_token,
+        input: { leaderboard_id: await aBoard(), user_id: me.user.id, reason: 'a cheater' },
+      }),
+    },
     'internal.leaderboards.records.submit': {
       prepare: async ({ me, other }) => {
         const [id, token] = [await sharedBoard(), await serverToken(me)];

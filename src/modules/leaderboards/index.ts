@@ -1,6 +1,7 @@
 import {
   internalLeaderboardsDelete,
   internalLeaderboardsSubmit,
+  leaderboardsAdminDeleteRecord,
   leaderboardsCreate,
   leaderboardsDelete,
   leaderboardsDeleteMine,
@@ -19,14 +20,26 @@ import type { UsersApi } from '../users/index.js';
 import { LeaderboardsService } from './leaderboards.service.js';
 import { RankIndex } from './rank-index.js';
 import { friendsPageStatement } from './records.repository.js';
+import { LeaderboardScheduler } from './scheduler.js';
 import { StandingsReader } from './standings.js';
+
+/** How often each node's scheduler looks for ended periods: events come within a second of the end. */
+const SCHEDULER_INTERVAL_MS = 500;
+
+export interface LeaderboardsApi {
+  /** One scheduler pass now (tests): announces every ended period, once. */
+  runScheduler(): Promise<void>;
+}
 
 /** Leaderboards and tournaments (docs/leaderboards.md). */
 export const leaderboardsModule = defineModule({
   name: 'leaderboards',
   tables: ['leaderboards', 'leaderboard_records', 'leaderboard_periods', 'tournaments', 'tournament_members'],
   needs: ['users', 'audit', 'social'],
-  setup({ config, kv, log, db }, { users, audit }: { users: UsersApi; audit: AuditApi; social: SocialApi }) {
+  setup(
+    { config, kv, log, db, outbox },
+    { users, audit }: { users: UsersApi; audit: AuditApi; social: SocialApi },
+  ) {
     const index = new RankIndex(kv, log, () => db.data);
     const reader = new StandingsReader(index, friendsPageStatement(friendIdsSql));
     const boards = new LeaderboardsService({
@@ -44,8 +57,22 @@ export const leaderboardsModule = defineModule({
       if (!ctx.service) throw new Error('an internal operation ran without a game server');
       return { kind: 'server' as const, userId };
     };
+    const scheduler = new LeaderboardScheduler({
+      data: () => db.data,
+      outbox,
+      index,
+      log,
+      clock: () => new Date(),
+      intervalMs: SCHEDULER_INTERVAL_MS,
+      periodsKept: config.LEADERBOARD_PERIODS_KEPT,
+    });
+    const api: LeaderboardsApi = { runScheduler: () => scheduler.runOnce() };
     return {
-      api: {},
+      api,
+      async start() {
+        scheduler.start();
+      },
+      stop: () => scheduler.stop(),
       operations: [
         serve(leaderboardsCreate, (ctx, input) => boards.create(ctx, input)),
         serve(leaderboardsDelete, (ctx, { leaderboard_id }) => boards.delete(ctx, leaderboard_id)),
@@ -62,6 +89,9 @@ export const leaderboardsModule = defineModule({
         ),
         serve(leaderboardsDeleteMine, (ctx, { leaderboard_id }) =>
           boards.deleteRecord(ctx, leaderboard_id, { kind: 'user' }),
+        ),
+        serve(leaderboardsAdminDeleteRecord, (ctx, { leaderboard_id, user_id, reason }) =>
+          boards.adminDeleteRecord(ctx, leaderboard_id, user_id, reason),
         ),
         serve(internalLeaderboardsSubmit, (ctx, { leaderboard_id, user_id, ...input }) =>
           boards.submit(ctx, leaderboard_id, input, server(ctx, user_id)),

@@ -158,10 +158,12 @@ export class LeaderboardsService {
     const userId = await this.writerId(ctx, board, writer);
     // One time for the whole answer: the period and the record's updated_at agree.
     const now = ctx.now();
-    const period = this.currentPeriod(board, now);
+    const current = this.periodOf(board, now);
+    const period = { ref: board.ref, periodStart: current.startedAt };
     const row = await submitRecord(ctx.data, board.operator, {
       ref: board.ref,
       periodStart: period.periodStart,
+      periodEnd: current.nextResetAt,
       userId,
       score: input.score,
       subscore: input.subscore ?? 0,
@@ -213,8 +215,37 @@ export class LeaderboardsService {
     const userId =
       writer.kind === 'user' ? this.userWriter(ctx, board) : await this.serverWriter(ctx, writer.userId);
     const period = this.currentPeriod(board, ctx.now());
-    const version = await deleteRecord(ctx.data, period, userId);
-    if (version !== undefined) await this.deps.index.apply(period, userId, version, undefined);
+    const deleted = await deleteRecord(ctx.data, period, userId);
+    if (deleted) await this.deps.index.apply(period, userId, deleted.version, undefined);
+  }
+
+  /** An admin's deletion of a user's record in the current period (a cheater's), audited with the reason. */
+  async adminDeleteRecord(ctx: Ctx, id: string, userId: string, reason: string): Promise<void> {
+    const caller = requireRole(ctx, 'admin');
+    const board = await this.board(ctx, id);
+    if (!isId(userId)) return;
+    const user = canonicalId(userId);
+    const period = this.currentPeriod(board, ctx.now());
+    const deleted = await transaction(ctx.data, async (tx) => {
+      const record = await deleteRecord(tx, period, user);
+      if (record)
+        await this.deps.audit.record(tx, {
+          actor: { kind: 'user', id: caller.id },
+          action: 'leaderboards.records.delete',
+          target: { type: 'leaderboard', id: board.id },
+          before: {
+            user_id: user,
+            period_started_at: period.periodStart.toISOString(),
+            score: record.score,
+            subscore: record.subscore,
+            num_submissions: record.num_submissions,
+          },
+          // The record is gone; what remains of it is why.
+          after: { reason },
+        });
+      return record;
+    });
+    if (deleted) await this.deps.index.apply(period, user, deleted.version, undefined);
   }
 
   private async board(ctx: Ctx, id: string): Promise<BoardRow> {

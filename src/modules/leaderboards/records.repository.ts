@@ -65,6 +65,8 @@ const keyParams = (key: RankKey) => [key.rankScore, key.rankSubscore, new Date(k
 export interface Submission {
   ref: string;
   periodStart: Date;
+  /** The period's end; null for a board without schedule (and a tournament). */
+  periodEnd: Date | null;
   userId: string;
   score: number;
   subscore: number;
@@ -75,6 +77,14 @@ export interface Submission {
   now: Date;
 }
 
+/**
+ * Every submission first notes its period as one holding records (a no-op after the first), which
+ * is what the scheduler reads to find the ended periods it owes a `leaderboard.reset` for.
+ */
+const NOTE_PERIOD = `with noted as (
+    insert into leaderboard_periods (standings_ref, period_start, period_end)
+    values (:ref, :periodStart, :periodEnd::timestamptz)
+    on conflict do nothing)`;
 const INSERT_COLUMNS = `(standings_ref, period_start, user_id, score, subscore, rank_score, rank_subscore,
   num_submissions, metadata, created_at, updated_at)`;
 const INSERT_VALUES = `(:ref, :periodStart, :userId, :score, :subscore, :sign::bigint * :score::bigint,
@@ -88,6 +98,7 @@ const SUBMIT_SQL = {
   // The stored record changes only for a strictly better (score, subscore) in the board's order.
   best: namedSql<Submission>(
     `
+    ${NOTE_PERIOD}
     insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
     on conflict (standings_ref, period_start, user_id) do update set
       num_submissions = r.num_submissions + 1,
@@ -104,6 +115,7 @@ const SUBMIT_SQL = {
     ),
   ),
   set: namedSql<Submission>(`
+    ${NOTE_PERIOD}
     insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
     on conflict (standings_ref, period_start, user_id) do update set
       num_submissions = r.num_submissions + 1, score = excluded.score, subscore = excluded.subscore,
@@ -111,6 +123,7 @@ const SUBMIT_SQL = {
     returning ${COLUMNS}`),
   // A sum outside ±(2^53-1) updates nothing and returns no row: the caller refuses it.
   incr: namedSql<Submission>(`
+    ${NOTE_PERIOD}
     insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
     on conflict (standings_ref, period_start, user_id) do update set
       num_submissions = r.num_submissions + 1,
@@ -136,20 +149,36 @@ export async function submitRecord(
 const DELETE_SQL = `
   delete from leaderboard_records
   where standings_ref = $1 and period_start = $2 and user_id = $3
-  returning nextval('leaderboard_record_versions') as version`;
+  returning score, subscore, num_submissions, nextval('leaderboard_record_versions') as version`;
 
-/** Deletes a user's record: the version of the deletion (for the rank index), or undefined if there was none. */
+export interface DeletedRecord {
+  score: number;
+  subscore: number;
+  num_submissions: number;
+  /** The deletion's version, for the rank index. */
+  version: number;
+}
+
+/** Deletes a user's record; undefined if there was none. */
 export async function deleteRecord(
   data: DataAccess,
   period: StandingsPeriod,
   userId: string,
-): Promise<number | undefined> {
-  const [row] = await executeBound<{ version: string }>(data, DELETE_SQL, [
-    period.ref,
-    period.periodStart,
-    userId,
-  ]);
-  return row && Number(row.version);
+): Promise<DeletedRecord | undefined> {
+  const [row] = await executeBound<{
+    score: string;
+    subscore: string;
+    num_submissions: number;
+    version: string;
+  }>(data, DELETE_SQL, [period.ref, period.periodStart, userId]);
+  return (
+    row && {
+      score: Number(row.score),
+      subscore: Number(row.subscore),
+      num_submissions: row.num_submissions,
+      version: Number(row.version),
+    }
+  );
 }
 
 const BY_USERS_SQL = `

@@ -1,0 +1,146 @@
+import type { DataAccess } from '../../platform/data-access.js';
+import { transaction } from '../../platform/data-access.js';
+import type { Logger } from '../../platform/log.js';
+import type { Outbox } from '../../platform/outbox.js';
+import {
+  claimEndedPeriod,
+  lockBoard,
+  type PendingPeriod,
+  pendingPeriods,
+  pruneOldPeriods,
+} from './periods.repository.js';
+import type { RankIndex } from './rank-index.js';
+import { parseResetSchedule, periodAt, previousPeriodAt, type ResetSchedule } from './reset-schedule.js';
+
+export const LEADERBOARD_RESET = 'leaderboard.reset';
+
+/** Ended periods one statement reads; a pass reads until fewer come back. */
+const BATCH = 500;
+
+export interface SchedulerOptions {
+  data: () => DataAccess;
+  outbox: Pick<Outbox, 'record'>;
+  index: Pick<RankIndex, 'drop'>;
+  log: Pick<Logger, 'warn' | 'error'>;
+  /** The one clock: the same the answers read their periods from. */
+  clock: () => Date;
+  intervalMs: number;
+  periodsKept: number;
+}
+
+/**
+ * The scheduler every node runs (docs/leaderboards.md, "Periods and resets"). It only sends
+ * events and tidies: periods and tournament states follow from the clock at each answer, whatever
+ * it does. Each pass finds the periods that ended holding records and records one
+ * `leaderboard.reset` per period in the outbox, in period order per board, in the transaction
+ * that marks the period announced: the node that takes a board's row (skip locked) announces its
+ * periods, so two nodes never both do, and a node that stops before committing leaves them to the
+ * next pass of any node. Then it removes the periods past LEADERBOARD_PERIODS_KEPT.
+ */
+export class LeaderboardScheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private readonly schedules = new Map<string, ResetSchedule>();
+
+  constructor(private readonly options: SchedulerOptions) {}
+
+  start(): void {
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    await this.running;
+  }
+
+  /** One pass at the clock's time (tests, and the timer). */
+  async runOnce(): Promise<void> {
+    const now = this.options.clock();
+    for (;;) {
+      const pending = await pendingPeriods(this.options.data(), now, BATCH);
+      let announcedAny = false;
+      for (const periods of byBoard(pending))
+        announcedAny = (await this.announce(periods, now)) || announcedAny;
+      // Boards another node holds stay pending: their periods are its to announce.
+      if (pending.length < BATCH || !announcedAny) return;
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => {
+      this.running = this.runOnce()
+        .catch((error: unknown) =>
+          this.options.log.warn({ err: error }, 'a leaderboard scheduler pass failed'),
+        )
+        .finally(() => {
+          this.running = undefined;
+          this.schedule(this.options.intervalMs);
+        });
+    }, delayMs);
+    this.timer.unref();
+  }
+
+  /** Announces a board's ended periods in order, then removes those it no longer keeps. */
+  private async announce(periods: PendingPeriod[], now: Date): Promise<boolean> {
+    const board = periods[0] as PendingPeriod;
+    const schedule = this.scheduleOf(board);
+    const keptFrom = this.keptFrom(schedule, board.created_at, now);
+    const dropped = await transaction(this.options.data(), async (tx) => {
+      if (!(await lockBoard(tx, board.ref))) return undefined;
+      for (const period of periods) {
+        const claimed = await claimEndedPeriod(tx, board.ref, period.period_start, now);
+        if (!claimed?.had_records) continue;
+        await this.options.outbox.record(tx, LEADERBOARD_RESET, {
+          leaderboard_id: board.leaderboard_id,
+          period_started_at: period.period_start.toISOString(),
+          period_ended_at: period.period_end.toISOString(),
+        });
+      }
+      return pruneOldPeriods(tx, board.ref, keptFrom);
+    });
+    if (dropped === undefined) return false;
+    if (dropped.length > 0)
+      await this.options.index
+        .drop(dropped.map((periodStart) => ({ ref: board.ref, periodStart })))
+        .catch((error: unknown) =>
+          this.options.log.warn({ err: error }, 'removed periods kept their rank index keys'),
+        );
+    return true;
+  }
+
+  /** The start of the oldest period a board keeps: the current one's, then LEADERBOARD_PERIODS_KEPT before it. */
+  private keptFrom(schedule: ResetSchedule, createdAt: Date, now: Date): Date {
+    let start = periodAt(schedule, createdAt, now).startedAt;
+    for (let kept = 0; kept < this.options.periodsKept; kept++) {
+      const previous = previousPeriodAt(schedule, createdAt, start);
+      if (!previous) break;
+      start = previous.startedAt;
+    }
+    return start;
+  }
+
+  private scheduleOf(board: PendingPeriod): ResetSchedule {
+    let schedule = this.schedules.get(board.ref);
+    if (!schedule) {
+      schedule = parseResetSchedule(board.reset_schedule, board.created_at);
+      if (this.schedules.size >= 10_000) this.schedules.clear();
+      this.schedules.set(board.ref, schedule);
+    }
+    return schedule;
+  }
+}
+
+/** Pending periods grouped by board, each group in period order, boards in order of their oldest. */
+function byBoard(pending: readonly PendingPeriod[]): PendingPeriod[][] {
+  const groups = new Map<string, PendingPeriod[]>();
+  for (const period of pending) {
+    const group = groups.get(period.ref);
+    if (group) group.push(period);
+    else groups.set(period.ref, [period]);
+  }
+  return [...groups.values()];
+}
