@@ -1,6 +1,7 @@
 import type { dmSend } from './chat.js';
 import type { purchasesGet } from './marketplace.js';
 import type { OutputOf } from './operation.js';
+import type { tournamentsRecord } from './tournaments.js';
 
 /**
  * The domain events server extensions subscribe to (`api.on`): each recorded in the transaction
@@ -13,6 +14,7 @@ export const domainEventTypes = [
   'group.member.joined',
   'dm.message',
   'leaderboard.reset',
+  'tournament.ended',
 ] as const;
 
 export type DomainEventType = (typeof domainEventTypes)[number];
@@ -28,4 +30,12 @@ export interface DomainEventData {
   'dm.message': { message: OutputOf<typeof dmSend> };
   /** A board's period ended holding records: its standings are final (`?period=previous` reads them). */
   'leaderboard.reset': { leaderboard_id: string; period_started_at: string; period_ended_at: string };
+  /** A tournament reached its end_at: its size then and its top 100 records, in rank order. */
+  'tournament.ended': {
+    tournament_id: string;
+    start_at: string;
+    end_at: string;
+    size: number;
+    standings: OutputOf<typeof tournamentsRecord>[];
+  };
 }

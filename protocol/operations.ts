@@ -23,6 +23,7 @@ import { profileOperations } from './profiles.js';
 import { roomContentOperations } from './room-content.js';
 import { settingsOperations } from './settings.js';
 import { socialOperations } from './social.js';
+import { tournamentOperations } from './tournaments.js';
 import { userOperations } from './users.js';
 import { worldChatOperations } from './world-chat.js';
 import { worldOperations } from './worlds.js';
@@ -49,6 +50,7 @@ export * from './profiles.js';
 export * from './room-content.js';
 export * from './settings.js';
 export * from './social.js';
+export * from './tournaments.js';
 export * from './users.js';
 export * from './world-chat.js';
 export * from './worlds.js';
@@ -85,6 +87,7 @@ const all = [
   ...settingsOperations,
   ...extensionOperations,
   ...leaderboardOperations,
+  ...tournamentOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

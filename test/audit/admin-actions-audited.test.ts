@@ -29,6 +29,14 @@ interface AuditedAction {
   act: (actor: TokenResponse) => Promise<string>;
 }
 
+/** A tournament of the next hour. */
+const tournamentWindow = (id: string) => ({
+  id,
+  title: 'Audited cup',
+  start_at: new Date().toISOString(),
+  end_at: new Date(Date.now() + 3600_000).toISOString(),
+});
+
 /** Staff operations that write no audit entry, and why. */
 const notAudited: Partial<Record<OperationName, string>> = {
   'admin.audit.list': 'a read',
@@ -245,6 +253,27 @@ describe('admin and moderator actions in the audit log', () => {
         await expectStatus(204, 'DELETE', `/api/admin/leaderboards/${id}/records/${cheater.user.id}`, actor, {
           reason: 'an impossible score',
         });
+        return id;
+      },
+    },
+    'tournaments.admin.create': {
+      by: 'admin',
+      action: 'tournaments.create',
+      targetType: 'tournament',
+      act: async (actor) => {
+        const id = `audited-${randomUUID().slice(0, 8)}`;
+        await expectStatus(201, 'POST', '/api/admin/tournaments', actor, tournamentWindow(id));
+        return id;
+      },
+    },
+    'tournaments.admin.delete': {
+      by: 'admin',
+      action: 'tournaments.delete',
+      targetType: 'tournament',
+      act: async (actor) => {
+        const id = `audited-${randomUUID().slice(0, 8)}`;
+        await expectStatus(201, 'POST', '/api/admin/tournaments', await admin(), tournamentWindow(id));
+        await expectStatus(204, 'DELETE', `/api/admin/tournaments/${id}`, actor);
         return id;
       },
     },

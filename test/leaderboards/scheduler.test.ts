@@ -8,7 +8,7 @@ import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { createBoard, leaderboardCalls } from './leaderboards.js';
 
-const RECORDER = fileURLToPath(new URL('./fixtures/reset-recorder.mjs', import.meta.url));
+const RECORDER = fileURLToPath(new URL('./fixtures/events-recorder.mjs', import.meta.url));
 interface ResetEvent {
   id: string;
   data: { leaderboard_id: string; period_started_at: string; period_ended_at: string };

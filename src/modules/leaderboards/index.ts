@@ -11,6 +11,17 @@ import {
   leaderboardsRecords,
   leaderboardsSubmit,
 } from '../../../protocol/leaderboards.js';
+import {
+  internalTournamentsSubmit,
+  tournamentsCreate,
+  tournamentsDelete,
+  tournamentsGet,
+  tournamentsJoin,
+  tournamentsList,
+  tournamentsRecord,
+  tournamentsRecords,
+  tournamentsSubmit,
+} from '../../../protocol/tournaments.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
@@ -22,6 +33,8 @@ import { RankIndex } from './rank-index.js';
 import { friendsPageStatement } from './records.repository.js';
 import { LeaderboardScheduler } from './scheduler.js';
 import { StandingsReader } from './standings.js';
+import { TournamentsService } from './tournaments.service.js';
+import { Writers } from './writers.js';
 
 /** How often each node's scheduler looks for ended periods: events come within a second of the end. */
 const SCHEDULER_INTERVAL_MS = 500;
@@ -42,17 +55,16 @@ export const leaderboardsModule = defineModule({
   ) {
     const index = new RankIndex(kv, log, () => db.data);
     const reader = new StandingsReader(index, friendsPageStatement(friendIdsSql));
-    const boards = new LeaderboardsService({
-      index,
-      reader,
-      audit,
+    const writers = new Writers(
       users,
-      submitLimiter: createLimiter(kv, {
+      createLimiter(kv, {
         keyPrefix: 'leaderboard-submit',
         points: config.LEADERBOARD_SUBMIT_RATE_LIMIT_COUNT,
         durationSeconds: config.LEADERBOARD_SUBMIT_RATE_LIMIT_WINDOW_SECONDS,
       }),
-    });
+    );
+    const boards = new LeaderboardsService({ index, reader, audit, writers });
+    const tournaments = new TournamentsService({ index, reader, audit, writers });
     const server = (ctx: { service: { id: string } | null }, userId: string) => {
       if (!ctx.service) throw new Error('an internal operation ran without a game server');
       return { kind: 'server' as const, userId };
@@ -95,6 +107,23 @@ export const leaderboardsModule = defineModule({
         ),
         serve(internalLeaderboardsSubmit, (ctx, { leaderboard_id, user_id, ...input }) =>
           boards.submit(ctx, leaderboard_id, input, server(ctx, user_id)),
+        ),
+        serve(tournamentsCreate, (ctx, input) => tournaments.create(ctx, input)),
+        serve(tournamentsDelete, (ctx, { tournament_id }) => tournaments.delete(ctx, tournament_id)),
+        serve(tournamentsList, (ctx, query) => tournaments.list(ctx, query)),
+        serve(tournamentsGet, (ctx, { tournament_id }) => tournaments.get(ctx, tournament_id)),
+        serve(tournamentsJoin, (ctx, { tournament_id }) => tournaments.join(ctx, tournament_id)),
+        serve(tournamentsSubmit, (ctx, { tournament_id, ...input }) =>
+          tournaments.submit(ctx, tournament_id, input, { kind: 'user' }),
+        ),
+        serve(tournamentsRecords, (ctx, { tournament_id, ...query }) =>
+          tournaments.records(ctx, tournament_id, query),
+        ),
+        serve(tournamentsRecord, (ctx, { tournament_id, user_id }) =>
+          tournaments.record(ctx, tournament_id, user_id),
+        ),
+        serve(internalTournamentsSubmit, (ctx, { tournament_id, user_id, ...input }) =>
+          tournaments.submit(ctx, tournament_id, input, server(ctx, user_id)),
         ),
         serve(internalLeaderboardsDelete, (ctx, { leaderboard_id, user_id }) =>
           boards.deleteRecord(ctx, leaderboard_id, server(ctx, user_id)),

@@ -1,12 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
-import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
-import type { UsersApi } from '../users/index.js';
 import {
   type BoardRow,
   boardsPage,
@@ -32,14 +29,13 @@ import {
   ResetScheduleError,
 } from './reset-schedule.js';
 import { type RankedRecord, type RecordsQuery, rankedOf, type StandingsReader } from './standings.js';
+import type { Writer, Writers } from './writers.js';
 
 export interface LeaderboardsDeps {
   index: RankIndex;
   reader: StandingsReader;
   audit: AuditApi;
-  users: Pick<UsersApi, 'existingUserIds'>;
-  /** Submissions per user, boards and tournaments together. */
-  submitLimiter: RateLimiterAbstract;
+  writers: Writers;
 }
 
 export interface NewBoardInput {
@@ -56,9 +52,6 @@ export interface SubmissionInput {
   subscore?: number;
   metadata?: unknown;
 }
-
-/** Who writes a record: the signed-in user themself, or a game server naming the user. */
-export type Writer = { kind: 'user' } | { kind: 'server'; userId: string };
 
 /** The most boards whose periods a node keeps computed. */
 const PERIOD_CACHE_MAX = 10_000;
@@ -155,7 +148,7 @@ export class LeaderboardsService {
    */
   async submit(ctx: Ctx, id: string, input: SubmissionInput, writer: Writer) {
     const board = await this.board(ctx, id);
-    const userId = await this.writerId(ctx, board, writer);
+    const userId = await this.deps.writers.submitter(ctx, writer, board.authoritative);
     // One time for the whole answer: the period and the record's updated_at agree.
     const now = ctx.now();
     const current = this.periodOf(board, now);
@@ -172,7 +165,7 @@ export class LeaderboardsService {
       now,
     });
     if (!row) {
-      if (writer.kind === 'user') await this.deps.submitLimiter.reward(userId, 1).catch(() => {});
+      await this.deps.writers.refund(writer, userId);
       throw new AppError(
         ErrorCode.SCORE_OUT_OF_RANGE,
         'The sum would leave ±(2^53-1); the record is unchanged.',
@@ -212,8 +205,7 @@ export class LeaderboardsService {
   /** Deletes a user's record in the current period (none is no error); the others move up. */
   async deleteRecord(ctx: Ctx, id: string, writer: Writer): Promise<void> {
     const board = await this.board(ctx, id);
-    const userId =
-      writer.kind === 'user' ? this.userWriter(ctx, board) : await this.serverWriter(ctx, writer.userId);
+    const userId = await this.deps.writers.deleter(ctx, writer, board.authoritative);
     const period = this.currentPeriod(board, ctx.now());
     const deleted = await deleteRecord(ctx.data, period, userId);
     if (deleted) await this.deps.index.apply(period, userId, deleted.version, undefined);
@@ -252,27 +244,6 @@ export class LeaderboardsService {
     const board = await findBoard(ctx.data, id);
     if (!board) throw notFound(id);
     return board;
-  }
-
-  private async writerId(ctx: Ctx, board: BoardRow, writer: Writer): Promise<string> {
-    if (writer.kind === 'server') return this.serverWriter(ctx, writer.userId);
-    const userId = this.userWriter(ctx, board);
-    await consumeOrThrow(this.deps.submitLimiter, userId, 'Too many leaderboard submissions; wait a moment.');
-    return userId;
-  }
-
-  private userWriter(ctx: Ctx, board: BoardRow): string {
-    const caller = callerOf(ctx);
-    if (board.authoritative)
-      throw new AppError(ErrorCode.FORBIDDEN, 'Only game servers write the records of this leaderboard.');
-    return caller.id;
-  }
-
-  private async serverWriter(ctx: Ctx, userId: string): Promise<string> {
-    const id = isId(userId) ? canonicalId(userId) : undefined;
-    const [known] = id ? await this.deps.users.existingUserIds(ctx.data, [id]) : [];
-    if (!known) throw new AppError(ErrorCode.NOT_FOUND, `No user ${userId}.`);
-    return known;
   }
 
   private periodsOf(board: BoardRow) {

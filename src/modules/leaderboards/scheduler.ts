@@ -10,9 +10,16 @@ import {
   pruneOldPeriods,
 } from './periods.repository.js';
 import type { RankIndex } from './rank-index.js';
+import { recordsAfter } from './records.repository.js';
 import { parseResetSchedule, periodAt, previousPeriodAt, type ResetSchedule } from './reset-schedule.js';
+import { rankedOf } from './standings.js';
+import { claimEndedTournament, type EndedTournament, endedTournaments } from './tournaments.repository.js';
+import { standingsOf } from './tournaments.service.js';
 
 export const LEADERBOARD_RESET = 'leaderboard.reset';
+export const TOURNAMENT_ENDED = 'tournament.ended';
+/** The records a tournament's end event carries. */
+const ENDED_STANDINGS = 100;
 
 /** Ended periods one statement reads; a pass reads until fewer come back. */
 const BATCH = 500;
@@ -35,7 +42,8 @@ export interface SchedulerOptions {
  * `leaderboard.reset` per period in the outbox, in period order per board, in the transaction
  * that marks the period announced: the node that takes a board's row (skip locked) announces its
  * periods, so two nodes never both do, and a node that stops before committing leaves them to the
- * next pass of any node. Then it removes the periods past LEADERBOARD_PERIODS_KEPT.
+ * next pass of any node. Then it removes the periods past LEADERBOARD_PERIODS_KEPT. Tournaments
+ * past their end_at get one `tournament.ended` each the same way, marked on their own row.
  */
 export class LeaderboardScheduler {
   private timer: NodeJS.Timeout | undefined;
@@ -65,8 +73,32 @@ export class LeaderboardScheduler {
       for (const periods of byBoard(pending))
         announcedAny = (await this.announce(periods, now)) || announcedAny;
       // Boards another node holds stay pending: their periods are its to announce.
-      if (pending.length < BATCH || !announcedAny) return;
+      if (pending.length < BATCH || !announcedAny) break;
     }
+    for (;;) {
+      const ended = await endedTournaments(this.options.data(), now, BATCH);
+      for (const tournament of ended) await this.announceEnd(tournament, now);
+      if (ended.length < BATCH) return;
+    }
+  }
+
+  /**
+   * Records a tournament's end with its final standings, in the transaction that marks it
+   * announced: the node whose update marks it records the event, any other finds it marked.
+   */
+  private async announceEnd(tournament: EndedTournament, now: Date): Promise<void> {
+    await transaction(this.options.data(), async (tx) => {
+      const size = await claimEndedTournament(tx, tournament.ref, now);
+      if (size === undefined) return;
+      const top = await recordsAfter(tx, standingsOf(tournament), undefined, ENDED_STANDINGS);
+      await this.options.outbox.record(tx, TOURNAMENT_ENDED, {
+        tournament_id: tournament.id,
+        start_at: tournament.start_at.toISOString(),
+        end_at: tournament.end_at.toISOString(),
+        size,
+        standings: top.map((row, i) => ({ tournament_id: tournament.id, ...rankedOf(row, i + 1) })),
+      });
+    });
   }
 
   private schedule(delayMs: number): void {
