@@ -10,8 +10,10 @@ import { economyActions, economyPage, payoutsPage } from './pages/economy.js';
 import { extensionsPage } from './pages/extensions.js';
 import { gameServersPage, stopGameServer } from './pages/gameservers.js';
 import { groupActions, groupPage, groupsPage } from './pages/groups.js';
+import { leaderboardActions, leaderboardPage, leaderboardsPage } from './pages/leaderboards.js';
 import { decideReport, moderationPage } from './pages/moderation.js';
 import { overviewPage } from './pages/overview.js';
+import { tournamentActions, tournamentPage, tournamentsPage } from './pages/tournaments.js';
 import { userActions, userPage, usersPage } from './pages/users.js';
 import { worldActions, worldPage, worldsPage } from './pages/worlds.js';
 import { ConsoleSessions } from './session.js';
@@ -48,6 +50,10 @@ export const consoleModule = defineModule({
       gameServersPage,
       groupsPage,
       groupPage,
+      leaderboardsPage,
+      leaderboardPage,
+      tournamentsPage,
+      tournamentPage,
       auditPage,
     ];
     const actions: ConsoleAction[] = [
@@ -57,6 +63,8 @@ export const consoleModule = defineModule({
       ...worldActions,
       stopGameServer,
       ...groupActions,
+      ...leaderboardActions,
+      ...tournamentActions,
     ];
     return {
       api: { samples },
