@@ -313,6 +313,9 @@ describe('tournaments', () => {
     expect(ours(await list('state=upcoming'))).toEqual([ids.soon, ids.later]);
     expect(ours(await list('state=active'))).toEqual([ids.running]);
     expect(ours(await list('state=ended'))[0]).toBe(ids.short);
+    const all = ours(await list(''));
+    // running and short start together: by id then.
+    expect(all).toEqual([ids.running, ids.short, ids.soon, ids.later]);
     expect((await call('GET', '/api/tournaments?state=over', alice.access_token)).status).toBe(422);
     expect((await call('GET', '/api/tournaments?cursor=WzEsMl0', alice.access_token)).status).toBe(422);
   });

@@ -75,19 +75,21 @@ export async function deleteTournament(data: DataAccess, id: string): Promise<To
   return row;
 }
 
-/** The list orders: by (start_at, id) ascending, or ended ones by (end_at, id) descending. */
+/**
+ * The list orders: by (start_at, id) ascending, or ended ones by (end_at, id) descending. $1 and
+ * $2 are the previous page's last key (null: the first page), $3 the count, $4 the time of the
+ * answer (the state filters' only).
+ */
+const AFTER_START = '($1::timestamptz is null or (start_at, id) > ($1, $2::text))';
 const PAGE_SQL = {
-  all: `select ${COLUMNS} from tournaments
-    where ($2::timestamptz is null or (start_at, id) > ($2, $3::text)) order by start_at, id limit $4`,
-  upcoming: `select ${COLUMNS} from tournaments
-    where start_at > $1 and ($2::timestamptz is null or (start_at, id) > ($2, $3::text))
-    order by start_at, id limit $4`,
-  active: `select ${COLUMNS} from tournaments
-    where start_at <= $1 and end_at > $1 and ($2::timestamptz is null or (start_at, id) > ($2, $3::text))
-    order by start_at, id limit $4`,
+  all: `select ${COLUMNS} from tournaments where ${AFTER_START} order by start_at, id limit $3`,
+  upcoming: `select ${COLUMNS} from tournaments where start_at > $4 and ${AFTER_START}
+    order by start_at, id limit $3`,
+  active: `select ${COLUMNS} from tournaments where start_at <= $4 and end_at > $4 and ${AFTER_START}
+    order by start_at, id limit $3`,
   ended: `select ${COLUMNS} from tournaments
-    where end_at <= $1 and ($2::timestamptz is null or (end_at, id) < ($2, $3::text))
-    order by end_at desc, id desc limit $4`,
+    where end_at <= $4 and ($1::timestamptz is null or (end_at, id) < ($1, $2::text))
+    order by end_at desc, id desc limit $3`,
 };
 
 export type TournamentFilter = keyof typeof PAGE_SQL;
@@ -100,12 +102,8 @@ export async function tournamentsPage(
   after: { time: Date; id: string } | undefined,
   count: number,
 ): Promise<TournamentRow[]> {
-  return executeBound<TournamentRow>(data, PAGE_SQL[filter], [
-    now,
-    after?.time ?? null,
-    after?.id ?? null,
-    count,
-  ]);
+  const params = [after?.time ?? null, after?.id ?? null, count];
+  return executeBound<TournamentRow>(data, PAGE_SQL[filter], filter === 'all' ? params : [...params, now]);
 }
 
 const JOIN_SQL = `
