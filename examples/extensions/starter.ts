@@ -1,6 +1,7 @@
 /**
  * A starter server extension (docs/extensions.md): a daily login reward, a chat word rule, the
- * result of a match reported by a game server, and a welcome gift for new accounts.
+ * result of a match reported by a game server (a win counted on the `match-wins` board), a welcome
+ * gift for new accounts, and prizes for a tournament's top 10.
  *
  *   EXTENSIONS=examples/extensions/starter.ts npm run dev
  *
@@ -12,6 +13,10 @@ import { defineExtension, type ExtensionCtx } from '../../src/modules/extensions
 const DAILY_COINS = 100;
 const WELCOME_COINS = 50;
 const MATCH_PRIZE = 250;
+/** The board a won match counts on, if an admin created it (authoritative, operator incr). */
+const WINS_BOARD = 'match-wins';
+/** Coins for ranks 1 to 10 at a tournament's end. */
+const TOURNAMENT_PRIZES = [1000, 600, 400, 300, 250, 200, 150, 120, 100, 80];
 
 /** The days since the epoch are UTC days: one reward per calendar day wherever the player is. */
 const utcDay = (date: Date) => date.toISOString().slice(0, 10);
@@ -175,12 +180,21 @@ export default defineExtension({
           scores,
           transaction_id: grant.transaction_id,
         };
+        let firstReport = true;
         try {
           // Version 0: the first report of the match is kept; a retried report finds it there.
           await ctx.storage.put('matches', match_id, record, { version: 0 });
         } catch (error) {
           if (!(error instanceof api.StorageConflictError)) throw error;
+          firstReport = false;
         }
+        // One win on the authoritative wins board (an `incr` board an admin created), per match.
+        if (firstReport)
+          await ctx.leaderboards
+            .submit({ leaderboard_id: WINS_BOARD, user_id: winner_id, score: 1 })
+            .catch((error: unknown) => {
+              if (codeOf(error) !== 'NOT_FOUND') throw error;
+            });
         return { match_id, winner_id, prize: grant.amount, replayed: grant.replayed };
       },
     );
@@ -191,6 +205,24 @@ export default defineExtension({
       { input: api.z.object({ match_id: api.z.string().min(1).max(128) }).strict() },
       async (ctx, { match_id }) => (await ctx.storage.get('matches', match_id))?.value ?? null,
     );
+
+    // (e) Tournament prizes: the top 10 at a tournament's end, once each (the key names the
+    // tournament and the player, so a second delivery of the event moves nothing).
+    api.on('tournament.ended', async (ctx, event) => {
+      for (const record of event.data.standings.slice(0, TOURNAMENT_PRIZES.length)) {
+        await ctx.economy
+          .grant({
+            user_id: record.user_id,
+            amount: TOURNAMENT_PRIZES[record.rank - 1] ?? 0,
+            reason: `Rank ${record.rank} in tournament ${event.data.tournament_id}`,
+            idempotency_key: `tournament:${event.data.tournament_id}:${record.user_id}`,
+          })
+          .catch((error: unknown) => {
+            // The account was deleted since: nothing to give.
+            if (codeOf(error) !== 'NOT_FOUND') throw error;
+          });
+      }
+    });
 
     // (d) A welcome gift. Events arrive at least once (a node may stop after granting and before
     // it marked the event handled), so the grant's key is the event's id: a second run moves nothing.

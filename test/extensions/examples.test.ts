@@ -218,6 +218,32 @@ describe('the example extensions', () => {
     });
   });
 
+  describe('tournament prizes (api.on tournament.ended)', () => {
+    it("grants the top 10's prizes once when a tournament ends", async () => {
+      const admin = await registerWithRole(app(), 'admin');
+      const id = `prizes-${randomUUID().slice(0, 8)}`;
+      // It ends in two seconds: the scheduler announces it within one more.
+      const created = await post('/api/admin/tournaments', admin.access_token, {
+        id,
+        title: 'Lunch cup',
+        join_required: false,
+        start_at: new Date(Date.now() - 60_000).toISOString(),
+        end_at: new Date(Date.now() + 2_000).toISOString(),
+      });
+      expect(created.statusCode).toBe(201);
+      const [first, second] = [await player(), await player()];
+      expect(
+        (await post(`/api/tournaments/${id}/records`, first.access_token, { score: 90 })).statusCode,
+      ).toBe(200);
+      expect(
+        (await post(`/api/tournaments/${id}/records`, second.access_token, { score: 40 })).statusCode,
+      ).toBe(200);
+      await vi.waitFor(async () => expect(await grantsOf(first)).toContain(1000), EVENT_WAIT);
+      await vi.waitFor(async () => expect(await grantsOf(second)).toContain(600), EVENT_WAIT);
+      expect(await balanceOf(first)).toBe(WELCOME_COINS + 1000);
+    });
+  });
+
   describe('match result (server rpc match.result)', () => {
     let owner: TokenResponse;
     let winner: TokenResponse;
@@ -250,6 +276,24 @@ describe('the example extensions', () => {
       const retried = await report(matchId, winner.user.id);
       expect(retried.json().result).toMatchObject({ prize: MATCH_PRIZE, replayed: true });
       expect(await balanceOf(winner)).toBe(WELCOME_COINS + MATCH_PRIZE);
+    });
+
+    it('counts one win per match on the authoritative match-wins board through ctx.leaderboards', async () => {
+      const admin = await registerWithRole(app(), 'admin');
+      const created = await post('/api/admin/leaderboards', admin.access_token, {
+        id: 'match-wins',
+        operator: 'incr',
+        authoritative: true,
+      });
+      expect(created.statusCode).toBe(201);
+      const wins = async () =>
+        (await get(`/api/leaderboards/match-wins/records/${winner.user.id}`, winner.access_token)).json();
+      const [first, second] = [randomUUID(), randomUUID()];
+      await report(first, winner.user.id);
+      await report(first, winner.user.id);
+      expect(await wins()).toMatchObject({ score: 1, rank: 1 });
+      await report(second, winner.user.id);
+      expect(await wins()).toMatchObject({ score: 2, num_submissions: 2 });
     });
 
     it('keeps the match, which players read back with match.get', async () => {

@@ -3,6 +3,7 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
+import type { LeaderboardsAccess } from '../leaderboards/index.js';
 import type { CallSite, Deadline } from './calls.js';
 import { ExtensionServiceError } from './service-error.js';
 import { type ExtensionStorage, extensionStorage } from './storage.js';
@@ -48,6 +49,8 @@ export interface ExtensionCtx {
   readonly economy: { grant(input: GrantInput): Promise<GrantResult> };
   readonly storage: ExtensionStorage;
   readonly users: { get(id: string): Promise<ExtensionUser | null> };
+  /** Leaderboards and tournaments as a game server writes them, and their standings (docs/leaderboards.md). */
+  readonly leaderboards: LeaderboardsAccess;
 }
 
 /** The modules' functions behind the ctx services. */
@@ -61,6 +64,7 @@ export interface CtxServices {
   ): Promise<GrantResult>;
   account(data: DataAccess, id: string): Promise<ExtensionUser | undefined>;
   storageLimits: { maxRecords: number };
+  leaderboards: LeaderboardsAccess;
 }
 
 /**
@@ -111,6 +115,7 @@ class CallCtx implements ExtensionCtx {
   #storage: ExtensionStorage | undefined;
   #economy: ExtensionCtx['economy'] | undefined;
   #users: ExtensionCtx['users'] | undefined;
+  #leaderboards: LeaderboardsAccess | undefined;
 
   constructor(
     services: CtxServices,
@@ -173,6 +178,18 @@ class CallCtx implements ExtensionCtx {
         ),
     };
     return this.#users;
+  }
+
+  get leaderboards() {
+    const access = this.#services.leaderboards;
+    const deadline = this.#deadline;
+    this.#leaderboards ??= {
+      submit: (input) => service(deadline, () => access.submit(input)),
+      submitToTournament: (input) => service(deadline, () => access.submitToTournament(input)),
+      records: (id, query) => service(deadline, () => access.records(id, query)),
+      tournamentRecords: (id, query) => service(deadline, () => access.tournamentRecords(id, query)),
+    };
+    return this.#leaderboards;
   }
 }
 

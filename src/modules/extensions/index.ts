@@ -1,6 +1,7 @@
 import { operations } from '../../../protocol/operations.js';
 import { defineModule } from '../../platform/module.js';
 import type { EconomyApi } from '../economy/index.js';
+import type { LeaderboardsApi } from '../leaderboards/index.js';
 import type { UsersApi } from '../users/index.js';
 import { CallerDirectory } from './callers.js';
 import { ExtensionCalls } from './calls.js';
@@ -35,8 +36,11 @@ export interface ExtensionOverview {
 export const extensionsModule = defineModule({
   name: 'extensions',
   tables: ['extension_storage', 'extension_storage_usage'],
-  needs: ['users', 'economy'],
-  async setup(platform, { users, economy }: { users: UsersApi; economy: EconomyApi }) {
+  needs: ['users', 'economy', 'leaderboards'],
+  async setup(
+    platform,
+    { users, economy, leaderboards }: { users: UsersApi; economy: EconomyApi; leaderboards: LeaderboardsApi },
+  ) {
     const { config, log } = platform;
     const registry = new Registry();
     await loadExtensions(config.EXTENSIONS, registry);
@@ -59,6 +63,7 @@ export const extensionsModule = defineModule({
         );
       },
       storageLimits: { maxRecords: config.EXTENSION_STORAGE_MAX_RECORDS },
+      leaderboards: leaderboards.access,
     };
     const callers = new CallerDirectory(
       platform.db.data,

@@ -28,6 +28,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import { friendIdsSql, type SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
+import { type LeaderboardsAccess, leaderboardsAccess } from './extension-access.js';
 import { LeaderboardsService } from './leaderboards.service.js';
 import { RankIndex } from './rank-index.js';
 import { friendsPageStatement } from './records.repository.js';
@@ -36,12 +37,16 @@ import { StandingsReader } from './standings.js';
 import { TournamentsService } from './tournaments.service.js';
 import { Writers } from './writers.js';
 
+export type { LeaderboardsAccess } from './extension-access.js';
+
 /** How often each node's scheduler looks for ended periods: events come within a second of the end. */
 const SCHEDULER_INTERVAL_MS = 500;
 
 export interface LeaderboardsApi {
   /** One scheduler pass now (tests): announces every ended period, once. */
   runScheduler(): Promise<void>;
+  /** Server extensions' `ctx.leaderboards`. */
+  access: LeaderboardsAccess;
 }
 
 /** Leaderboards and tournaments (docs/leaderboards.md). */
@@ -50,7 +55,7 @@ export const leaderboardsModule = defineModule({
   tables: ['leaderboards', 'leaderboard_records', 'leaderboard_periods', 'tournaments', 'tournament_members'],
   needs: ['users', 'audit', 'social'],
   setup(
-    { config, kv, log, db, outbox },
+    { config, kv, log, db, outbox, ctx },
     { users, audit }: { users: UsersApi; audit: AuditApi; social: SocialApi },
   ) {
     const index = new RankIndex(kv, log, () => db.data);
@@ -78,7 +83,12 @@ export const leaderboardsModule = defineModule({
       intervalMs: SCHEDULER_INTERVAL_MS,
       periodsKept: config.LEADERBOARD_PERIODS_KEPT,
     });
-    const api: LeaderboardsApi = { runScheduler: () => scheduler.runOnce() };
+    const api: LeaderboardsApi = {
+      runScheduler: () => scheduler.runOnce(),
+      access: leaderboardsAccess(boards, tournaments, () =>
+        ctx({ user: null, service: null, log, ip: 'internal' }),
+      ),
+    };
     return {
       api,
       async start() {

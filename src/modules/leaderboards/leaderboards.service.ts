@@ -176,12 +176,21 @@ export class LeaderboardsService {
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
-    const caller = callerOf(ctx);
+    return this.recordsFor(ctx, id, query, callerOf(ctx).id);
+  }
+
+  /** A records list for `callerId`, or for server code (no caller: `around=me` and `friends` name no one). */
+  async recordsFor(
+    ctx: Ctx,
+    id: string,
+    query: RecordsQuery & { period?: 'current' | 'previous' },
+    callerId: string | null,
+  ) {
     const board = await this.board(ctx, id);
     const now = ctx.now();
     const chosen = this.periodChosen(board, now, query.period);
     if (!chosen) return { items: [], next_cursor: null, period_started_at: null, period_ended_at: null };
-    const page = await this.deps.reader.page(ctx, chosen.period, query, caller.id);
+    const page = await this.deps.reader.page(ctx, chosen.period, query, callerId);
     return {
       items: page.items.map((record) => this.recordView(board, record)),
       next_cursor: page.next_cursor,

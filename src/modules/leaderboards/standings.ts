@@ -95,7 +95,7 @@ export class StandingsReader {
     ctx: Ctx,
     period: StandingsPeriod,
     query: RecordsQuery,
-    callerId: string,
+    callerId: string | null,
   ): Promise<{ items: RankedRecord[]; next_cursor: string | null }> {
     const selectors = (['around_user_id', 'around', 'user_ids', 'friends'] as const).filter(
       (field) => query[field] !== undefined,
@@ -106,12 +106,14 @@ export class StandingsReader {
       throw refuse('cursor', `cannot be combined with ${selector}`);
     const after = query.cursor === undefined ? undefined : keyOfCursor(query.cursor);
     if (query.cursor !== undefined && !after) throw refuse('cursor', 'is not a cursor of this list');
+    if (callerId === null && (selector === 'around' || selector === 'friends'))
+      throw refuse(selector, 'names the caller, and this read has none');
     const positions = await this.positions(ctx, period);
 
     if (selector === 'user_ids')
       return { items: await this.ofUsers(ctx, period, positions, query), next_cursor: null };
     if (selector === 'friends') {
-      const rows = await this.friendsPage(ctx.data, period, callerId, after, query.limit + 1);
+      const rows = await this.friendsPage(ctx.data, period, callerId as string, after, query.limit + 1);
       const page = rows.slice(0, query.limit);
       const items = await Promise.all(
         page.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)),
@@ -122,7 +124,7 @@ export class StandingsReader {
       };
     }
     if (selector !== undefined) {
-      const target = selector === 'around' ? callerId : (query.around_user_id as string);
+      const target = selector === 'around' ? (callerId as string) : (query.around_user_id as string);
       const around = await this.around(ctx, period, positions, target, query.limit);
       if (around) return around;
     }

@@ -223,9 +223,13 @@ export class TournamentsService {
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery) {
-    const caller = callerOf(ctx);
+    return this.recordsFor(ctx, id, query, callerOf(ctx).id);
+  }
+
+  /** A records list for `callerId`, or for server code (no caller: `around=me` and `friends` name no one). */
+  async recordsFor(ctx: Ctx, id: string, query: RecordsQuery, callerId: string | null) {
     const tournament = await this.tournament(ctx, id);
-    const page = await this.deps.reader.page(ctx, standingsOf(tournament), query, caller.id);
+    const page = await this.deps.reader.page(ctx, standingsOf(tournament), query, callerId);
     return {
       items: page.items.map((record) => recordView(tournament, record)),
       next_cursor: page.next_cursor,
