@@ -35,6 +35,16 @@ describe('ExpiryQueue', () => {
     expect(expired).toEqual(['b', 'a']);
   });
 
+  it('waits for a time further away than a timer can wait in steps, firing once it has come', () => {
+    const day = 86_400_000;
+    queue.schedule(entry('far'), start + 400 * day);
+    vi.advanceTimersByTime(399 * day);
+    expect(expired).toEqual([]);
+    expect(vi.getTimerCount()).toBe(1);
+    vi.advanceTimersByTime(day);
+    expect(expired).toEqual(['far']);
+  });
+
   it('rounds a time within a second up to the end of that second', () => {
     queue.schedule(entry('a'), start + 1_200);
     vi.advanceTimersByTime(1_999);

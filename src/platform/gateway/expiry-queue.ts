@@ -1,3 +1,6 @@
+/** The longest delay setTimeout takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** What the queue keeps on each entry: the second its bucket stands for, while queued. */
 export interface Expiring {
   expirySecond: number | undefined;
@@ -49,7 +52,9 @@ export class ExpiryQueue<T extends Expiring> {
   private arm(second: number): void {
     clearTimeout(this.timer);
     this.timerSecond = second;
-    this.timer = setTimeout(() => this.fire(), Math.max(0, second * 1000 - this.nowMs()));
+    // Node runs a longer delay at once (after 1 ms, warning): a far bucket is reached in steps.
+    const delay = Math.min(MAX_TIMER_DELAY_MS, Math.max(0, second * 1000 - this.nowMs()));
+    this.timer = setTimeout(() => this.fire(), delay);
     this.timer.unref();
   }
 
