@@ -4,6 +4,7 @@ import { serve } from '../../platform/operations.js';
 import { directoryEntry, directoryPage } from './directory.repository.js';
 import { liftSuspension, suspendAccount } from './suspensions.js';
 import {
+  accountIdsAfter,
   createUser,
   deleteUser,
   existingUserIds,
@@ -33,6 +34,8 @@ export interface UsersApi {
   findAccounts: typeof findAccounts;
   /** Which ids name an account (presence lookups, economy grants). */
   existingUserIds: typeof existingUserIds;
+  /** Every account once, in pages (a broadcast to everyone). */
+  accountIdsAfter: typeof accountIdsAfter;
   /** Ids and usernames of the accounts among some ids (social). */
   usernamesOf: typeof usernamesOf;
   /** Whole accounts: registration, login by username (case-insensitively), refresh, deletion. */
@@ -67,6 +70,7 @@ export const usersModule = defineModule({
     const api: UsersApi = {
       findAccounts,
       existingUserIds,
+      accountIdsAfter,
       usernamesOf,
       createUser,
       findUserByUsername,

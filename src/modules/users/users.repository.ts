@@ -86,6 +86,24 @@ export async function existingUserIds(data: DataAccess, userIds: readonly string
 }
 
 /**
+ * A page of account ids in id order after `afterId` (null: from the first), of the accounts
+ * created at or before `createdBy`: what a job that visits every account once walks.
+ */
+export async function accountIdsAfter(
+  data: DataAccess,
+  afterId: string | null,
+  createdBy: Date,
+  limit: number,
+): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(
+    data,
+    'select id from users where ($1::uuid is null or id > $1) and created_at <= $2 order by id limit $3',
+    [afterId, createdBy, limit],
+  );
+  return rows.map((row) => row.id);
+}
+
+/**
  * SQL that is true when the account `idSql` names (a parameter or column of a uuid) exists: for
  * statements of other modules that must tell an unknown user from an empty answer in the same
  * round trip.
