@@ -31,6 +31,7 @@ import { Migration0030ExtensionStorage } from './0030_extension_storage.js';
 import { Migration0031Outbox } from './0031_outbox.js';
 import { Migration0032AuditExtensionActor } from './0032_audit_extension_actor.js';
 import { Migration0033Leaderboards } from './0033_leaderboards.js';
+import { Migration0034Notifications } from './0034_notifications.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -71,4 +72,5 @@ export const migrationsList = [
   { name: '0031_outbox', class: Migration0031Outbox },
   { name: '0032_audit_extension_actor', class: Migration0032AuditExtensionActor },
   { name: '0033_leaderboards', class: Migration0033Leaderboards },
+  { name: '0034_notifications', class: Migration0034Notifications },
 ];

@@ -3,6 +3,7 @@ import type { ChatEventPayloads } from './chat.js';
 import type { ChunkEventPayloads } from './chunks.js';
 import type { EconomyEventPayloads } from './economy.js';
 import type { GroupEventPayloads, GroupMessage } from './groups.js';
+import type { NotificationEventPayloads } from './notifications.js';
 import { operation } from './operation.js';
 import type { PresenceEventPayloads } from './presence.js';
 import type { SocialEventPayloads } from './social.js';
@@ -55,7 +56,8 @@ export interface EventPayloads
     SocialEventPayloads,
     ChatEventPayloads,
     GroupEventPayloads,
-    EconomyEventPayloads {
+    EconomyEventPayloads,
+    NotificationEventPayloads {
   /**
    * A world, room or group chat message, to the sockets that joined that chat
    * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.

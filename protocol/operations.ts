@@ -17,6 +17,7 @@ import { internalOperations } from './internal.js';
 import { leaderboardOperations } from './leaderboards.js';
 import { marketplaceOperations } from './marketplace.js';
 import { moderationOperations } from './moderation.js';
+import { notificationOperations } from './notifications.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
@@ -45,6 +46,7 @@ export * from './internal.js';
 export * from './leaderboards.js';
 export * from './marketplace.js';
 export * from './moderation.js';
+export * from './notifications.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './room-content.js';
@@ -87,6 +89,7 @@ const all = [
   ...settingsOperations,
   ...extensionOperations,
   ...leaderboardOperations,
+  ...notificationOperations,
   ...tournamentOperations,
 ] as const;
 

@@ -10,6 +10,7 @@ import { gameServersConfig } from './modules/gameservers/gameservers.config.js';
 import { groupsConfig } from './modules/groups/groups.config.js';
 import { leaderboardsConfig } from './modules/leaderboards/leaderboards.config.js';
 import { moderationConfig } from './modules/moderation/moderation.config.js';
+import { notificationsConfig } from './modules/notifications/notifications.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
 import { worldsConfig } from './modules/worlds/worlds.config.js';
@@ -43,6 +44,7 @@ export const configParts = {
   economy: economyConfig,
   extensions: extensionsConfig,
   leaderboards: leaderboardsConfig,
+  notifications: notificationsConfig,
   console: consoleConfig,
 };
 

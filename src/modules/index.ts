@@ -13,6 +13,7 @@ import { groupsModule } from './groups/index.js';
 import { healthModule } from './health/index.js';
 import { leaderboardsModule } from './leaderboards/index.js';
 import { moderationModule } from './moderation/index.js';
+import { notificationsModule } from './notifications/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
 import { settingsModule } from './settings/index.js';
@@ -37,6 +38,7 @@ export const modules = [
   presenceModule,
   authModule,
   accountModule,
+  notificationsModule,
   adminModule,
   avatarModule,
   moderationModule,

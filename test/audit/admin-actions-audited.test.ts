@@ -256,6 +256,20 @@ describe('admin and moderator actions in the audit log', () => {
         return id;
       },
     },
+    'notifications.admin.broadcast': {
+      by: 'admin',
+      action: 'notifications.broadcast',
+      targetType: 'notification_broadcast',
+      act: async (actor) => {
+        const target = await user();
+        const sent = await expectStatus(202, 'POST', '/api/admin/notifications', actor, {
+          user_ids: [target.user.id],
+          code: 'news.audited',
+          subject: 'An audited broadcast',
+        });
+        return sent.json().id as string;
+      },
+    },
     'tournaments.admin.create': {
       by: 'admin',
       action: 'tournaments.create',

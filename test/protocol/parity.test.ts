@@ -14,6 +14,7 @@ import { createWorld } from '../helpers/worlds.js';
 import { adminRows } from './parity-admin.js';
 import { economyRows } from './parity-economy.js';
 import { leaderboardRows } from './parity-leaderboards.js';
+import { notificationRows } from './parity-notifications.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
 
 /**
@@ -25,6 +26,7 @@ import type { Accounts, RestName, Row, Run } from './parity-types.js';
 const rows: { [N in RestName]: Row<N> } = {
   ...economyRows(() => app),
   ...adminRows(() => app),
+  ...notificationRows(() => app),
   ...leaderboardRows(
     () => app,
     async (me) => (await readyServer(me)).token,

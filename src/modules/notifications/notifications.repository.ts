@@ -1,0 +1,193 @@
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound } from '../../platform/db.js';
+import { userExistsSql } from '../users/index.js';
+
+/**
+ * The SQL of the inbox (migration 0034). A user's notifications are written under a transaction
+ * lock of that user (an advisory lock in the notifications' own class), so concurrent writes for
+ * one user keep the cap exactly.
+ */
+
+export interface NotificationRow {
+  id: string;
+  user_id: string;
+  code: string;
+  subject: string;
+  content: Record<string, unknown>;
+  sender_id: string | null;
+  created_at: Date;
+  read_at: Date | null;
+}
+
+export interface NewNotification {
+  id: string;
+  userId: string;
+  code: string;
+  subject: string;
+  contentJson: string;
+  senderId: string | null;
+  createdAt: Date;
+}
+
+const COLUMNS = 'id, user_id, code, subject, content, sender_id, created_at, read_at';
+
+/** The advisory lock class of inbox writes (any constant; it keeps them apart from other locks). */
+const LOCK_CLASS = 7_201;
+
+const LOCK_SQL = `
+  select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(u::text)) from unnest($1::uuid[]) as u order by u`;
+
+const INSERT_SQL = `
+  insert into notifications (id, user_id, code, subject, content, sender_id, created_at)
+  select n.id, n.user_id, n.code, n.subject, n.content, n.sender_id, n.created_at
+  from jsonb_to_recordset($1::jsonb) as n (
+    id uuid, user_id uuid, code text, subject text, content jsonb, sender_id uuid, created_at timestamptz)
+  where ${userExistsSql('n.user_id')}
+  returning ${COLUMNS}`;
+
+/**
+ * Removes, per user, what is past `cap`: the oldest read ones first, then the oldest unread ones
+ * (the rows kept are the unread newest first, then the read newest first).
+ */
+const TRIM_SQL = `
+  delete from notifications where id in (
+    select id from (
+      select id, row_number() over (
+        partition by user_id order by (read_at is null) desc, created_at desc, id desc) as kept
+      from notifications where user_id = any($1::uuid[])
+    ) ranked where kept > $2)`;
+
+/**
+ * Stores notifications inside the caller's transaction and trims their users' inboxes to `cap`;
+ * those for users that no longer exist are skipped. Answers the stored rows.
+ */
+export async function storeNotifications(
+  tx: DataAccess,
+  notes: readonly NewNotification[],
+  cap: number,
+): Promise<NotificationRow[]> {
+  if (notes.length === 0) return [];
+  const users = [...new Set(notes.map((note) => note.userId))];
+  await executeBound(tx, LOCK_SQL, [users]);
+  const rows = await executeBound<NotificationRow>(tx, INSERT_SQL, [
+    JSON.stringify(
+      notes.map((note) => ({
+        id: note.id,
+        user_id: note.userId,
+        code: note.code,
+        subject: note.subject,
+        content: JSON.parse(note.contentJson),
+        sender_id: note.senderId,
+        created_at: note.createdAt.toISOString(),
+      })),
+    ),
+  ]);
+  await executeBound(tx, TRIM_SQL, [users, cap]);
+  return rows;
+}
+
+const PAGE_SQL = `
+  select ${COLUMNS} from notifications
+  where user_id = $1 and ($2::boolean is false or read_at is null)
+    and ($3::timestamptz is null or (created_at, id) < ($3, $4::uuid))
+  order by created_at desc, id desc limit $5`;
+
+/** A page of a user's notifications, newest first, after the key of the previous page's last. */
+export async function notificationsPage(
+  data: DataAccess,
+  userId: string,
+  unreadOnly: boolean,
+  after: { createdAt: string; id: string } | undefined,
+  limit: number,
+): Promise<NotificationRow[]> {
+  return executeBound<NotificationRow>(data, PAGE_SQL, [
+    userId,
+    unreadOnly,
+    after?.createdAt ?? null,
+    after?.id ?? null,
+    limit,
+  ]);
+}
+
+const UNREAD_SQL = 'select count(*)::int as n from notifications where user_id = $1 and read_at is null';
+
+export async function unreadCount(data: DataAccess, userId: string): Promise<number> {
+  const [row] = await executeBound<{ n: number }>(data, UNREAD_SQL, [userId]);
+  return row?.n ?? 0;
+}
+
+const READ_IDS_SQL = `
+  update notifications set read_at = $3
+  where user_id = $1 and id = any($2::uuid[]) and read_at is null`;
+const READ_ALL_SQL = 'update notifications set read_at = $2 where user_id = $1 and read_at is null';
+
+/** Marks the user's notifications read (those already read keep their read_at); others' ids change nothing. */
+export async function markRead(
+  data: DataAccess,
+  userId: string,
+  ids: readonly string[] | 'all',
+  at: Date,
+): Promise<void> {
+  if (ids === 'all') await executeBound(data, READ_ALL_SQL, [userId, at]);
+  else await executeBound(data, READ_IDS_SQL, [userId, ids, at]);
+}
+
+const DELETE_SQL = 'delete from notifications where id = $1 and user_id = $2 returning id';
+
+/** Deletes one of the user's notifications: false when it is not theirs or does not exist. */
+export async function deleteNotification(data: DataAccess, userId: string, id: string): Promise<boolean> {
+  return (await executeBound(data, DELETE_SQL, [id, userId])).length > 0;
+}
+
+export interface BroadcastRow {
+  id: string;
+  code: string;
+  subject: string;
+  content: Record<string, unknown>;
+  created_at: Date;
+  last_user_id: string | null;
+}
+
+const INSERT_BROADCAST_SQL = `
+  insert into notification_broadcasts (id, code, subject, content, created_at)
+  values ($1, $2, $3, $4::jsonb, $5)`;
+
+/** Records a broadcast to everyone: the job notifies the accounts created by `createdAt`. */
+export async function insertBroadcast(
+  tx: DataAccess,
+  broadcast: { id: string; code: string; subject: string; contentJson: string; createdAt: Date },
+): Promise<void> {
+  await executeBound(tx, INSERT_BROADCAST_SQL, [
+    broadcast.id,
+    broadcast.code,
+    broadcast.subject,
+    broadcast.contentJson,
+    broadcast.createdAt,
+  ]);
+}
+
+const CLAIM_BROADCAST_SQL = `
+  select id, code, subject, content, created_at, last_user_id from notification_broadcasts
+  where finished_at is null order by created_at limit 1 for update skip locked`;
+
+/** The oldest unfinished broadcast, locked for the transaction; undefined when none is free. */
+export async function claimBroadcast(tx: DataAccess): Promise<BroadcastRow | undefined> {
+  const [row] = await executeBound<BroadcastRow>(tx, CLAIM_BROADCAST_SQL, []);
+  return row;
+}
+
+const ADVANCE_SQL = `
+  update notification_broadcasts set last_user_id = $2,
+    finished_at = case when $3::boolean then $4::timestamptz else null end
+  where id = $1`;
+
+/** Records how far a broadcast got, in the transaction that wrote that batch; `finished` ends it. */
+export async function advanceBroadcast(
+  tx: DataAccess,
+  id: string,
+  lastUserId: string | null,
+  finished: boolean,
+  at: Date,
+): Promise<void> {
+  await executeBound(tx, ADVANCE_SQL, [id, lastUserId, finished, at]);
+}
