@@ -18,6 +18,7 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { UsersApi } from '../users/index.js';
 import { relationsOf } from './relations.js';
@@ -50,12 +51,20 @@ export interface SocialApi {
 export const socialModule = defineModule({
   name: 'social',
   tables: ['friendships', 'follows', 'blocks'],
-  needs: ['users', 'profiles'],
-  setup({ bus, kv, config }, { users, profiles }: { users: UsersApi; profiles: ProfilesApi }) {
+  needs: ['users', 'profiles', 'notifications'],
+  setup(
+    { bus, kv, config },
+    {
+      users,
+      profiles,
+      notifications,
+    }: { users: UsersApi; profiles: ProfilesApi; notifications: NotificationsApi },
+  ) {
     const social = new SocialService({
       bus,
       privacy: profiles,
       users,
+      notifications,
       reachLimiter: createLimiter(kv, {
         keyPrefix: 'social-reach',
         points: config.SOCIAL_RATE_LIMIT_COUNT,

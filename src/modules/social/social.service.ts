@@ -9,6 +9,7 @@ import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
+import type { NotificationRequest, NotificationsApi } from '../notifications/index.js';
 import type { ProfilesApi } from '../profiles/index.js';
 import type { UsersApi } from '../users/index.js';
 import { privacyAdmits, relationsOf } from './relations.js';
@@ -52,6 +53,8 @@ export interface SocialDeps {
   bus: EventBus;
   privacy: Pick<ProfilesApi, 'privacyOf'>;
   users: Pick<UsersApi, 'usernamesOf'>;
+  /** The inbox: requests and acceptances notify their users in the pair's transaction. */
+  notifications: Pick<NotificationsApi, 'store' | 'announce'>;
   /**
    * Friend requests and follows per user and window (together), shared by the nodes through
    * Redis: each one may reach the other user, so a flood of request and withdraw cycles is bounded.
@@ -77,6 +80,24 @@ function otherIdOf(callerId: string, userId: string): string {
   }
   return otherId;
 }
+
+/** The inbox's word for a new request to `to` (docs/notifications.md). */
+const receivedNote = (to: string, from: SocialUser): NotificationRequest => ({
+  userId: to,
+  code: 'friend_request.received',
+  subject: `${from.username} sent you a friend request`,
+  content: { user: { id: from.id, username: from.username } },
+  senderId: from.id,
+});
+
+/** The inbox's word for `by` accepting the request of `to`. */
+const acceptedNote = (to: string, by: SocialUser): NotificationRequest => ({
+  userId: to,
+  code: 'friend_request.accepted',
+  subject: `${by.username} accepted your friend request`,
+  content: { user: { id: by.id, username: by.username } },
+  senderId: by.id,
+});
 
 const related = (row: ListRow): RelatedUser => ({
   user: { id: row.id, username: row.username },
@@ -118,8 +139,15 @@ export class SocialService {
       const now = ctx.now();
       if (existing) await acceptFriendRequest(data, them.id, me.id, now);
       else await insertFriendRequest(data, me.id, them.id, now);
-      return { me, them, accepted: existing !== undefined, at: now };
+      // Asking back accepts: the first requester is told it was accepted, nobody of a request.
+      const notes = await this.deps.notifications.store(
+        data,
+        [existing ? acceptedNote(them.id, me) : receivedNote(them.id, me)],
+        now,
+      );
+      return { me, them, accepted: existing !== undefined, at: now, notes };
     });
+    await this.deps.notifications.announce(outcome.notes, ctx.log);
     if (outcome.accepted) {
       await this.notify(ctx, outcome.them.id, { t: 'social.friend_accepted', d: { user: outcome.me } });
       return { status: 'accepted' };
@@ -132,12 +160,19 @@ export class SocialService {
   }
 
   async accept(ctx: Ctx, userId: string): Promise<{ status: 'accepted' }> {
-    const { me, them } = await this.inPair(ctx, userId, async (data, me, them) => {
-      if (await acceptFriendRequest(data, them.id, me.id, ctx.now())) return { me, them };
+    const { me, them, notes } = await this.inPair(ctx, userId, async (data, me, them) => {
+      const now = ctx.now();
+      if (await acceptFriendRequest(data, them.id, me.id, now))
+        return {
+          me,
+          them,
+          notes: await this.deps.notifications.store(data, [acceptedNote(them.id, me)], now),
+        };
       if ((await friendshipBetween(data, me.id, them.id))?.status === 'accepted')
         throw new AppError(ErrorCode.CONFLICT, 'You are friends already.');
       throw new AppError(ErrorCode.NOT_FOUND, 'This user has no pending request to you.');
     });
+    await this.deps.notifications.announce(notes, ctx.log);
     await this.notify(ctx, them.id, { t: 'social.friend_accepted', d: { user: me } });
     return { status: 'accepted' };
   }
