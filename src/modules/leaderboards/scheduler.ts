@@ -2,6 +2,7 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { transaction } from '../../platform/data-access.js';
 import type { Logger } from '../../platform/log.js';
 import type { Outbox } from '../../platform/outbox.js';
+import { RepeatingPass } from '../../platform/repeating-pass.js';
 import {
   claimEndedPeriod,
   lockBoard,
@@ -46,22 +47,23 @@ export interface SchedulerOptions {
  * past their end_at get one `tournament.ended` each the same way, marked on their own row.
  */
 export class LeaderboardScheduler {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly repeating: RepeatingPass;
   private readonly schedules = new Map<string, ResetSchedule>();
 
-  constructor(private readonly options: SchedulerOptions) {}
-
-  start(): void {
-    this.stopped = false;
-    this.schedule(0);
+  constructor(private readonly options: SchedulerOptions) {
+    this.repeating = new RepeatingPass(() => this.runOnce(), {
+      intervalMs: options.intervalMs,
+      log: options.log,
+      name: 'a leaderboard scheduler pass',
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  start(): void {
+    this.repeating.start();
+  }
+
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 
   /** One pass at the clock's time (tests, and the timer). */
@@ -99,21 +101,6 @@ export class LeaderboardScheduler {
         standings: top.map((row, i) => ({ tournament_id: tournament.id, ...rankedOf(row, i + 1) })),
       });
     });
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .catch((error: unknown) =>
-          this.options.log.warn({ err: error }, 'a leaderboard scheduler pass failed'),
-        )
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.options.intervalMs);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 
   /** Announces a board's ended periods in order, then removes those it no longer keeps. */

@@ -1,5 +1,6 @@
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import type { Logger } from '../../platform/log.js';
+import { RepeatingPass } from '../../platform/repeating-pass.js';
 import type { UsersApi } from '../users/index.js';
 import { advanceBroadcast, claimBroadcast, type NotificationRow } from './notifications.repository.js';
 import type { NotificationsService } from './notifications.service.js';
@@ -23,26 +24,29 @@ export interface BroadcastJobOptions {
  * leaves the rest to the next pass of any node, and no account is notified twice.
  */
 export class BroadcastJob {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly repeating: RepeatingPass;
 
-  constructor(private readonly options: BroadcastJobOptions) {}
-
-  start(): void {
-    this.stopped = false;
-    this.schedule(0);
+  constructor(private readonly options: BroadcastJobOptions) {
+    this.repeating = new RepeatingPass(() => this.runOnce(), {
+      intervalMs: options.intervalMs,
+      log: options.log,
+      name: 'a broadcast pass',
+    });
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  start(): void {
+    this.repeating.start();
+  }
+
+  stop(): Promise<void> {
+    return this.repeating.stop();
   }
 
   /** Notifies batches until no broadcast is left unfinished or free (tests, and the timer). */
   async runOnce(): Promise<void> {
-    while (!this.stopped) {
+    // A stopping node finishes the batch under way; the rest is any node's next pass.
+    for (;;) {
+      if (this.repeating.stopping) return;
       const written = await this.nextBatch();
       if (written === undefined) return;
       await this.options.notifications.announce(written, this.options.log);
@@ -75,18 +79,5 @@ export class BroadcastJob {
       );
       return rows;
     });
-  }
-
-  private schedule(delayMs: number): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.running = this.runOnce()
-        .catch((error: unknown) => this.options.log.warn({ err: error }, 'a broadcast pass failed'))
-        .finally(() => {
-          this.running = undefined;
-          this.schedule(this.options.intervalMs);
-        });
-    }, delayMs);
-    this.timer.unref();
   }
 }

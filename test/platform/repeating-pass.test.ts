@@ -1,0 +1,90 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RepeatingPass } from '../../src/platform/repeating-pass.js';
+
+/** A background pass repeated after each one ends (src/platform/repeating-pass.ts). */
+describe('RepeatingPass', () => {
+  beforeEach(() => {
+    vi.useFakeTimers();
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+  const log = () => ({ warn: vi.fn() });
+
+  it('runs at once, then the interval after each pass ended, never two at a time', async () => {
+    let running = 0;
+    let most = 0;
+    let passes = 0;
+    let finish: (() => void) | undefined;
+    const repeating = new RepeatingPass(
+      async () => {
+        passes++;
+        running++;
+        most = Math.max(most, running);
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+        running--;
+      },
+      { intervalMs: 1000, log: log(), name: 'a pass' },
+    );
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(1);
+    // The pass takes 5 s: no second one meanwhile.
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(passes).toBe(1);
+    finish?.();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(passes).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes).toBe(2);
+    expect(most).toBe(1);
+    finish?.();
+    await repeating.stop();
+  });
+
+  it('logs a failed pass and runs the next one as planned', async () => {
+    const logger = log();
+    let passes = 0;
+    const repeating = new RepeatingPass(
+      async () => {
+        passes++;
+        if (passes === 1) throw new Error('the database is away');
+      },
+      { intervalMs: 1000, log: logger, name: 'a pass' },
+    );
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(passes).toBe(2);
+    expect(logger.warn).toHaveBeenCalledWith({ err: expect.any(Error) }, 'a pass failed');
+    await repeating.stop();
+  });
+
+  it('stops: waits for the pass under way, says it is stopping, and runs no other', async () => {
+    let passes = 0;
+    let finish: (() => void) | undefined;
+    const repeating = new RepeatingPass(
+      async () => {
+        passes++;
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+      },
+      { intervalMs: 1000, log: log(), name: 'a pass' },
+    );
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    let stopped = false;
+    const stopping = repeating.stop().then(() => {
+      stopped = true;
+    });
+    expect(repeating.stopping).toBe(true);
+    await vi.advanceTimersByTimeAsync(0);
+    expect(stopped).toBe(false);
+    finish?.();
+    await stopping;
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(passes).toBe(1);
+  });
+});
