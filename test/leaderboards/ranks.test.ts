@@ -1,5 +1,7 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { RankIndex } from '../../src/modules/leaderboards/rank-index.js';
+import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -166,6 +168,41 @@ describe('leaderboard ranks', () => {
     await indexReady();
     expect(await app().kv.zcard(keys.set)).toBe((await reference()).length);
     await expectExactStandings();
+  });
+
+  it('leaves the index unready when the KV loses its keys while it is being rebuilt', async () => {
+    const kv = new MemoryKv();
+    // The KV is flushed as the first batch arrives: that batch, and the lease, are gone.
+    let flushed = false;
+    const flushing = new Proxy(kv, {
+      get(target, name, receiver) {
+        if (name !== 'zreplaceVersionedMany') return Reflect.get(target, name, receiver);
+        return async (...args: Parameters<MemoryKv['zreplaceVersionedMany']>) => {
+          if (!flushed) {
+            flushed = true;
+            const keys = await indexKeys();
+            await target.del(
+              keys.set,
+              keys.versions,
+              keys.ready,
+              `${keys.ready.slice(0, -':ready'.length)}:lease`,
+            );
+          }
+          return target.zreplaceVersionedMany(...args);
+        };
+      },
+    });
+    const [row] = await queryRows<{ ref: string; created_at: Date }>(
+      app().db,
+      'select ref, created_at from leaderboards where id = ?',
+      [boardId],
+    );
+    const index = new RankIndex(flushing, app().log, () => app().db.data);
+    const period = { ref: row?.ref as string, periodStart: new Date(row?.created_at as Date) };
+    await index.rebuild(period, 0);
+    expect(flushed).toBe(true);
+    expect(await kv.get((await indexKeys()).ready)).toBeNull();
+    await kv.close();
   });
 
   it("closes the ranks up when an account is deleted, its records gone from every period's index", async () => {

@@ -156,6 +156,9 @@ export class RankIndex {
         loaded += entries.length;
         after = entries[entries.length - 1]?.key.userId ?? null;
       }
+      // A KV that lost its keys meanwhile (flushed, failed over) lost some of the load with its
+      // lease: the index is left unready, and the next read starts over.
+      if ((await this.kv.get(keys.lease)) !== String(epoch)) return;
       await this.kv.set(keys.ready, String(epoch));
       this.log.info({ ref: period.ref, records: loaded, ms: Date.now() - started }, 'rank index rebuilt');
     } finally {
