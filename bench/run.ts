@@ -35,6 +35,9 @@ import { parseArgs } from 'node:util';
  *                         joins of a hot world beside pgbench with and without the visit, fold and
  *                         ranking durations (bench/results/discovery.md); also takes --backends
  *                         embedded,postgres
+ *   leaderboards          top and around-me pages of a 1,000,000-record board and submissions beside a
+ *                         bare Redis + `pg` script (bench/results/leaderboards.md); also takes
+ *                         --backends embedded,postgres and --profile DIR
  *   workers               WORKERS=2 beside WORKERS=1 on Postgres + Redis: GET /api/users/me and
  *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
  *   extensions            the hook path's cost: CPU per call of GET /api/users/me and REST dm.send
@@ -62,6 +65,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   groups: () => import('./groups.js'),
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
+  leaderboards: () => import('./leaderboards.js'),
   workers: () => import('./workers.js'),
   extensions: () => import('./extensions.js'),
   failover: () => import('./failover.js'),

@@ -1,0 +1,95 @@
+import type { Backend } from '../backends.js';
+import type { Compared } from '../groups/measure.js';
+import { lat, ms } from '../groups/report.js';
+import { pct, verdict, whole } from '../realtime/format.js';
+import { REST_CONNECTIONS } from '../realtime/rest-load.js';
+import { ratio, summarize } from '../realtime/rounds.js';
+import { median } from '../realtime/stats.js';
+import type { RunContext } from '../scenario.js';
+import { type LeaderboardsResults, PAGES, SUBMITTERS } from './measure.js';
+import type { Page } from './requests.js';
+import { LIMIT } from './seed.js';
+
+/** bench/results/leaderboards.md: one table per backend, each figure beside its ceiling and target. */
+
+const CEILING_RATIO = 0.5;
+const ALONE_P99_MS = 10;
+
+const PATHS: Record<Page, string> = {
+  top: `\`GET /api/leaderboards/bench/records?limit=${LIMIT}\` (top page)`,
+  around: `\`GET …/records?around=me&limit=${LIMIT}\` as the user ranked in the middle`,
+};
+
+/** The REST load's row and, on Postgres + Redis, the bare script's under it. */
+function loadRows(label: string, unit: string, { service, ceilings }: Compared): string[] {
+  const s = summarize(service.windows);
+  const errors = [service.warmUp, ...service.windows].reduce((n, w) => n + w.errors + w.non2xx, 0);
+  const p = (figure: (w: (typeof service.windows)[number]) => number) =>
+    ms(median(service.windows.map(figure)));
+  const figure = `**${whole(s.median)} ${unit}/s** (${whole(s.min)}–${whole(s.max)}), p50 ${p((w) => w.p50Ms)} / p99 ${p((w) => w.p99Ms)} ms; service ${whole(s.serverUsPerOp)} µs CPU each (${s.serverCores.toFixed(2)} cores); errors and non-2xx: ${errors}`;
+  const bare = ceilings[0];
+  if (!bare) return [`| ${label}, ${REST_CONNECTIONS} connections | ${figure} | no ceiling | none set |`];
+  const r = ratio(service, bare);
+  const b = summarize(bare.windows);
+  return [
+    `| ${label}, ${REST_CONNECTIONS} connections | ${figure} | bare: **${pct(r.ratio)}** (rounds ${pct(r.perRoundMin)}–${pct(r.perRoundMax)}) | ≥ ${pct(CEILING_RATIO)}: ${verdict(r.ratio >= CEILING_RATIO)} |`,
+    `| ceiling: ${bare.name} | **${whole(b.median)} ${unit}/s** (${whole(b.min)}–${whole(b.max)}), mean ${ms(median(bare.windows.map((w) => w.meanMs)))} ms; the script ${b.clientCores.toFixed(2)} cores | | |`,
+  ];
+}
+
+function section(backend: Backend, r: LeaderboardsResults): string {
+  const { seed, rebuilt, after } = r;
+  const pageRows = PAGES.flatMap((page, i) => {
+    const n = `${i + 1}`;
+    const { service, bare } = r.alone[page];
+    const floor = bare ? `bare, one client: ${lat(bare)} (max ${ms(bare.max)})` : '';
+    return [
+      `| ${n}a. ${PATHS[page]}, one client, one request at a time | **${lat(service)}** (max ${ms(service.max)}, n = ${whole(service.n)}) | ${floor} | p99 ≤ ${ALONE_P99_MS} ms: ${verdict(service.p99 <= ALONE_P99_MS)} |`,
+      ...loadRows(`${n}b. the same`, 'pages', r.pages[page]),
+    ];
+  });
+  const first = PAGES.map((page) => {
+    const read = r.firstReads[page];
+    return `${page === 'top' ? 'the top page' : 'the around-me page'} ${read.status}${read.status === 200 ? (read.exact ? ', exact' : ', **not exact**') : ''} in ${whole(read.ms)} ms`;
+  }).join(', ');
+  const checks = after
+    ? `After the submissions: the top page ${after.topExact ? 'is' : '**is not**'} SQL's top ${LIMIT} (${verdict(after.topExact)}); the index holds ${whole(after.members)} members for ${whole(after.records)} records (${verdict(after.members === after.records)}).`
+    : "The embedded KV is the service's memory: nothing is checked after the submissions from outside.";
+  return [
+    `## ${backend === 'embedded' ? 'Embedded (PGlite in the service process, in-process KV)' : 'Postgres 127.0.0.1:5432 + Redis 127.0.0.1:6379'}`,
+    '',
+    `Database: ${r.database}; service pool ${backend === 'embedded' ? '1 (PGlite)' : '10'}. **${whole(seed.records)} records** in one board (users ${seed.seconds.users.toFixed(1)} s and records ${seed.seconds.records.toFixed(1)} s to seed). The first reads after the start, answered by SQL (no index yet): ${first}. The rank index they started was rebuilt from **${whole(rebuilt.records)} records in ${(rebuilt.ms / 1000).toFixed(1)} s**; both pages were exact again from it. ${checks}`,
+    '',
+    '| measurement | figure | compared with | target |',
+    '|---|---|---|---|',
+    ...pageRows,
+    ...loadRows(
+      `3. \`POST /api/leaderboards/bench/records {score}\`, a random one of ${whole(SUBMITTERS)} users`,
+      'submissions',
+      r.submissions,
+    ),
+    '',
+  ].join('\n');
+}
+
+export function leaderboardsReport(
+  results: Partial<Record<Backend, LeaderboardsResults>>,
+  context: RunContext,
+): string {
+  return [
+    '# Leaderboards: pages of a board of 1,000,000 records and submissions, beside a bare Redis + `pg` script',
+    '',
+    `Written by \`${context.command}\` on ${new Date().toISOString().slice(0, 10)} in ${context.minutes.toFixed(1)} min. ${context.environment} ${context.code}`,
+    '',
+    'The machine is shared (2 cores), so figures are noisy: compare them within a run. The load generator (autocannon), the bare script, PostgreSQL and Redis run on the same cores as the service.',
+    '',
+    `- **Seed** (bench/leaderboards/seed.ts): users numbered from 1 and a \`desc\` / \`best\` board (the product's insertBoard), with one record per user in its one period as a first submission leaves it, scores a hash of the user's number; written with SQL before the service starts, then ANALYZE. The rank index is not seeded: the service's first reads find no ready marker, answer from SQL (each read once, timed, and checked if it answered) and rebuild it (RankIndex.load); the bench waits for its \`rank index rebuilt\` log line. Every page is then checked before it is measured: its user ids and ranks must be SQL's, read at seed time.`,
+    `- **1, 2.** One client, one request at a time for \`--seconds\` (**a**; beside it the bare script's same work with one client, the floor of this machine); then autocannon, ${REST_CONNECTIONS} connections with the same token (**b**). ${context.rounds}: the figure is the median window, the range the lowest and highest, the ratio that of the medians. With ${REST_CONNECTIONS} connections the p99 is mostly the queue.`,
+    `- **3.** autocannon, ${REST_CONNECTIONS} connections, each request a random one of users 1–${whole(SUBMITTERS)} (LEADERBOARD_SUBMIT_RATE_LIMIT_COUNT raised so the limit never refuses): half the scores beat the user's best (the record, its version and its index member change), half do not (only num_submissions does), bench/leaderboards/scores.ts.`,
+    `- **Ceiling** (Postgres + Redis only): bench/leaderboards/bare.ts, a process per window, ${REST_CONNECTIONS} concurrent loops over \`pg\` with the service's pool size (named prepared statements) and one auto-pipelined ioredis connection, doing the pages' Redis and SQL work with nothing around it (no HTTP, auth, board lookup or ready check): top, ZRANGE then the first member's ZLEXCOUNT beside the page's SELECT; around, the user's record, ZLEXCOUNT and ZCARD, ZRANGE, the page's SELECT; both on the service's own index and rows. Submissions: the service's \`best\` upsert, then ZADD and ZLEXCOUNT in one round trip, on a copy of the board (its own records and a COPY of the index), so that it never touches the rows behind the service's index. The embedded backend has no ceiling: its KV lives in the service's process.`,
+    '',
+    ...(Object.entries(results) as [Backend, LeaderboardsResults][]).map(([backend, r]) =>
+      section(backend, r),
+    ),
+  ].join('\n');
+}
