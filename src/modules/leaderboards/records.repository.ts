@@ -235,8 +235,10 @@ const COUNT_BEFORE_SQL = `
   select count(*) as n from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2
     and (r.rank_score, r.rank_subscore, r.updated_at, r.user_id) < ($3, $4, $5, $6)`;
+// Only the index's columns: an index-only scan steps over the offset without reading a row.
 const FROM_POSITION_SQL = `
-  select ${COLUMNS} from leaderboard_records r where r.standings_ref = $1 and r.period_start = $2
+  select r.rank_score, r.rank_subscore, r.updated_at, r.user_id from leaderboard_records r
+  where r.standings_ref = $1 and r.period_start = $2
   order by ${ORDER} offset $3 limit $4`;
 const AFTER_KEY_SQL = `
   select ${COLUMNS} from leaderboard_records r
@@ -260,20 +262,25 @@ export async function countBefore(data: DataAccess, period: StandingsPeriod, key
   );
 }
 
-/** The records at 0-based positions `start`.. (at most `count`), in standings order. */
-export async function recordsFrom(
+/** The rank keys at 0-based positions `start`.. (at most `count`), in standings order. */
+export async function keysFromPosition(
   data: DataAccess,
   period: StandingsPeriod,
   start: number,
   count: number,
-): Promise<RecordRow[]> {
-  const rows = await executeBound<RawRecord>(data, FROM_POSITION_SQL, [
-    period.ref,
-    period.periodStart,
-    start,
-    count,
-  ]);
-  return rows.map(recordOf);
+): Promise<RankKey[]> {
+  const rows = await executeBound<{
+    rank_score: string;
+    rank_subscore: string;
+    updated_at: Date;
+    user_id: string;
+  }>(data, FROM_POSITION_SQL, [period.ref, period.periodStart, start, count]);
+  return rows.map((row) => ({
+    rankScore: Number(row.rank_score),
+    rankSubscore: Number(row.rank_subscore),
+    updatedAt: row.updated_at.getTime(),
+    userId: row.user_id,
+  }));
 }
 
 /** The first `count` records after `key` (from the top without one), in standings order. */

@@ -8,9 +8,9 @@ import {
   countBefore,
   countRecords,
   keyOfRow,
+  keysFromPosition,
   type RecordRow,
   recordsAfter,
-  recordsFrom,
   recordsOfUsers,
   type StandingsPeriod,
 } from './records.repository.js';
@@ -215,7 +215,7 @@ export class StandingsReader {
     return {
       count: () => countRecords(data, period),
       position: (key) => countBefore(data, period, key),
-      keysFrom: async (start, count) => (await recordsFrom(data, period, start, count)).map(keyOfRow),
+      keysFrom: (start, count) => keysFromPosition(data, period, start, count),
       keysAfter: async (key, count) => (await recordsAfter(data, period, key, count)).map(keyOfRow),
     };
   }
