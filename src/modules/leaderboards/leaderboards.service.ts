@@ -16,6 +16,7 @@ import type { RankIndex } from './rank-index.js';
 import {
   deleteRecord,
   deleteStandings,
+  epochOf,
   keyOfRow,
   type StandingsPeriod,
   submitRecord,
@@ -152,7 +153,11 @@ export class LeaderboardsService {
     // One time for the whole answer: the period and the record's updated_at agree.
     const now = ctx.now();
     const current = this.periodOf(board, now);
-    const period = { ref: board.ref, periodStart: current.startedAt };
+    const period = {
+      ref: board.ref,
+      periodStart: current.startedAt,
+      epoch: epochOf(board.epochs, current.startedAt),
+    };
     const row = await submitRecord(ctx.data, board.operator, {
       ref: board.ref,
       periodStart: period.periodStart,
@@ -171,8 +176,8 @@ export class LeaderboardsService {
         'The sum would leave ±(2^53-1); the record is unchanged.',
       );
     }
-    await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
-    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, period, row)));
+    const applied = await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
+    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
@@ -273,7 +278,8 @@ export class LeaderboardsService {
   }
 
   private currentPeriod(board: BoardRow, now: Date): StandingsPeriod {
-    return { ref: board.ref, periodStart: this.periodOf(board, now).startedAt };
+    const periodStart = this.periodOf(board, now).startedAt;
+    return { ref: board.ref, periodStart, epoch: epochOf(board.epochs, periodStart) };
   }
 
   /** The period a read asks for, with its end; undefined for a previous period that does not exist yet. */
@@ -281,7 +287,11 @@ export class LeaderboardsService {
     if (which === 'current') return { period: this.currentPeriod(board, now), endedAt: null };
     const previous = previousPeriodAt(this.periodsOf(board).schedule, board.created_at, now);
     if (!previous) return undefined;
-    return { period: { ref: board.ref, periodStart: previous.startedAt }, endedAt: previous.endedAt };
+    const periodStart = previous.startedAt;
+    return {
+      period: { ref: board.ref, periodStart, epoch: epochOf(board.epochs, periodStart) },
+      endedAt: previous.endedAt,
+    };
   }
 
   private view(board: BoardRow, now: Date) {

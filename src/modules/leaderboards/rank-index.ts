@@ -45,7 +45,7 @@ export class RankIndex {
     try {
       const [marker, epoch] = await Promise.all([
         this.kv.get(this.keys(period).ready),
-        indexEpoch(this.data(), period),
+        period.epoch ?? indexEpoch(this.data(), period),
       ]);
       if (marker === String(epoch)) return true;
       this.rebuildInBackground(period, epoch);
@@ -61,14 +61,23 @@ export class RankIndex {
   /**
    * Applies a committed change of a user's record (`key` undefined: the record was deleted). When
    * the KV cannot take it, the period's epoch is bumped so the index answers nothing until rebuilt.
+   * Answers the period to read it on afterwards (without its epoch when it was bumped).
    */
-  async apply(period: StandingsPeriod, userId: string, version: number, key: RankKey | undefined) {
+  async apply(
+    period: StandingsPeriod,
+    userId: string,
+    version: number,
+    key: RankKey | undefined,
+  ): Promise<StandingsPeriod> {
     const keys = this.keys(period);
     try {
       await this.kv.zreplaceVersioned(keys.set, keys.versions, userId, version, key ? memberOf(key) : null);
+      return period;
     } catch (error) {
       this.log.warn({ err: error, ref: period.ref }, 'the rank index missed a change; it will be rebuilt');
       await bumpIndexEpoch(this.data(), period);
+      // The epoch read with the standings is stale now: the next check reads it again.
+      return { ref: period.ref, periodStart: period.periodStart };
     }
   }
 

@@ -15,7 +15,23 @@ import type { RankKey } from './rank-key.js';
 export interface StandingsPeriod {
   ref: string;
   periodStart: Date;
+  /** The period's rank index epoch when it was read with its standings (saves the rank index a statement). */
+  epoch?: number;
 }
+
+/**
+ * SQL whose value is a JSON object of the bumped index epochs of the standings `refSql` names, by
+ * period start in milliseconds (a period missing from it is at epoch 0): read with a board or a
+ * tournament, it spares each answer the epoch's own statement. A bump committed between that read
+ * and the answer's ready check is seen by the next answer, as one committed during the answer is.
+ */
+export const epochsSql = (refSql: string) =>
+  `coalesce((select jsonb_object_agg(((extract(epoch from p.period_start) * 1000)::bigint)::text, p.index_epoch)
+     from leaderboard_periods p where p.standings_ref = ${refSql} and p.index_epoch > 0), '{}'::jsonb)`;
+
+/** A period's epoch from the object epochsSql answered. */
+export const epochOf = (epochs: Record<string, number | string> | undefined, periodStart: Date) =>
+  epochs === undefined ? undefined : Number(epochs[String(periodStart.getTime())] ?? 0);
 
 export interface RecordRow {
   user_id: string;

@@ -5,7 +5,13 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuditApi } from '../audit/index.js';
 import type { RankIndex } from './rank-index.js';
-import { deleteStandings, keyOfRow, type StandingsPeriod, submitRecord } from './records.repository.js';
+import {
+  deleteStandings,
+  epochOf,
+  keyOfRow,
+  type StandingsPeriod,
+  submitRecord,
+} from './records.repository.js';
 import type { RankedRecord, RecordsQuery, StandingsReader } from './standings.js';
 import { rankedOf } from './standings.js';
 import {
@@ -53,9 +59,12 @@ export const stateAt = (tournament: Pick<TournamentRow, 'start_at' | 'end_at'>, 
   now < tournament.start_at ? 'upcoming' : now < tournament.end_at ? 'active' : 'ended';
 
 /** A tournament's one period of standings: its records hang on its ref and its start. */
-export const standingsOf = (tournament: Pick<TournamentRow, 'ref' | 'start_at'>): StandingsPeriod => ({
+export const standingsOf = (
+  tournament: Pick<TournamentRow, 'ref' | 'start_at'> & { epochs?: TournamentRow['epochs'] },
+): StandingsPeriod => ({
   ref: tournament.ref,
   periodStart: tournament.start_at,
+  epoch: epochOf(tournament.epochs, tournament.start_at),
 });
 
 /**
@@ -218,8 +227,8 @@ export class TournamentsService {
       await this.deps.writers.refund(writer, userId);
       throw error;
     });
-    await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
-    return recordView(tournament, rankedOf(row, await this.deps.reader.rankOf(ctx, period, row)));
+    const applied = await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
+    return recordView(tournament, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery) {
