@@ -153,11 +153,7 @@ export class LeaderboardsService {
     // One time for the whole answer: the period and the record's updated_at agree.
     const now = ctx.now();
     const current = this.periodOf(board, now);
-    const period = {
-      ref: board.ref,
-      periodStart: current.startedAt,
-      epoch: epochOf(board.epochs, current.startedAt),
-    };
+    const period = this.currentPeriod(board, now);
     const row = await submitRecord(ctx.data, board.operator, {
       ref: board.ref,
       periodStart: period.periodStart,
