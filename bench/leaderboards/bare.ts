@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { memberOf } from '../../src/modules/leaderboards/rank-key.js';
+import { SUBMIT_SQL } from '../../src/modules/leaderboards/records.repository.js';
 import { usernameSql } from '../../src/modules/users/index.js';
-import { namedSql, valuesOf } from '../../src/platform/named-sql.js';
+import { valuesOf } from '../../src/platform/named-sql.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { openBareDb } from '../datapath/bare-db.js';
 import { latency } from '../worlds/harness.js';
@@ -59,30 +60,8 @@ const BY_USERS_SQL = `
   select ${COLUMNS} from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2 and r.user_id = any($3::uuid[])
   order by r.rank_score, r.rank_subscore, r.updated_at, r.user_id`;
-const SUBMIT_BEST_SQL = namedSql<Record<string, unknown>>(
-  `
-    with noted as (
-      insert into leaderboard_periods (standings_ref, period_start, period_end)
-      values (:ref, :periodStart, :periodEnd::timestamptz)
-      on conflict do nothing)
-    insert into leaderboard_records as r (standings_ref, period_start, user_id, score, subscore, rank_score, rank_subscore,
-      num_submissions, metadata, created_at, updated_at)
-    values (:ref, :periodStart, :userId, :score, :subscore, :sign::bigint * :score::bigint,
-      :sign::bigint * :subscore::bigint, 1, coalesce(:metadataJson::jsonb, '{}'::jsonb), :now, :now)
-    on conflict (standings_ref, period_start, user_id) do update set
-      num_submissions = r.num_submissions + 1,
-      score = case when better then excluded.score else r.score end,
-      subscore = case when better then excluded.subscore else r.subscore end,
-      rank_score = case when better then excluded.rank_score else r.rank_score end,
-      rank_subscore = case when better then excluded.rank_subscore else r.rank_subscore end,
-      updated_at = case when better then excluded.updated_at else r.updated_at end,
-      metadata = case when better then coalesce(:metadataJson::jsonb, r.metadata) else r.metadata end,
-      version = case when better then nextval('leaderboard_record_versions') else r.version end
-    returning ${COLUMNS}`.replaceAll(
-    'better',
-    '(excluded.rank_score, excluded.rank_subscore) < (r.rank_score, r.rank_subscore)',
-  ),
-);
+/** The service's own `best` statement (records.repository.ts). */
+const SUBMIT_BEST_SQL = SUBMIT_SQL.best;
 const WARM_UP_MS = 1000;
 
 const job = JSON.parse(process.env.BARE_LEADERBOARDS as string) as BareJob;
