@@ -13,11 +13,6 @@ export interface RankKey {
   userId: string;
 }
 
-export type Sort = 'asc' | 'desc';
-
-/** The rank score of a score on a board sorted `sort` (exact: scores are within ±(2^53-1)). */
-export const rankValue = (value: number, sort: Sort) => (sort === 'desc' ? -value : value);
-
 /** Shifts ±(2^53-1) to 0..2^54-2, which 14 hex digits hold. */
 const OFFSET = 2n ** 53n - 1n;
 const VALUE_DIGITS = 14;
