@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
+import { decodeCursor, encodeCursor } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
@@ -127,14 +128,13 @@ export class LeaderboardsService {
 
   async list(ctx: Ctx, query: { limit: number; cursor?: string }) {
     callerOf(ctx);
-    const after = query.cursor === undefined ? null : boardCursor(query.cursor);
+    const after = decodeCursor(query.cursor, isBoardKey)?.[0] ?? null;
     const rows = await boardsPage(ctx.data, after, query.limit + 1);
     const now = ctx.now();
     const page = rows.slice(0, query.limit);
     return {
       items: page.map((row) => this.view(row, now)),
-      next_cursor:
-        rows.length > query.limit ? Buffer.from((page.at(-1) as BoardRow).id).toString('base64url') : null,
+      next_cursor: rows.length > query.limit ? encodeCursor([(page.at(-1) as BoardRow).id]) : null,
     };
   }
 
@@ -323,10 +323,6 @@ function scheduleOrRefuse(text: string, now: Date): void {
 
 const BOARD_ID = /^[a-z0-9_-]{1,64}$/;
 
-function boardCursor(cursor: string): string {
-  const id = Buffer.from(cursor, 'base64url').toString('latin1');
-  if (BOARD_ID.test(id)) return id;
-  throw new AppError(ErrorCode.VALIDATION_FAILED, 'The cursor is not one this list gave out.', {
-    errors: [{ path: 'cursor', message: 'is not a cursor of this list' }],
-  });
-}
+/** A boards page's key: the last board's id. */
+const isBoardKey = (value: unknown): value is [string] =>
+  Array.isArray(value) && value.length === 1 && typeof value[0] === 'string' && BOARD_ID.test(value[0]);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
+import { decodeCursor, encodeCursor } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
@@ -144,7 +145,8 @@ export class TournamentsService {
     callerOf(ctx);
     const now = ctx.now();
     const filter: TournamentFilter = query.state ?? 'all';
-    const after = query.cursor === undefined ? undefined : tournamentCursor(query.cursor);
+    const key = decodeCursor(query.cursor, isTournamentKey);
+    const after = key && { time: new Date(key[0]), id: key[1] };
     const rows = await tournamentsPage(ctx.data, filter, now, after, query.limit + 1);
     const page = rows.slice(0, query.limit);
     const last = page.at(-1);
@@ -152,9 +154,7 @@ export class TournamentsService {
     return {
       items: page.map((row) => view(row, now)),
       next_cursor:
-        rows.length > query.limit && last
-          ? Buffer.from(JSON.stringify([keyTime(last).toISOString(), last.id])).toString('base64url')
-          : null,
+        rows.length > query.limit && last ? encodeCursor([keyTime(last).toISOString(), last.id]) : null,
     };
   }
 
@@ -320,15 +320,12 @@ const full = (tournament: TournamentRow) =>
 const TIME_ID = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 const TOURNAMENT_ID = /^[a-z0-9_-]{1,64}$/;
 
-function tournamentCursor(cursor: string): { time: Date; id: string } {
-  try {
-    const [time, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown[];
-    if (typeof time === 'string' && TIME_ID.test(time) && typeof id === 'string' && TOURNAMENT_ID.test(id)) {
-      const at = new Date(time);
-      if (!Number.isNaN(at.getTime())) return { time: at, id };
-    }
-  } catch {
-    // Not a cursor of this list: refused below.
-  }
-  throw invalid('cursor', 'is not a cursor of this list');
-}
+/** A tournaments page's key: the last one's start (or end) and id. */
+const isTournamentKey = (value: unknown): value is [string, string] =>
+  Array.isArray(value) &&
+  value.length === 2 &&
+  typeof value[0] === 'string' &&
+  TIME_ID.test(value[0]) &&
+  !Number.isNaN(Date.parse(value[0])) &&
+  typeof value[1] === 'string' &&
+  TOURNAMENT_ID.test(value[1]);

@@ -1,6 +1,7 @@
 import type { Notification } from '../../../protocol/notifications.js';
 import { type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
+import { decodeCursor, encodeCursor } from '../../platform/cursor.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
@@ -33,7 +34,7 @@ export interface NotificationsDeps {
   maxPerUser: number;
 }
 
-const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)\|([0-9a-f-]{36})$/;
+const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 export const viewOf = (row: NotificationRow): Notification => ({
   id: row.id,
@@ -80,7 +81,8 @@ export class NotificationsService {
 
   async list(ctx: Ctx, query: { unread?: 'true' | 'false'; limit: number; cursor?: string }) {
     const caller = callerOf(ctx);
-    const after = query.cursor === undefined ? undefined : cursorKey(query.cursor);
+    const key = decodeCursor(query.cursor, isNotificationKey);
+    const after = key && { createdAt: key[0], id: key[1] };
     const rows = await notificationsPage(
       ctx.data,
       caller.id,
@@ -93,9 +95,7 @@ export class NotificationsService {
     return {
       items: page.map(viewOf),
       next_cursor:
-        rows.length > query.limit && last
-          ? Buffer.from(`${last.created_at.toISOString()}|${last.id}`).toString('base64url')
-          : null,
+        rows.length > query.limit && last ? encodeCursor([last.created_at.toISOString(), last.id]) : null,
     };
   }
 
@@ -134,16 +134,18 @@ export class NotificationsService {
           ...new Set((input.user_ids ?? []).filter(isId).map(canonicalId)),
         ]);
     const stored = await transaction(ctx.data, async (tx) => {
+      // To everyone: the broadcast job writes them; to some: written here, before the answer.
+      if (recipients === 'all')
+        await insertBroadcast(tx, {
+          id,
+          code: input.code,
+          subject: input.subject,
+          contentJson: JSON.stringify(content),
+          createdAt: now,
+        });
       const rows =
         recipients === 'all'
-          ? (await insertBroadcast(tx, {
-              id,
-              code: input.code,
-              subject: input.subject,
-              contentJson: JSON.stringify(content),
-              createdAt: now,
-            }),
-            [])
+          ? []
           : await this.store(
               tx,
               recipients.map((userId) => ({ userId, code: input.code, subject: input.subject, content })),
@@ -167,11 +169,12 @@ export class NotificationsService {
   }
 }
 
-function cursorKey(cursor: string): { createdAt: string; id: string } {
-  const match = CURSOR.exec(Buffer.from(cursor, 'base64url').toString('latin1'));
-  if (match && !Number.isNaN(Date.parse(match[1] as string)))
-    return { createdAt: match[1] as string, id: match[2] as string };
-  throw new AppError(ErrorCode.VALIDATION_FAILED, 'The cursor is not one this list gave out.', {
-    errors: [{ path: 'cursor', message: 'is not a cursor of this list' }],
-  });
-}
+/** A notifications page's key: the last one's time and id. */
+const isNotificationKey = (value: unknown): value is [string, string] =>
+  Array.isArray(value) &&
+  value.length === 2 &&
+  typeof value[0] === 'string' &&
+  TIME.test(value[0]) &&
+  !Number.isNaN(Date.parse(value[0])) &&
+  typeof value[1] === 'string' &&
+  isId(value[1]);
