@@ -144,6 +144,16 @@ export async function createHttpServer(deps: {
     inFlight.end(request);
     done(null, payload);
   });
+  // Unless its client left before its body was read (while an onRequest hook awaited): the
+  // request stream was destroyed then, and Fastify would wait for its body forever, the request
+  // counted as running until shutdown gave up on it. It has no handler to run; it ends here.
+  app.addHook('preParsing', (request, reply, payload, done) => {
+    if (request.raw.destroyed) {
+      reply.hijack();
+      inFlight.end(request);
+    }
+    done(null, payload);
+  });
   const recordUnmatched = durationsOf('unmatched');
   app.addHook('onResponse', (request, reply, done) => {
     if (request.is404) recordUnmatched(request.method, reply.statusCode, reply.elapsedTime / 1000);

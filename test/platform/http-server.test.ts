@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { configFrom } from '../../src/config.js';
 import { createHttpServer, type HttpServer } from '../../src/platform/http.js';
+import { InFlight } from '../../src/platform/in-flight.js';
 import { createLogger } from '../../src/platform/log.js';
 import { createMetrics, type Metrics } from '../../src/platform/metrics.js';
 
@@ -161,5 +162,54 @@ describe('HTTP server shutdown', () => {
     expect(second).toMatch(/content-type: application\/problem\+json/i);
     expect(second).toMatch(/retry-after: 1\r\n/i);
     expect(second).toContain('"code":"SERVICE_UNAVAILABLE"');
+  });
+
+  it('stops counting a request as running when its client left before its body was read, so shutdown need not wait for a body that never comes', async () => {
+    const config = configFrom({ LOG_LEVEL: 'silent' });
+    const inFlight = new InFlight();
+    const http = await createHttpServer({
+      config,
+      log: createLogger(config),
+      metrics: createMetrics(),
+      inFlight,
+    });
+    let arrived: (request: IncomingMessage) => void = () => {};
+    const requestArrived = new Promise<IncomingMessage>((resolve) => (arrived = resolve));
+    let proceed: () => void = () => {};
+    const mayProceed = new Promise<void>((resolve) => (proceed = resolve));
+    let handled = false;
+    http.post(
+      '/held',
+      // An onRequest hook that awaits (as authentication may) holds the body unread meanwhile.
+      {
+        onRequest: async (request) => {
+          arrived(request.raw);
+          await mayProceed;
+        },
+      },
+      async () => {
+        handled = true;
+        return { ok: true };
+      },
+    );
+    await http.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { port } = http.server.address() as AddressInfo;
+      const socket = connect(port, '127.0.0.1');
+      const body = '{"listing_id":"x"}';
+      socket.write(
+        `POST /held HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      const raw = await requestArrived;
+      const gone = new Promise((resolve) => raw.once('close', resolve));
+      socket.destroy();
+      await gone;
+      expect(inFlight.size).toBe(1);
+      proceed();
+      expect(await inFlight.idle(30_000)).toBeUndefined();
+      expect(handled).toBe(false);
+    } finally {
+      await http.close();
+    }
   });
 });
