@@ -235,7 +235,7 @@ describe('domain-event delivery to extensions', () => {
         handled(handlings, 'user.registered').filter((h) => h.event.data.username === username);
       const handlings = await settled(app.db, log, (lines) => ofName(lines).length > 0);
       expect(ofName(handlings).map((h) => [h.event.data, h.account?.id])).toEqual([
-        [{ user_id: created?.id, username }, created?.id],
+        [{ user_id: created?.id, username, created_at: expect.any(String) }, created?.id],
       ]);
     });
 

@@ -16,7 +16,7 @@ import { queryRows } from '../helpers/database.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
 /**
- * The domain events the modules record in the transaction that commits their change (the four of
+ * The domain events the modules record in the transaction that commits their change (those of
  * protocol/domain-events.ts), read from the outbox's table: a module that consumes them all is
  * added, and the app's outbox is stopped, so what was recorded stays there to be read.
  */
@@ -71,7 +71,7 @@ describe('domain events', () => {
       const events = await recordedBy('user.registered', async () => {
         user = await registerUser(app(), username);
       });
-      expect(events).toEqual([{ user_id: user?.user.id, username }]);
+      expect(events).toEqual([{ user_id: user?.user.id, username, created_at: user?.user.created_at }]);
     });
 
     it('is not recorded for a refused registration', async () => {

@@ -87,7 +87,11 @@ export class AuthService {
       const refused = await this.deps.users.createUser(tx, user);
       // Thrown inside, so the transaction the failed insert aborted rolls back.
       if (refused) throw uniqueViolationError(refused.uniqueViolated);
-      const data: DomainEventData[typeof USER_REGISTERED] = { user_id: user.id, username: user.username };
+      const data: DomainEventData[typeof USER_REGISTERED] = {
+        user_id: user.id,
+        username: user.username,
+        created_at: user.createdAt.toISOString(),
+      };
       await this.deps.outbox.record(tx, USER_REGISTERED, data);
     });
   }
