@@ -198,19 +198,23 @@ export async function deleteMember(data: DataAccess, groupId: string, userId: st
   return rows.length > 0;
 }
 
+/**
+ * Stores a pending request and answers the requester with their username (for the managers'
+ * notifications, read in the same statement), or undefined when their request is pending already.
+ */
 export async function insertRequest(
   data: DataAccess,
   groupId: string,
   userId: string,
   at: Date,
-): Promise<boolean> {
-  const rows = await executeBound(
+): Promise<{ id: string; username: string } | undefined> {
+  const [row] = await executeBound<{ id: string; username: string }>(
     data,
     `insert into group_join_requests (group_id, user_id, created_at) values ($1, $2, $3)
-     on conflict do nothing returning user_id`,
+     on conflict do nothing returning user_id as id, ${usernameSql('user_id')} as username`,
     [groupId, userId, at],
   );
-  return rows.length > 0;
+  return row;
 }
 
 export async function deleteRequest(data: DataAccess, groupId: string, userId: string): Promise<boolean> {

@@ -1,4 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type {
   Group,
   GroupJoinPolicy,
@@ -21,6 +22,7 @@ import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { searchTerms } from '../../platform/name-search.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
@@ -64,6 +66,8 @@ const isRosterKey = cursorKey(
 );
 const isNameKey = cursorKey(cursorField.text);
 
+const GROUP_CREATED = 'group.created';
+
 const nameTaken = () =>
   new AppError(ErrorCode.CONFLICT, 'A group with this name exists (names ignore case).');
 
@@ -74,6 +78,8 @@ export class GroupsService {
     private readonly limits: GroupLimits,
     /** A moderator's deletion is recorded in the audit log, in its transaction. */
     private readonly audit: Pick<AuditApi, 'record'>,
+    /** `group.created` is recorded in the creation's transaction, when something consumes it. */
+    private readonly outbox: Pick<Outbox, 'hasConsumers' | 'record'>,
   ) {}
 
   /** Creates the group with the caller as its owner and first member. */
@@ -88,10 +94,16 @@ export class GroupsService {
       'Too many groups created; wait before creating more.',
     );
     const { maxOwnedPerUser, maxMembershipsPerUser } = this.limits;
-    const id = newId();
     const at = ctx.now();
-    const joinPolicy = input.join_policy ?? 'open';
-    const description = input.description ?? '';
+    const group = toGroup({
+      id: newId(),
+      name: input.name,
+      description: input.description ?? '',
+      join_policy: input.join_policy ?? 'open',
+      owner_id: me,
+      member_count: 1,
+      created_at: at,
+    });
     try {
       await transaction(ctx.data, async (tx) => {
         await lockOwnedGroups(tx, me);
@@ -103,8 +115,19 @@ export class GroupsService {
             `An account belongs to at most ${maxMembershipsPerUser} groups, pending requests included.`,
             maxMembershipsPerUser,
           );
-        await insertGroup(tx, { id, name: input.name, description, joinPolicy, ownerId: me, at });
-        await insertMember(tx, { groupId: id, userId: me, role: 'owner', at });
+        await insertGroup(tx, {
+          id: group.id,
+          name: group.name,
+          description: group.description,
+          joinPolicy: group.join_policy,
+          ownerId: me,
+          at,
+        });
+        await insertMember(tx, { groupId: group.id, userId: me, role: 'owner', at });
+        if (this.outbox.hasConsumers(GROUP_CREATED)) {
+          const event: DomainEventData[typeof GROUP_CREATED] = { group };
+          await this.outbox.record(tx, GROUP_CREATED, event);
+        }
       });
     } catch (error) {
       if (hasSqlState(error, SqlState.UNIQUE_VIOLATION)) throw nameTaken();
@@ -113,15 +136,7 @@ export class GroupsService {
         throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
       throw error;
     }
-    return toGroup({
-      id,
-      name: input.name,
-      description,
-      join_policy: joinPolicy,
-      owner_id: me,
-      member_count: 1,
-      created_at: at,
-    });
+    return group;
   }
 
   async get(ctx: Ctx, groupId: string): Promise<Group> {

@@ -28,6 +28,7 @@ import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import type { ChatApi } from '../chat/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { UsersApi } from '../users/index.js';
 import { GROUP_TOPIC_PREFIX, groupChatChannel, groupTopic } from './group-chat-channel.js';
 import { GROUP_MEMBERSHIP_ENDED, GroupEvents, type GroupMembershipEndedEvent } from './group-events.js';
@@ -46,10 +47,14 @@ export interface GroupsApi {
 export const groupsModule = defineModule({
   name: 'groups',
   tables: ['groups', 'group_members', 'group_join_requests'],
-  needs: ['users', 'audit', 'chat'],
+  needs: ['users', 'audit', 'chat', 'notifications'],
   setup(
     { bus, kv, config, gateway, outbox },
-    { audit, chat }: { users: UsersApi; audit: AuditApi; chat: ChatApi },
+    {
+      audit,
+      chat,
+      notifications,
+    }: { users: UsersApi; audit: AuditApi; chat: ChatApi; notifications: NotificationsApi },
   ) {
     // A socket that joins a group's chat again is sent what it missed, its roster events included.
     bus.recordTopics(GROUP_TOPIC_PREFIX);
@@ -69,6 +74,7 @@ export const groupsModule = defineModule({
         }),
       },
       audit,
+      outbox,
     );
     const roster = new RosterService(
       events,
@@ -84,6 +90,7 @@ export const groupsModule = defineModule({
       },
       audit,
       outbox,
+      notifications,
     );
     // The group's chat takes chat's pipeline, with this module's resolver deciding who may use it.
     const groupChat = chat.channelKind(groupChatChannel);

@@ -8,7 +8,9 @@ import type { Outbox } from '../../platform/outbox.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { GroupEvents } from './group-events.js';
+import { joinApprovedNote, joinRequestedNote } from './group-notifications.js';
 import {
   forbidden,
   GROUP_STAFF_ONLY,
@@ -67,6 +69,8 @@ export class RosterService {
     private readonly audit: Pick<AuditApi, 'record'>,
     /** `group.member.joined` is recorded in the join's transaction, when something consumes it. */
     private readonly outbox: Pick<Outbox, 'hasConsumers' | 'record'>,
+    /** The inbox: a request notifies the managers, an approval the requester, in its transaction. */
+    private readonly notifications: Pick<NotificationsApi, 'store' | 'announce'>,
   ) {}
 
   /** Joins an open group, or asks to join a closed one. */
@@ -89,9 +93,17 @@ export class RosterService {
             maxMembershipsPerUser,
           );
         if (group.join_policy === 'closed') {
-          if (!(await insertRequest(data, group.id, me, ctx.now())))
+          const at = ctx.now();
+          const requester = await insertRequest(data, group.id, me, at);
+          if (!requester)
             throw new AppError(ErrorCode.CONFLICT, 'Your request to join this group is pending already.');
-          return { requested: true as const, managers: await managersOf(data, group.id) };
+          const managers = await managersOf(data, group.id);
+          const notes = await this.notifications.store(
+            data,
+            managers.map((managerId) => joinRequestedNote(managerId, group, requester)),
+            at,
+          );
+          return { requested: true as const, managers, notes };
         }
         if (group.member_count >= maxMembers) throw groupFull(maxMembers);
         const row = await insertMember(data, {
@@ -106,6 +118,7 @@ export class RosterService {
       (data) => lockMemberships(data, me),
     );
     if (outcome.requested) {
+      await this.notifications.announce(outcome.notes, ctx.log);
       await this.events.request(
         ctx,
         'group.join_requested',
@@ -127,19 +140,17 @@ export class RosterService {
     const me = callerOf(ctx).id;
     const target = memberIdOf(userId);
     const { maxMembers } = this.limits;
-    const [id, member] = await inLockedGroup(ctx, groupId, async (data, group) => {
+    const [id, member, notes] = await inLockedGroup(ctx, groupId, async (data, group) => {
       await requireManager(data, group.id, me, 'approve join requests');
       if (!(await deleteRequest(data, group.id, target))) throw noSuchRequest();
       if (group.member_count >= maxMembers) throw groupFull(maxMembers);
-      const row = await insertMember(data, {
-        groupId: group.id,
-        userId: target,
-        role: 'member',
-        at: ctx.now(),
-      });
+      const at = ctx.now();
+      const row = await insertMember(data, { groupId: group.id, userId: target, role: 'member', at });
       if (this.outbox.hasConsumers(MEMBER_JOINED)) await this.recordJoined(data, group.id, target);
-      return [group.id, toMember(row)] as const;
+      const approved = await this.notifications.store(data, [joinApprovedNote(target, group, me)], at);
+      return [group.id, toMember(row), approved] as const;
     });
+    await this.notifications.announce(notes, ctx.log);
     await this.events.roster(ctx, id, [target], 'group.member_joined', { group_id: id, member, by: me });
     return member;
   }

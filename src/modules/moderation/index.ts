@@ -5,6 +5,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import type { ChatApi } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ModerationService } from './moderation.service.js';
 
@@ -12,16 +13,30 @@ import { ModerationService } from './moderation.service.js';
 export const moderationModule = defineModule({
   name: 'moderation',
   tables: ['message_reports'],
-  needs: ['worlds', 'groups', 'chat', 'audit'],
+  needs: ['worlds', 'groups', 'chat', 'audit', 'notifications'],
   setup(
-    { kv, config },
-    { worlds, groups, chat, audit }: { worlds: WorldsApi; groups: GroupsApi; chat: ChatApi; audit: AuditApi },
+    { kv, config, outbox },
+    {
+      worlds,
+      groups,
+      chat,
+      audit,
+      notifications,
+    }: {
+      worlds: WorldsApi;
+      groups: GroupsApi;
+      chat: ChatApi;
+      audit: AuditApi;
+      notifications: NotificationsApi;
+    },
   ) {
     const moderation = new ModerationService({
       worlds,
       groups,
       messages: chat,
       audit,
+      notifications,
+      outbox,
       reportLimiter: createLimiter(kv, {
         keyPrefix: 'report',
         points: config.REPORT_RATE_LIMIT_COUNT,

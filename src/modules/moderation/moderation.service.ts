@@ -1,4 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import {
   type ModerationReport,
   REPORT_REASON_MAX,
@@ -8,15 +9,17 @@ import {
 } from '../../../protocol/moderation.js';
 import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
-import { transaction } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId, newId } from '../../platform/ids.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import { trimmedText } from '../../platform/trimmed-text.js';
 import type { AuditApi } from '../audit/index.js';
 import type { ChatApi, MessageTargetRow } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
+import type { NotificationRequest, NotificationsApi } from '../notifications/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
   closeReport,
@@ -24,6 +27,7 @@ import {
   type NewReportRow,
   type ReportRow,
   reportById,
+  reportedMessage,
   reportsIn,
 } from './reports.repository.js';
 
@@ -36,6 +40,10 @@ export interface ModerationDeps {
   reportLimiter: RateLimiterAbstract;
   /** Every decision is recorded in the audit log, in its transaction. */
   audit: AuditApi;
+  /** The inbox: a decision notifies the reporter, in its transaction. */
+  notifications: Pick<NotificationsApi, 'store' | 'announce'>;
+  /** `report.created` is recorded with the report, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -44,6 +52,8 @@ type Decision = {
   note?: string | undefined;
   delete_message?: boolean | undefined;
 };
+
+const REPORT_CREATED = 'report.created';
 
 const noSuchMessage = () => new AppError(ErrorCode.NOT_FOUND, 'No such message.');
 const noSuchReport = () => new AppError(ErrorCode.NOT_FOUND, 'No such report.');
@@ -58,6 +68,22 @@ const toReport = (row: NewReportRow): Report => ({
   reason: row.reason,
   details: row.details,
   created_at: new Date(row.created_at).toISOString(),
+});
+
+/**
+ * The inbox's word to the reporter of a decided report (docs/notifications.md): what became of it,
+ * never who decided nor their note.
+ */
+const decidedNote = (
+  to: string,
+  report: { id: string; message_id: string | null },
+  state: Decision['state'],
+): NotificationRequest => ({
+  userId: to,
+  code: 'report.resolved',
+  subject: `A moderator ${state} your report`,
+  content: { report_id: report.id, message_id: report.message_id, state },
+  senderId: null,
 });
 
 const toModerationReport = (row: ReportRow): ModerationReport => ({
@@ -107,17 +133,16 @@ export class ModerationService {
         errors: [{ path: 'message_id', message: "must be another user's message" }],
       });
     }
+    const report = { id: newId(), messageId: id, reporterId: me, reason, details, at: ctx.now() };
     try {
-      return toReport(
-        await insertReport(ctx.data, {
-          id: newId(),
-          messageId: id,
-          reporterId: me,
-          reason,
-          details,
-          at: ctx.now(),
-        }),
-      );
+      const row = this.deps.outbox.hasConsumers(REPORT_CREATED)
+        ? await transaction(ctx.data, async (tx) => {
+            const inserted = await insertReport(tx, report);
+            await this.recordCreated(tx, inserted, me, id);
+            return inserted;
+          })
+        : await insertReport(ctx.data, report);
+      return toReport(row);
     } catch (error) {
       // Checked by the constraint rather than a read first, so two reports sent at once still make one.
       if (hasSqlState(error, SqlState.UNIQUE_VIOLATION))
@@ -126,6 +151,30 @@ export class ModerationService {
       if (hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw noSuchMessage();
       throw error;
     }
+  }
+
+  /**
+   * Records `report.created` in the report's transaction `tx`, with the message as it stands then:
+   * the report's foreign key holds the message's row until the commit, so it is there to read.
+   */
+  private async recordCreated(
+    tx: DataAccess,
+    row: NewReportRow,
+    reporterId: string,
+    messageId: string,
+  ): Promise<void> {
+    const message = await reportedMessage(tx, messageId);
+    if (!message) throw noSuchMessage();
+    const event: DomainEventData[typeof REPORT_CREATED] = {
+      report: { ...toReport(row), reporter_id: reporterId },
+      message: {
+        id: messageId,
+        sender_id: message.sender_id,
+        body: message.body,
+        created_at: new Date(message.created_at).toISOString(),
+      },
+    };
+    await this.deps.outbox.record(tx, REPORT_CREATED, event);
   }
 
   async list(ctx: Ctx, state: ReportState, page: Page) {
@@ -141,13 +190,14 @@ export class ModerationService {
     const note = trimmedText(decision.note, { path: 'note', max: REPORT_TEXT_MAX, optional: true });
     if (!isId(reportId)) throw noSuchReport();
     const id = canonicalId(reportId);
-    const row = await transaction(ctx.data, async (tx) => {
+    const { row, notes } = await transaction(ctx.data, async (tx) => {
+      const at = ctx.now();
       const closed = await closeReport(tx, {
         id,
         state: decision.state,
         moderatorId: moderator.id,
         note,
-        at: ctx.now(),
+        at,
       });
       if (!closed) {
         if (await reportById(tx, id))
@@ -163,8 +213,19 @@ export class ModerationService {
         before: { state: 'open', message_id: closed.message_id },
         after: { state: decision.state, note, message_deleted: deleteMessage },
       });
-      return reportById(tx, id);
+      // The reporter learns which message they reported even when this decision deleted it; a
+      // reporter whose account is gone is told nothing.
+      const decided =
+        closed.reporter_id === null
+          ? []
+          : await this.deps.notifications.store(
+              tx,
+              [decidedNote(closed.reporter_id, { id, message_id: closed.message_id }, decision.state)],
+              at,
+            );
+      return { row: await reportById(tx, id), notes: decided };
     });
+    await this.deps.notifications.announce(notes, ctx.log);
     if (!row) throw noSuchReport();
     return toModerationReport(row);
   }

@@ -99,20 +99,36 @@ export function reportsIn(
 }
 
 /**
+ * The reported message as it stands in `data`'s transaction (sender_id, body, created_at), for the
+ * `report.created` event; undefined when there is none.
+ */
+export async function reportedMessage(
+  data: DataAccess,
+  messageId: string,
+): Promise<{ sender_id: string | null; body: string; created_at: Date } | undefined> {
+  const [row] = await executeBound<{ sender_id: string | null; body: string; created_at: Date }>(
+    data,
+    `select m.sender_id, m.body, m.created_at from ${messageSql('$1::uuid')} m`,
+    [messageId],
+  );
+  return row;
+}
+
+/**
  * Closes the report if it is still open, in one statement so that two moderators deciding at
- * once cannot both succeed; answers the reported message's id, or undefined when no open report
- * has this id.
+ * once cannot both succeed; answers the reported message's id and the reporter's, or undefined
+ * when no open report has this id.
  */
 export async function closeReport(
   data: DataAccess,
   decision: { id: string; state: ReportState; moderatorId: string; note: string | null; at: Date },
-): Promise<{ message_id: string | null } | undefined> {
-  const [row] = await executeBound<{ message_id: string | null }>(
+): Promise<{ message_id: string | null; reporter_id: string | null } | undefined> {
+  const [row] = await executeBound<{ message_id: string | null; reporter_id: string | null }>(
     data,
     `update message_reports
      set state = $2::report_state, moderator_id = $3, note = $4, resolved_at = $5
      where id = $1 and state = 'open'
-     returning message_id`,
+     returning message_id, reporter_id`,
     [decision.id, decision.state, decision.moderatorId, decision.note, decision.at],
   );
   return row;
