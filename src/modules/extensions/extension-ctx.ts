@@ -1,9 +1,11 @@
+import type { Notification } from '../../../protocol/notifications.js';
 import type { Role } from '../../platform/auth/access-tokens.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { isId } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
 import type { LeaderboardsAccess } from '../leaderboards/index.js';
+import type { ExtensionNotification, NotificationsApi } from '../notifications/index.js';
 import type { CallSite, Deadline } from './calls.js';
 import { ExtensionServiceError } from './service-error.js';
 import { type ExtensionStorage, extensionStorage } from './storage.js';
@@ -51,6 +53,10 @@ export interface ExtensionCtx {
   readonly users: { get(id: string): Promise<ExtensionUser | null> };
   /** Leaderboards and tournaments as a game server writes them, and their standings (docs/leaderboards.md). */
   readonly leaderboards: LeaderboardsAccess;
+  /** Sends a user a notification from the system (docs/notifications.md); answers it as their inbox lists it. */
+  readonly notifications: {
+    send(user_id: string, notification: ExtensionNotification): Promise<Notification>;
+  };
 }
 
 /** The modules' functions behind the ctx services. */
@@ -65,6 +71,7 @@ export interface CtxServices {
   account(data: DataAccess, id: string): Promise<ExtensionUser | undefined>;
   storageLimits: { maxRecords: number };
   leaderboards: LeaderboardsAccess;
+  notifications: Pick<NotificationsApi, 'send'>;
 }
 
 /**
@@ -116,6 +123,7 @@ class CallCtx implements ExtensionCtx {
   #economy: ExtensionCtx['economy'] | undefined;
   #users: ExtensionCtx['users'] | undefined;
   #leaderboards: LeaderboardsAccess | undefined;
+  #notifications: ExtensionCtx['notifications'] | undefined;
 
   constructor(
     services: CtxServices,
@@ -190,6 +198,17 @@ class CallCtx implements ExtensionCtx {
       tournamentRecords: (id, query) => service(deadline, () => access.tournamentRecords(id, query)),
     };
     return this.#leaderboards;
+  }
+
+  get notifications() {
+    const services = this.#services;
+    const deadline = this.#deadline;
+    const log = this.#who.log;
+    this.#notifications ??= {
+      send: (userId, notification) =>
+        service(deadline, () => services.notifications.send(services.data, userId, notification, log)),
+    };
+    return this.#notifications;
   }
 }
 

@@ -2,6 +2,7 @@ import { operations } from '../../../protocol/operations.js';
 import { defineModule } from '../../platform/module.js';
 import type { EconomyApi } from '../economy/index.js';
 import type { LeaderboardsApi } from '../leaderboards/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { UsersApi } from '../users/index.js';
 import { CallerDirectory } from './callers.js';
 import { ExtensionCalls } from './calls.js';
@@ -36,10 +37,20 @@ export interface ExtensionOverview {
 export const extensionsModule = defineModule({
   name: 'extensions',
   tables: ['extension_storage', 'extension_storage_usage'],
-  needs: ['users', 'economy', 'leaderboards'],
+  needs: ['users', 'economy', 'leaderboards', 'notifications'],
   async setup(
     platform,
-    { users, economy, leaderboards }: { users: UsersApi; economy: EconomyApi; leaderboards: LeaderboardsApi },
+    {
+      users,
+      economy,
+      leaderboards,
+      notifications,
+    }: {
+      users: UsersApi;
+      economy: EconomyApi;
+      leaderboards: LeaderboardsApi;
+      notifications: NotificationsApi;
+    },
   ) {
     const { config, log } = platform;
     const registry = new Registry();
@@ -64,6 +75,7 @@ export const extensionsModule = defineModule({
       },
       storageLimits: { maxRecords: config.EXTENSION_STORAGE_MAX_RECORDS },
       leaderboards: leaderboards.access,
+      notifications,
     };
     const callers = new CallerDirectory(
       platform.db.data,

@@ -1,4 +1,5 @@
 import {
+  type Notification,
   notificationsBroadcast,
   notificationsDelete,
   notificationsList,
@@ -15,6 +16,7 @@ import { BroadcastJob } from './broadcast-job.js';
 import type { NotificationRow } from './notifications.repository.js';
 import { type NotificationRequest, NotificationsService } from './notifications.service.js';
 
+export type { ExtensionNotification } from './extension-send.js';
 export type { NotificationRequest } from './notifications.service.js';
 
 /** How often each node looks for a broadcast to everyone to continue. */
@@ -27,6 +29,16 @@ const BROADCAST_INTERVAL_MS = 1000;
 export interface NotificationsApi {
   store(tx: DataAccess, requests: readonly NotificationRequest[], at: Date): Promise<NotificationRow[]>;
   announce(rows: readonly NotificationRow[], log: Pick<Logger, 'warn'>): Promise<void>;
+  /**
+   * Server extensions' `ctx.notifications.send`: checks the extension's arguments, stores one
+   * notification in its own transaction and announces it; answers it as the inbox lists it.
+   */
+  send(
+    data: DataAccess,
+    userId: unknown,
+    notification: unknown,
+    log: Pick<Logger, 'warn'>,
+  ): Promise<Notification>;
   /** Runs the broadcast job until no broadcast to everyone is left (tests). */
   runBroadcasts(): Promise<void>;
 }
@@ -54,6 +66,7 @@ export const notificationsModule = defineModule({
     const api: NotificationsApi = {
       store: (tx, requests, at) => notifications.store(tx, requests, at),
       announce: (rows, announceLog) => notifications.announce(rows, announceLog),
+      send: (data, userId, notification, sendLog) => notifications.send(data, userId, notification, sendLog),
       runBroadcasts: () => job.runOnce(),
     };
     return {

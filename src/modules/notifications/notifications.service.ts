@@ -8,6 +8,7 @@ import { canonicalId, isId, newId } from '../../platform/ids.js';
 import type { Logger } from '../../platform/log.js';
 import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
+import { extensionSendArguments } from './extension-send.js';
 import {
   deleteNotification,
   insertBroadcast,
@@ -77,6 +78,29 @@ export class NotificationsService {
       rows.map((row) => ({ topics: userTopic(row.user_id), event: { t: 'notification', d: viewOf(row) } })),
       log,
     );
+  }
+
+  /**
+   * An extension's `ctx.notifications.send`: one notification from the system (`sender_id` null)
+   * to an existing user, in a transaction of its own, announced once it committed. Arguments are
+   * the extension's, checked here; a user that does not exist gets nothing and is NOT_FOUND.
+   */
+  async send(
+    data: DataAccess,
+    userId: unknown,
+    notification: unknown,
+    log: Pick<Logger, 'warn'>,
+  ): Promise<Notification> {
+    const { user_id, notification: asked } = extensionSendArguments(userId, notification);
+    const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No user has that id.');
+    if (!isId(user_id)) throw noSuchUser();
+    // store skips a user that does not exist (also one deleted meanwhile), so none stored is the answer.
+    const [row] = await transaction(data, (tx) =>
+      this.store(tx, [{ userId: canonicalId(user_id), ...asked }], new Date()),
+    );
+    if (!row) throw noSuchUser();
+    await this.announce([row], log);
+    return viewOf(row);
   }
 
   async list(ctx: Ctx, query: { unread?: 'true' | 'false'; limit: number; cursor?: string }) {
