@@ -1,7 +1,10 @@
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { Me } from '../../../protocol/users.js';
 import { batchedStatement } from '../../platform/batcher.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
+import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { Outbox } from '../../platform/outbox.js';
 import type { AuthApi } from '../auth/index.js';
 import type { PresenceApi } from '../presence/index.js';
 import type { AccountRow, UsersApi } from '../users/index.js';
@@ -14,7 +17,11 @@ export interface AccountDeps {
   readConcurrency: number;
   /** Told how many reads each statement served (a metric). */
   observeReadBatch?: (size: number) => void;
+  /** `user.deleted` is recorded with the deletion, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
 }
+
+const USER_DELETED = 'user.deleted';
 
 /** The most accounts one statement reads. */
 const ACCOUNTS_PER_STATEMENT = 100;
@@ -64,7 +71,8 @@ export class AccountService {
   /**
    * Deletes the caller's account after re-checking the password. Rows the user owns go with it
    * through the schema's ON DELETE rules (CASCADE or SET NULL, as the specification assigns each
-   * table), and the user's access tokens stop working at once.
+   * table), and the user's access tokens stop working at once. `user.deleted` commits with the
+   * deletion (the only path that deletes an account).
    */
   async deleteAccount(ctx: Ctx, password: string): Promise<void> {
     const caller = callerOf(ctx);
@@ -74,6 +82,15 @@ export class AccountService {
       throw new AppError(ErrorCode.PASSWORD_INCORRECT, 'The password is wrong.');
     }
     await this.deps.sessions.revokeAllSessions(ctx, user.id);
-    await this.deps.accounts.deleteUser(ctx.data, user.id);
+    if (!this.deps.outbox.hasConsumers(USER_DELETED)) {
+      await this.deps.accounts.deleteUser(ctx.data, user.id);
+      return;
+    }
+    await transaction(ctx.data, async (tx) => {
+      // A deletion racing this one may have deleted it first: that one records the event.
+      if (!(await this.deps.accounts.deleteUser(tx, user.id))) return;
+      const event: DomainEventData[typeof USER_DELETED] = { user_id: user.id };
+      await this.deps.outbox.record(tx, USER_DELETED, event);
+    });
   }
 }

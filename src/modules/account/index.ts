@@ -13,7 +13,7 @@ export const accountModule = defineModule({
   tables: [],
   needs: ['users', 'auth', 'presence'],
   setup(
-    { db, metrics },
+    { db, metrics, outbox },
     { users, auth, presence }: { users: UsersApi; auth: AuthApi; presence: PresenceApi },
   ) {
     const account = new AccountService({
@@ -22,6 +22,7 @@ export const accountModule = defineModule({
       accounts: users,
       readConcurrency: statementsAtOnce(db.poolSize),
       observeReadBatch: (size) => metrics.statementBatchSize.observe({ statement: 'account_read' }, size),
+      outbox,
     });
     return {
       api: {},

@@ -35,6 +35,7 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import type { UsersApi } from '../users/index.js';
 import { CatalogService } from './catalog.service.js';
 import { economyCommands } from './economy.commands.js';
@@ -73,9 +74,12 @@ export const economyModule = defineModule({
     'economy_idempotency_keys',
     'inventory_items',
   ],
-  needs: ['users', 'audit'],
+  needs: ['users', 'audit', 'notifications'],
   commands: economyCommands,
-  setup({ config, kv, bus, db, log, outbox }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
+  setup(
+    { config, kv, bus, db, log, outbox },
+    { users, audit, notifications }: { users: UsersApi; audit: AuditApi; notifications: NotificationsApi },
+  ) {
     const writes = new IdempotentWrites(config.ECONOMY_IDEMPOTENCY_TTL_HOURS);
     const createLimit = createLimiter(kv, {
       keyPrefix: 'economy-create',
@@ -107,6 +111,7 @@ export const economyModule = defineModule({
       }),
       audit,
       outbox,
+      notifications,
     });
     const payouts = new PayoutsService({
       writes,
@@ -114,6 +119,8 @@ export const economyModule = defineModule({
       minimum: config.ECONOMY_PAYOUT_MINIMUM,
       createLimiter: createLimit,
       audit,
+      outbox,
+      notifications,
     });
     const job = new ReleaseJob({
       db,

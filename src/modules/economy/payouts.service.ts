@@ -1,4 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import { type Payout, type PayoutState, payoutsCreate } from '../../../protocol/economy.js';
 import { adminPayoutDecide } from '../../../protocol/economy-admin.js';
 import { type Announcement, type EventBus, userTopic } from '../../platform/bus.js';
@@ -6,11 +7,14 @@ import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
+import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import { insufficientFunds, platformAccount, userAccount } from './accounts.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { ensureAccounts, lockAccounts, type Movement, post } from './ledger.repository.js';
+import { payoutDecidedNote } from './notes.js';
 import { decidePayout, insertPayout, payoutById, payoutQueue, payoutsOf } from './payouts.repository.js';
 import { releaseHolds } from './release.js';
 import { balanceAnnouncements, conflictIn, idOr, toPayout } from './views.js';
@@ -22,6 +26,10 @@ export interface PayoutsDeps {
   createLimiter: RateLimiterAbstract;
   /** Admins' decisions are recorded in the audit log, in their transaction. */
   audit: Pick<AuditApi, 'record'>;
+  /** `economy.payout.requested` is recorded in the request's transaction, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
+  /** The creator's `economy.payout_decided`, stored in the decision's transaction and announced after it. */
+  notifications: Pick<NotificationsApi, 'store' | 'announce'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -34,6 +42,7 @@ const DECISION_ACTIONS: Record<Decision, string> = {
   rejected: 'economy.payouts.reject',
 };
 
+const PAYOUT_REQUESTED = 'economy.payout.requested';
 const noSuchPayout = () => new AppError(ErrorCode.NOT_FOUND, 'No such payout.');
 const PAID_OUT = platformAccount('platform_payouts');
 
@@ -89,6 +98,10 @@ export class PayoutsService {
         { accountId: inPayout.id, kind: 'payout', amount: input.amount },
       ]);
       const payout = toPayout(row);
+      if (this.deps.outbox.hasConsumers(PAYOUT_REQUESTED)) {
+        const event: DomainEventData[typeof PAYOUT_REQUESTED] = { payout };
+        await this.deps.outbox.record(tx, PAYOUT_REQUESTED, event);
+      }
       return {
         answer: await key.store(payout),
         afterCommit: () =>
@@ -180,13 +193,26 @@ export class PayoutsService {
         before: { state: row.state },
         after: { state: input.state, note: input.note ?? null },
       });
+      // After the accounts, as a purchase takes the seller's inbox after theirs. A creator whose
+      // account is gone is told nothing.
+      const { user_id: creatorId } = payout;
+      const notes =
+        creatorId === null
+          ? []
+          : await this.deps.notifications.store(
+              tx,
+              [payoutDecidedNote({ ...payout, user_id: creatorId })],
+              at,
+            );
       return {
         answer: await key.store(payout),
-        afterCommit: () =>
-          this.deps.bus.publishAllCommitted(
+        afterCommit: async () => {
+          await this.deps.bus.publishAllCommitted(
             [...balanceAnnouncements(entries), ...payoutAnnouncement(payout)],
             ctx.log,
-          ),
+          );
+          await this.deps.notifications.announce(notes, ctx.log);
+        },
       };
     });
   }

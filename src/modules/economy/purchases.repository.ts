@@ -51,8 +51,10 @@ export async function takeFromInventory(
 
 /** What the sale statement found and did. */
 export interface Sale {
-  /** The listing as the statement read it; undefined when there is no such listing. */
-  listing: { state: ListingRow['state']; seller_id: string | null; price: string } | undefined;
+  /** The listing as the statement read it, with its item's name; undefined when there is no such listing. */
+  listing:
+    | { state: ListingRow['state']; seller_id: string | null; price: string; item_name: string }
+    | undefined;
   /** Whether the buyer's inventory took the unit: false for a non-consumable they own already. */
   added: boolean;
   wallet_balance: string;
@@ -74,7 +76,7 @@ export interface NewSale {
 
 const RECORD_SALE = namedSql<NewSale>(
   `with listing as (
-     select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable,
+     select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable, i.name as item_name,
        ${userAccountIdSql('l.seller_id', 'creator_pending')} as pending_account_id,
        ${userAccountIdSql('l.seller_id', 'creator_available')} as available_account_id,
        case when :feeBps::int > 0 then greatest(1, l.price * :feeBps::int / 10000) else 0 end as fee
@@ -111,7 +113,7 @@ const RECORD_SALE = namedSql<NewSale>(
      returning *
    )
    select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price::text as listing_price,
-     f.added, f.balance::text as wallet_balance, ${PURCHASE_COLUMNS}
+     l.item_name, f.added, f.balance::text as wallet_balance, ${PURCHASE_COLUMNS}
    from funds f left join listing l on true left join p on true`,
 );
 
@@ -119,6 +121,7 @@ type SaleRow = Record<string, unknown> & {
   listing_state: ListingRow['state'] | null;
   listing_seller_id: string | null;
   listing_price: string | null;
+  item_name: string | null;
   added: boolean;
   wallet_balance: string;
 };
@@ -126,7 +129,8 @@ type SaleRow = Record<string, unknown> & {
 /**
  * A purchase's sale in one statement, which reads what it needs and writes only what the rules
  * allow, for the service to pick the refusal from what it returns (docs/modules.md, "One round
- * trip for a guarded write"). It reads the listing, then takes its locks in the order every
+ * trip for a guarded write"). It reads the listing (and its item's name, which the seller's
+ * notification shows), then takes its locks in the order every
  * write does (docs/economy.md, "Locking"): when the listing is active and someone else's, one
  * unit of its item into the buyer's inventory (a non-consumable they own already takes none, and
  * the sale stops there); the buyer's wallet and the seller's creator_pending, in id order as
@@ -141,13 +145,18 @@ type SaleRow = Record<string, unknown> & {
  */
 export async function recordSale(data: DataAccess, sale: NewSale): Promise<Sale> {
   const [row] = await executeNamed<SaleRow, NewSale>(data, RECORD_SALE, sale);
-  const { listing_state, listing_seller_id, listing_price, added, wallet_balance, ...purchase } =
+  const { listing_state, listing_seller_id, listing_price, item_name, added, wallet_balance, ...purchase } =
     row as SaleRow;
   return {
     listing:
       listing_state === null
         ? undefined
-        : { state: listing_state, seller_id: listing_seller_id, price: listing_price as string },
+        : {
+            state: listing_state,
+            seller_id: listing_seller_id,
+            price: listing_price as string,
+            item_name: item_name as string,
+          },
     added,
     wallet_balance,
     purchase: purchase.id === null ? undefined : (purchase as unknown as PurchaseRow),

@@ -11,10 +11,12 @@ import { newId } from '../../platform/ids.js';
 import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
+import type { NotificationsApi } from '../notifications/index.js';
 import { insufficientFunds, platformAccount, userAccount } from './accounts.js';
 import { listingById } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { lockAccounts, post, transactionById } from './ledger.repository.js';
+import { itemSoldNote } from './notes.js';
 import {
   inventoryOf,
   markRefunded,
@@ -36,6 +38,8 @@ export interface PurchasesDeps {
   audit: Pick<AuditApi, 'record'>;
   /** `economy.purchase.completed` is recorded in the purchase's transaction, when something consumes it. */
   outbox: Pick<Outbox, 'hasConsumers' | 'record'>;
+  /** The seller's `economy.item_sold`, stored in the purchase's transaction and announced after it. */
+  notifications: Pick<NotificationsApi, 'store' | 'announce'>;
 }
 
 type Page = { limit: number; cursor?: string | undefined };
@@ -57,8 +61,8 @@ export class PurchasesService {
    * A purchase, its steps in the order of the walk in docs/economy.md: under the key's claim
    * (idempotency.ts), one point of the purchase rate, the sale in one statement (recordSale:
    * the listing read, the inventory's unit, the accounts' locks, the listing's count, the
-   * purchase), the answer stored under the key, and last the ledger transaction, which locks the
-   * revenue account every purchase moves.
+   * purchase), the answer stored under the key, the seller's notification, and last the ledger
+   * transaction, which locks the revenue account every purchase moves.
    */
   buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
     const buyer = callerOf(ctx).id;
@@ -107,6 +111,18 @@ export class PurchasesService {
         const event: DomainEventData[typeof PURCHASE_COMPLETED] = { purchase: answer.value };
         await this.deps.outbox.record(tx, PURCHASE_COMPLETED, event);
       }
+      // The seller's notification, in one call. Its lock (the seller's inbox) comes after the
+      // accounts and the listing the sale locked, and before the revenue account, the last lock.
+      const notes = await this.deps.notifications.store(
+        tx,
+        [
+          itemSoldNote(
+            { ...answer.value, seller_id: sellerId },
+            { id: row.item_id, name: listing.item_name },
+          ),
+        ],
+        at,
+      );
       const { entries } = await post(
         tx,
         { kind: 'purchase', purchaseId: row.id, at },
@@ -119,11 +135,13 @@ export class PurchasesService {
       );
       return {
         answer,
-        afterCommit: () =>
-          this.deps.bus.publishAllCommitted(
+        afterCommit: async () => {
+          await this.deps.bus.publishAllCommitted(
             [...balanceAnnouncements(entries), ...saleAnnouncement(sellerId, answer.value)],
             ctx.log,
-          ),
+          );
+          await this.deps.notifications.announce(notes, ctx.log);
+        },
       };
     });
   }

@@ -15,7 +15,6 @@ import {
   adminServersPage,
   applyReport,
   endServer,
-  failOverdue,
   findServer,
   type GameServerRow,
   idleServers,
@@ -32,6 +31,7 @@ import {
 } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
+import { serverView } from './server-view.js';
 import type { SpawnAdmission } from './spawn-admission.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
@@ -59,25 +59,6 @@ const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.')
 const noSuchWorld = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
 const tokenDead = () =>
   new AppError(ErrorCode.UNAUTHENTICATED, 'The server token is invalid, or its server has ended.');
-
-/** The API's view of a server; `reserved` is its live reservations made since its last report. */
-function view(row: GameServerRow, reserved = 0): GameServer {
-  const iso = (date: Date | null) => (date ? date.toISOString() : null);
-  return {
-    server_id: row.id,
-    world_id: row.world_id,
-    status: row.status,
-    address: row.address,
-    error: row.error,
-    players: row.players + reserved,
-    max_players: row.max_players,
-    backend: row.backend,
-    created_at: row.created_at.toISOString(),
-    ready_at: iso(row.ready_at),
-    ended_at: iso(row.ended_at),
-    ready_deadline_at: row.ready_deadline.toISOString(),
-  };
-}
 
 /**
  * Game servers (docs/gameservers.md): their records, tokens and states. The spawner runs them; this
@@ -123,13 +104,13 @@ export class GameServersService {
       }),
     );
     await this.lifecycle.launch(spawn);
-    return view(spawn.row);
+    return serverView(spawn.row);
   }
 
   async get(ctx: Ctx, serverId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const row = await this.visibleServer(ctx, caller, serverId);
-    return view(row, await freshReservations(ctx.data, row.id, ctx.now()));
+    return serverView(row, await freshReservations(ctx.data, row.id, ctx.now()));
   }
 
   /** Every server, newest first, ended ones included: admins only (docs/gameservers.md, "Administration"). */
@@ -159,7 +140,7 @@ export class GameServersService {
     return pageFrom(
       rows,
       query.limit,
-      (row) => ({ ...view(row), requested_by: row.requested_by, world_owner_id: row.world_owner_id }),
+      (row) => ({ ...serverView(row), requested_by: row.requested_by, world_owner_id: row.world_owner_id }),
       (row) => [row.created_key, row.id],
     );
   }
@@ -209,7 +190,7 @@ export class GameServersService {
     if (!row) throw tokenDead();
     if (report.ready) this.lifecycle.clearDeadline(row.id);
     await this.lifecycle.publishStatus(row);
-    return view(row);
+    return serverView(row);
   }
 
   /**
@@ -227,7 +208,7 @@ export class GameServersService {
           transaction(ctx.data, async (tx) => {
             await lockWorldJoins(tx, world.id);
             const now = ctx.now();
-            const overdue = await failOverdue(tx, now, this.lifecycle.missedDeadline, world.id);
+            const overdue = await this.lifecycle.failOverdue(tx, now, world.id);
             const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
             if (slot) return { slot, overdue };
             if (starting) return { wait: starting, overdue };

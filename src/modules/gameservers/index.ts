@@ -135,6 +135,7 @@ export const gameServersModule = defineModule({
       nodeId: presence.nodeId,
       nodes: presence,
       nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
+      outbox: platform.outbox,
     });
     // Server tokens are the platform's service tokens: /internal routes and the socket take them.
     platform.serviceTokens.provide({

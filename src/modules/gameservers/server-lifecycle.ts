@@ -1,8 +1,10 @@
+import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { EventBus } from '../../platform/bus.js';
-import type { DataAccess } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import type { Logger } from '../../platform/log.js';
+import type { Outbox } from '../../platform/outbox.js';
 import type { PresenceApi } from '../presence/index.js';
 import {
   deleteServer,
@@ -16,6 +18,7 @@ import {
   supervisingNodes,
 } from './gameservers.repository.js';
 import { newServerToken } from './server-tokens.js';
+import { serverView } from './server-view.js';
 import type { Spawner, SpawnListener } from './spawner.js';
 
 export interface ServerLifecycleDeps {
@@ -35,7 +38,12 @@ export interface ServerLifecycleDeps {
   nodes: Pick<PresenceApi, 'aliveNodes'>;
   /** NODE_LEASE_SECONDS in ms: a node that has not renewed its lease for this long is dead. */
   nodeLeaseMs: number;
+  /** `gameserver.failed` is recorded in the transaction that fails a server, when something consumes it. */
+  outbox: Pick<Outbox, 'hasConsumers' | 'recordAll'>;
 }
+
+/** An outcome that ends a live server (endServer's). */
+type Ending = Parameters<typeof endServer>[2];
 
 /** A recorded `starting` server with its token in the clear, ready to be launched. */
 export interface PendingLaunch {
@@ -46,6 +54,7 @@ export interface PendingLaunch {
 }
 
 const statusTopic = (serverId: string) => `gameserver:${serverId}`;
+const SERVER_FAILED = 'gameserver.failed';
 /** Every node hears of ended servers here, and closes their sockets (their tokens are dead). */
 export const ENDED_SERVERS_TOPIC = 'gameservers:ended';
 
@@ -63,7 +72,7 @@ export class ServerLifecycle {
     },
     ended: (serverId, { failed, reason }) => {
       this.settle(serverId, () =>
-        endServer(this.deps.systemData(), serverId, {
+        this.end(serverId, {
           status: failed ? 'failed' : 'stopped',
           error: failed ? reason : null,
           at: new Date(),
@@ -129,11 +138,7 @@ export class ServerLifecycle {
         throw error;
       }
       const reason = error instanceof AppError ? error.message : 'The game server could not be started.';
-      const ended = await endServer(this.deps.systemData(), row.id, {
-        status: 'failed',
-        error: reason,
-        at: new Date(),
-      });
+      const ended = await this.end(row.id, { status: 'failed', error: reason, at: new Date() });
       if (ended) await this.afterEnd(ended);
       throw error instanceof AppError ? error : new AppError(ErrorCode.GAMESERVER_UNAVAILABLE, reason);
     }
@@ -153,7 +158,7 @@ export class ServerLifecycle {
       () => {
         this.deadlines.delete(row.id);
         this.settle(row.id, () =>
-          endServer(this.deps.systemData(), row.id, {
+          this.end(row.id, {
             status: 'failed',
             error: this.missedDeadline,
             at: new Date(),
@@ -186,11 +191,49 @@ export class ServerLifecycle {
   }
 
   /**
+   * Ends a live server as the spawner or a timer saw it end, outside any request; a failure
+   * commits with its `gameserver.failed`.
+   */
+  private end(serverId: string, outcome: Ending): Promise<GameServerRow | undefined> {
+    const data = this.deps.systemData();
+    if (outcome.status !== 'failed' || !this.deps.outbox.hasConsumers(SERVER_FAILED))
+      return endServer(data, serverId, outcome);
+    return transaction(data, async (tx) => {
+      const row = await endServer(tx, serverId, outcome);
+      if (row) await this.recordFailed(tx, [row]);
+      return row;
+    });
+  }
+
+  /**
+   * Fails the starting servers past their deadline (of one world, or all) in the transaction of
+   * `data`, recording their `gameserver.failed` in it; the caller ends each (afterEnd) once it
+   * committed.
+   */
+  async failOverdue(data: DataAccess, now: Date, worldId?: string): Promise<GameServerRow[]> {
+    const failed = await failOverdue(data, now, this.missedDeadline, worldId);
+    await this.recordFailed(data, failed);
+    return failed;
+  }
+
+  /**
    * Fails the starting servers past their deadline (of one world, or all) and ends each as the
    * deadline timer would: sockets closed, process stopped, waiting joins told.
    */
   async endOverdue(data: DataAccess, now: Date, worldId?: string): Promise<void> {
-    for (const row of await failOverdue(data, now, this.missedDeadline, worldId)) await this.afterEnd(row);
+    const failed = this.deps.outbox.hasConsumers(SERVER_FAILED)
+      ? await transaction(data, (tx) => this.failOverdue(tx, now, worldId))
+      : await failOverdue(data, now, this.missedDeadline, worldId);
+    for (const row of failed) await this.afterEnd(row);
+  }
+
+  /** `gameserver.failed` of each failed server, as `GET /api/servers/{id}` shows it, in `tx`. */
+  private async recordFailed(tx: DataAccess, failed: readonly GameServerRow[]): Promise<void> {
+    if (failed.length === 0 || !this.deps.outbox.hasConsumers(SERVER_FAILED)) return;
+    const events: DomainEventData[typeof SERVER_FAILED][] = failed.map((row) => ({
+      server: serverView(row),
+    }));
+    await this.deps.outbox.recordAll(tx, SERVER_FAILED, events);
   }
 
   /**

@@ -219,9 +219,13 @@ export async function findUserByUsername(data: DataAccess, username: string): Pr
   return row ?? null;
 }
 
-/** Deletes the account; the rows of every module that reference it follow their ON DELETE rules. */
-export async function deleteUser(data: DataAccess, userId: string): Promise<void> {
-  await executeBound(data, 'delete from users where id = $1', [userId]);
+/**
+ * Deletes the account; the rows of every module that reference it follow their ON DELETE rules.
+ * Answers whether this call deleted it (of two racing deletions, one does).
+ */
+export async function deleteUser(data: DataAccess, userId: string): Promise<boolean> {
+  const rows = await executeBound(data, 'delete from users where id = $1 returning id', [userId]);
+  return rows.length > 0;
 }
 
 /**
