@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { defineExtension } from '../../src/modules/extensions/define-extension.js';
 import type { ExtensionNotification } from '../../src/modules/notifications/index.js';
+import { auditEntriesOf } from '../audit/audit.js';
 import { bearer, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -80,6 +81,14 @@ describe('ctx.notifications', () => {
   };
   const stored = async () =>
     (await queryRows<{ n: number }>(app().db, 'select count(*)::int as n from notifications', []))[0]?.n;
+  const audited = async () =>
+    (
+      await queryRows<{ n: number }>(
+        app().db,
+        "select count(*)::int as n from audit_log where action = 'notifications.send'",
+        [],
+      )
+    )[0]?.n;
 
   it('sends a user a notification from the system: answered, listed in their inbox and pushed live to their socket', async () => {
     const alice = await registerUser(app());
@@ -99,6 +108,26 @@ describe('ctx.notifications', () => {
     expect(live).toMatchObject({ t: 'notification', d: sent, pos: expect.anything() });
   });
 
+  it('audits a send as an admin action with the extension as actor: one entry naming the recipient, without the content', async () => {
+    const alice = await registerUser(app());
+    const sent = await rpc('quest.completed', { user_id: alice.user.id, quest: 'the audited quest' });
+    expect(await auditEntriesOf(app().db, alice.user.id)).toEqual([
+      {
+        actor_kind: 'extension',
+        actor_id: 'notifier',
+        action: 'notifications.send',
+        target_type: 'user',
+        target_id: alice.user.id,
+        before: null,
+        after: {
+          notification_id: sent.id,
+          code: 'quest.completed',
+          subject: 'You completed the audited quest',
+        },
+      },
+    ]);
+  });
+
   it('stores {} as the content when none is given, and takes the user id in any spelling', async () => {
     const alice = await registerUser(app());
     const sent = await send(alice.user.id.toUpperCase(), { code: 'news', subject: 'Hello' });
@@ -106,9 +135,10 @@ describe('ctx.notifications', () => {
     expect(await inbox(alice)).toEqual([sent.value]);
   });
 
-  it('rejects a bad code, subject or content with VALIDATION_FAILED naming the field, and writes nothing', async () => {
+  it('rejects a bad code, subject or content with VALIDATION_FAILED naming the field, and writes nothing, audit entry included', async () => {
     const alice = await registerUser(app());
     const before = await stored();
+    const auditedBefore = await audited();
     const good = { code: 'news.update', subject: 'Hello' };
     const refusals: [unknown, unknown, string][] = [
       [alice.user.id, { ...good, code: 'News.Update' }, 'notification.code'],
@@ -136,10 +166,11 @@ describe('ctx.notifications', () => {
       message: expect.stringContaining('content'),
     });
     expect(await stored()).toBe(before);
+    expect(await audited()).toBe(auditedBefore);
     expect(await inbox(alice)).toEqual([]);
   });
 
-  it('rejects a user id naming no account (none, malformed or deleted) with NOT_FOUND, and writes nothing', async () => {
+  it('rejects a user id naming no account (none, malformed or deleted) with NOT_FOUND, and writes nothing, audit entry included', async () => {
     const leaving = await registerUser(app());
     const deleted = await app().http.inject({
       method: 'DELETE',
@@ -149,11 +180,13 @@ describe('ctx.notifications', () => {
     });
     expect(deleted.statusCode).toBe(204);
     const before = await stored();
+    const auditedBefore = await audited();
     for (const userId of ['0190a5f4-7e3b-7c4d-8e5f-6a7b8c9d0e1f', 'nobody', leaving.user.id]) {
       const refused = await send(userId, { code: 'news', subject: 'Hello' });
       expect(refused.code, userId).toBe('NOT_FOUND');
     }
     expect(await stored()).toBe(before);
+    expect(await audited()).toBe(auditedBefore);
   });
 
   it('keeps NOTIFICATIONS_MAX_PER_USER as for any notification: a send past it removes the oldest', async () => {

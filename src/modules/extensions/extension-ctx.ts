@@ -203,10 +203,11 @@ class CallCtx implements ExtensionCtx {
   get notifications() {
     const services = this.#services;
     const deadline = this.#deadline;
+    const actor = { kind: 'extension' as const, name: this.#site.extension };
     const log = this.#who.log;
     this.#notifications ??= {
       send: (userId, notification) =>
-        service(deadline, () => services.notifications.send(services.data, userId, notification, log)),
+        service(deadline, () => services.notifications.send(services.data, actor, userId, notification, log)),
     };
     return this.#notifications;
   }

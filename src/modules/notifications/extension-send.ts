@@ -1,12 +1,16 @@
 import { z } from 'zod';
 import { notificationsBroadcast } from '../../../protocol/notifications.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { AuditActor } from '../audit/index.js';
 
 /**
  * What an extension's `ctx.notifications.send(user_id, notification)` takes (docs/extensions.md):
  * the admin broadcast's `code`, `subject` and `content`, checked by that operation's own field
  * schemas, since no transport's schema stands before an extension's call.
  */
+
+/** An extension by its name: the actor of its sends' audit entries. */
+export type ExtensionActor = Extract<AuditActor, { kind: 'extension' }>;
 
 /** A notification as an extension asks for it. */
 export interface ExtensionNotification {

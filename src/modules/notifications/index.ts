@@ -13,6 +13,7 @@ import { serve } from '../../platform/operations.js';
 import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
 import { BroadcastJob } from './broadcast-job.js';
+import type { ExtensionActor } from './extension-send.js';
 import type { NotificationRow } from './notifications.repository.js';
 import { type NotificationRequest, NotificationsService } from './notifications.service.js';
 
@@ -31,10 +32,12 @@ export interface NotificationsApi {
   announce(rows: readonly NotificationRow[], log: Pick<Logger, 'warn'>): Promise<void>;
   /**
    * Server extensions' `ctx.notifications.send`: checks the extension's arguments, stores one
-   * notification in its own transaction and announces it; answers it as the inbox lists it.
+   * notification in its own transaction, audited with `actor` (the extension), and announces it;
+   * answers it as the inbox lists it.
    */
   send(
     data: DataAccess,
+    actor: ExtensionActor,
     userId: unknown,
     notification: unknown,
     log: Pick<Logger, 'warn'>,
@@ -66,7 +69,8 @@ export const notificationsModule = defineModule({
     const api: NotificationsApi = {
       store: (tx, requests, at) => notifications.store(tx, requests, at),
       announce: (rows, announceLog) => notifications.announce(rows, announceLog),
-      send: (data, userId, notification, sendLog) => notifications.send(data, userId, notification, sendLog),
+      send: (data, actor, userId, notification, sendLog) =>
+        notifications.send(data, actor, userId, notification, sendLog),
       runBroadcasts: () => job.runOnce(),
     };
     return {

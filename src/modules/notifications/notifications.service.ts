@@ -8,7 +8,7 @@ import { canonicalId, isId, newId } from '../../platform/ids.js';
 import type { Logger } from '../../platform/log.js';
 import type { AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
-import { extensionSendArguments } from './extension-send.js';
+import { type ExtensionActor, extensionSendArguments } from './extension-send.js';
 import {
   deleteNotification,
   insertBroadcast,
@@ -84,9 +84,12 @@ export class NotificationsService {
    * An extension's `ctx.notifications.send`: one notification from the system (`sender_id` null)
    * to an existing user, in a transaction of its own, announced once it committed. Arguments are
    * the extension's, checked here; a user that does not exist gets nothing and is NOT_FOUND.
+   * Only admins send arbitrary notifications otherwise (the broadcast), so the send is audited as
+   * theirs are, with the extension as actor, in the notification's transaction.
    */
   async send(
     data: DataAccess,
+    actor: ExtensionActor,
     userId: unknown,
     notification: unknown,
     log: Pick<Logger, 'warn'>,
@@ -94,11 +97,20 @@ export class NotificationsService {
     const { user_id, notification: asked } = extensionSendArguments(userId, notification);
     const noSuchUser = () => new AppError(ErrorCode.NOT_FOUND, 'No user has that id.');
     if (!isId(user_id)) throw noSuchUser();
-    // store skips a user that does not exist (also one deleted meanwhile), so none stored is the answer.
-    const [row] = await transaction(data, (tx) =>
-      this.store(tx, [{ userId: canonicalId(user_id), ...asked }], new Date()),
-    );
-    if (!row) throw noSuchUser();
+    const row = await transaction(data, async (tx) => {
+      // store skips a user that does not exist (also one deleted meanwhile), so none stored is the answer.
+      const [stored] = await this.store(tx, [{ userId: canonicalId(user_id), ...asked }], new Date());
+      if (!stored) throw noSuchUser();
+      await this.deps.audit.record(tx, {
+        actor,
+        action: 'notifications.send',
+        target: { type: 'user', id: stored.user_id },
+        before: null,
+        // The content is the extension's payload for the user, not what the log reviews.
+        after: { notification_id: stored.id, code: stored.code, subject: stored.subject },
+      });
+      return stored;
+    });
     await this.announce([row], log);
     return viewOf(row);
   }
