@@ -32,6 +32,7 @@ import { Migration0031Outbox } from './0031_outbox.js';
 import { Migration0032AuditExtensionActor } from './0032_audit_extension_actor.js';
 import { Migration0033Leaderboards } from './0033_leaderboards.js';
 import { Migration0034Notifications } from './0034_notifications.js';
+import { Migration0035Webhooks } from './0035_webhooks.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -73,4 +74,5 @@ export const migrationsList = [
   { name: '0032_audit_extension_actor', class: Migration0032AuditExtensionActor },
   { name: '0033_leaderboards', class: Migration0033Leaderboards },
   { name: '0034_notifications', class: Migration0034Notifications },
+  { name: '0035_webhooks', class: Migration0035Webhooks },
 ];

@@ -81,6 +81,8 @@ export interface Operation<
    * well as users' (its chunk stream).
    */
   readonly serviceToken: boolean;
+  /** The role a caller needs, checked before the input is read (see OperationSpec.role). */
+  readonly role: 'moderator' | 'admin' | undefined;
   /** Error statuses the operation can answer besides the ones every route can (400, 413, 415). */
   readonly errors: readonly number[];
   /**
@@ -108,6 +110,11 @@ export interface OperationSpec<
   public?: boolean;
   /** For dedicated game servers, with their server token (docs/gameservers.md). */
   gameServer?: boolean;
+  /**
+   * The role a caller needs: others are refused 403 FORBIDDEN before the input is read, so a
+   * caller without it never has a field parsed (a webhook URL resolved). Services check it too.
+   */
+  role?: 'moderator' | 'admin';
   errors?: readonly number[];
   /** Sent by every client as it (re)connects; see `Operation.setup`. Frames only. */
   setup?: boolean;
@@ -145,6 +152,9 @@ export function operation<
     throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
   }
   if (spec.setup && !frame) throw new Error(`Operation ${name} is marked setup but is not a frame.`);
+  if (spec.role && (frame || spec.public || spec.gameServer)) {
+    throw new Error(`Operation ${name} declares a role: only a user's REST operation may.`);
+  }
   if (
     spec.gameServer &&
     (spec.public || (frame ? !spec.socketOnly : !spec.rest?.path.startsWith('/internal/')))
@@ -165,6 +175,7 @@ export function operation<
     socketOnly: spec.socketOnly,
     public: spec.public ?? false,
     serviceToken: spec.gameServer ?? false,
+    role: spec.role,
     errors: spec.errors ?? [],
     setup: spec.setup ?? false,
   };

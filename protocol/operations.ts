@@ -26,6 +26,7 @@ import { settingsOperations } from './settings.js';
 import { socialOperations } from './social.js';
 import { tournamentOperations } from './tournaments.js';
 import { userOperations } from './users.js';
+import { webhookOperations } from './webhooks.js';
 import { worldChatOperations } from './world-chat.js';
 import { worldOperations } from './worlds.js';
 
@@ -54,6 +55,7 @@ export * from './settings.js';
 export * from './social.js';
 export * from './tournaments.js';
 export * from './users.js';
+export * from './webhooks.js';
 export * from './world-chat.js';
 export * from './worlds.js';
 
@@ -90,6 +92,7 @@ const all = [
   ...extensionOperations,
   ...leaderboardOperations,
   ...notificationOperations,
+  ...webhookOperations,
   ...tournamentOperations,
 ] as const;
 

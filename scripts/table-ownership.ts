@@ -96,9 +96,11 @@ export function moduleDeclarations(root: string, problems: Problem[]): ModuleDec
   for (const folder of readdirSync(modulesDir)) {
     const index = join(modulesDir, folder, 'index.ts');
     if (!statSync(join(modulesDir, folder)).isDirectory()) continue;
-    // A folder without index.ts is not a module yet: nothing outside it can import its files.
-    if (!existsSync(index)) continue;
     const path = relative(root, index);
+    if (!existsSync(index)) {
+      problems.push({ file: path, message: 'every module folder declares its module in index.ts' });
+      continue;
+    }
     const source = ts.createSourceFile(path, readFileSync(index, 'utf8'), ts.ScriptTarget.ES2022, true);
     const definition = findDefineModule(source);
     const name = definition && stringProperty(definition, 'name');

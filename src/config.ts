@@ -13,6 +13,7 @@ import { moderationConfig } from './modules/moderation/moderation.config.js';
 import { notificationsConfig } from './modules/notifications/notifications.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
+import { webhooksConfig } from './modules/webhooks/webhooks.config.js';
 import { worldsConfig } from './modules/worlds/worlds.config.js';
 import { redisSettingsProblems, redisTopology } from './platform/kv/redis-topology.js';
 import { platformConfig, secretVariables } from './platform/platform-config.js';
@@ -45,6 +46,7 @@ export const configParts = {
   extensions: extensionsConfig,
   leaderboards: leaderboardsConfig,
   notifications: notificationsConfig,
+  webhooks: webhooksConfig,
   console: consoleConfig,
 };
 

@@ -19,6 +19,7 @@ import { profilesModule } from './profiles/index.js';
 import { settingsModule } from './settings/index.js';
 import { socialModule } from './social/index.js';
 import { usersModule } from './users/index.js';
+import { webhooksModule } from './webhooks/index.js';
 import { worldsModule } from './worlds/index.js';
 
 /**
@@ -46,6 +47,7 @@ export const modules = [
   economyModule,
   leaderboardsModule,
   settingsModule,
+  webhooksModule,
   extensionsModule,
   consoleModule,
 ] as const;

@@ -1,4 +1,4 @@
-import type { FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
+import type { FastifyReply, FastifyRequest, FastifySchema, preValidationHookHandler } from 'fastify';
 import { z } from 'zod';
 import {
   IDEMPOTENCY_KEY_FIELD,
@@ -9,7 +9,7 @@ import {
   type RestBinding,
 } from '../../protocol/operation.js';
 import { admittedKinds, serviceOf, userOf } from './auth/principal.js';
-import type { Caller, Ctx } from './context.js';
+import { type Caller, type Ctx, requireRole } from './context.js';
 import { type Wording, worded } from './errors.js';
 import type { Connection } from './gateway/connection.js';
 import type { Gateway } from './gateway/gateway.js';
@@ -143,6 +143,7 @@ export function registerRoutes(
       method: rest.method,
       url: rest.path,
       config: { public: op.public, serviceToken: op.serviceToken },
+      ...(op.role ? { preValidation: roleBeforeInput(op.role) } : {}),
       schema,
       handler:
         status === 200 && !createdWhen && !rest.idempotencyKey
@@ -155,6 +156,21 @@ export function registerRoutes(
             },
     });
   }
+}
+
+/**
+ * The declared role's check, after authentication and before the input is validated: a caller
+ * without the role learns nothing about what their input would have been judged.
+ */
+function roleBeforeInput(role: 'moderator' | 'admin'): preValidationHookHandler {
+  return (request, _reply, done) => {
+    try {
+      requireRole({ user: request.user } as Ctx, role);
+      done();
+    } catch (error) {
+      done(error as Error);
+    }
+  };
 }
 
 /**

@@ -9,6 +9,9 @@ export class RepeatingPass {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
+  private started = false;
+  /** wake() came while a pass ran: the next one follows it at once. */
+  private woken = false;
 
   constructor(
     private readonly pass: () => Promise<void>,
@@ -17,6 +20,21 @@ export class RepeatingPass {
 
   start(): void {
     this.stopped = false;
+    this.started = true;
+    this.schedule(0);
+  }
+
+  /**
+   * Runs the next pass now instead of at its time (new work is known to be waiting); during a
+   * pass, the next one follows it at once. Nothing before start() or after stop().
+   */
+  wake(): void {
+    if (!this.started || this.stopped) return;
+    if (this.running) {
+      this.woken = true;
+      return;
+    }
+    clearTimeout(this.timer);
     this.schedule(0);
   }
 
@@ -27,6 +45,7 @@ export class RepeatingPass {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.started = false;
     clearTimeout(this.timer);
     await this.running;
   }
@@ -38,7 +57,8 @@ export class RepeatingPass {
         .catch((error: unknown) => this.options.log.warn({ err: error }, `${this.options.name} failed`))
         .finally(() => {
           this.running = undefined;
-          this.schedule(this.options.intervalMs);
+          this.schedule(this.woken ? 0 : this.options.intervalMs);
+          this.woken = false;
         });
     }, delayMs);
     this.timer.unref();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { type OperationName, operations } from '../../protocol/operations.js';
 import { ConsoleClient } from '../console/console-client.js';
@@ -29,6 +29,12 @@ interface AuditedAction {
   act: (actor: TokenResponse) => Promise<string>;
 }
 
+/**
+ * An endpoint on a documentation address (TEST-NET-3) the address rules let through: subscribed to
+ * no event of these tests, unless a test says otherwise, and never answering.
+ */
+const QUIET_HOOK = { url: 'https://203.0.113.10/hooks', events: ['gameserver.failed'] };
+
 /** A tournament of the next hour. */
 const tournamentWindow = (id: string) => ({
   id,
@@ -56,6 +62,9 @@ const notAudited: Partial<Record<OperationName, string>> = {
   'economy.payouts.get': 'a read',
   'economy.purchases.get': 'a read',
   'economy.items.list': 'a read (admins see drafts)',
+  'webhooks.admin.list': 'a read',
+  'webhooks.admin.get': 'a read',
+  'webhooks.admin.deliveries': 'a read',
   'economy.items.get': 'a read (admins see drafts)',
   'groups.update': "a group's own admins (a role in the group, not of the service) acting in their group",
   'groups.members': 'a read; "admins" are a role in the group',
@@ -268,6 +277,84 @@ describe('admin and moderator actions in the audit log', () => {
           subject: 'An audited broadcast',
         });
         return sent.json().id as string;
+      },
+    },
+    'webhooks.admin.create': {
+      by: 'admin',
+      action: 'webhooks.create',
+      targetType: 'webhook',
+      act: async (actor) =>
+        (await expectStatus(201, 'POST', '/api/admin/webhooks', actor, QUIET_HOOK)).json().id,
+    },
+    'webhooks.admin.update': {
+      by: 'admin',
+      action: 'webhooks.update',
+      targetType: 'webhook',
+      act: async (actor) => {
+        const { id } = (
+          await expectStatus(201, 'POST', '/api/admin/webhooks', await admin(), QUIET_HOOK)
+        ).json();
+        await expectStatus(200, 'PATCH', `/api/admin/webhooks/${id}`, actor, { enabled: false });
+        return id;
+      },
+    },
+    'webhooks.admin.delete': {
+      by: 'admin',
+      action: 'webhooks.delete',
+      targetType: 'webhook',
+      act: async (actor) => {
+        const { id } = (
+          await expectStatus(201, 'POST', '/api/admin/webhooks', await admin(), QUIET_HOOK)
+        ).json();
+        await expectStatus(204, 'DELETE', `/api/admin/webhooks/${id}`, actor);
+        return id;
+      },
+    },
+    'webhooks.admin.rotateSecret': {
+      by: 'admin',
+      action: 'webhooks.rotate_secret',
+      targetType: 'webhook',
+      act: async (actor) => {
+        const { id } = (
+          await expectStatus(201, 'POST', '/api/admin/webhooks', await admin(), QUIET_HOOK)
+        ).json();
+        await expectStatus(200, 'POST', `/api/admin/webhooks/${id}/rotate-secret`, actor);
+        return id;
+      },
+    },
+    'webhooks.admin.redeliver': {
+      by: 'admin',
+      action: 'webhooks.redeliver',
+      targetType: 'webhook',
+      act: async (actor) => {
+        const { id } = (
+          await expectStatus(201, 'POST', '/api/admin/webhooks', await admin(), {
+            ...QUIET_HOOK,
+            events: ['user.registered'],
+          })
+        ).json();
+        await user();
+        const delivery = await vi.waitFor(
+          async () => {
+            const page = await expectStatus(
+              200,
+              'GET',
+              `/api/admin/webhooks/${id}/deliveries`,
+              await admin(),
+            );
+            const [first] = page.json().items as { id: string }[];
+            if (!first) throw new Error('no delivery yet');
+            return first;
+          },
+          { timeout: 30_000, interval: 50 },
+        );
+        await expectStatus(
+          202,
+          'POST',
+          `/api/admin/webhooks/${id}/deliveries/${delivery.id}/redeliver`,
+          actor,
+        );
+        return id;
       },
     },
     'tournaments.admin.create': {

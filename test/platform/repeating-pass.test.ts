@@ -87,4 +87,40 @@ describe('RepeatingPass', () => {
     await vi.advanceTimersByTimeAsync(10_000);
     expect(passes).toBe(1);
   });
+
+  it('runs the next pass at once when woken, or right after the pass under way, and not before start or after stop', async () => {
+    let passes = 0;
+    let finish: (() => void) | undefined;
+    const repeating = new RepeatingPass(
+      async () => {
+        passes++;
+        await new Promise<void>((resolve) => {
+          finish = resolve;
+        });
+      },
+      { intervalMs: 60_000, log: log(), name: 'a pass' },
+    );
+    repeating.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(0);
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(1);
+    finish?.();
+    await vi.advanceTimersByTimeAsync(0);
+    // Idle until its interval; woken, it runs now.
+    repeating.wake();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(2);
+    // Woken during a pass: the next one follows it, not the interval later.
+    repeating.wake();
+    finish?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(3);
+    finish?.();
+    await repeating.stop();
+    repeating.wake();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(passes).toBe(3);
+  });
 });

@@ -16,6 +16,7 @@ import { economyRows } from './parity-economy.js';
 import { leaderboardRows } from './parity-leaderboards.js';
 import { notificationRows } from './parity-notifications.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
+import { webhookRows } from './parity-webhooks.js';
 
 /**
  * Every operation with a REST twin, run once over plain REST and once through AtriumClient: over
@@ -27,6 +28,7 @@ const rows: { [N in RestName]: Row<N> } = {
   ...economyRows(() => app),
   ...adminRows(() => app),
   ...notificationRows(() => app),
+  ...webhookRows(() => app),
   ...leaderboardRows(
     () => app,
     async (me) => (await readyServer(me)).token,
@@ -722,7 +724,7 @@ async function mainRoom(me: TokenResponse, worldId: string): Promise<string> {
   return response.json().rooms[0].id;
 }
 
-const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token']);
+const VOLATILE_TOKENS = new Set(['access_token', 'refresh_token', 'secret']);
 const USER_NAMES = new Set([
   'id',
   'username',
@@ -808,6 +810,7 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
       GROUP_MAX_MEMBERSHIPS_PER_USER: 10_000,
       GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100_000,
       GAMESERVER_MAX_LIVE_PER_USER: 10_000,
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: true,
     });
     accounts = { me: await registerUser(app), other: await registerUser(app) };
     // Counts the REST requests of the socket client: a frame row must not make any.

@@ -27,6 +27,8 @@ export interface AttemptOutcome {
 export interface AttemptOptions extends GuardOptions {
   /** WEBHOOK_TIMEOUT_SECONDS in milliseconds: the whole attempt. */
   timeoutMs: number;
+  /** Ends the attempt early, as its timeout does (the node is stopping). */
+  signal?: AbortSignal;
 }
 
 /** The most of an error answer's body, and of any error text, kept for `last_error`. */
@@ -41,7 +43,8 @@ export async function attemptDelivery(
   headers: WebhookHeaders,
   options: AttemptOptions,
 ): Promise<AttemptOutcome> {
-  const deadline = AbortSignal.timeout(options.timeoutMs);
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  const deadline = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   const timedOut = { status: null, error: `timed out after ${options.timeoutMs} ms` };
   const expired = new Promise<'expired'>((resolve) =>
     deadline.addEventListener('abort', () => resolve('expired'), { once: true }),

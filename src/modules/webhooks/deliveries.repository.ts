@@ -1,0 +1,197 @@
+import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
+import type { DataAccess } from '../../platform/data-access.js';
+import { executeBound } from '../../platform/db.js';
+
+/** The SQL of webhook deliveries (migration 0035). */
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
+
+export interface DeliveryRow {
+  id: string;
+  endpoint_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  delivered_at: Date | null;
+  /** The row's keyset position: created_at to the microsecond. */
+  created_key: string;
+}
+
+const COLUMNS = `id, endpoint_id, event_type, status, attempts, last_status_code, last_error, next_attempt_at,
+  created_at, delivered_at, ${timeKeySql('created_at')} as created_key`;
+
+/** The endpoints an event recorded at `at` is delivered to: enabled since then, and subscribed to its type. */
+export async function subscriberIds(data: DataAccess, type: string, at: Date): Promise<string[]> {
+  const rows = await executeBound<{ id: string }>(
+    data,
+    `select id from webhook_endpoints
+     where enabled and enabled_since <= $2 and (events = '{*}' or $1 = any (events))`,
+    [type, at],
+  );
+  return rows.map((row) => row.id);
+}
+
+export interface NewDelivery {
+  id: string;
+  endpointId: string;
+  body: string;
+}
+
+/** The deliveries of one event, due at `at`; a pair (endpoint, event) written before is left as it is. */
+export async function insertDeliveries(
+  data: DataAccess,
+  event: { id: string; type: string },
+  deliveries: readonly NewDelivery[],
+  at: Date,
+): Promise<void> {
+  await executeBound(
+    data,
+    `insert into webhook_deliveries
+       (id, endpoint_id, event_id, event_type, body, status, attempts, budget_start, next_attempt_at, attempting, created_at)
+     select d.id, d.endpoint_id, $1, $2, d.body, 'pending', 0, 0, $3, false, $3
+     from unnest($4::uuid[], $5::uuid[], $6::text[]) as d (id, endpoint_id, body)
+     on conflict (endpoint_id, event_id) do nothing`,
+    [
+      event.id,
+      event.type,
+      at,
+      deliveries.map((d) => d.id),
+      deliveries.map((d) => d.endpointId),
+      deliveries.map((d) => d.body),
+    ],
+  );
+}
+
+/** A claimed delivery with what its attempt needs. */
+export interface ClaimedDelivery {
+  id: string;
+  body: string;
+  /** Counting the attempt just claimed. */
+  attempts: number;
+  budget_start: number;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_until: Date | null;
+}
+
+/**
+ * Claims up to `limit` due deliveries of enabled endpoints (skip locked: each goes to one node),
+ * counting the attempt and leasing it until `leaseUntil`: due again then if its node died.
+ */
+export function claimDue(
+  data: DataAccess,
+  now: Date,
+  leaseUntil: Date,
+  limit: number,
+): Promise<ClaimedDelivery[]> {
+  return executeBound<ClaimedDelivery>(
+    data,
+    `with due as (
+       select d.id from webhook_deliveries d
+       where d.status = 'pending' and d.next_attempt_at <= $1
+         and exists (select 1 from webhook_endpoints e where e.id = d.endpoint_id and e.enabled)
+       order by d.next_attempt_at
+       limit $3
+       for update of d skip locked
+     )
+     update webhook_deliveries d
+     set attempts = d.attempts + 1, next_attempt_at = $2, attempting = true
+     from due, webhook_endpoints e
+     where d.id = due.id and e.id = d.endpoint_id
+     returning d.id, d.body, d.attempts, d.budget_start, e.url, e.secret, e.previous_secret, e.previous_secret_until`,
+    [now, leaseUntil, limit],
+  );
+}
+
+export interface AttemptResult {
+  status: DeliveryStatus;
+  statusCode: number | null;
+  error: string | null;
+  /** When the next attempt is due; null unless still pending. */
+  nextAttemptAt: Date | null;
+  at: Date;
+}
+
+/**
+ * Writes an attempt's outcome, unless the delivery changed since it was claimed (redelivered,
+ * or claimed again after its lease lapsed): that later attempt writes its own.
+ */
+export async function recordAttempt(
+  data: DataAccess,
+  claimed: Pick<ClaimedDelivery, 'id' | 'attempts'>,
+  result: AttemptResult,
+): Promise<void> {
+  await executeBound(
+    data,
+    `update webhook_deliveries set
+       status = $3, last_status_code = $4, last_error = $5, next_attempt_at = $6, attempting = false,
+       delivered_at = case when $3 = 'delivered' then coalesce(delivered_at, $7) else delivered_at end,
+       finished_at = case when $3 = 'pending' then null else $7 end
+     where id = $1 and attempts = $2 and attempting`,
+    [
+      claimed.id,
+      claimed.attempts,
+      result.status,
+      result.statusCode,
+      result.error,
+      result.nextAttemptAt,
+      result.at,
+    ],
+  );
+}
+
+export function deliveriesPage(
+  data: DataAccess,
+  endpointId: string,
+  status: DeliveryStatus | null,
+  after: readonly [string, string] | undefined,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  return executeBound<DeliveryRow>(
+    data,
+    `select ${COLUMNS} from webhook_deliveries
+     where endpoint_id = $4 and ($5::text is null or status = $5) and ${beforeTimeIdKey('created_at', 'id')}
+     order by created_at desc, id desc limit $1`,
+    [limit, ...timeIdKeyParams(after), endpointId, status],
+  );
+}
+
+/**
+ * Makes a delivery of the endpoint pending again with a fresh retry budget, due at `at` (or, with
+ * an attempt running, once that attempt ends: one attempt at a time). Undefined when the endpoint
+ * has no such delivery.
+ */
+export async function redeliver(
+  tx: DataAccess,
+  endpointId: string,
+  id: string,
+  at: Date,
+): Promise<DeliveryRow | undefined> {
+  const [row] = await executeBound<DeliveryRow>(
+    tx,
+    `update webhook_deliveries set
+       status = 'pending', budget_start = attempts, finished_at = null,
+       next_attempt_at = case when attempting then next_attempt_at else $3 end
+     where id = $2 and endpoint_id = $1
+     returning ${COLUMNS}`,
+    [endpointId, id, at],
+  );
+  return row;
+}
+
+/** Removes up to `limit` deliveries finished before `before`; answers how many. */
+export async function pruneFinished(data: DataAccess, before: Date, limit: number): Promise<number> {
+  const rows = await executeBound(
+    data,
+    `delete from webhook_deliveries where id in (
+       select id from webhook_deliveries where status <> 'pending' and finished_at < $1 limit $2)
+     returning 1`,
+    [before, limit],
+  );
+  return rows.length;
+}
