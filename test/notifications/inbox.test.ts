@@ -134,6 +134,22 @@ describe('the notification inbox', () => {
     expect(after).toEqual(['Update 7', 'Update 6', 'Update 5', 'Update 3', 'Update 2']);
   });
 
+  it('keeps the cap exactly when notifications for one user are stored at once', async () => {
+    const alice = await registerUser(app());
+    const sent = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        broadcast({ user_ids: [alice.user.id], code: 'news.update', subject: `Burst ${i}` }),
+      ),
+    );
+    expect(sent.map((answer) => answer.status)).toEqual(Array(12).fill(202));
+    const [row] = await queryRows<{ n: number }>(
+      app().db,
+      'select count(*)::int as n from notifications where user_id = ?',
+      [alice.user.id],
+    );
+    expect(row?.n).toBe(5);
+  });
+
   it('pushes each new notification live on the user’s recorded stream', async () => {
     const alice = await registerUser(app());
     const socket = await sockets.open(alice.access_token);

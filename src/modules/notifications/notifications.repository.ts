@@ -37,41 +37,64 @@ const LOCK_CLASS = 7_201;
 const LOCK_SQL = `
   select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(u::text)) from unnest($1::uuid[]) as u order by u`;
 
-const INSERT_SQL = `
-  insert into notifications (id, user_id, code, subject, content, sender_id, created_at)
-  select n.id, n.user_id, n.code, n.subject, n.content, n.sender_id, n.created_at
-  from jsonb_to_recordset($1::jsonb) as n (
-    id uuid, user_id uuid, code text, subject text, content jsonb, sender_id uuid, created_at timestamptz)
-  where ${userExistsSql('n.user_id')}
-  returning ${COLUMNS}`;
-
 /**
- * Removes, per user, what is past `cap`: the oldest read ones first, then the oldest unread ones
- * (the rows kept are the unread newest first, then the read newest first).
+ * Inserts the notifications of users that exist and, in the same statement, removes per user what
+ * would be past `$3`: the rows kept are the unread newest first, then the read newest first, and
+ * the new ones (unread, newest) come first of all, so of the existing rows those ranked past
+ * `$3` minus the new ones' count go, the oldest read ones first, then the oldest unread ones.
+ * The statement's snapshot is taken after the inbox lock was held, so it sees every row there is.
  */
-const TRIM_SQL = `
-  delete from notifications where id in (
-    select id from (
-      select id, row_number() over (
-        partition by user_id order by (read_at is null) desc, created_at desc, id desc) as kept
-      from notifications where user_id = any($1::uuid[])
-    ) ranked where kept > $2)`;
+const STORE_SQL = `
+  with fresh as (
+    select n.id, n.user_id, n.code, n.subject, n.content, n.sender_id, n.created_at
+    from jsonb_to_recordset($1::jsonb) as n (
+      id uuid, user_id uuid, code text, subject text, content jsonb, sender_id uuid, created_at timestamptz)
+    where ${userExistsSql('n.user_id')}
+  ),
+  stored as (
+    insert into notifications (id, user_id, code, subject, content, sender_id, created_at)
+    select * from fresh
+    returning ${COLUMNS}
+  ),
+  added as (select user_id, count(*) as n from fresh group by user_id),
+  trimmed as (
+    delete from notifications where id in (
+      select ranked.id from (
+        select id, user_id, row_number() over (
+          partition by user_id order by (read_at is null) desc, created_at desc, id desc) as kept
+        from notifications where user_id = any ($2::uuid[])
+      ) ranked join added using (user_id)
+      where ranked.kept > $3 - added.n)
+  )
+  select * from stored`;
 
 /**
  * Stores notifications inside the caller's transaction and trims their users' inboxes to `cap`;
- * those for users that no longer exist are skipped. Answers the stored rows.
+ * those for users that no longer exist are skipped. Answers the stored rows. Two statements: the
+ * inbox lock of each user (concurrent writes for one user then keep the cap exactly), then the
+ * insert with its trim.
  */
 export async function storeNotifications(
   tx: DataAccess,
   notes: readonly NewNotification[],
   cap: number,
 ): Promise<NotificationRow[]> {
-  if (notes.length === 0) return [];
-  const users = [...new Set(notes.map((note) => note.userId))];
+  // More than the cap for one user at once: only the last `cap` of them could stay.
+  const counted = new Map<string, number>();
+  const kept = [...notes]
+    .reverse()
+    .filter((note) => {
+      const count = (counted.get(note.userId) ?? 0) + 1;
+      counted.set(note.userId, count);
+      return count <= cap;
+    })
+    .reverse();
+  if (kept.length === 0) return [];
+  const users = [...new Set(kept.map((note) => note.userId))];
   await executeBound(tx, LOCK_SQL, [users]);
-  const rows = await executeBound<NotificationRow>(tx, INSERT_SQL, [
+  return executeBound<NotificationRow>(tx, STORE_SQL, [
     JSON.stringify(
-      notes.map((note) => ({
+      kept.map((note) => ({
         id: note.id,
         user_id: note.userId,
         code: note.code,
@@ -81,9 +104,9 @@ export async function storeNotifications(
         created_at: note.createdAt.toISOString(),
       })),
     ),
+    users,
+    cap,
   ]);
-  await executeBound(tx, TRIM_SQL, [users, cap]);
-  return rows;
 }
 
 const PAGE_SQL = `
