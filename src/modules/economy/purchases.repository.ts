@@ -3,6 +3,7 @@ import { beforeTimeIdKey, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed } from '../../platform/db.js';
 import { namedSql } from '../../platform/named-sql.js';
+import { inboxLockSql } from '../notifications/index.js';
 import { userAccountIdSql } from './accounts.js';
 import { ITEM_COLUMNS, type ItemRow, type ListingRow } from './catalog.repository.js';
 
@@ -111,9 +112,12 @@ const RECORD_SALE = namedSql<NewSale>(
        :transactionId, l.pending_account_id, l.available_account_id, :at, :at
      from sold cross join listing l
      returning *
+   ), inbox as (
+     select ${inboxLockSql('p.seller_id')} from p
    )
    select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price::text as listing_price,
-     l.item_name, f.added, f.balance::text as wallet_balance, ${PURCHASE_COLUMNS}
+     l.item_name, f.added, f.balance::text as wallet_balance, ${PURCHASE_COLUMNS},
+     (select count(*) from inbox) as inbox_locked
    from funds f left join listing l on true left join p on true`,
 );
 
@@ -137,16 +141,25 @@ type SaleRow = Record<string, unknown> & {
  * lockAccounts takes them; then, when the wallet holds the price, the sale counted on the listing
  * if it is still active, and the purchase inserted. A limited listing turns `sold` with its last
  * unit (its check makes overselling impossible). The listing row is locked after the accounts and
- * held until the purchase commits, so buyers of one listing queue on it for the shortest time; the
- * revenue account is left to the posting statement. The fee is the platform's basis points of
+ * held until the purchase commits, so buyers of one listing queue on it for the shortest time; with
+ * a purchase made, the seller's inbox lock last (their notification is stored next, without a
+ * statement of its own for the lock); the revenue account is left to the posting statement. The fee is the platform's basis points of
  * the price rounded down, but at least 1 coin when there is a fee at all, so that a cheap item is
  * not free of it (the seller's share may then be 0). The seller's accounts exist: a listing makes
  * them (migration 0029 made them for listings older than that).
  */
 export async function recordSale(data: DataAccess, sale: NewSale): Promise<Sale> {
   const [row] = await executeNamed<SaleRow, NewSale>(data, RECORD_SALE, sale);
-  const { listing_state, listing_seller_id, listing_price, item_name, added, wallet_balance, ...purchase } =
-    row as SaleRow;
+  const {
+    listing_state,
+    listing_seller_id,
+    listing_price,
+    item_name,
+    added,
+    wallet_balance,
+    inbox_locked: _inboxLocked,
+    ...purchase
+  } = row as SaleRow;
   return {
     listing:
       listing_state === null

@@ -111,8 +111,8 @@ export class PurchasesService {
         const event: DomainEventData[typeof PURCHASE_COMPLETED] = { purchase: answer.value };
         await this.deps.outbox.record(tx, PURCHASE_COMPLETED, event);
       }
-      // The seller's notification, in one call. Its lock (the seller's inbox) comes after the
-      // accounts and the listing the sale locked, and before the revenue account, the last lock.
+      // The seller's notification, in one statement: its lock (the seller's inbox) was the sale
+      // statement's last, after the accounts and the listing, before the revenue account.
       const notes = await this.deps.notifications.store(
         tx,
         [
@@ -122,6 +122,7 @@ export class PurchasesService {
           ),
         ],
         at,
+        true,
       );
       const { entries } = await post(
         tx,

@@ -18,6 +18,7 @@ import type { NotificationRow } from './notifications.repository.js';
 import { type NotificationRequest, NotificationsService } from './notifications.service.js';
 
 export type { ExtensionNotification } from './extension-send.js';
+export { inboxLockSql } from './notifications.repository.js';
 export type { NotificationRequest } from './notifications.service.js';
 
 /** How often each node looks for a broadcast to everyone to continue. */
@@ -28,7 +29,13 @@ const BROADCAST_INTERVAL_MS = 1000;
  * and announced to its user's sockets once that transaction committed.
  */
 export interface NotificationsApi {
-  store(tx: DataAccess, requests: readonly NotificationRequest[], at: Date): Promise<NotificationRow[]>;
+  /** `inboxLocked`: the caller's statement already took each recipient's `inboxLockSql`. */
+  store(
+    tx: DataAccess,
+    requests: readonly NotificationRequest[],
+    at: Date,
+    inboxLocked?: boolean,
+  ): Promise<NotificationRow[]>;
   announce(rows: readonly NotificationRow[], log: Pick<Logger, 'warn'>): Promise<void>;
   /**
    * Server extensions' `ctx.notifications.send`: checks the extension's arguments, stores one
@@ -67,7 +74,7 @@ export const notificationsModule = defineModule({
       intervalMs: BROADCAST_INTERVAL_MS,
     });
     const api: NotificationsApi = {
-      store: (tx, requests, at) => notifications.store(tx, requests, at),
+      store: (tx, requests, at, inboxLocked) => notifications.store(tx, requests, at, inboxLocked),
       announce: (rows, announceLog) => notifications.announce(rows, announceLog),
       send: (data, actor, userId, notification, sendLog) =>
         notifications.send(data, actor, userId, notification, sendLog),

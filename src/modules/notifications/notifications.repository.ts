@@ -34,8 +34,15 @@ const COLUMNS = 'id, user_id, code, subject, content, sender_id, created_at, rea
 /** The advisory lock class of inbox writes (any constant; it keeps them apart from other locks). */
 const LOCK_CLASS = 7_201;
 
-const LOCK_SQL = `
-  select pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(u::text)) from unnest($1::uuid[]) as u order by u`;
+/**
+ * SQL that takes the inbox lock of the user `idSql` names until the transaction ends: another
+ * module's statement that already holds its other locks takes it in the same round trip, then
+ * stores with `inboxLocked` (a purchase's sale statement takes the seller's).
+ */
+export const inboxLockSql = (idSql: string) =>
+  `pg_advisory_xact_lock(${LOCK_CLASS}, hashtext((${idSql})::text))`;
+
+const LOCK_SQL = `select ${inboxLockSql('u')} from unnest($1::uuid[]) as u order by u`;
 
 /**
  * Inserts the notifications of users that exist and, in the same statement, removes per user what
@@ -72,12 +79,13 @@ const STORE_SQL = `
  * Stores notifications inside the caller's transaction and trims their users' inboxes to `cap`;
  * those for users that no longer exist are skipped. Answers the stored rows. Two statements: the
  * inbox lock of each user (concurrent writes for one user then keep the cap exactly), then the
- * insert with its trim.
+ * insert with its trim; one when the caller's statement took the locks already (`inboxLockSql`).
  */
 export async function storeNotifications(
   tx: DataAccess,
   notes: readonly NewNotification[],
   cap: number,
+  inboxLocked = false,
 ): Promise<NotificationRow[]> {
   // More than the cap for one user at once: only the last `cap` of them could stay.
   const counted = new Map<string, number>();
@@ -91,7 +99,7 @@ export async function storeNotifications(
     .reverse();
   if (kept.length === 0) return [];
   const users = [...new Set(kept.map((note) => note.userId))];
-  await executeBound(tx, LOCK_SQL, [users]);
+  if (!inboxLocked) await executeBound(tx, LOCK_SQL, [users]);
   return executeBound<NotificationRow>(tx, STORE_SQL, [
     JSON.stringify(
       kept.map((note) => ({

@@ -55,8 +55,16 @@ export const viewOf = (row: NotificationRow): Notification => ({
 export class NotificationsService {
   constructor(private readonly deps: NotificationsDeps) {}
 
-  /** Stores notifications in `tx` (skipping users that no longer exist); announce them after the commit. */
-  store(tx: DataAccess, requests: readonly NotificationRequest[], at: Date): Promise<NotificationRow[]> {
+  /**
+   * Stores notifications in `tx` (skipping users that no longer exist); announce them after the
+   * commit. `inboxLocked`: the caller's statement took their users' locks (`inboxLockSql`).
+   */
+  store(
+    tx: DataAccess,
+    requests: readonly NotificationRequest[],
+    at: Date,
+    inboxLocked = false,
+  ): Promise<NotificationRow[]> {
     return storeNotifications(
       tx,
       requests.map((request) => ({
@@ -69,6 +77,7 @@ export class NotificationsService {
         createdAt: at,
       })),
       this.deps.maxPerUser,
+      inboxLocked,
     );
   }
 
