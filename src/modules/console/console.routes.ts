@@ -24,7 +24,7 @@ import { ASSETS, shell } from './layout.js';
 import { apiCall, SessionEnded } from './operator-api.js';
 import type { PageContext } from './page.js';
 import { overTls, parseForm, sameOrigin, setSecurityHeaders } from './security.js';
-import { allows, type ConsoleSession, sameSecret } from './session.js';
+import { allows, type ConsoleSession, type Flash, sameSecret } from './session.js';
 import { registerSignIn } from './sign-in.routes.js';
 
 /**
@@ -61,6 +61,19 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
       await deps.sessions.destroy(id);
       reply.header('set-cookie', sessionCookie(request, '', 0));
       return toSignIn(reply);
+    };
+    /** A page in the signed-in shell, with the navigation the operator's roles open. */
+    const signedInPage = (
+      reply: FastifyReply,
+      session: ConsoleSession,
+      page: { title: string; path: string; flash?: Flash | undefined; content: Html },
+    ) => {
+      const nav = deps.pages.filter(
+        (candidate) => !candidate.path.includes(':') && allows(session.roles, candidate.role),
+      );
+      return reply
+        .type('text/html; charset=utf-8')
+        .send(shell({ ...page, operator: session, csrf: session.csrf, nav }).markup);
     };
     const roleRefused = (reply: FastifyReply) =>
       refuse(
@@ -108,20 +121,7 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             if (err instanceof SessionEnded) return ended(request, reply, id);
             throw err;
           }
-          const nav = deps.pages.filter(
-            (candidate) => !candidate.path.includes(':') && allows(session.roles, candidate.role),
-          );
-          return reply.type('text/html; charset=utf-8').send(
-            shell({
-              title: page.title,
-              path: page.path,
-              operator: session,
-              csrf: session.csrf,
-              nav,
-              flash,
-              content,
-            }).markup,
-          );
+          return signedInPage(reply, session, { title: page.title, path: page.path, flash, content });
         },
       );
     }
@@ -136,7 +136,11 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
             consoleSchema(
               `action.${slug(action.path)}`,
               action.summary,
-              { 303: seeOther, 403: refused },
+              {
+                ...(action.shown ? { 200: htmlPage(`${action.shown.title}: shown this once.`) } : {}),
+                303: seeOther,
+                403: refused,
+              },
               true,
             ),
           ),
@@ -162,12 +166,21 @@ export function registerConsoleRoutes(http: HttpServer, deps: ConsoleDeps): void
           try {
             const answer = await deps.api.call(request, id, session, action.call(form, params));
             done = answer.ok;
-            session.flash = answer.ok
-              ? { kind: 'notice', text: action.done(answer.body) }
-              : {
-                  kind: 'error',
-                  text: `${answer.problem.title}: ${answer.problem.detail}${fieldList(answer.problem.errors)}`,
-                };
+            if (!answer.ok) {
+              session.flash = {
+                kind: 'error',
+                text: `${answer.problem.title}: ${answer.problem.detail}${fieldList(answer.problem.errors)}`,
+              };
+            } else if (action.shown) {
+              // Answered here and kept nowhere: not in the session's flash, not behind a redirect.
+              return signedInPage(reply, session, {
+                title: action.shown.title,
+                path: back(true),
+                content: action.shown.render(answer.body, params),
+              });
+            } else {
+              session.flash = { kind: 'notice', text: action.done(answer.body) };
+            }
           } catch (err) {
             if (err instanceof SessionEnded) return ended(request, reply, id);
             throw err;

@@ -5,6 +5,7 @@ import { NodeSamples } from './node-samples.js';
 import { OperatorApi } from './operator-api.js';
 import type { ConsoleAction, ConsolePage } from './page.js';
 import { auditPage } from './pages/audit.js';
+import { broadcastPage, sendBroadcast } from './pages/broadcast.js';
 import { configurationPage } from './pages/configuration.js';
 import { economyActions, economyPage, payoutsPage } from './pages/economy.js';
 import { extensionsPage } from './pages/extensions.js';
@@ -15,6 +16,8 @@ import { decideReport, moderationPage } from './pages/moderation.js';
 import { overviewPage } from './pages/overview.js';
 import { tournamentActions, tournamentPage, tournamentsPage } from './pages/tournaments.js';
 import { userActions, userPage, usersPage } from './pages/users.js';
+import { webhookActions, webhookPage } from './pages/webhook-endpoint.js';
+import { createWebhook, webhooksPage } from './pages/webhooks.js';
 import { worldActions, worldPage, worldsPage } from './pages/worlds.js';
 import { ConsoleSessions } from './session.js';
 
@@ -54,6 +57,9 @@ export const consoleModule = defineModule({
       leaderboardPage,
       tournamentsPage,
       tournamentPage,
+      webhooksPage,
+      webhookPage,
+      broadcastPage,
       auditPage,
     ];
     const actions: ConsoleAction[] = [
@@ -65,6 +71,9 @@ export const consoleModule = defineModule({
       ...groupActions,
       ...leaderboardActions,
       ...tournamentActions,
+      createWebhook,
+      ...webhookActions,
+      sendBroadcast,
     ];
     return {
       api: { samples },

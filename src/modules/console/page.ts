@@ -38,7 +38,7 @@ export interface ConsolePage {
   render(ctx: PageContext): Promise<Html>;
 }
 
-export interface ConsoleAction {
+interface ActionBase {
   /** A Fastify path under /console; `:name` segments arrive in `params`. */
   path: `/console/${string}`;
   /** For the OpenAPI document's summary of the form route. */
@@ -46,12 +46,10 @@ export interface ConsoleAction {
   role: OperatorRole;
   call(form: Readonly<Record<string, string>>, params: Readonly<Record<string, string>>): ApiRequest;
   /**
-   * What the form itself lacks before any API call (a confirmation box left unticked): the
-   * error shown instead of calling the API, or undefined to go ahead.
+   * What the form itself lacks before any API call (a confirmation box left unticked, content
+   * that is not JSON): the error shown instead of calling the API, or undefined to go ahead.
    */
   unconfirmed?(form: Readonly<Record<string, string>>): string | undefined;
-  /** The notice shown after it succeeded. */
-  done(answer: unknown): string;
   /**
    * Where the operator goes afterwards (the page the form was on), from the path's segments if it
    * needs them and from whether the action was done (a deleted thing's page is gone; a refusal shows there).
@@ -60,6 +58,26 @@ export interface ConsoleAction {
     | `/console${string}`
     | ((params: Readonly<Record<string, string>>, done: boolean) => `/console${string}`);
 }
+
+/**
+ * An answer the operator reads once and nothing may keep (a webhook's secret): the form is
+ * answered by this page itself, 200, rather than by a redirect and a notice, which the session
+ * would store until the next page. A refusal still goes back with its problem.
+ */
+export interface ShownAnswer {
+  title: string;
+  render(answer: unknown, params: Readonly<Record<string, string>>): Html;
+}
+
+export type ConsoleAction = ActionBase &
+  (
+    | {
+        /** The notice shown after it succeeded. */
+        done(answer: unknown): string;
+        shown?: never;
+      }
+    | { shown: ShownAnswer; done?: never }
+  );
 
 /** A hidden field carrying a fresh Idempotency-Key: a form submitted twice does its work once. */
 export function idempotencyField(): Html {
@@ -104,6 +122,20 @@ export function field(
 <input id="${id}" name="${options.name ?? id}" type="${options.type ?? 'text'}" value="${options.value ?? ''}"${
     options.required ? html` required` : ''
   }${options.max ? html` maxlength="${options.max}"` : ''}${options.hint ? html` aria-describedby="${id}-hint"` : ''}>
+${hint}`;
+}
+
+/** A labelled multi-line text field, for lists and JSON typed by hand. */
+export function textArea(
+  id: string,
+  label: string,
+  options: { name?: string; rows?: number; hint?: string } = {},
+): Html {
+  const hint = options.hint ? html`<small id="${id}-hint">${options.hint}</small>` : '';
+  return html`<label for="${id}">${label}</label>
+<textarea id="${id}" name="${options.name ?? id}" rows="${options.rows ?? 4}"${
+    options.hint ? html` aria-describedby="${id}-hint"` : ''
+  }></textarea>
 ${hint}`;
 }
 
