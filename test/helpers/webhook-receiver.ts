@@ -11,16 +11,19 @@ export interface ReceivedHook {
 
 /**
  * A webhook receiver on 127.0.0.1 that records every request and answers with the status
- * `statusFor(path, n)` gives (n counts that path's requests from 1), 204 by default.
+ * `statusFor(path, n)` gives (n counts that path's requests from 1; a promise holds the answer),
+ * 204 by default.
  */
-export async function webhookReceiver(statusFor: (path: string, n: number) => number = () => 204) {
+export async function webhookReceiver(
+  statusFor: (path: string, n: number) => number | Promise<number> = () => 204,
+) {
   const received: ReceivedHook[] = [];
   const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = req.url ?? '/';
     received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString() });
-    const status = statusFor(path, received.filter((hook) => hook.path === path).length);
+    const status = await statusFor(path, received.filter((hook) => hook.path === path).length);
     res.writeHead(status, status >= 300 && status < 400 ? { location: `${path}/moved` } : {});
     res.end(status >= 400 ? `refused with ${status}` : '');
   });

@@ -31,10 +31,17 @@ describe('webhook delivery', () => {
   const { expectStatus } = callsAs(app);
   /** Status sequences per receiver path; the last one repeats. */
   const plans = new Map<string, number[]>();
+  /** Paths whose next answer waits for the promise. */
+  const held = new Map<string, Promise<number>>();
   let receiver: Awaited<ReturnType<typeof webhookReceiver>>;
   let admin: TokenResponse;
   beforeAll(async () => {
     receiver = await webhookReceiver((path, n) => {
+      const hold = held.get(path);
+      if (hold) {
+        held.delete(path);
+        return hold;
+      }
       const plan = plans.get(path) ?? [204];
       return plan[Math.min(n, plan.length) - 1] ?? 204;
     });
@@ -178,6 +185,48 @@ describe('webhook delivery', () => {
       `/api/admin/webhooks/${down.id}/deliveries/${randomUUID()}/redeliver`,
       admin,
     );
+  });
+
+  it('writes no outcome of an attempt a redelivery overtook: the redelivery is due when that attempt’s lease ends', async () => {
+    const slow = await endpoint(['user.registered']);
+    let answer: (status: number) => void = () => {};
+    held.set(slow.path, new Promise<number>((resolve) => (answer = resolve)));
+    await registerUser(app());
+    await vi.waitFor(() => expect(receiver.at(slow.path)).toHaveLength(1), { timeout: 30_000, interval: 50 });
+    const [running] = await deliveries(slow.id);
+    expect(running).toMatchObject({ status: 'pending', attempts: 1, last_error: null });
+    const again = await expectStatus(
+      202,
+      'POST',
+      `/api/admin/webhooks/${slow.id}/deliveries/${running?.id}/redeliver`,
+      admin,
+    );
+    expect(again.json()).toMatchObject({ next_attempt_at: running?.next_attempt_at });
+    answer(500);
+    // Passes run one at a time: once a later event is delivered, the pass of the held attempt ended.
+    const later = await endpoint(['user.registered']);
+    await registerUser(app());
+    await untilDeliveries(later.id, (items) => items.some((item) => item.status === 'delivered'));
+    const [after] = (await deliveries(slow.id)).filter((item) => item.id === running?.id);
+    expect(after).toMatchObject({ status: 'pending', attempts: 1, last_status_code: null, last_error: null });
+  });
+
+  it('delivers to other endpoints while one receiver holds its answer', async () => {
+    const stuck = await endpoint(['user.registered']);
+    let answer: (status: number) => void = () => {};
+    held.set(stuck.path, new Promise<number>((resolve) => (answer = resolve)));
+    await registerUser(app());
+    await vi.waitFor(() => expect(receiver.at(stuck.path)).toHaveLength(1), {
+      timeout: 30_000,
+      interval: 50,
+    });
+    const healthy = await endpoint(['user.registered']);
+    await registerUser(app());
+    await untilDeliveries(healthy.id, (items) => items[0]?.status === 'delivered');
+    // The held attempt is still under way: nothing waited for it.
+    const stuckItems = await deliveries(stuck.id);
+    expect(stuckItems.at(-1)).toMatchObject({ status: 'pending', attempts: 1, last_error: null });
+    answer(204);
   });
 
   it('gives a disabled endpoint no delivery for the events meanwhile, and resumes its pending ones once enabled', async () => {

@@ -162,9 +162,9 @@ export function deliveriesPage(
 }
 
 /**
- * Makes a delivery of the endpoint pending again with a fresh retry budget, due at `at` (or, with
- * an attempt running, once that attempt ends: one attempt at a time). Undefined when the endpoint
- * has no such delivery.
+ * Makes a delivery of the endpoint pending again with a fresh retry budget, due at `at`; with an
+ * attempt running, once that attempt's lease ends (one attempt at a time), and that attempt's
+ * outcome is no longer written. Undefined when the endpoint has no such delivery.
  */
 export async function redeliver(
   tx: DataAccess,
@@ -175,7 +175,7 @@ export async function redeliver(
   const [row] = await executeBound<DeliveryRow>(
     tx,
     `update webhook_deliveries set
-       status = 'pending', budget_start = attempts, finished_at = null,
+       status = 'pending', budget_start = attempts, finished_at = null, attempting = false,
        next_attempt_at = case when attempting then next_attempt_at else $3 end
      where id = $2 and endpoint_id = $1
      returning ${COLUMNS}`,

@@ -7,8 +7,8 @@ import { nextAttemptAfterFailure } from './retry-schedule.js';
 import { attemptDelivery } from './signed-request.js';
 import { signedHeaders } from './signing.js';
 
-/** Deliveries one claim takes, all attempted at once. */
-const BATCH = 32;
+/** Attempts running at once on a node; a claim takes no more than there is room for. */
+const CONCURRENCY = 32;
 /** A claimed attempt's lease past its timeout: a node that died mid-attempt leaves it due then. */
 const LEASE_MARGIN_MS = 30_000;
 /** Deliveries one retention statement removes. */
@@ -33,15 +33,17 @@ export interface DeliveryWorkerOptions {
 }
 
 /**
- * The delivery job every node runs: a pass claims the due deliveries (skip locked, so each
- * attempt runs on one node), attempts them at once, writes each outcome, and goes on while
- * claims come back full; then it removes what retention let go. `wake` runs a pass now, when a
- * fan-out or a redelivery made something due.
+ * The delivery job every node runs: a pass claims as many due deliveries as there is room for
+ * (skip locked, so each attempt runs on one node) and starts their attempts, each writing its own
+ * outcome, without waiting for them: a receiver that holds its answer delays no other delivery.
+ * Then it removes what retention let go. `wake` runs a pass now: a fan-out or a redelivery made
+ * something due, or an attempt ended and freed room.
  */
 export class DeliveryWorker {
   private readonly repeating: RepeatingPass;
   /** Aborted by stop(): the attempts under way end at once, their leases hand them on. */
   private stopped = new AbortController();
+  private readonly attempts = new Set<Promise<void>>();
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.repeating = new RepeatingPass(() => this.runOnce(), {
@@ -56,30 +58,46 @@ export class DeliveryWorker {
     this.repeating.start();
   }
 
-  stop(): Promise<void> {
+  async stop(): Promise<void> {
     this.stopped.abort();
-    return this.repeating.stop();
+    await this.repeating.stop();
+    await Promise.all(this.attempts);
   }
 
   wake(): void {
     this.repeating.wake();
   }
 
-  /** Attempts what is due until nothing is, then prunes (tests, and the timer). */
+  /** Runs a pass, then waits for the attempts it started (tests). */
+  async runUntilIdle(): Promise<void> {
+    await this.runOnce();
+    await Promise.all(this.attempts);
+  }
+
+  /** Starts attempts of what is due while there is room, then prunes (the timer, and tests). */
   async runOnce(): Promise<void> {
     const { data, clock, settings } = this.options;
     for (;;) {
-      if (this.repeating.stopping) return;
+      const room = CONCURRENCY - this.attempts.size;
+      if (this.repeating.stopping || room <= 0) break;
       const now = clock();
       const leaseUntil = new Date(now.getTime() + settings.timeoutSeconds * 1000 + LEASE_MARGIN_MS);
-      const claimed = await claimDue(data(), now, leaseUntil, BATCH);
-      await Promise.all(claimed.map((delivery) => this.attempt(delivery)));
-      if (claimed.length < BATCH) break;
+      const claimed = await claimDue(data(), now, leaseUntil, room);
+      for (const delivery of claimed) this.begin(delivery);
+      if (claimed.length < room) break;
     }
     const before = new Date(clock().getTime() - settings.retentionDays * 86_400_000);
     while ((await pruneFinished(data(), before, PRUNE_BATCH)) === PRUNE_BATCH) {
       if (this.repeating.stopping) return;
     }
+  }
+
+  private begin(delivery: ClaimedDelivery): void {
+    const attempt = this.attempt(delivery).finally(() => {
+      this.attempts.delete(attempt);
+      this.wake();
+    });
+    this.attempts.add(attempt);
   }
 
   private async attempt(delivery: ClaimedDelivery): Promise<void> {

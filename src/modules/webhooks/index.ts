@@ -20,7 +20,7 @@ import { WebhooksService } from './webhooks.service.js';
 const DELIVERY_INTERVAL_MS = 500;
 
 export interface WebhooksApi {
-  /** Attempts every due delivery and prunes the expired ones (tests). */
+  /** Attempts every due delivery, waits for the attempts, and prunes the expired ones (tests). */
   runDeliveries(): Promise<void>;
 }
 
@@ -55,7 +55,7 @@ export function createWebhooksModule(options: { resolve?: Resolve; clock?: () =>
         ...(options.resolve ? { resolve: options.resolve } : {}),
         wakeDeliveries: () => worker.wake(),
       });
-      const api: WebhooksApi = { runDeliveries: () => worker.runOnce() };
+      const api: WebhooksApi = { runDeliveries: () => worker.runUntilIdle() };
       return {
         api,
         operations: [
