@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { inject } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { callControl } from '../../src/platform/control-client.js';
 import { PASSWORD, uniqueUsername } from './accounts.js';
 
 export interface LogLine {
@@ -104,6 +105,31 @@ export async function registerOver(httpUrl: string): Promise<TokenResponse> {
   if (response.status !== 201)
     throw new Error(`register failed: ${response.status} ${await response.text()}`);
   return (await response.json()) as TokenResponse;
+}
+
+/**
+ * An account given the admin role through the running service's control channel (as `atrium
+ * admin grant` does), signed in again so its token carries the role.
+ */
+export async function adminOver(httpUrl: string, dataDir: string): Promise<TokenResponse> {
+  const { user } = await registerOver(httpUrl);
+  // The control channel opens once the service listens: retried until it answers.
+  const reply = await eventually(
+    () =>
+      callControl(dataDir, {
+        command: 'admin.grant',
+        args: { username: user.username, role: 'admin' },
+      }).catch(() => undefined),
+    'the control channel',
+  );
+  if (!(reply as { ok?: boolean }).ok) throw new Error(`admin.grant failed: ${JSON.stringify(reply)}`);
+  const login = await fetch(`${httpUrl}/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: user.username, password: PASSWORD }),
+  });
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${await login.text()}`);
+  return (await login.json()) as TokenResponse;
 }
 
 /** Polls `check` until it returns a value, for up to `deadlineMs` (a loaded machine is slow). */

@@ -3,14 +3,13 @@ import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import { callControl } from '../../src/platform/control-client.js';
-import { bearer, PASSWORD } from '../helpers/accounts.js';
+import { bearer } from '../helpers/accounts.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 import {
+  adminOver,
   eventually,
   PROCESS_TEST_TIMEOUT_MS,
   preparedDataDir,
-  registerOver,
   type ServiceProcess,
   startService,
 } from '../helpers/service-process.js';
@@ -173,21 +172,4 @@ async function broadcastToAll(httpUrl: string, admin: TokenResponse): Promise<{ 
   });
   expect(response.status).toBe(202);
   return (await response.json()) as { id: string };
-}
-
-/** An account given the admin role through the server's control channel, signed in again to carry it. */
-async function adminOver(httpUrl: string, dataDir: string): Promise<TokenResponse> {
-  const { user } = await registerOver(httpUrl);
-  const reply = await callControl(dataDir, {
-    command: 'admin.grant',
-    args: { username: user.username, role: 'admin' },
-  });
-  expect(reply).toMatchObject({ ok: true, exit_code: 0 });
-  const login = await fetch(`${httpUrl}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: user.username, password: PASSWORD }),
-  });
-  expect(login.status).toBe(200);
-  return (await login.json()) as TokenResponse;
 }

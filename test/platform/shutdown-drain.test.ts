@@ -6,11 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { StreamPosition } from '../../protocol/stream-position.js';
 import { configFrom } from '../../src/config.js';
-import { callControl } from '../../src/platform/control-client.js';
 import { openDatabase } from '../../src/platform/db.js';
-import { PASSWORD } from '../helpers/accounts.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 import {
+  adminOver,
   PROCESS_TEST_TIMEOUT_MS,
   preparedDataDir,
   registerOver,
@@ -84,7 +83,7 @@ describe('a SIGTERM while purchases whose clients left are still running', () =>
       const api = restClient(`http://127.0.0.1:${httpPort}`);
       const wsUrl = `ws://127.0.0.1:${wsPort}/ws`;
 
-      const admin = await adminOver(api, dataDir);
+      const admin = await adminOver(api.url, dataDir);
       const seller = await registerOver(api.url);
       const listingId = await consumableListing(api, seller);
       const buyers: TokenResponse[] = [];
@@ -111,7 +110,14 @@ describe('a SIGTERM while purchases whose clients left are still running', () =>
       for (const client of [sellerClient, ...buyerClients]) client.socket.ws.terminate();
       service.child.kill('SIGTERM');
       await eventually(() => service.lines.some((line) => line.msg === 'shutting down'), 'the drain');
-      await hold?.release();
+      if (hold) {
+        // Released once shutdown says what it waits for, so what it waits for includes them all.
+        await eventually(
+          () => service.lines.some((line) => line.msg === 'waiting for in-flight work'),
+          'the wait for in-flight work',
+        );
+        await hold.release();
+      }
 
       expect(await service.exited).toBe(0);
       const afterSignal = service.lines.slice(service.lines.findIndex((l) => l.msg === 'shutting down'));
@@ -207,23 +213,6 @@ function restClient(url: string) {
       return JSON.parse(text) as { id: string };
     },
   };
-}
-
-/** An account given the admin role through the server's control channel, signed in again to carry it. */
-async function adminOver(api: ReturnType<typeof restClient>, dataDir: string): Promise<TokenResponse> {
-  const { user } = await registerOver(api.url);
-  const reply = await callControl(dataDir, {
-    command: 'admin.grant',
-    args: { username: user.username, role: 'admin' },
-  });
-  expect(reply).toMatchObject({ ok: true, exit_code: 0 });
-  const login = await fetch(`${api.url}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: user.username, password: PASSWORD }),
-  });
-  expect(login.status).toBe(200);
-  return (await login.json()) as TokenResponse;
 }
 
 /** A published consumable item of the seller's, listed without a quantity limit; answers the listing id. */

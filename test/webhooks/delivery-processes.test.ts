@@ -6,11 +6,10 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../../protocol/webhooks.js';
-import { callControl } from '../../src/platform/control-client.js';
-import { bearer, PASSWORD } from '../helpers/accounts.js';
+import { bearer } from '../helpers/accounts.js';
 import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from '../helpers/database.js';
 import {
-  eventually,
+  adminOver,
   PROCESS_TEST_TIMEOUT_MS,
   preparedDataDir,
   registerOver,
@@ -89,27 +88,6 @@ function adminApi(httpUrl: string, admin: TokenResponse) {
         return items;
       }, DELIVERY_WAIT),
   };
-}
-
-/**
- * An account given the admin role through the control channel of the server on `dataDir`, signed
- * in again to carry it. In worker mode the channel is worker 1's, which may listen a moment after
- * another worker's line said the service does.
- */
-async function adminOver(httpUrl: string, dataDir: string): Promise<TokenResponse> {
-  const { user } = await registerOver(httpUrl);
-  const reply = await eventually(
-    () => callControl(dataDir, { command: 'admin.grant', args: { username: user.username, role: 'admin' } }),
-    'the control channel',
-  );
-  expect(reply).toMatchObject({ ok: true, exit_code: 0 });
-  const login = await fetch(`${httpUrl}/api/auth/login`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: user.username, password: PASSWORD }),
-  });
-  expect(login.status).toBe(200);
-  return (await login.json()) as TokenResponse;
 }
 
 /** The user a user.registered request names. */
