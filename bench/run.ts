@@ -38,6 +38,11 @@ import { parseArgs } from 'node:util';
  *   leaderboards          top and around-me pages of a 1,000,000-record board and submissions beside a
  *                         bare Redis + `pg` script (bench/results/leaderboards.md); also takes
  *                         --backends embedded,postgres and --profile DIR
+ *   webhooks              deliveries/s of the webhook delivery job beside a bare node:http script posting
+ *                         the same signed bodies, the outbox lag at 500 events/s (Postgres), the inbox
+ *                         list and unread count of a user with 1,000 notifications beside bare Fastify
+ *                         + `pg` (bench/results/webhooks.md); also takes --backends embedded,postgres and
+ *                         --profile DIR
  *   workers               WORKERS=2 beside WORKERS=1 on Postgres + Redis: GET /api/users/me and
  *                         heartbeat frames, the ratio and the load client's CPU (bench/results/workers.md)
  *   extensions            the hook path's cost: CPU per call of GET /api/users/me and REST dm.send
@@ -66,6 +71,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
   leaderboards: () => import('./leaderboards.js'),
+  webhooks: () => import('./webhooks.js'),
   workers: () => import('./workers.js'),
   extensions: () => import('./extensions.js'),
   failover: () => import('./failover.js'),
