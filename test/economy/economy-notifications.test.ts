@@ -1,43 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import type { DomainEventData, DomainEventType } from '../../protocol/domain-events.js';
 import type { Notification } from '../../protocol/notifications.js';
-import { defineModule } from '../../src/platform/module.js';
 import { bearer, callsAs, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { testModules, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { sent } from './rest.js';
 
 /**
  * What the economy notifies (docs/notifications.md: economy.item_sold, economy.payout_decided)
  * and the payout request's domain event, written with their cause. The events are read from the
- * outbox's table, as test/platform/domain-events.test.ts reads them: a module consumes the type,
- * and the app's outbox is stopped, so what was recorded stays there.
+ * outbox's table (test/helpers/domain-events.ts): a module consumes the type, and the app's outbox
+ * is stopped, so what was recorded stays there.
  */
 
 const PAYOUT_REQUESTED = 'economy.payout.requested';
 
-const payoutConsumer = defineModule({
-  name: 'test-payout-consumer',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    outbox.consume({
-      name: `test:${PAYOUT_REQUESTED}`,
-      type: PAYOUT_REQUESTED,
-      retry: { leaseSeconds: 30, maxAttempts: 5 },
-      handle: async () => {},
-    });
-    return { api: {} };
-  },
-});
-
 describe('economy notifications', () => {
-  const app = useTestApp({}, { modules: [...testModules, payoutConsumer] });
+  const app = useTestApp({}, { modules: [...testModules, consumerOf(PAYOUT_REQUESTED)] });
   const { expectStatus } = callsAs(app);
   const sockets = openedSockets(() => app().wsUrl);
+  const { recordedBy } = recordedEvents(app);
   let admin: TokenResponse;
 
   beforeAll(async () => {
@@ -54,19 +39,6 @@ describe('economy notifications', () => {
       'select user_id, sender_id from notifications where code = ? and content->>? = ?',
       [code, field, id],
     );
-  const recorded = async <T extends DomainEventType>(type: T): Promise<DomainEventData[T][]> =>
-    (
-      await queryRows<{ data: DomainEventData[T] }>(
-        app().db,
-        'select data from outbox_events where type = ? order by at, id',
-        [type],
-      )
-    ).map((row) => row.data);
-  const recordedBy = async <T extends DomainEventType>(type: T, work: () => Promise<unknown>) => {
-    const before = (await recorded(type)).length;
-    await work();
-    return (await recorded(type)).slice(before);
-  };
   /** A write under /api/economy with its own Idempotency-Key, whatever it answers. */
   const economyCall = (
     user: TokenResponse,

@@ -1,53 +1,32 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import type { DomainEventData } from '../../protocol/domain-events.js';
-import { defineModule } from '../../src/platform/module.js';
 import { registerUser } from '../helpers/accounts.js';
 import type { ConfigOverrides } from '../helpers/app.js';
 import { testModules, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 import { createWorld } from '../helpers/worlds.js';
 import { gameServerCalls, serversOfWorlds } from './gameservers.js';
 
 /**
  * `gameserver.failed`, recorded in the transaction that makes a spawn `failed`, whichever path
  * does: its deadline (the node's timer, a sweep by a read or a join), a crash, a start error.
- * Read from the outbox's table, as test/platform/domain-events.test.ts reads events: a module
- * consumes the type, and the app's outbox is stopped, so what was recorded stays there.
+ * Read from the outbox's table (test/helpers/domain-events.ts): a module consumes the type, and
+ * the app's outbox is stopped, so what was recorded stays there.
  */
 
 const SERVER_FAILED = 'gameserver.failed';
 const node = JSON.stringify;
 
-const failureConsumer = defineModule({
-  name: 'test-failure-consumer',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    outbox.consume({
-      name: `test:${SERVER_FAILED}`,
-      type: SERVER_FAILED,
-      retry: { leaseSeconds: 30, maxAttempts: 5 },
-      handle: async () => {},
-    });
-    return { api: {} };
-  },
-});
-
 /** A test app whose failures are recorded and kept, and the calls the tests make on it. */
 function appRecordingFailures(overrides: ConfigOverrides) {
-  const app = useTestApp(overrides, { modules: [...testModules, failureConsumer] });
+  const app = useTestApp(overrides, { modules: [...testModules, consumerOf(SERVER_FAILED)] });
   beforeAll(async () => {
     await app().outbox.stop();
   });
   /** The events recorded for one server. */
-  const recordedFor = async (serverId: string): Promise<DomainEventData[typeof SERVER_FAILED][]> =>
-    (
-      await queryRows<{ data: DomainEventData[typeof SERVER_FAILED] }>(
-        app().db,
-        `select data from outbox_events where type = ? and data->'server'->>'server_id' = ?`,
-        [SERVER_FAILED, serverId],
-      )
-    ).map((row) => row.data);
+  const { recorded } = recordedEvents(app);
+  const recordedFor = async (serverId: string) =>
+    (await recorded(SERVER_FAILED)).filter((event) => event.server.server_id === serverId);
   /** Waits until an event was recorded for the server, with no request asking. */
   const awaitRecorded = (serverId: string) =>
     vi.waitFor(

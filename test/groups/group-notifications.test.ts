@@ -1,42 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import type { DomainEventData } from '../../protocol/domain-events.js';
 import type { Notification } from '../../protocol/notifications.js';
-import { defineModule } from '../../src/platform/module.js';
 import { registerUser } from '../helpers/accounts.js';
 import { testModules, useTestApp } from '../helpers/app.js';
-import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { groupCalls, uniqueGroupName } from './groups.js';
 
 /**
  * What groups notify (docs/notifications.md, "What the system notifies") and the `group.created`
- * domain event. A module consuming `group.created` is added and the app's outbox is stopped, as
- * test/platform/domain-events.test.ts does, so what was recorded stays in outbox_events to be read.
+ * domain event. A module consuming `group.created` is added and the app's outbox is stopped
+ * (test/helpers/domain-events.ts), so what was recorded stays in outbox_events to be read.
  */
-
-const groupCreatedConsumer = defineModule({
-  name: 'test-consumers',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    outbox.consume({
-      name: 'test:group.created',
-      type: 'group.created',
-      retry: { leaseSeconds: 30, maxAttempts: 5 },
-      handle: async () => {},
-    });
-    return { api: {} };
-  },
-});
 
 describe('group notifications', () => {
   const app = useTestApp(
     { SOCIAL_RATE_LIMIT_COUNT: 100_000, CREATE_RATE_LIMIT_COUNT: 100_000, GROUP_MAX_MEMBERS: 3 },
-    { modules: [...testModules, groupCreatedConsumer] },
+    { modules: [...testModules, consumerOf('group.created')] },
   );
   const { call, expectStatus, createGroup, joined, requested, cast } = groupCalls(app);
   const sockets = openedSockets(() => app().wsUrl);
+  const { recordedBy } = recordedEvents(app);
   afterAll(() => sockets.closeAll());
   beforeAll(async () => {
     await app().outbox.stop();
@@ -167,32 +151,25 @@ describe('group notifications', () => {
   });
 
   describe('group.created', () => {
-    /** The data of each `group.created` event recorded so far. */
-    const recorded = async (): Promise<DomainEventData['group.created'][]> =>
-      (
-        await queryRows<{ data: DomainEventData['group.created'] }>(
-          app().db,
-          "select data from outbox_events where type = 'group.created' order by at, id",
-        )
-      ).map((row) => row.data);
-
     it('is recorded with the group as POST /api/groups answers it', async () => {
       const owner = await registerUser(app());
-      const before = await recorded();
-      const group = await createGroup(owner, { description: 'Builders of things', join_policy: 'closed' });
-      expect((await recorded()).slice(before.length)).toEqual([{ group }]);
+      let group: unknown;
+      const events = await recordedBy('group.created', async () => {
+        group = await createGroup(owner, { description: 'Builders of things', join_policy: 'closed' });
+      });
+      expect(events).toEqual([{ group }]);
     });
 
     it('is not recorded for a refused creation', async () => {
       const owner = await registerUser(app());
       const name = uniqueGroupName();
       await createGroup(owner, { name });
-      const before = await recorded();
-      const taken = await call('POST', '/api/groups', await registerUser(app()), {
-        name: name.toUpperCase(),
+      const other = await registerUser(app());
+      const events = await recordedBy('group.created', async () => {
+        const taken = await call('POST', '/api/groups', other, { name: name.toUpperCase() });
+        expect([taken.statusCode, taken.json().code]).toEqual([409, 'CONFLICT']);
       });
-      expect([taken.statusCode, taken.json().code]).toEqual([409, 'CONFLICT']);
-      expect(await recorded()).toEqual(before);
+      expect(events).toEqual([]);
     });
   });
 });

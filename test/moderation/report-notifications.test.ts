@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import type { DomainEventData } from '../../protocol/domain-events.js';
+import type { Report } from '../../protocol/moderation.js';
 import type { Notification } from '../../protocol/notifications.js';
-import { defineModule } from '../../src/platform/module.js';
 import { PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { testModules, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 import { createWorld } from '../helpers/worlds.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { moderationCalls } from './moderation.js';
@@ -13,29 +13,15 @@ import { moderationCalls } from './moderation.js';
 /**
  * What a moderator's decision notifies (docs/notifications.md, `report.resolved`) and the
  * `report.created` domain event. A module consuming `report.created` is added and the app's outbox
- * is stopped, as test/platform/domain-events.test.ts does, so what was recorded stays in
- * outbox_events to be read.
+ * is stopped (test/helpers/domain-events.ts), so what was recorded stays in outbox_events to be
+ * read.
  */
 
-const reportCreatedConsumer = defineModule({
-  name: 'test-consumers',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    outbox.consume({
-      name: 'test:report.created',
-      type: 'report.created',
-      retry: { leaseSeconds: 30, maxAttempts: 5 },
-      handle: async () => {},
-    });
-    return { api: {} };
-  },
-});
-
 describe('report notifications', () => {
-  const app = useTestApp({}, { modules: [...testModules, reportCreatedConsumer] });
+  const app = useTestApp({}, { modules: [...testModules, consumerOf('report.created')] });
   const { call, expectStatus, report, reported, decide, directMessage, worldMessage } = moderationCalls(app);
   const sockets = openedSockets(() => app().wsUrl);
+  const { recordedBy } = recordedEvents(app);
   afterAll(() => sockets.closeAll());
   let moderator: TokenResponse;
   beforeAll(async () => {
@@ -157,15 +143,6 @@ describe('report notifications', () => {
   });
 
   describe('report.created', () => {
-    /** The data of each `report.created` event recorded so far. */
-    const recorded = async (): Promise<DomainEventData['report.created'][]> =>
-      (
-        await queryRows<{ data: DomainEventData['report.created'] }>(
-          app().db,
-          "select data from outbox_events where type = 'report.created' order by at, id",
-        )
-      ).map((row) => row.data);
-
     it('is recorded with the report as its reporter sees it, its reporter, and the message then', async () => {
       const [sender, reporter] = [await registerUser(app()), await registerUser(app())];
       const message = (
@@ -173,9 +150,11 @@ describe('report notifications', () => {
           body: 'buy gold',
         })
       ).json();
-      const before = await recorded();
-      const filed = await reported(reporter, message.id, { reason: 'spam', details: 'sells gold' });
-      expect((await recorded()).slice(before.length)).toEqual([
+      let filed: Report | undefined;
+      const events = await recordedBy('report.created', async () => {
+        filed = await reported(reporter, message.id, { reason: 'spam', details: 'sells gold' });
+      });
+      expect(events).toEqual([
         {
           report: { ...filed, reporter_id: reporter.user.id },
           message: {
@@ -190,21 +169,20 @@ describe('report notifications', () => {
 
     it('is not recorded for a refused report', async () => {
       const { messageId, sender, reporter } = await openReport();
-      const before = await recorded();
-      const twice = await report(reporter, messageId);
-      expect([twice.statusCode, twice.json().code]).toEqual([409, 'CONFLICT']);
-      const own = await report(sender, messageId);
-      expect(own.statusCode).toBe(422);
-      const unknown = await call(
-        'POST',
-        '/api/chat/messages/0190a000-0000-7000-8000-00000000dead/reports',
-        reporter,
-        {
-          reason: 'spam',
-        },
-      );
-      expect(unknown.statusCode).toBe(404);
-      expect(await recorded()).toEqual(before);
+      const events = await recordedBy('report.created', async () => {
+        const twice = await report(reporter, messageId);
+        expect([twice.statusCode, twice.json().code]).toEqual([409, 'CONFLICT']);
+        const own = await report(sender, messageId);
+        expect(own.statusCode).toBe(422);
+        const unknown = await call(
+          'POST',
+          '/api/chat/messages/0190a000-0000-7000-8000-00000000dead/reports',
+          reporter,
+          { reason: 'spam' },
+        );
+        expect(unknown.statusCode).toBe(404);
+      });
+      expect(events).toEqual([]);
     });
   });
 });

@@ -2,17 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { LightMyRequestResponse } from 'fastify';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import {
-  type DomainEventData,
-  type DomainEventType,
-  domainEventTypes,
-} from '../../protocol/domain-events.js';
+import { domainEventTypes } from '../../protocol/domain-events.js';
 import { statementsAtOnce } from '../../src/platform/batcher.js';
 import { executeBound } from '../../src/platform/db.js';
-import { defineModule } from '../../src/platform/module.js';
 import { bearer, callsAs, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { statementBatches, testModules, useTestApp, whileTransactionOpen } from '../helpers/app.js';
-import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
 /**
@@ -21,48 +16,19 @@ import { openedSockets, request } from '../helpers/ws-client.js';
  * added, and the app's outbox is stopped, so what was recorded stays there to be read.
  */
 
-const consumerOfEveryType = defineModule({
-  name: 'test-consumers',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    for (const type of domainEventTypes) {
-      outbox.consume({
-        name: `test:${type}`,
-        type,
-        retry: { leaseSeconds: 30, maxAttempts: 5 },
-        handle: async () => {},
-      });
-    }
-    return { api: {} };
-  },
-});
-
 describe('domain events', () => {
   // Sends a test makes at once must not meet the rate limit.
-  const app = useTestApp({ DM_RATE_LIMIT_COUNT: 1000 }, { modules: [...testModules, consumerOfEveryType] });
+  const app = useTestApp(
+    { DM_RATE_LIMIT_COUNT: 1000 },
+    { modules: [...testModules, consumerOf(...domainEventTypes)] },
+  );
   const { call, expectStatus } = callsAs(app);
   const sockets = openedSockets(() => app().wsUrl);
+  const { recordedBy } = recordedEvents(app);
 
   beforeAll(async () => {
     await app().outbox.stop();
   });
-
-  /** The data of each event of `type` recorded so far, oldest first. */
-  const recorded = async <T extends DomainEventType>(type: T): Promise<DomainEventData[T][]> =>
-    (
-      await queryRows<{ data: DomainEventData[T] }>(
-        app().db,
-        'select data from outbox_events where type = ? order by at, id',
-        [type],
-      )
-    ).map((row) => row.data);
-  /** What `work` recorded of `type`. */
-  const recordedBy = async <T extends DomainEventType>(type: T, work: () => Promise<unknown>) => {
-    const before = (await recorded(type)).length;
-    await work();
-    return (await recorded(type)).slice(before);
-  };
 
   describe('user.registered', () => {
     it('is recorded with the account', async () => {

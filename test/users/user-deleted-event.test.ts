@@ -1,52 +1,31 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
-import type { DomainEventData } from '../../protocol/domain-events.js';
-import { defineModule } from '../../src/platform/module.js';
 import { callsAs, PASSWORD, registerUser } from '../helpers/accounts.js';
 import { testModules, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { consumerOf, recordedEvents } from '../helpers/domain-events.js';
 
 /**
  * `user.deleted`, recorded in the transaction that deletes the account (DELETE /api/users/me, the
- * only way an account is deleted). Read from the outbox's table, as
- * test/platform/domain-events.test.ts reads events: a module consumes the type, and the app's
- * outbox is stopped, so what was recorded stays there.
+ * only way an account is deleted). Read from the outbox's table
+ * (test/helpers/domain-events.ts): a module consumes the type, and the app's outbox is stopped, so
+ * what was recorded stays there.
  */
 
 const USER_DELETED = 'user.deleted';
 
-const deletionConsumer = defineModule({
-  name: 'test-deletion-consumer',
-  tables: [],
-  needs: [],
-  setup({ outbox }) {
-    outbox.consume({
-      name: `test:${USER_DELETED}`,
-      type: USER_DELETED,
-      retry: { leaseSeconds: 30, maxAttempts: 5 },
-      handle: async () => {},
-    });
-    return { api: {} };
-  },
-});
-
 describe('user.deleted', () => {
-  const app = useTestApp({}, { modules: [...testModules, deletionConsumer] });
+  const app = useTestApp({}, { modules: [...testModules, consumerOf(USER_DELETED)] });
   const { call, expectStatus } = callsAs(app);
+  const { recorded } = recordedEvents(app);
 
   beforeAll(async () => {
     await app().outbox.stop();
   });
 
   /** The events recorded for `user`'s account. */
-  const recordedFor = async (user: TokenResponse): Promise<DomainEventData[typeof USER_DELETED][]> =>
-    (
-      await queryRows<{ data: DomainEventData[typeof USER_DELETED] }>(
-        app().db,
-        `select data from outbox_events where type = ? and data->>'user_id' = ?`,
-        [USER_DELETED, user.user.id],
-      )
-    ).map((row) => row.data);
+  const recordedFor = async (user: TokenResponse) =>
+    (await recorded(USER_DELETED)).filter((event) => event.user_id === user.user.id);
   const accountExists = async (user: TokenResponse) =>
     (await queryRows(app().db, 'select 1 from users where id = ?', [user.user.id])).length === 1;
 
