@@ -93,10 +93,15 @@ export class DeliveryWorker {
   }
 
   private begin(delivery: ClaimedDelivery): void {
-    const attempt = this.attempt(delivery).finally(() => {
-      this.attempts.delete(attempt);
-      this.wake();
-    });
+    const attempt = this.attempt(delivery)
+      // Never a receiver's doing (those are outcomes): logged, and the lease hands the delivery on.
+      .catch((err: unknown) =>
+        this.options.log.warn({ err, delivery_id: delivery.id }, 'webhooks: an attempt failed'),
+      )
+      .finally(() => {
+        this.attempts.delete(attempt);
+        this.wake();
+      });
     this.attempts.add(attempt);
   }
 
