@@ -88,8 +88,8 @@ describe('loading extensions', () => {
     [
       'an unknown event type',
       'badevent.mjs',
-      'export default { name: "badevent", setup(api) { api.on("user.deleted", () => {}); } };',
-      /no domain event type user\.deleted/,
+      'export default { name: "badevent", setup(api) { api.on("user.exploded", () => {}); } };',
+      /no domain event type user\.exploded/,
     ],
     [
       'a bad rpc option',
