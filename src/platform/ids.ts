@@ -24,6 +24,12 @@ export function canonicalId(value: string): string {
   return isId(value) ? value.toLowerCase() : value;
 }
 
+/** A client-given id in its one spelling, or the 404 `notFound` gives (a malformed id names nothing). */
+export function idOr(value: string, notFound: () => Error): string {
+  if (!isId(value)) throw notFound();
+  return canonicalId(value);
+}
+
 /**
  * A Postgres array literal of uuids, bound as one parameter (the query builder would expand a JS
  * array into a list of placeholders). Only well-formed uuids are accepted, so nothing needs quoting.

@@ -5,7 +5,7 @@ import { type Ctx, callerOf, hasRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { newId } from '../../platform/ids.js';
+import { idOr, newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
 import { userAccount } from './accounts.js';
@@ -23,7 +23,7 @@ import {
 } from './catalog.repository.js';
 import type { IdempotentWrites, KeyedInput } from './idempotency.js';
 import { ensureAccounts } from './ledger.repository.js';
-import { conflictIn, filterId, idOr, toItem, toListing } from './views.js';
+import { conflictIn, filterId, toItem, toListing } from './views.js';
 
 export interface CatalogDeps {
   writes: IdempotentWrites;

@@ -6,7 +6,7 @@ import { type Announcement, type EventBus, userTopic } from '../../platform/bus.
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { newId } from '../../platform/ids.js';
+import { idOr, newId } from '../../platform/ids.js';
 import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
@@ -17,7 +17,7 @@ import { ensureAccounts, lockAccounts, type Movement, post } from './ledger.repo
 import { payoutDecidedNote } from './notes.js';
 import { decidePayout, insertPayout, payoutById, payoutQueue, payoutsOf } from './payouts.repository.js';
 import { releaseHolds } from './release.js';
-import { balanceAnnouncements, conflictIn, idOr, toPayout } from './views.js';
+import { balanceAnnouncements, conflictIn, toPayout } from './views.js';
 
 export interface PayoutsDeps {
   writes: IdempotentWrites;

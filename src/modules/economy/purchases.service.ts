@@ -7,7 +7,7 @@ import { type Announcement, type EventBus, userTopic } from '../../platform/bus.
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { newId } from '../../platform/ids.js';
+import { idOr, newId } from '../../platform/ids.js';
 import type { Outbox } from '../../platform/outbox.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import type { AuditApi } from '../audit/index.js';
@@ -25,7 +25,7 @@ import {
   recordSale,
   takeFromInventory,
 } from './purchases.repository.js';
-import { balanceAnnouncements, conflictIn, filterId, idOr, toItem, toPurchase } from './views.js';
+import { balanceAnnouncements, conflictIn, filterId, toItem, toPurchase } from './views.js';
 
 export interface PurchasesDeps {
   writes: IdempotentWrites;

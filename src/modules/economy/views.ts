@@ -10,7 +10,7 @@ import {
 } from '../../../protocol/economy.js';
 import { type Announcement, userTopic } from '../../platform/bus.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId } from '../../platform/ids.js';
+import { canonicalId } from '../../platform/ids.js';
 import type { ItemRow, ListingRow } from './catalog.repository.js';
 import type { EntryRow } from './ledger.repository.js';
 import type { PayoutRow } from './payouts.repository.js';
@@ -94,12 +94,6 @@ export const toPayout = (row: PayoutRow): Payout => ({
   created_at: iso(row.created_at),
   updated_at: iso(row.updated_at),
 });
-
-/** A client-given id in its one spelling, or the 404 `notFound` gives (a malformed id names nothing). */
-export function idOr(value: string, notFound: () => AppError): string {
-  if (!isId(value)) throw notFound();
-  return canonicalId(value);
-}
 
 /** An optional filter id (its schema checked the form) in its one spelling, or null. */
 export function filterId(value: string | undefined): string | null {

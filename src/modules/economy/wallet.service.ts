@@ -19,7 +19,7 @@ import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../plat
 import type { DataAccess } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { wasReplayed } from '../../platform/idempotency.js';
-import { canonicalId } from '../../platform/ids.js';
+import { canonicalId, idOr } from '../../platform/ids.js';
 import type { LogSink } from '../../platform/log.js';
 import type { AuditActor, AuditApi } from '../audit/index.js';
 import type { UsersApi } from '../users/index.js';
@@ -46,7 +46,7 @@ import {
 import { paidOutTo } from './payouts.repository.js';
 import { nextReleaseOf } from './purchases.repository.js';
 import { verifyLedger } from './verify.js';
-import { balanceAnnouncements, idOr, toEntry, toOthersEntry } from './views.js';
+import { balanceAnnouncements, toEntry, toOthersEntry } from './views.js';
 
 export interface WalletDeps {
   writes: IdempotentWrites;

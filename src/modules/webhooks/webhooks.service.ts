@@ -3,7 +3,7 @@ import { type Ctx, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
 import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
-import { canonicalId, isId, newId } from '../../platform/ids.js';
+import { idOr, newId } from '../../platform/ids.js';
 import { quotaExceeded } from '../../platform/quota.js';
 import type { AuditApi } from '../audit/index.js';
 import { checkUrl, type Resolve } from './address-guard.js';
@@ -96,9 +96,9 @@ export class WebhooksService {
       ...(input.url === undefined ? {} : { url: await this.checkedUrl(input.url) }),
       ...(input.events === undefined ? {} : { events: subscribed(input.events) }),
     };
-    if (!isId(id)) throw noSuchEndpoint();
+    const endpointId = idOr(id, noSuchEndpoint);
     return transaction(ctx.data, async (tx) => {
-      const changed = await updateEndpoint(tx, canonicalId(id), changes, ctx.now());
+      const changed = await updateEndpoint(tx, endpointId, changes, ctx.now());
       if (!changed) throw noSuchEndpoint();
       const [before, after] = [endpointView(changed.before), endpointView(changed.after)];
       const fields = (['url', 'events', 'enabled', 'description'] as const).filter(
@@ -117,9 +117,9 @@ export class WebhooksService {
 
   async delete(ctx: Ctx, id: string): Promise<void> {
     const admin = requireRole(ctx, 'admin');
-    if (!isId(id)) throw noSuchEndpoint();
+    const endpointId = idOr(id, noSuchEndpoint);
     await transaction(ctx.data, async (tx) => {
-      const deleted = await deleteEndpoint(tx, canonicalId(id));
+      const deleted = await deleteEndpoint(tx, endpointId);
       if (!deleted) throw noSuchEndpoint();
       await this.deps.audit.record(tx, {
         actor: { kind: 'user', id: admin.id },
@@ -133,16 +133,16 @@ export class WebhooksService {
 
   async rotateSecret(ctx: Ctx, id: string): Promise<{ secret: string }> {
     const admin = requireRole(ctx, 'admin');
-    if (!isId(id)) throw noSuchEndpoint();
+    const endpointId = idOr(id, noSuchEndpoint);
     const secret = newSecret();
     const now = ctx.now();
     const graceUntil = new Date(now.getTime() + this.deps.rotationGraceSeconds * 1000);
     await transaction(ctx.data, async (tx) => {
-      if (!(await rotateSecret(tx, canonicalId(id), secret, graceUntil, now))) throw noSuchEndpoint();
+      if (!(await rotateSecret(tx, endpointId, secret, graceUntil, now))) throw noSuchEndpoint();
       await this.deps.audit.record(tx, {
         actor: { kind: 'user', id: admin.id },
         action: 'webhooks.rotate_secret',
-        target: { type: 'webhook', id: canonicalId(id) },
+        target: { type: 'webhook', id: endpointId },
         before: null,
         after: null,
       });
@@ -165,9 +165,9 @@ export class WebhooksService {
       throw new AppError(ErrorCode.CONFLICT, 'This endpoint is disabled; enable it to redeliver.');
     }
     const noSuchDelivery = () => new AppError(ErrorCode.NOT_FOUND, 'This endpoint has no such delivery.');
-    if (!isId(deliveryId)) throw noSuchDelivery();
+    const id = idOr(deliveryId, noSuchDelivery);
     const row = await transaction(ctx.data, async (tx) => {
-      const again = await redeliverRow(tx, endpoint.id, canonicalId(deliveryId), ctx.now());
+      const again = await redeliverRow(tx, endpoint.id, id, ctx.now());
       if (!again) throw noSuchDelivery();
       await this.deps.audit.record(tx, {
         actor: { kind: 'user', id: admin.id },
@@ -183,7 +183,7 @@ export class WebhooksService {
   }
 
   private async endpoint(ctx: Ctx, id: string): Promise<EndpointRow> {
-    const row = isId(id) ? await endpointById(ctx.data, canonicalId(id)) : undefined;
+    const row = await endpointById(ctx.data, idOr(id, noSuchEndpoint));
     if (!row) throw noSuchEndpoint();
     return row;
   }
