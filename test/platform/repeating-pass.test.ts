@@ -10,6 +10,21 @@ describe('RepeatingPass', () => {
     vi.useRealTimers();
   });
   const log = () => ({ warn: vi.fn() });
+  /** A repeating pass whose passes each wait for `finish()`; `passes()` counts those begun. */
+  const heldPasses = (intervalMs: number) => {
+    let begun = 0;
+    let finishPass: (() => void) | undefined;
+    const repeating = new RepeatingPass(
+      async () => {
+        begun++;
+        await new Promise<void>((resolve) => {
+          finishPass = resolve;
+        });
+      },
+      { intervalMs, log: log(), name: 'a pass' },
+    );
+    return { repeating, passes: () => begun, finish: () => finishPass?.() };
+  };
 
   it('runs at once, then the interval after each pass ended, never two at a time', async () => {
     let running = 0;
@@ -62,17 +77,7 @@ describe('RepeatingPass', () => {
   });
 
   it('stops: waits for the pass under way, says it is stopping, and runs no other', async () => {
-    let passes = 0;
-    let finish: (() => void) | undefined;
-    const repeating = new RepeatingPass(
-      async () => {
-        passes++;
-        await new Promise<void>((resolve) => {
-          finish = resolve;
-        });
-      },
-      { intervalMs: 1000, log: log(), name: 'a pass' },
-    );
+    const { repeating, passes, finish } = heldPasses(1000);
     repeating.start();
     await vi.advanceTimersByTimeAsync(0);
     let stopped = false;
@@ -82,45 +87,35 @@ describe('RepeatingPass', () => {
     expect(repeating.stopping).toBe(true);
     await vi.advanceTimersByTimeAsync(0);
     expect(stopped).toBe(false);
-    finish?.();
+    finish();
     await stopping;
     await vi.advanceTimersByTimeAsync(10_000);
-    expect(passes).toBe(1);
+    expect(passes()).toBe(1);
   });
 
   it('runs the next pass at once when woken, or right after the pass under way, and not before start or after stop', async () => {
-    let passes = 0;
-    let finish: (() => void) | undefined;
-    const repeating = new RepeatingPass(
-      async () => {
-        passes++;
-        await new Promise<void>((resolve) => {
-          finish = resolve;
-        });
-      },
-      { intervalMs: 60_000, log: log(), name: 'a pass' },
-    );
+    const { repeating, passes, finish } = heldPasses(60_000);
     repeating.wake();
     await vi.advanceTimersByTimeAsync(0);
-    expect(passes).toBe(0);
+    expect(passes()).toBe(0);
     repeating.start();
     await vi.advanceTimersByTimeAsync(0);
-    expect(passes).toBe(1);
-    finish?.();
+    expect(passes()).toBe(1);
+    finish();
     await vi.advanceTimersByTimeAsync(0);
     // Idle until its interval; woken, it runs now.
     repeating.wake();
     await vi.advanceTimersByTimeAsync(0);
-    expect(passes).toBe(2);
+    expect(passes()).toBe(2);
     // Woken during a pass: the next one follows it, not the interval later.
     repeating.wake();
-    finish?.();
+    finish();
     await vi.advanceTimersByTimeAsync(0);
-    expect(passes).toBe(3);
-    finish?.();
+    expect(passes()).toBe(3);
+    finish();
     await repeating.stop();
     repeating.wake();
     await vi.advanceTimersByTimeAsync(60_000);
-    expect(passes).toBe(3);
+    expect(passes()).toBe(3);
   });
 });
