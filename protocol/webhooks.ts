@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
-import { text } from './text.js';
+import { isStorableText, text, UNSTORABLE_TEXT_MESSAGE } from './text.js';
 
 /**
  * Outbound webhooks (docs/webhooks.md): endpoints an admin registers, each receiving the events
@@ -32,8 +32,11 @@ const eventsSchema = z.union([
   z.tuple([z.literal('*')]),
   z.array(z.enum(webhookEventTypes)).min(1).max(WEBHOOK_EVENTS_MAX),
 ]);
-/** The address rules (private networks, resolution) are the service's: they need the resolver. */
-const urlSchema = z.string().min(1).max(WEBHOOK_URL_MAX);
+/**
+ * Stored as given, so storable text; the address rules (private networks, resolution) are the
+ * service's: they need the resolver.
+ */
+const urlSchema = z.string().min(1).max(WEBHOOK_URL_MAX).refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
 
 export const webhookEndpointSchema = z
   .object({

@@ -128,6 +128,8 @@ describe('webhook endpoints', () => {
       'https://hooks.example.test/#fragment',
       'hooks.example.test/relative',
       `https://hooks.example.test/${'a'.repeat(2048)}`,
+      'https://hooks.example.test/a\u0000b',
+      'https://hooks.example.test/\ud800',
     ];
     for (const url of refusedUrls) {
       const created = await expectStatus(422, 'POST', '/api/admin/webhooks', admin, { url, events: ['*'] });
