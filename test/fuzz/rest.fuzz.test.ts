@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { createWebhooksModule } from '../../src/modules/webhooks/index.js';
 import { launchesOf, silentCommand } from '../gameservers/fixtures/launches.js';
-import { bearer, registerUser, uniqueUsername } from '../helpers/accounts.js';
-import { buildTestApp } from '../helpers/app.js';
+import { bearer, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
+import { buildTestApp, testModules } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
 import { boundedMemory, runTarget, settings, summary, type TargetStats } from './harness.js';
 import { type OpenApiDocument, operationsOf, restCaseArbitrary } from './rest-cases.js';
@@ -17,30 +18,46 @@ import type { SchemaContext } from './schema-arbitrary.js';
 const CASES = settings.cases || 20;
 
 const servers = silentCommand();
-const app = await buildTestApp({
-  // The token must outlive a long run, which takes longer than the default 15 minutes.
-  ACCESS_TOKEN_TTL_SECONDS: 86_400,
-  // Per-user limits low enough that a run meets them: their refusals are fuzzed too.
-  MAX_WORLDS_PER_USER: 3,
-  MAX_ROOMS_PER_WORLD: 3,
-  CREATE_RATE_LIMIT_COUNT: 5,
-  SOCIAL_RATE_LIMIT_COUNT: 5,
-  REPORT_RATE_LIMIT_COUNT: 3,
-  DM_RATE_LIMIT_COUNT: 5,
-  GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 2,
-  GAMESERVER_MAX_LIVE_PER_USER: 1,
-  GAMESERVER_MAX_RUNNING: 4,
-  MAX_GROUPS_PER_USER: 2,
-  GROUP_MAX_MEMBERS: 3,
-  GROUP_MAX_MEMBERSHIPS_PER_USER: 3,
-  GAMESERVER_COMMAND: servers.command,
-  // The peer's server below stays up for the whole run, its token live for the /internal cases.
-  GAMESERVER_IDLE_STOP_SECONDS: 86_400,
-});
+const app = await buildTestApp(
+  {
+    // The token must outlive a long run, which takes longer than the default 15 minutes.
+    ACCESS_TOKEN_TTL_SECONDS: 86_400,
+    // Per-user limits low enough that a run meets them: their refusals are fuzzed too.
+    MAX_WORLDS_PER_USER: 3,
+    MAX_ROOMS_PER_WORLD: 3,
+    CREATE_RATE_LIMIT_COUNT: 5,
+    SOCIAL_RATE_LIMIT_COUNT: 5,
+    REPORT_RATE_LIMIT_COUNT: 3,
+    DM_RATE_LIMIT_COUNT: 5,
+    GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 2,
+    GAMESERVER_MAX_LIVE_PER_USER: 1,
+    GAMESERVER_MAX_RUNNING: 4,
+    MAX_GROUPS_PER_USER: 2,
+    GROUP_MAX_MEMBERS: 3,
+    GROUP_MAX_MEMBERSHIPS_PER_USER: 3,
+    GAMESERVER_COMMAND: servers.command,
+    // The peer's server below stays up for the whole run, its token live for the /internal cases.
+    GAMESERVER_IDLE_STOP_SECONDS: 86_400,
+    WEBHOOK_MAX_ENDPOINTS: 3,
+    WEBHOOK_TIMEOUT_SECONDS: 1,
+  },
+  {
+    // Generated host names resolve to nothing (422) rather than reaching the machine's DNS.
+    modules: testModules.map((module) =>
+      module.name === 'webhooks' ? createWebhooksModule({ resolve: async () => [] }) : module,
+    ),
+  },
+);
 // Neither password is ever generated, so no case can delete or sign out the fuzz account.
 const peerPassword = randomBytes(12).toString('hex');
 const fuzzUser = await registerUser(app, uniqueUsername('fuzz'), randomBytes(12).toString('hex'));
 const peer = await registerUser(app, uniqueUsername('peer'), peerPassword);
+// Signs the authenticated half of the webhook cases: admin-only routes read their input for
+// admins alone. Other admin routes stay fuzzed as a user (an admin's cases could suspend the
+// fuzz accounts).
+const webhooksAdmin = await registerWithRole(app, 'admin');
+const tokenFor = (path: string) =>
+  path.startsWith('/api/admin/webhooks') ? webhooksAdmin.access_token : fuzzUser.access_token;
 // A public world of the peer's (the fuzz user can read it, never delete it) with a ready game
 // server, whose token signs the cases sent as a game server.
 const world = await createWorld(app, peer.access_token, { visibility: 'public' });
@@ -128,7 +145,7 @@ describe('REST fuzzing of every OpenAPI operation', () => {
           target: op.id,
           arbitrary: restCaseArbitrary(op, context),
           count: CASES,
-          execute: (c) => sendRestCase({ app, token: fuzzUser.access_token, serverToken }, c),
+          execute: (c) => sendRestCase({ app, token: tokenFor(op.path), serverToken }, c),
           describe: describeRestCase,
           checkpoint: async () => {
             const ready = await fetch(`${app.httpUrl}/readyz`);
