@@ -114,6 +114,25 @@ describe('webhook endpoints', () => {
     expect(await endpoints()).toHaveLength(1);
   });
 
+  it('refuses a description past 500 characters or unstorable, an unknown field or a non-boolean enabled, 422 naming it, changing nothing', async () => {
+    const kept = await create();
+    const bodies: [object, string][] = [
+      [{ url: URL_OK, events: ['*'], description: 'd'.repeat(501) }, 'body.description'],
+      [{ url: URL_OK, events: ['*'], description: 'a\u0000b' }, 'body.description'],
+      [{ url: URL_OK, events: ['*'], secret: 'whsec_mine' }, 'secret'],
+      [{ url: URL_OK, events: ['*'], ['__proto__']: { enabled: false } }, '__proto__'],
+    ];
+    for (const [body, named] of bodies) {
+      const refused = await expectStatus(422, 'POST', '/api/admin/webhooks', admin, body);
+      expect(JSON.stringify(refused.json()), named).toContain(named);
+    }
+    const patched = await expectStatus(422, 'PATCH', `/api/admin/webhooks/${kept.id}`, admin, {
+      enabled: 'yes',
+    });
+    expect(JSON.stringify(patched.json().errors)).toContain('body.enabled');
+    expect(await endpoints()).toEqual([kept.id]);
+  });
+
   it('refuses a URL outside the address rules 422 naming body.url, on create and on PATCH, changing nothing', async () => {
     const kept = await create();
     const refusedUrls = [
