@@ -258,12 +258,17 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
             ['stop accepting sockets', async () => gateway.stopListening()],
             ['close the control channel', () => control.close()],
-            // Its running handlers use the modules and the database, which close later.
+          ],
+          [
+            // Requests and frames whose clients left run on, unseen by closing HTTP: what they
+            // commit must still publish before the sockets, the modules, the KV store and the
+            // database close.
+            ['finish in-flight work', () => finishInFlight(inFlight, log, graceEnds)],
+            // Its running handlers use the modules and the database, which close later. Beside the
+            // in-flight work, not before it: its claim may be waiting for a pooled connection that
+            // in-flight work holds, and the work must not wait for that.
             ['stop the outbox', () => outbox.stop()],
           ],
-          // Requests and frames whose clients left run on, unseen by closing HTTP: what they commit
-          // must still publish before the sockets, the modules, the KV store and the database close.
-          ['finish in-flight work', () => finishInFlight(inFlight, log, graceEnds)],
           ['close the gateway', async () => gateway.close()],
           // After the sockets closed, so presence's offline events and last sightings are included.
           ...stopSteps,
