@@ -13,6 +13,8 @@ const CONCURRENCY = 32;
 const LEASE_MARGIN_MS = 30_000;
 /** Deliveries one retention statement removes. */
 const PRUNE_BATCH = 1000;
+/** How often a node removes what retention let go: not on every pass, which runs per attempt. */
+const PRUNE_INTERVAL_MS = 60_000;
 
 export interface DeliverySettings {
   timeoutSeconds: number;
@@ -44,6 +46,7 @@ export class DeliveryWorker {
   /** Aborted by stop(): the attempts under way end at once, their leases hand them on. */
   private stopped = new AbortController();
   private readonly attempts = new Set<Promise<void>>();
+  private prunedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.repeating = new RepeatingPass(() => this.runOnce(), {
@@ -74,7 +77,7 @@ export class DeliveryWorker {
     await Promise.all(this.attempts);
   }
 
-  /** Starts attempts of what is due while there is room, then prunes (the timer, and tests). */
+  /** Starts attempts of what is due while there is room, then prunes when it is time (the timer, and tests). */
   async runOnce(): Promise<void> {
     const { data, clock, settings } = this.options;
     for (;;) {
@@ -86,7 +89,10 @@ export class DeliveryWorker {
       for (const delivery of claimed) this.begin(delivery);
       if (claimed.length < room) break;
     }
-    const before = new Date(clock().getTime() - settings.retentionDays * 86_400_000);
+    const now = clock().getTime();
+    if (now - this.prunedAt < PRUNE_INTERVAL_MS) return;
+    this.prunedAt = now;
+    const before = new Date(now - settings.retentionDays * 86_400_000);
     while ((await pruneFinished(data(), before, PRUNE_BATCH)) === PRUNE_BATCH) {
       if (this.repeating.stopping) return;
     }
