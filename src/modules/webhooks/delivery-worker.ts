@@ -39,7 +39,7 @@ export interface DeliveryWorkerOptions {
  * (skip locked, so each attempt runs on one node) and starts their attempts, each writing its own
  * outcome, without waiting for them: a receiver that holds its answer delays no other delivery.
  * Then it removes what retention let go. `wake` runs a pass now: a fan-out or a redelivery made
- * something due, or an attempt ended and freed room.
+ * something due, or an attempt ended and freed room while more were due than there was room for.
  */
 export class DeliveryWorker {
   private readonly repeating: RepeatingPass;
@@ -47,6 +47,8 @@ export class DeliveryWorker {
   private stopped = new AbortController();
   private readonly attempts = new Set<Promise<void>>();
   private prunedAt = Number.NEGATIVE_INFINITY;
+  /** The last claim filled the room there was: an attempt that ends runs a pass at once. */
+  private backlog = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.repeating = new RepeatingPass(() => this.runOnce(), {
@@ -82,6 +84,7 @@ export class DeliveryWorker {
     const { data, clock, settings } = this.options;
     for (;;) {
       const room = CONCURRENCY - this.attempts.size;
+      this.backlog = room <= 0;
       if (this.repeating.stopping || room <= 0) break;
       const now = clock();
       const leaseUntil = new Date(now.getTime() + settings.timeoutSeconds * 1000 + LEASE_MARGIN_MS);
@@ -106,7 +109,7 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.attempts.delete(attempt);
-        this.wake();
+        if (this.backlog) this.wake();
       });
     this.attempts.add(attempt);
   }
