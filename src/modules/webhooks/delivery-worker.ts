@@ -9,6 +9,8 @@ import { signedHeaders } from './signing.js';
 
 /** Attempts running at once on a node; a claim takes no more than there is room for. */
 const CONCURRENCY = 32;
+/** With more due, the room an ended attempt waits for before claiming again: claims stay batches. */
+const CLAIM_AT_ROOM = CONCURRENCY / 2;
 /** A claimed attempt's lease past its timeout: a node that died mid-attempt leaves it due then. */
 const LEASE_MARGIN_MS = 30_000;
 /** Deliveries one retention statement removes. */
@@ -39,7 +41,7 @@ export interface DeliveryWorkerOptions {
  * (skip locked, so each attempt runs on one node) and starts their attempts, each writing its own
  * outcome, without waiting for them: a receiver that holds its answer delays no other delivery.
  * Then it removes what retention let go. `wake` runs a pass now: a fan-out or a redelivery made
- * something due, or an attempt ended and freed room while more were due than there was room for.
+ * something due, or attempts ended and freed half the room while more were due than there was room for.
  */
 export class DeliveryWorker {
   private readonly repeating: RepeatingPass;
@@ -47,7 +49,7 @@ export class DeliveryWorker {
   private stopped = new AbortController();
   private readonly attempts = new Set<Promise<void>>();
   private prunedAt = Number.NEGATIVE_INFINITY;
-  /** The last claim filled the room there was: an attempt that ends runs a pass at once. */
+  /** The last claim filled the room there was: once half the room is free again, a pass runs at once. */
   private backlog = false;
 
   constructor(private readonly options: DeliveryWorkerOptions) {
@@ -109,7 +111,7 @@ export class DeliveryWorker {
       )
       .finally(() => {
         this.attempts.delete(attempt);
-        if (this.backlog) this.wake();
+        if (this.backlog && CONCURRENCY - this.attempts.size >= CLAIM_AT_ROOM) this.wake();
       });
     this.attempts.add(attempt);
   }
