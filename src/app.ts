@@ -174,7 +174,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     );
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
     const http = await createHttpServer({ config, log, metrics, inFlight });
-    const outbox = new Outbox({ data: db.data, log, stopTimeoutMs: config.SHUTDOWN_GRACE_MS });
+    const outbox = new Outbox({ data: db.data, log, bus, stopTimeoutMs: config.SHUTDOWN_GRACE_MS });
     const platform: Platform = {
       config,
       configParts,

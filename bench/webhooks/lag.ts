@@ -2,8 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pino from 'pino';
 import { configFrom } from '../../src/config.js';
 import { consumeWebhookEvents } from '../../src/modules/webhooks/fan-out.js';
+import { EventBus } from '../../src/platform/bus.js';
 import { transaction } from '../../src/platform/data-access.js';
 import { openDatabase } from '../../src/platform/db.js';
+import { createKv, redisTopology } from '../../src/platform/kv/index.js';
 import { Outbox } from '../../src/platform/outbox.js';
 import { cpuWindow } from '../realtime/process-stats.js';
 import { type Api, type Latency, latency, postgresSql } from '../worlds/harness.js';
@@ -14,7 +16,8 @@ import { benchEvent, EVENT_TYPE, paced } from './events.js';
  * Measurement 2 (Postgres): the outbox lag, from an event's commit to its delivery's arrival at the
  * receiver, at a steady RATE events/s. The bench records each event as a service does, through an
  * Outbox with the webhooks' consumers (never started: the service's node claims and handles the
- * events) in a transaction of its own on the service's database; the service fans it out to the
+ * events, woken by the announcements this one makes on the service's Redis as another node's
+ * would) in a transaction of its own on the service's database; the service fans it out to the
  * lag endpoint and delivers it. The receiver stamps the arrival; the body's `created_at` is the
  * event's time (the recording transaction's now(), just before its commit). The first WARM_UP
  * seconds are left out. Afterwards the deliveries' rows split the lag in two: the wait for the
@@ -53,8 +56,11 @@ export async function measureLag(
   receiver: { url: string; secret: string },
   seconds: number,
 ): Promise<LagResults> {
-  const db = await openDatabase(configFrom(env));
-  const outbox = new Outbox({ data: db.data, log: pino({ level: 'silent' }) });
+  const config = configFrom(env);
+  const db = await openDatabase(config);
+  const kv = await createKv(redisTopology(config), { namespace: config.REDIS_KEY_PREFIX });
+  const bus = new EventBus(kv, { maxLen: 1, ttlMs: 1000 });
+  const outbox = new Outbox({ data: db.data, log: pino({ level: 'silent' }), bus });
   consumeWebhookEvents(outbox, { data: () => db.data, clock: () => new Date(), delivered: () => {} });
   const record = () =>
     transaction(db.data, (tx) => outbox.record(tx, EVENT_TYPE, benchEvent(new Date()).data));
@@ -92,6 +98,8 @@ export async function measureLag(
     };
   } finally {
     await db.close();
+    bus.close();
+    await kv.close();
   }
 }
 

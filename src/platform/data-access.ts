@@ -28,6 +28,8 @@ interface Held {
   connection: PooledConnection;
   released: boolean;
   savepoints: number;
+  /** What runs once the transaction committed (`afterCommit`). */
+  committed?: (() => void)[];
 }
 
 /** What a DataAccess is: the database's pool and, for a transaction's work, its connection. */
@@ -68,6 +70,18 @@ export async function runStatement(data: DataAccess, sql: string, params: readon
   }
 }
 
+/**
+ * Calls `then` once what `data` wrote is committed: at its transaction's commit (never, when it
+ * rolls back), or at once outside a transaction, where each statement commits on its own. A
+ * savepoint rolled back does not cancel it: `then` must be harmless when nothing was written,
+ * and must not throw (the commit is done).
+ */
+export function afterCommit(data: DataAccess, then: () => void): void {
+  const held = heldOf(data);
+  if (held) (held.committed ??= []).push(then);
+  else then();
+}
+
 /** Whether the handle runs in a transaction (a batch must not join one caller's). */
 export const inTransaction = (data: DataAccess): boolean => heldOf(data) !== undefined;
 
@@ -103,6 +117,7 @@ export async function transaction<T>(
       throw error;
     }
     await send('commit');
+    if (held.committed) for (const then of held.committed) then();
     return result;
   } finally {
     held.released = true;

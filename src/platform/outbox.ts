@@ -1,4 +1,5 @@
-import type { DataAccess } from './data-access.js';
+import type { EventBus } from './bus.js';
+import { afterCommit, type DataAccess } from './data-access.js';
 import { newId } from './ids.js';
 import type { Logger } from './log.js';
 import {
@@ -33,8 +34,15 @@ export interface OutboxOptions {
   /** The database's root handle: claims and outcomes run on it, each a statement of its own. */
   data: DataAccess;
   log: Pick<Logger, 'info' | 'warn' | 'error'>;
-  /** How often a node with consumers looks for due deliveries. */
+  /**
+   * Where a node that recorded events says so once they are committed, so every node with
+   * consumers claims them at once rather than at its next poll; without it only this node is woken.
+   */
+  bus?: Pick<EventBus, 'publish' | 'subscribe'>;
+  /** How often a node with consumers looks for due deliveries when nothing woke it. */
   pollMs?: number;
+  /** The least time between two announcements of committed events from one node. */
+  announceEveryMs?: number;
   /** The most deliveries one claim takes. */
   batchSize?: number;
   /** The most handlers running at once on this node; a claim takes no more than there is room for. */
@@ -52,6 +60,9 @@ export interface OutboxOptions {
 /** The most rows one prune statement deletes. */
 const PRUNE_BATCH = 1000;
 
+/** Where nodes announce committed events; the payload is the announcing outbox's own token. */
+export const OUTBOX_DUE_TOPIC = 'outbox:due';
+
 /**
  * The transactional outbox (docs/architecture.md, "Domain events and the outbox"): an event is
  * recorded in the transaction that commits its change, with a delivery row per consumer of its
@@ -59,13 +70,15 @@ const PRUNE_BATCH = 1000;
  * the delivery for the consumer's `leaseSeconds`: a node that stops before its handler finished
  * leaves it to any node once the lease lapses, so delivery is at least once. Every node with
  * consumers polls; a node without any runs no statement at all, and recording for a type nobody
- * consumes costs nothing.
+ * consumes costs nothing. A node that records events announces them on the bus once committed (at
+ * most once per `announceEveryMs`, the last of a burst included), which wakes every node's claim:
+ * the poll is only the fallback for an announcement lost with Redis.
  */
 export class Outbox {
   private readonly consumers = new Map<string, OutboxConsumer>();
   /** Each consumed type's consumer names, as the recording statement binds them. */
   private readonly namesByType = new Map<string, string[]>();
-  private readonly options: Required<Omit<OutboxOptions, 'data' | 'log'>>;
+  private readonly options: Required<Omit<OutboxOptions, 'data' | 'log' | 'bus'>>;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claimNames: string[] = [];
   private claimLeases: number[] = [];
@@ -80,13 +93,24 @@ export class Outbox {
   private backlog = false;
   /** The last claim failed (the database is unreachable): logged once until one succeeds. */
   private failing = false;
+  /** When the scheduled poll runs (ms since the epoch). */
+  private pollDueAt = Number.POSITIVE_INFINITY;
+  /** An announcement came during a claim: claim again once it ends. */
+  private woken = false;
+  /** Tells this outbox's own announcements from other nodes'. */
+  private readonly token = newId();
+  private lastAnnounced = 0;
+  /** The announcement of the events committed since the last one, when that was too recent. */
+  private trailingAnnouncement: NodeJS.Timeout | undefined;
+  private unsubscribe: Promise<() => Promise<void>> | undefined;
 
-  private readonly deps: Pick<OutboxOptions, 'data' | 'log'>;
+  private readonly deps: Pick<OutboxOptions, 'data' | 'log' | 'bus'>;
 
-  constructor({ data, log, ...options }: OutboxOptions) {
-    this.deps = { data, log };
+  constructor({ data, log, bus, ...options }: OutboxOptions) {
+    this.deps = { data, log, bus };
     this.options = {
       pollMs: 250,
+      announceEveryMs: 10,
       batchSize: 32,
       concurrency: 16,
       stopTimeoutMs: 5000,
@@ -117,7 +141,9 @@ export class Outbox {
   /** Inside the committing transaction `tx`. Nothing at all when no consumer takes `type`. */
   async record(tx: DataAccess, type: string, data: unknown): Promise<void> {
     const names = this.namesByType.get(type);
-    if (names) await insertEvents(tx, [newId()], type, JSON.stringify([data]), names);
+    if (!names) return;
+    await insertEvents(tx, [newId()], type, JSON.stringify([data]), names);
+    afterCommit(tx, this.announce);
   }
 
   /** `record` for several events of one type, in one statement (a batch of stored messages). */
@@ -131,6 +157,37 @@ export class Outbox {
       JSON.stringify(data),
       names,
     );
+    afterCommit(tx, this.announce);
+  }
+
+  /** Committed events are due: wakes this node now and the others through the bus, throttled. */
+  private readonly announce = (): void => {
+    if (this.trailingAnnouncement) return;
+    const wait = this.lastAnnounced + this.options.announceEveryMs - Date.now();
+    if (wait <= 0) {
+      this.announceNow();
+      return;
+    }
+    this.trailingAnnouncement = setTimeout(() => {
+      this.trailingAnnouncement = undefined;
+      this.announceNow();
+    }, wait);
+    this.trailingAnnouncement.unref();
+  };
+
+  private announceNow(): void {
+    if (this.state === 'stopped') return;
+    this.lastAnnounced = Date.now();
+    this.wake();
+    // Lost with Redis, the announcement leaves the events to the other nodes' polls.
+    this.deps.bus?.publish(OUTBOX_DUE_TOPIC, { t: 'outbox.due', d: this.token }).catch(() => undefined);
+  }
+
+  /** Claims now, or right after the claim in flight: deliveries may be due that it did not see. */
+  private wake(): void {
+    if (this.state !== 'running' || this.consumers.size === 0) return;
+    if (this.claiming) this.woken = true;
+    else if (this.pollDueAt > Date.now()) this.schedulePoll(0);
   }
 
   /** Starts polling, when this node has consumers; once the service listens. */
@@ -142,6 +199,14 @@ export class Outbox {
       this.claimNames.push(consumer.name);
       this.claimLeases.push(consumer.retry.leaseSeconds);
     }
+    this.unsubscribe = this.deps.bus
+      ?.subscribe(OUTBOX_DUE_TOPIC, (event) => {
+        if (event.d !== this.token) this.wake();
+      })
+      .catch((err) => {
+        this.deps.log.warn({ err }, 'outbox: not woken by other nodes; polling only');
+        return async () => undefined;
+      });
     this.schedulePoll(0);
     this.pruneTimer = setInterval(() => this.prune(), this.options.pruneIntervalMs);
     this.pruneTimer.unref();
@@ -157,6 +222,7 @@ export class Outbox {
   }
 
   private async halt(): Promise<void> {
+    clearTimeout(this.trailingAnnouncement);
     if (this.state === 'idle') {
       this.state = 'stopped';
       return;
@@ -164,6 +230,7 @@ export class Outbox {
     this.state = 'stopping';
     clearTimeout(this.pollTimer);
     clearInterval(this.pruneTimer);
+    await (await this.unsubscribe)?.().catch(() => undefined);
     const deadline = Date.now() + this.options.stopTimeoutMs;
     for (;;) {
       const waiting = [this.claiming, this.pruning, ...this.running].filter((task) => task !== undefined);
@@ -176,12 +243,15 @@ export class Outbox {
   private schedulePoll(delayMs: number): void {
     if (this.state !== 'running') return;
     clearTimeout(this.pollTimer);
+    this.pollDueAt = Date.now() + delayMs;
     this.pollTimer = setTimeout(() => this.poll(), delayMs);
     this.pollTimer.unref();
   }
 
   private poll(): void {
+    this.pollDueAt = Number.POSITIVE_INFINITY;
     if (this.state !== 'running' || this.claiming) return;
+    this.woken = false;
     const room = Math.min(this.options.batchSize, this.options.concurrency - this.running.size);
     if (room <= 0) {
       // Every slot is busy: the first handler to end polls again.
@@ -190,7 +260,7 @@ export class Outbox {
     }
     this.claiming = this.claim(room).finally(() => {
       this.claiming = undefined;
-      this.schedulePoll(this.backlog ? 0 : this.options.pollMs);
+      this.schedulePoll(this.backlog || this.woken ? 0 : this.options.pollMs);
     });
   }
 

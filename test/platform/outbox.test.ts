@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { EventBus } from '../../src/platform/bus.js';
 import { rootHandle, runStatement, transaction } from '../../src/platform/data-access.js';
+import { MemoryKv } from '../../src/platform/kv/index.js';
 import { createLogger } from '../../src/platform/log.js';
 import {
   type DomainEvent,
@@ -386,6 +388,67 @@ describe('the outbox', () => {
       logged.find((line) => line.msg?.startsWith('outbox: dropped deliveries no node claimed')),
     ).toMatchObject({
       consumers: ['test:gone'],
+    });
+  });
+
+  describe('woken by commits', () => {
+    /** Never polls again after its first claim: only an announcement can make it claim. */
+    const NEVER = { pollMs: 3_600_000 };
+    const kv = new MemoryKv();
+    const bus = new EventBus(kv, { maxLen: 1, ttlMs: 1000 });
+    let published = 0;
+    const countingBus = {
+      publish: (...args: Parameters<EventBus['publish']>) => {
+        published++;
+        return bus.publish(...args);
+      },
+      subscribe: bus.subscribe.bind(bus),
+    };
+    afterAll(async () => {
+      bus.close();
+      await kv.close();
+    });
+    /** A started node whose first claim is over: it claims again only when woken. */
+    const idleNode = async (type: string, seen: unknown[], options: Partial<OutboxOptions>) => {
+      const outbox = node([consumer(type, async (event) => void seen.push(event.data))], options);
+      await recorded(outbox, type, 'first claim');
+      outbox.start();
+      await vi.waitFor(() => expect(seen).toEqual(['first claim']), WAIT);
+      return outbox;
+    };
+
+    it('claims an event at the commit on the node that recorded it, with no bus', async () => {
+      const type = freshType();
+      const seen: unknown[] = [];
+      const outbox = await idleNode(type, seen, NEVER);
+      await recorded(outbox, type, { n: 1 });
+      await vi.waitFor(() => expect(seen).toEqual(['first claim', { n: 1 }]), WAIT);
+    });
+
+    it('wakes the other nodes through the bus when an event recorded elsewhere commits', async () => {
+      const type = freshType();
+      const seen: unknown[] = [];
+      await idleNode(type, seen, { ...NEVER, bus: countingBus });
+      // Records without ever claiming, as a node without that consumer running would.
+      const recorder = node([consumer(type, async () => {})], { bus: countingBus });
+      await recorded(recorder, type, { n: 1 });
+      await vi.waitFor(() => expect(seen).toEqual(['first claim', { n: 1 }]), WAIT);
+    });
+
+    it('announces a burst of commits at most once per announceEveryMs, the last ones included', async () => {
+      const type = freshType();
+      const seen: unknown[] = [];
+      await idleNode(type, seen, { ...NEVER, bus: countingBus });
+      const every = 1000;
+      const recorder = node([consumer(type, async () => {})], { bus: countingBus, announceEveryMs: every });
+      published = 0;
+      const started = Date.now();
+      await recorded(recorder, type, { n: 0 });
+      await vi.waitFor(() => expect(seen).toHaveLength(2), WAIT);
+      // Within the window: announced together once it is over, by the trailing announcement.
+      for (let n = 1; n <= 20; n++) await recorded(recorder, type, { n });
+      await vi.waitFor(() => expect(seen).toHaveLength(22), WAIT);
+      expect(published).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - started) / every));
     });
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
+  afterCommit,
   type DataAccess,
   IsolationLevel,
   inTransaction,
@@ -132,6 +133,25 @@ describe('transactions', () => {
     expect(await ids()).toEqual([1, 2]);
     await transaction(call, (tx) => insert(tx, 3));
     expect(await ids()).toEqual([1, 2, 3]);
+  });
+
+  it('runs what afterCommit was given once the transaction committed, never when it rolled back, and at once outside one', async () => {
+    const ran: string[] = [];
+    await transaction(data(), async (tx) => {
+      await insert(tx, 1);
+      afterCommit(tx, () => ran.push('committed'));
+      // Not before the commit: another connection does not see the row yet.
+      expect(ran).toEqual([]);
+    });
+    expect(ran).toEqual(['committed']);
+    await failure(
+      transaction(data(), async (tx) => {
+        afterCommit(tx, () => ran.push('rolled back'));
+        throw new Error('refused');
+      }),
+    );
+    afterCommit(data(), () => ran.push('no transaction'));
+    expect(ran).toEqual(['committed', 'no transaction']);
   });
 
   it('begins with the isolation level and read-only mode asked for', async () => {
