@@ -1,6 +1,7 @@
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
+import { toUuidArray } from '../../platform/ids.js';
 
 /** The SQL of webhook deliveries (migration 0035). */
 
@@ -117,32 +118,37 @@ export interface AttemptResult {
   at: Date;
 }
 
+export interface EndedAttempt extends AttemptResult {
+  claimed: Pick<ClaimedDelivery, 'id' | 'attempts'>;
+}
+
 /**
- * Writes an attempt's outcome, unless the delivery changed since it was claimed (redelivered,
- * or claimed again after its lease lapsed): that later attempt writes its own.
+ * Writes the outcomes of ended attempts in one statement, each unless its delivery changed since
+ * it was claimed (redelivered, or claimed again after its lease lapsed): that later attempt writes
+ * its own. Answers one (nothing) per attempt, as `batched` wants.
  */
-export async function recordAttempt(
-  data: DataAccess,
-  claimed: Pick<ClaimedDelivery, 'id' | 'attempts'>,
-  result: AttemptResult,
-): Promise<void> {
+export async function recordAttempts(data: DataAccess, ended: readonly EndedAttempt[]): Promise<undefined[]> {
   await executeBound(
     data,
-    `update webhook_deliveries set
-       status = $3, last_status_code = $4, last_error = $5, next_attempt_at = $6, attempting = false,
-       delivered_at = case when $3 = 'delivered' then coalesce(delivered_at, $7) else delivered_at end,
-       finished_at = case when $3 = 'pending' then null else $7 end
-     where id = $1 and attempts = $2 and attempting`,
+    `update webhook_deliveries d set
+       status = o.status, last_status_code = o.status_code, last_error = o.error,
+       next_attempt_at = o.next_attempt_at, attempting = false,
+       delivered_at = case when o.status = 'delivered' then coalesce(d.delivered_at, o.at) else d.delivered_at end,
+       finished_at = case when o.status = 'pending' then null else o.at end
+     from unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[])
+       as o (id, attempts, status, status_code, error, next_attempt_at, at)
+     where d.id = o.id and d.attempts = o.attempts and d.attempting`,
     [
-      claimed.id,
-      claimed.attempts,
-      result.status,
-      result.statusCode,
-      result.error,
-      result.nextAttemptAt,
-      result.at,
+      toUuidArray(ended.map((attempt) => attempt.claimed.id)),
+      ended.map((attempt) => attempt.claimed.attempts),
+      ended.map((attempt) => attempt.status),
+      ended.map((attempt) => attempt.statusCode),
+      ended.map((attempt) => attempt.error),
+      ended.map((attempt) => attempt.nextAttemptAt),
+      ended.map((attempt) => attempt.at),
     ],
   );
+  return ended.map(() => undefined);
 }
 
 export function deliveriesPage(

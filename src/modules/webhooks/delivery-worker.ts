@@ -1,8 +1,15 @@
+import { batched } from '../../platform/batcher.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import type { Logger } from '../../platform/log.js';
 import { RepeatingPass } from '../../platform/repeating-pass.js';
 import type { Resolve } from './address-guard.js';
-import { type ClaimedDelivery, claimDue, pruneFinished, recordAttempt } from './deliveries.repository.js';
+import {
+  type ClaimedDelivery,
+  claimDue,
+  type EndedAttempt,
+  pruneFinished,
+  recordAttempts,
+} from './deliveries.repository.js';
 import { nextAttemptAfterFailure } from './retry-schedule.js';
 import { attemptDelivery } from './signed-request.js';
 import { signedHeaders } from './signing.js';
@@ -13,6 +20,11 @@ const CONCURRENCY = 32;
 const CLAIM_AT_ROOM = CONCURRENCY / 2;
 /** A claimed attempt's lease past its timeout: a node that died mid-attempt leaves it due then. */
 const LEASE_MARGIN_MS = 30_000;
+/**
+ * Outcome statements running at once; the attempts that end meanwhile are written together by the
+ * next one, so a busy node writes a batch of outcomes per statement rather than one each.
+ */
+const OUTCOME_WRITES_AT_ONCE = 2;
 /** Deliveries one retention statement removes. */
 const PRUNE_BATCH = 1000;
 /** How often a node removes what retention let go: not on every pass, which runs per attempt. */
@@ -51,6 +63,10 @@ export class DeliveryWorker {
   private prunedAt = Number.NEGATIVE_INFINITY;
   /** The last claim filled the room there was: once half the room is free again, a pass runs at once. */
   private backlog = false;
+  private readonly recordAttempt = batched(
+    (ended: readonly EndedAttempt[]) => recordAttempts(this.options.data(), ended),
+    { maxSize: CONCURRENCY, maxInFlight: OUTCOME_WRITES_AT_ONCE },
+  );
 
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.repeating = new RepeatingPass(() => this.runOnce(), {
@@ -143,7 +159,8 @@ export class DeliveryWorker {
           );
     const status = outcome.error === null ? 'delivered' : next ? 'pending' : 'failed';
     try {
-      await recordAttempt(this.options.data(), delivery, {
+      await this.recordAttempt({
+        claimed: delivery,
         status,
         statusCode: outcome.status,
         error: outcome.error,
