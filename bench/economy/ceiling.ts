@@ -1,4 +1,7 @@
 import { userAccountIdSql } from '../../src/modules/economy/accounts.js';
+import { inboxLockSql } from '../../src/modules/notifications/index.js';
+import { STORE_NOTIFICATIONS_SQL } from '../../src/modules/notifications/notifications.repository.js';
+import { RECORD_EVENTS_SQL } from '../../src/platform/outbox-store.js';
 import { pgbenchUuid } from '../chat/ceiling.js';
 
 /**
@@ -7,7 +10,11 @@ import { pgbenchUuid } from '../chat/ceiling.js';
  * their source, with the buyer and the seller drawn as the REST load draws them (buyers 1..buyers,
  * sellers after them, one consumable listing each). Two differences, both of the same cost: the
  * listing is found by its seller (pgbench has numbers, not the listing's id), and the ids the
- * service makes in JavaScript (entries, purchase, transaction, idempotency key) are made in SQL.
+ * service makes in JavaScript (entries, purchase, transaction, idempotency key, event,
+ * notification) are made in SQL. The event's statement and the seller's notification's are the
+ * service's own text (RECORD_EVENTS_SQL, STORE_NOTIFICATIONS_SQL) with the parameters pgbench
+ * cannot bind written in; the event goes to a consumer no node runs, as the webhooks' fan-out of
+ * the service's events is not the purchase's work.
  */
 
 const REVENUE = `'00000000-0000-8000-8000-000000000002'::uuid`;
@@ -28,6 +35,13 @@ export const ANSWER = JSON.stringify({
   refund_transaction_id: null,
   created_at: '2026-11-27T06:00:00.000Z',
 });
+
+/** `sql` with each `$n` replaced by the SQL expression `values[n - 1]`. */
+const withValues = (sql: string, values: readonly string[]) =>
+  sql.replace(/\$(\d+)/g, (_, n: string) => `(${values[Number(n) - 1]})`);
+
+/** The inbox bound of the service's default configuration (NOTIFICATIONS_MAX_PER_USER). */
+const INBOX_CAP = 1000;
 
 export function purchaseScript(buyers: number, sellers: number, prefix: string, feeBps: number): string {
   const buyer = pgbenchUuid(prefix, 'b');
@@ -75,12 +89,28 @@ with listing as (
     now() + interval '7 days', gen_random_uuid(), l.pending_account_id, l.available_account_id, now(), now()
   from sold cross join listing l
   returning *
+), inbox as (
+  select ${inboxLockSql('p.seller_id')} from p
 )
 select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price::text as price,
   f.added, f.balance::text as wallet_balance, p.id as purchase, p.transaction_id as tx, p.fee::text as fee,
-  p.seller_pending_account_id as pending
+  p.seller_pending_account_id as pending, (select count(*) from inbox) as inbox_locked
 from funds f left join listing l on true left join p on true \\gset
 update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
+${withValues(RECORD_EVENTS_SQL, [
+  'array[gen_random_uuid()]',
+  `'economy.purchase.completed'`,
+  `jsonb_build_array(jsonb_build_object('purchase', :answer::jsonb))`,
+  `array['bench:no-node']`,
+])};
+${withValues(STORE_NOTIFICATIONS_SQL, [
+  `jsonb_build_array(jsonb_build_object('id', gen_random_uuid(), 'user_id', ${seller}, 'code', 'economy.item_sold',
+      'subject', 'Your item Bench item sold for ' || :price || ' coin', 'created_at', now(),
+      'content', jsonb_build_object('purchase_id', :purchase::uuid, 'item', jsonb_build_object('name', 'Bench item'),
+        'price', :price::bigint, 'seller_amount', :price::bigint - :fee::bigint, 'currency', 'coin')))`,
+  `array[${seller}]`,
+  String(INBOX_CAP),
+])};
 with tx as (
   insert into economy_transactions (id, kind, purchase_id, payout_id, actor_id, reason, created_at)
   values (:tx::uuid, 'purchase', :purchase::uuid, null, null, null, now()) returning id

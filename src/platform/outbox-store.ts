@@ -20,9 +20,10 @@ export interface ClaimedDelivery {
 
 /**
  * The events (data given as one JSON array, ids in the same order) and a due delivery of each to
- * every consumer named, in one statement. `at` is the transaction's time.
+ * every consumer named, in one statement. `at` is the transaction's time. Exported for pgbench
+ * ceilings (bench/economy/ceiling.ts), which run it as is.
  */
-const RECORD_SQL = `
+export const RECORD_EVENTS_SQL = `
   with events as (
     insert into outbox_events (id, type, data, at)
     select ($1::uuid[])[d.n], $2, d.data, now()
@@ -38,7 +39,7 @@ export async function insertEvents(
   dataJson: string,
   consumers: readonly string[],
 ): Promise<void> {
-  await executeBound(tx, RECORD_SQL, [toUuidArray(ids), type, dataJson, consumers]);
+  await executeBound(tx, RECORD_EVENTS_SQL, [toUuidArray(ids), type, dataJson, consumers]);
 }
 
 /**

@@ -50,8 +50,9 @@ const LOCK_SQL = `select ${inboxLockSql('u')} from unnest($1::uuid[]) as u order
  * the new ones (unread, newest) come first of all, so of the existing rows those ranked past
  * `$3` minus the new ones' count go, the oldest read ones first, then the oldest unread ones.
  * The statement's snapshot is taken after the inbox lock was held, so it sees every row there is.
+ * Exported for the purchase's pgbench ceiling (bench/economy/ceiling.ts), which runs it as is.
  */
-const STORE_SQL = `
+export const STORE_NOTIFICATIONS_SQL = `
   with fresh as (
     select n.id, n.user_id, n.code, n.subject, n.content, n.sender_id, n.created_at
     from jsonb_to_recordset($1::jsonb) as n (
@@ -100,7 +101,7 @@ export async function storeNotifications(
   if (kept.length === 0) return [];
   const users = [...new Set(kept.map((note) => note.userId))];
   if (!inboxLocked) await executeBound(tx, LOCK_SQL, [users]);
-  return executeBound<NotificationRow>(tx, STORE_SQL, [
+  return executeBound<NotificationRow>(tx, STORE_NOTIFICATIONS_SQL, [
     JSON.stringify(
       kept.map((note) => ({
         id: note.id,
