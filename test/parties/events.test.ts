@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { AtriumClient } from '../../protocol/client.js';
 import type { Party } from '../../protocol/parties.js';
+import { PASSWORD } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { openedSockets, type ReceivedFrame, type TestSocket } from '../helpers/ws-client.js';
 import { partyCalls } from './parties.js';
@@ -91,6 +92,16 @@ describe('party events on the gateway', () => {
       (f) => f.t === 'party.updated' && (f.pos as Position).offset > endedAt,
     );
     expect(later).toEqual([]);
+  });
+
+  it("tells the members of a deleted account's removal, leadership passed on", async () => {
+    const [leader, member] = await users(2);
+    const [memberSocket] = await listening([member]);
+    const party = await createParty(leader, { open: true });
+    await joined(member, party.id);
+    await expectStatus(204, 'DELETE', '/api/users/me', leader, { password: PASSWORD });
+    const event = await memberSocket.next(updatedWith([member.user.id]));
+    expect((event.d as { party: Party }).party).toMatchObject({ id: party.id, leader_id: member.user.id });
   });
 
   it('replays the party events a socket missed when it reconnects with its last position', async () => {

@@ -34,6 +34,8 @@ describe('removing offline members', () => {
   it('removes a member offline for the grace as a leave: the longest-standing online member leads', async () => {
     // The leader uses REST alone and sends no heartbeat: offline for the presence store.
     const [leader, member] = await users(2);
+    // Hidden from everyone, the member is online for the rule all the same.
+    await expectStatus(200, 'PUT', '/api/profile/me', member, { privacy: { presence_visibility: 'nobody' } });
     const memberSocket = await sockets.open(member.access_token);
     const party = await createParty(leader, { open: true });
     await joined(member, party.id);
