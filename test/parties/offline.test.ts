@@ -168,29 +168,41 @@ describe('offline removal with two nodes sweeping one database', () => {
   });
 });
 
-describe('two sweeps of one due member', () => {
+describe('sweeps run by hand', () => {
   const app = useTestApp();
-  const { users, createParty, joined, stateOf } = partyCalls(app);
+  const { users, createParty, joined, invited, stateOf } = partyCalls(app);
+  const recording = (departures: Departure[]) =>
+    ({ departed: async (_log: unknown, d: Departure) => void departures.push(d) }) as unknown as PartyEvents;
+  const sweep = (events: PartyEvents, aheadMs: number) =>
+    new OfflineSweep({
+      data: () => app().db.data,
+      presence: app().modules.presence,
+      events,
+      log: app().log,
+      graceSeconds: 60,
+      clock: () => new Date(Date.now() + aheadMs),
+    });
 
-  it('remove each member once and end the party once, however they interleave', async () => {
+  it('delete the invitations that expired, and only those', async () => {
+    const [leader, late, pending] = await users(3);
+    const party = await createParty(leader);
+    await invited(leader, party.id, late);
+    // An invitation of PARTY_INVITE_TTL_SECONDS (600) has expired for a clock 700 s ahead.
+    await sweep(recording([]), 700_000).runOnce();
+    await invited(leader, party.id, pending);
+    expect((await stateOf([party.id])).invites.map((row) => row.user_id)).toEqual([pending.user.id]);
+  });
+
+  it('of one due member remove each member once and end the party once, however they interleave', async () => {
     const [leader, member] = await users(2);
     const party = await createParty(leader, { open: true });
     await joined(member, party.id);
     const departures: Departure[] = [];
-    const recorded = { departed: async (_log: unknown, d: Departure) => void departures.push(d) };
-    const sweep = (aheadMs: number) =>
-      new OfflineSweep({
-        data: () => app().db.data,
-        presence: app().modules.presence,
-        events: recorded as unknown as PartyEvents,
-        log: app().log,
-        graceSeconds: 60,
-        clock: () => new Date(Date.now() + aheadMs),
-      });
+    const events = recording(departures);
     // One pass sees both offline; then three whose clock is two graces ahead find both due at once.
-    await sweep(0).runOnce();
+    await sweep(events, 0).runOnce();
     expect(departures).toEqual([]);
-    await Promise.all([sweep(120_000).runOnce(), sweep(120_000).runOnce(), sweep(120_000).runOnce()]);
+    await Promise.all([0, 1, 2].map(() => sweep(events, 120_000).runOnce()));
     expect(departures.map((d) => d.userId).sort()).toEqual([leader.user.id, member.user.id].sort());
     expect(departures.filter((d) => d.ended)).toHaveLength(1);
     expect(await stateOf([party.id])).toEqual({ parties: [], members: [], invites: [] });

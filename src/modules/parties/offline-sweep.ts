@@ -10,8 +10,10 @@ import type { PartyEvents } from './party-events.js';
 const PAGE = 1000;
 /** Due members one statement of a pass takes to remove. */
 const REMOVALS = 100;
-/** Expired invitations one pass deletes at most. */
+/** Expired invitations one prune deletes at most. */
 const PRUNE = 1000;
+/** How often a node prunes expired invitations: the rules ignore them meanwhile. */
+const PRUNE_INTERVAL_MS = 60_000;
 
 export interface OfflineSweepOptions {
   data: () => DataAccess;
@@ -42,10 +44,11 @@ export const sweepIntervalMs = (graceSeconds: number) =>
  * - removes the members offline since the grace's start or before, each in a transaction holding
  *   its party's lock whose delete is conditional on that time: when two nodes sweep the same
  *   member, one removes them and the other finds nothing to do, so the events go out once;
- * - deletes invitations that expired.
+ * - deletes invitations that expired, once a minute.
  */
 export class OfflineSweep {
   private readonly repeating: RepeatingPass;
+  private prunedAt = 0;
 
   constructor(private readonly options: OfflineSweepOptions) {
     this.repeating = new RepeatingPass(() => this.runOnce(), {
@@ -64,17 +67,23 @@ export class OfflineSweep {
   }
 
   async runOnce(): Promise<void> {
-    await this.observe();
-    await this.removeDue();
-    await pruneInvites(this.options.data(), this.options.clock(), PRUNE);
+    // With no member at all, nobody is due either: an idle node runs one statement per pass.
+    if ((await this.observe()) > 0) await this.removeDue();
+    const now = this.options.clock();
+    if (now.getTime() - this.prunedAt >= PRUNE_INTERVAL_MS) {
+      await pruneInvites(this.options.data(), now, PRUNE);
+      this.prunedAt = now.getTime();
+    }
   }
 
-  /** Records who went offline and who came back, page by page. */
-  private async observe(): Promise<void> {
+  /** Records who went offline and who came back, page by page; answers how many members it saw. */
+  private async observe(): Promise<number> {
     const { data, presence, clock } = this.options;
     let after: string | null = null;
+    let seen = 0;
     while (!this.repeating.stopping) {
       const page = await membershipsAfter(data(), after, PAGE);
+      seen += page.length;
       const online = await presence.onlineAmong(page.map((row) => row.user_id));
       const wentOffline = page.filter((row) => !row.offline && !online.has(row.user_id));
       const cameBack = page.filter((row) => row.offline && online.has(row.user_id));
@@ -83,9 +92,10 @@ export class OfflineSweep {
         await markPresence(data(), ids(wentOffline), ids(cameBack), clock());
       }
       const last = page.at(-1);
-      if (page.length < PAGE || last === undefined) return;
+      if (page.length < PAGE || last === undefined) return seen;
       after = last.user_id;
     }
+    return seen;
   }
 
   /** Removes the members whose grace is over, the longest absent first. */
