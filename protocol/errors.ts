@@ -5,6 +5,7 @@ import { extensionErrors } from './errors/extensions.js';
 import { gameServerErrors } from './errors/gameservers.js';
 import { groupErrors } from './errors/groups.js';
 import { leaderboardErrors } from './errors/leaderboards.js';
+import { partyErrors } from './errors/parties.js';
 import {
   availabilityErrors,
   gatewayErrors,
@@ -37,6 +38,7 @@ export const errorParts = {
   economy: economyErrors,
   extensions: extensionErrors,
   leaderboards: leaderboardErrors,
+  parties: partyErrors,
   internal: internalErrors,
 };
 

@@ -5,6 +5,7 @@ import type { EconomyEventPayloads } from './economy.js';
 import type { GroupEventPayloads, GroupMessage } from './groups.js';
 import type { NotificationEventPayloads } from './notifications.js';
 import { operation } from './operation.js';
+import type { PartyEventPayloads } from './parties.js';
 import type { PresenceEventPayloads } from './presence.js';
 import type { SocialEventPayloads } from './social.js';
 import type { StreamPosition, StreamReset } from './stream-position.js';
@@ -57,7 +58,8 @@ export interface EventPayloads
     ChatEventPayloads,
     GroupEventPayloads,
     EconomyEventPayloads,
-    NotificationEventPayloads {
+    NotificationEventPayloads,
+    PartyEventPayloads {
   /**
    * A world, room or group chat message, to the sockets that joined that chat
    * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.

@@ -19,6 +19,7 @@ import { marketplaceOperations } from './marketplace.js';
 import { moderationOperations } from './moderation.js';
 import { notificationOperations } from './notifications.js';
 import { type Operation, type OutputOf, payloadSchema, type SentInputOf } from './operation.js';
+import { partyOperations } from './parties.js';
 import { presenceOperations } from './presence.js';
 import { profileOperations } from './profiles.js';
 import { roomContentOperations } from './room-content.js';
@@ -48,6 +49,7 @@ export * from './leaderboards.js';
 export * from './marketplace.js';
 export * from './moderation.js';
 export * from './notifications.js';
+export * from './parties.js';
 export * from './presence.js';
 export * from './profiles.js';
 export * from './room-content.js';
@@ -94,6 +96,7 @@ const all = [
   ...notificationOperations,
   ...webhookOperations,
   ...tournamentOperations,
+  ...partyOperations,
 ] as const;
 
 type ByName<T extends readonly Operation[]> = { [O in T[number] as O['name']]: O };

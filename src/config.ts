@@ -11,6 +11,7 @@ import { groupsConfig } from './modules/groups/groups.config.js';
 import { leaderboardsConfig } from './modules/leaderboards/leaderboards.config.js';
 import { moderationConfig } from './modules/moderation/moderation.config.js';
 import { notificationsConfig } from './modules/notifications/notifications.config.js';
+import { partiesConfig } from './modules/parties/parties.config.js';
 import { presenceConfig } from './modules/presence/presence.config.js';
 import { socialConfig } from './modules/social/social.config.js';
 import { webhooksConfig } from './modules/webhooks/webhooks.config.js';
@@ -47,6 +48,7 @@ export const configParts = {
   leaderboards: leaderboardsConfig,
   notifications: notificationsConfig,
   webhooks: webhooksConfig,
+  parties: partiesConfig,
   console: consoleConfig,
 };
 

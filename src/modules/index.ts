@@ -14,6 +14,7 @@ import { healthModule } from './health/index.js';
 import { leaderboardsModule } from './leaderboards/index.js';
 import { moderationModule } from './moderation/index.js';
 import { notificationsModule } from './notifications/index.js';
+import { partiesModule } from './parties/index.js';
 import { presenceModule } from './presence/index.js';
 import { profilesModule } from './profiles/index.js';
 import { settingsModule } from './settings/index.js';
@@ -40,6 +41,7 @@ export const modules = [
   presenceModule,
   authModule,
   accountModule,
+  partiesModule,
   adminModule,
   avatarModule,
   moderationModule,

@@ -184,7 +184,7 @@ function errorDescription(status: number): string {
 /**
  * The document transform: the registered zod schemas as components, without the variants nothing
  * uses and without the `$id` and `$schema` zod writes into each (JSON Schema 2020-12 forbids a
- * fragment in `$id`);
+ * fragment in `$id`); optional bodies marked so (markOptionalBody);
  * then HEAD beside every GET and OPTIONS on every path, which Fastify and the not-found handler
  * answer (src/platform/http-errors.ts).
  */
@@ -195,12 +195,16 @@ export const documentObject: SwaggerTransformObject = (input) => {
   };
   const schemas = document.components?.schemas;
   if (schemas) dropUnusedVariants(document, schemas);
-  for (const [path, item] of Object.entries(document.paths ?? {})) addHeadAndOptions(path, item);
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const operation of Object.values(item) as Operation[]) markOptionalBody(operation);
+    addHeadAndOptions(path, item);
+  }
   return document;
 };
 
 interface Operation {
   operationId?: string;
+  requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown }> };
   summary?: string;
   tags?: string[];
   parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[];
@@ -250,6 +254,20 @@ function addHeadAndOptions(path: string, item: Record<string, Operation>): void 
       ),
     },
   };
+}
+
+/**
+ * Fastify reads an absent body as null, so a body schema that admits null (`.nullish()`, as an
+ * operation whose body is optional declares it) admits no body at all: the document says so,
+ * where @fastify/swagger marks every body required.
+ */
+function markOptionalBody(operation: Operation): void {
+  const schema = operation.requestBody?.content?.['application/json']?.schema as
+    | { anyOf?: { type?: unknown }[] }
+    | undefined;
+  if (operation.requestBody && schema?.anyOf?.some((branch) => branch.type === 'null')) {
+    operation.requestBody.required = false;
+  }
 }
 
 function pathParameterNames(path: string): string[] {

@@ -38,6 +38,8 @@ const app = await buildTestApp(
     GAMESERVER_COMMAND: servers.command,
     // The peer's server below stays up for the whole run, its token live for the /internal cases.
     GAMESERVER_IDLE_STOP_SECONDS: 86_400,
+    // The peer's party below outlives the run, though the peer sends no heartbeat.
+    PARTY_OFFLINE_GRACE_SECONDS: 86_400,
     WEBHOOK_MAX_ENDPOINTS: 3,
     WEBHOOK_TIMEOUT_SECONDS: 1,
   },
@@ -103,6 +105,23 @@ await app.http.inject({
   headers: bearer(peer.access_token),
   payload: { role: 'admin' },
 });
+// An open party of the peer's that the fuzz user starts in: member routes reach their rules, the
+// leader's answer 403, and a leave lets creates and joins through.
+const peerParty = (
+  (
+    await app.http.inject({
+      method: 'POST',
+      url: '/api/parties',
+      headers: bearer(peer.access_token),
+      payload: { open: true },
+    })
+  ).json() as { id: string }
+).id;
+await app.http.inject({
+  method: 'POST',
+  url: `/api/parties/${peerParty}/join`,
+  headers: bearer(fuzzUser.access_token),
+});
 const doc = (await app.http.inject({ method: 'GET', url: '/openapi.json' })).json() as OpenApiDocument;
 const operations = operationsOf(doc).filter((op) => op.id.includes(settings.only));
 
@@ -118,6 +137,7 @@ const context: SchemaContext = {
     room_id: [world.mainRoomId],
     server_id: [serverId],
     group_id: [openGroup, closedGroup],
+    party_id: [peerParty],
   },
 };
 

@@ -15,6 +15,7 @@ import { adminRows } from './parity-admin.js';
 import { economyRows } from './parity-economy.js';
 import { leaderboardRows } from './parity-leaderboards.js';
 import { notificationRows } from './parity-notifications.js';
+import { partyRows } from './parity-parties.js';
 import type { Accounts, RestName, Row, Run } from './parity-types.js';
 import { webhookRows } from './parity-webhooks.js';
 
@@ -28,6 +29,7 @@ const rows: { [N in RestName]: Row<N> } = {
   ...economyRows(() => app),
   ...adminRows(() => app),
   ...notificationRows(() => app),
+  ...partyRows(() => app),
   ...webhookRows(() => app),
   ...leaderboardRows(
     () => app,
@@ -734,6 +736,9 @@ const USER_NAMES = new Set([
   'server_id',
   'group_id',
   'owner_id',
+  'leader_id',
+  'party_id',
+  'invited_by',
   'name',
 ]);
 /** Ids of ledger transactions, which each run of a money-moving row makes anew. */

@@ -2,7 +2,7 @@ import type { DomainEventData } from '../../../protocol/domain-events.js';
 import type { Me } from '../../../protocol/users.js';
 import { batchedStatement } from '../../platform/batcher.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
-import { transaction } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { Outbox } from '../../platform/outbox.js';
 import type { AuthApi } from '../auth/index.js';
@@ -23,6 +23,17 @@ export interface AccountDeps {
 
 const USER_DELETED = 'user.deleted';
 
+/**
+ * Work another module runs inside the transaction that deletes an account, before its row goes:
+ * for rows that must change otherwise than by the schema's cascades (a party's leadership passes
+ * on). What it answers runs once the deletion committed (the events of that change).
+ */
+export type AccountDeletionListener = (
+  ctx: Ctx,
+  tx: DataAccess,
+  userId: string,
+) => Promise<(() => Promise<void>) | undefined>;
+
 /** The most accounts one statement reads. */
 const ACCOUNTS_PER_STATEMENT = 100;
 
@@ -30,6 +41,7 @@ const vanished = () => new AppError(ErrorCode.UNAUTHENTICATED, 'The account no l
 
 /** The signed-in user's own account: reading it and deleting it. */
 export class AccountService {
+  private readonly deletionListeners: AccountDeletionListener[] = [];
   /**
    * GET /api/users/me runs at the rate clients poll it, so under load the reads share statements
    * (src/platform/batcher.ts): a pooled connection is held per statement for its round trip and
@@ -43,6 +55,10 @@ export class AccountService {
       maxInFlight: deps.readConcurrency,
       observe: deps.observeReadBatch,
     });
+  }
+
+  onDeletion(listener: AccountDeletionListener): void {
+    this.deletionListeners.push(listener);
   }
 
   async me(ctx: Ctx): Promise<Me> {
@@ -71,8 +87,8 @@ export class AccountService {
   /**
    * Deletes the caller's account after re-checking the password. Rows the user owns go with it
    * through the schema's ON DELETE rules (CASCADE or SET NULL, as the specification assigns each
-   * table), and the user's access tokens stop working at once. `user.deleted` commits with the
-   * deletion (the only path that deletes an account).
+   * table), and the user's access tokens stop working at once. `user.deleted` and the work of the
+   * deletion listeners commit with the deletion (the only path that deletes an account).
    */
   async deleteAccount(ctx: Ctx, password: string): Promise<void> {
     const caller = callerOf(ctx);
@@ -82,15 +98,25 @@ export class AccountService {
       throw new AppError(ErrorCode.PASSWORD_INCORRECT, 'The password is wrong.');
     }
     await this.deps.sessions.revokeAllSessions(ctx, user.id);
-    if (!this.deps.outbox.hasConsumers(USER_DELETED)) {
+    const recorded = this.deps.outbox.hasConsumers(USER_DELETED);
+    if (!recorded && this.deletionListeners.length === 0) {
       await this.deps.accounts.deleteUser(ctx.data, user.id);
       return;
     }
-    await transaction(ctx.data, async (tx) => {
+    const afterCommit = await transaction(ctx.data, async (tx) => {
+      const done: (() => Promise<void>)[] = [];
+      for (const listener of this.deletionListeners) {
+        const after = await listener(ctx, tx, user.id);
+        if (after) done.push(after);
+      }
       // A deletion racing this one may have deleted it first: that one records the event.
-      if (!(await this.deps.accounts.deleteUser(tx, user.id))) return;
-      const event: DomainEventData[typeof USER_DELETED] = { user_id: user.id };
-      await this.deps.outbox.record(tx, USER_DELETED, event);
+      if (!(await this.deps.accounts.deleteUser(tx, user.id))) return [];
+      if (recorded) {
+        const event: DomainEventData[typeof USER_DELETED] = { user_id: user.id };
+        await this.deps.outbox.record(tx, USER_DELETED, event);
+      }
+      return done;
     });
+    for (const after of afterCommit) await after();
   }
 }

@@ -16,6 +16,11 @@ export interface PresenceApi {
    * status message set but not written yet (absent when none is pending).
    */
   unflushed(userId: string): Promise<{ lastSeen: Date | null; statusMessage?: PendingStatus }>;
+  /**
+   * Which of these users are online now (the presence store), whatever their presence_visibility:
+   * for rules that act on presence (parties remove their offline members), not for showing it.
+   */
+  onlineAmong(userIds: readonly string[]): Promise<Set<string>>;
   /** Writes the coalesced last_seen_at sightings now instead of at the next interval. */
   flushLastSeen(): Promise<void>;
   /** Writes the coalesced status messages now instead of at the next interval. */
@@ -76,6 +81,7 @@ export const presenceModule = defineModule({
     );
     const api: PresenceApi = {
       unflushed: (userId) => presence.unflushed(userId),
+      onlineAmong: (userIds) => presence.onlineAmong(userIds),
       flushLastSeen: () => tracker.flushLastSeen(),
       flushStatusMessages: () => statusMessages.flush(),
       nodeId: tracker.lease.nodeId,

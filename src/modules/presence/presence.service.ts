@@ -130,6 +130,16 @@ export class PresenceService {
     return { lastSeen: latest > 0 ? new Date(latest) : null, ...(statusMessage ? { statusMessage } : {}) };
   }
 
+  /**
+   * Which of these users are online now, in one KV round trip, whatever their presence_visibility:
+   * for other modules' rules (a party's offline members), never shown to another user as it is.
+   */
+  async onlineAmong(userIds: readonly string[]): Promise<Set<string>> {
+    if (userIds.length === 0) return new Set();
+    const keys = await this.deps.kv.mget(userIds.map(presenceKey));
+    return new Set(userIds.filter((_, index) => keys[index] !== null));
+  }
+
   async lookup(ctx: Ctx, userIds: readonly string[]): Promise<Record<string, PresenceStatus>> {
     return this.statuses(await this.views(ctx, userIds));
   }
