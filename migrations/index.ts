@@ -33,6 +33,7 @@ import { Migration0032AuditExtensionActor } from './0032_audit_extension_actor.j
 import { Migration0033Leaderboards } from './0033_leaderboards.js';
 import { Migration0034Notifications } from './0034_notifications.js';
 import { Migration0035Webhooks } from './0035_webhooks.js';
+import { Migration0037InstanceAccess } from './0037_instance_access.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -75,4 +76,5 @@ export const migrationsList = [
   { name: '0033_leaderboards', class: Migration0033Leaderboards },
   { name: '0034_notifications', class: Migration0034Notifications },
   { name: '0035_webhooks', class: Migration0035Webhooks },
+  { name: '0037_instance_access', class: Migration0037InstanceAccess },
 ];

@@ -36,6 +36,12 @@ export function bytesOf(mediaType: string, description: string): z.ZodType {
  */
 export const DOCUMENTED_BODIES = 'documentedBodies';
 
+/**
+ * Route schema key marking a JSON body the route reads as `{}` when it is left out: @fastify/swagger
+ * declares every body required, and the document transform says this one is not.
+ */
+export const OPTIONAL_BODY = 'x-optional-body';
+
 /** The path of the API reference page (Swagger UI). */
 export const DOCS_PATH = '/docs';
 
@@ -195,7 +201,10 @@ export const documentObject: SwaggerTransformObject = (input) => {
   };
   const schemas = document.components?.schemas;
   if (schemas) dropUnusedVariants(document, schemas);
-  for (const [path, item] of Object.entries(document.paths ?? {})) addHeadAndOptions(path, item);
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    for (const operation of Object.values<Operation>(item)) optionalBody(operation);
+    addHeadAndOptions(path, item);
+  }
   return document;
 };
 
@@ -206,6 +215,15 @@ interface Operation {
   parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[];
   security?: unknown[];
   responses?: Record<string, DocumentedResponse>;
+  requestBody?: { required?: boolean };
+  [OPTIONAL_BODY]?: boolean;
+}
+
+/** A body marked OPTIONAL_BODY is declared not required, and the mark (copied as an extension) goes. */
+function optionalBody(operation: Operation): void {
+  if (!operation[OPTIONAL_BODY]) return;
+  delete operation[OPTIONAL_BODY];
+  if (operation.requestBody) operation.requestBody.required = false;
 }
 
 function addHeadAndOptions(path: string, item: Record<string, Operation>): void {

@@ -1,3 +1,4 @@
+import type { GameServerStatus, ServerAccess } from '../../../protocol/gameservers.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
@@ -19,12 +20,33 @@ export interface ReservationRequest {
   worldId: string;
   now: Date;
   expiresAt: Date;
+  /** Which of the world's servers the join may use (JoinScope). */
+  scope: JoinScope;
 }
 
 /**
- * The caller's live reservation on a ready server of the world, extended to `expiresAt`: a join
- * of the same world again takes no second place. Its creation time stays, so a report that
- * counted the player keeps it from counting twice.
+ * The servers of the world a join may use (docs/gameservers.md, "Instance access"): those of one
+ * access, those of one access one owner started, or one server. Null means any.
+ */
+export interface JoinScope {
+  access: ServerAccess | null;
+  ownerId: string | null;
+  serverId: string | null;
+}
+
+/**
+ * The scope's condition on the server `s`, from parameters `$n`, `$n+1`, `$n+2` (access, owner,
+ * server): a fixed text, so each statement is prepared once whatever the scope.
+ */
+const inScope = (n: number) =>
+  `($${n}::text is null or s.access = $${n}) and ($${n + 1}::uuid is null or s.requested_by = $${n + 1})
+   and ($${n + 2}::uuid is null or s.id = $${n + 2})`;
+const scopeParams = (scope: JoinScope) => [scope.access, scope.ownerId, scope.serverId];
+
+/**
+ * The caller's live reservation on a ready server of the world in the scope, extended to
+ * `expiresAt`: a join of the same world again takes no second place. Its creation time stays, so
+ * a report that counted the player keeps it from counting twice.
  */
 export async function extendReservation(
   data: DataAccess,
@@ -35,16 +57,23 @@ export async function extendReservation(
     `update game_server_reservations r set expires_at = greatest(r.expires_at, $4)
      from game_servers s
      where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2 and s.status = 'ready'
+       and ${inScope(5)}
      returning s.id, s.address`,
-    [request.userId, request.worldId, request.now, request.expiresAt],
+    [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
   );
   return row;
 }
 
+/** A server's live reservations made since its last player report: they count toward its occupancy. */
+const freshCount = (server: string, now: string) => `(select count(*)::integer from game_server_reservations r
+  where r.server_id = ${server}.id and r.expires_at > ${now}
+    and (${server}.players_reported_at is null or r.created_at > ${server}.players_reported_at))`;
+
 /**
- * Reserves a place on the fullest ready server of the world that has room (its occupancy below
- * max_players), moving the caller's reservation there. The server it leaves was in use until now:
- * its idle clock starts now. Undefined, and nothing written, when every server is full.
+ * Reserves a place on the fullest ready server of the world in the scope that has room (its
+ * occupancy below max_players), moving the caller's reservation there. The server it leaves was
+ * in use until now: its idle clock starts now. Undefined, and nothing written, when every server
+ * in the scope is full.
  */
 export async function reserveRoomiest(
   data: DataAccess,
@@ -54,11 +83,8 @@ export async function reserveRoomiest(
     data,
     `with target as (
        select s.id, s.address from game_servers s
-       cross join lateral (
-         select count(*)::integer as n from game_server_reservations r
-         where r.server_id = s.id and r.expires_at > $3
-           and (s.players_reported_at is null or r.created_at > s.players_reported_at)) fresh
-       where s.world_id = $2 and s.status = 'ready' and s.players + fresh.n < s.max_players
+       cross join lateral (select ${freshCount('s', '$3')} as n) fresh
+       where s.world_id = $2 and s.status = 'ready' and s.players + fresh.n < s.max_players and ${inScope(5)}
        order by s.players + fresh.n desc, s.created_at
        limit 1),
      previous as (
@@ -74,7 +100,51 @@ export async function reserveRoomiest(
        on conflict (user_id) do update
          set server_id = excluded.server_id, created_at = excluded.created_at, expires_at = excluded.expires_at)
      select id, address from target`,
-    [request.userId, request.worldId, request.now, request.expiresAt],
+    [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
+  );
+  return row;
+}
+
+/**
+ * Whether a live server has room for the user: they hold a live reservation on it, or its
+ * occupancy (its last report plus the reservations made since) is below max_players.
+ */
+export async function hasRoomFor(
+  data: DataAccess,
+  serverId: string,
+  userId: string,
+  now: Date,
+): Promise<boolean> {
+  const [row] = await executeBound<{ room: boolean }>(
+    data,
+    `select exists (select 1 from game_server_reservations
+                    where user_id = $2 and server_id = s.id and expires_at > $3)
+              or s.players + ${freshCount('s', '$3')} < s.max_players as room
+     from game_servers s where s.id = $1`,
+    [serverId, userId, now],
+  );
+  return row?.room ?? false;
+}
+
+/**
+ * The server of the user's latest reservation (made by a join, live or not): where a friend
+ * joining them goes while it is starting or ready. Undefined when they never joined, or the server
+ * ended (its row is kept, and says so).
+ */
+export async function serverOfLatestReservation(
+  data: DataAccess,
+  userId: string,
+): Promise<{ id: string; world_id: string; status: GameServerStatus; ready_deadline: Date } | undefined> {
+  const [row] = await executeBound<{
+    id: string;
+    world_id: string;
+    status: GameServerStatus;
+    ready_deadline: Date;
+  }>(
+    data,
+    `select s.id, s.world_id, s.status::text as status, s.ready_deadline
+     from game_server_reservations r join game_servers s on s.id = r.server_id where r.user_id = $1`,
+    [userId],
   );
   return row;
 }
