@@ -162,8 +162,10 @@ export async function failOverdue(
 
 /**
  * A server's own report. `ready: true` makes a starting server ready (within its deadline) at
- * `address`; the player count is taken when given, and the join reservations made before it stop
- * counting (the server sees those players now, or they never came). A ready server is busy now
+ * `address`; the player count is taken when given, and once the server is ready, the join
+ * reservations made before the report stop counting (the server sees those players now, or they
+ * never came). Reservations made while it started still count after the report that makes it
+ * ready: nobody had its address before. A ready server is busy now
  * when it becomes ready, and when it has players or had some until this report (the idle clock).
  * Undefined when the server is not live.
  */
@@ -180,7 +182,7 @@ export async function applyReport(
        address = case when $2 then $3 else address end,
        ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
        players = coalesce($4, players),
-       players_reported_at = case when $4::integer is null then players_reported_at else $5 end,
+       players_reported_at = case when $4::integer is null or status = 'starting' then players_reported_at else $5 end,
        busy_at = case
          when status = 'starting' and not $2 then busy_at
          when players > 0 or coalesce($4, players) > 0 then $5
@@ -208,25 +210,6 @@ export async function markReady(
  */
 export async function lockWorldJoins(data: DataAccess, worldId: string): Promise<void> {
   await lockNamed(data, `game_servers:${worldId}`);
-}
-
-/**
- * The oldest starting server of the world with this access (and this owner, when given), which a
- * join waits for rather than start another.
- */
-export async function startingServer(
-  data: DataAccess,
-  worldId: string,
-  scope: { access: ServerAccess; ownerId: string | null },
-): Promise<GameServerRow | undefined> {
-  const [row] = await executeBound<GameServerRow>(
-    data,
-    `select ${COLUMNS} from game_servers
-     where world_id = $1 and status = 'starting' and access = $2 and ($3::uuid is null or requested_by = $3)
-     order by created_at limit 1`,
-    [worldId, scope.access, scope.ownerId],
-  );
-  return row;
 }
 
 /** The server if it is a live (starting or ready) server of the world: one a join may name. */

@@ -4,15 +4,16 @@ import { executeBound } from '../../platform/db.js';
 
 /**
  * Join reservations (migration 0020, docs/gameservers.md "Reservations"): one row per user, the
- * server their latest join handed them. A reservation counts toward its server's occupancy while it
+ * server their latest join handed them, ready or still starting. A reservation counts toward its server's occupancy while it
  * is live (`expires_at`) and newer than the server's last player report; older ones are in that
  * report already, or their player never came. Joins call these under their world's lock.
  */
 
-/** Where a join sends its caller, with the address to connect to. */
+/** The server a reservation holds a place on: ready (with its address) or starting. */
 export interface ReservedSlot {
   id: string;
-  address: string;
+  status: 'starting' | 'ready';
+  address: string | null;
 }
 
 export interface ReservationRequest {
@@ -44,9 +45,9 @@ const inScope = (n: number) =>
 const scopeParams = (scope: JoinScope) => [scope.access, scope.ownerId, scope.serverId];
 
 /**
- * The caller's live reservation on a ready server of the world in the scope, extended to
- * `expiresAt`: a join of the same world again takes no second place. Its creation time stays, so
- * a report that counted the player keeps it from counting twice.
+ * The caller's live reservation on a live (starting or ready) server of the world in the scope,
+ * extended to `expiresAt`: a join of the same world again takes no second place. Its creation
+ * time stays, so a report that counted the player keeps it from counting twice.
  */
 export async function extendReservation(
   data: DataAccess,
@@ -56,9 +57,9 @@ export async function extendReservation(
     data,
     `update game_server_reservations r set expires_at = greatest(r.expires_at, $4)
      from game_servers s
-     where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2 and s.status = 'ready'
-       and ${inScope(5)}
-     returning s.id, s.address`,
+     where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2
+       and s.status in ('starting', 'ready') and ${inScope(5)}
+     returning s.id, s.status::text as status, s.address`,
     [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
   );
   return row;
@@ -70,10 +71,10 @@ const freshCount = (server: string, now: string) => `(select count(*)::integer f
     and (${server}.players_reported_at is null or r.created_at > ${server}.players_reported_at))`;
 
 /**
- * Reserves a place on the fullest ready server of the world in the scope that has room (its
- * occupancy below max_players), moving the caller's reservation there. The server it leaves was
- * in use until now: its idle clock starts now. Undefined, and nothing written, when every server
- * in the scope is full.
+ * Reserves a place on a live server of the world in the scope that has room (its occupancy below
+ * max_players), moving the caller's reservation there: a ready one first, the fullest first, else
+ * a starting one, which counts the place at once. The server it leaves was in use until now: its
+ * idle clock starts now. Undefined, and nothing written, when every server in the scope is full.
  */
 export async function reserveRoomiest(
   data: DataAccess,
@@ -82,10 +83,11 @@ export async function reserveRoomiest(
   const [row] = await executeBound<ReservedSlot>(
     data,
     `with target as (
-       select s.id, s.address from game_servers s
+       select s.id, s.status::text as status, s.address from game_servers s
        cross join lateral (select ${freshCount('s', '$3')} as n) fresh
-       where s.world_id = $2 and s.status = 'ready' and s.players + fresh.n < s.max_players and ${inScope(5)}
-       order by s.players + fresh.n desc, s.created_at
+       where s.world_id = $2 and s.status in ('starting', 'ready') and s.players + fresh.n < s.max_players
+         and ${inScope(5)}
+       order by s.status = 'ready' desc, s.players + fresh.n desc, s.created_at
        limit 1),
      previous as (
        select server_id from game_server_reservations
@@ -99,31 +101,10 @@ export async function reserveRoomiest(
        select $1, id, $3, $4 from target
        on conflict (user_id) do update
          set server_id = excluded.server_id, created_at = excluded.created_at, expires_at = excluded.expires_at)
-     select id, address from target`,
+     select id, status, address from target`,
     [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
   );
   return row;
-}
-
-/**
- * Whether a live server has room for the user: they hold a live reservation on it, or its
- * occupancy (its last report plus the reservations made since) is below max_players.
- */
-export async function hasRoomFor(
-  data: DataAccess,
-  serverId: string,
-  userId: string,
-  now: Date,
-): Promise<boolean> {
-  const [row] = await executeBound<{ room: boolean }>(
-    data,
-    `select exists (select 1 from game_server_reservations
-                    where user_id = $2 and server_id = s.id and expires_at > $3)
-              or s.players + ${freshCount('s', '$3')} < s.max_players as room
-     from game_servers s where s.id = $1`,
-    [serverId, userId, now],
-  );
-  return row?.room ?? false;
 }
 
 /**
@@ -149,13 +130,13 @@ export async function serverOfLatestReservation(
   return row;
 }
 
-/** The live reservations of a ready server made since its last player report. */
+/** The live reservations of a live server made since its last player report. */
 export async function freshReservations(data: DataAccess, serverId: string, now: Date): Promise<number> {
   const [row] = await executeBound<{ count: number }>(
     data,
     `select count(*)::integer as count from game_server_reservations r
      join game_servers s on s.id = r.server_id
-     where r.server_id = $1 and s.status = 'ready' and r.expires_at > $2
+     where r.server_id = $1 and s.status in ('starting', 'ready') and r.expires_at > $2
        and (s.players_reported_at is null or r.created_at > s.players_reported_at)`,
     [serverId, now],
   );

@@ -7,16 +7,14 @@ import { KeyedTurns } from '../../platform/keyed-turns.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
+  findServer,
   type GameServerRow,
   liveServerOfWorld,
   lockWorldJoins,
-  startingServer,
 } from './gameservers.repository.js';
 import { refusedByAccess } from './invitations.repository.js';
 import {
   extendReservation,
-  hasRoomFor,
-  type JoinScope,
   type ReservationRequest,
   type ReservedSlot,
   reserveRoomiest,
@@ -73,7 +71,9 @@ const full = () => new AppError(ErrorCode.SERVER_FULL, 'This server has no room 
 
 /** What one turn under the world's join lock decided. */
 interface JoinStep {
-  slot?: ReservedSlot;
+  /** The caller's place on a ready server. */
+  slot?: { id: string; address: string };
+  /** A starting server the caller holds a place on: the join waits for it, and takes another turn. */
   wait?: GameServerRow;
   launch?: PendingLaunch;
   /** Starting servers past their deadline, failed in the step: ended once it committed. */
@@ -83,8 +83,10 @@ interface JoinStep {
 /**
  * Joins of a world: each turn runs under the world's join lock (joins of one world on this node
  * queue in memory first), so concurrent joins see each other's reservations and spawns. A turn
- * places the caller on a ready server, or finds a starting one to wait for, or records one to
- * start; a refusal throws inside the turn, which writes nothing then.
+ * chooses the server and places the caller on it, ready or starting (the place counts at once),
+ * recording a new server to start when there is none; a join on a starting server waits for it
+ * and takes another turn, which finds its place held. A refusal throws inside the turn, which then
+ * writes nothing. Placing several users at once (a party) is another placement step of the turn.
  */
 export class WorldJoins {
   private readonly turns = new KeyedTurns();
@@ -143,10 +145,10 @@ export class WorldJoins {
   }
 
   /**
-   * A join by access: the caller's place on a ready server of the world with that access (public:
-   * any; friends or invite: one the caller owns), the reservation they hold there first, else the
-   * fullest with room; else the starting one to wait for; else a new one the caller owns, if the
-   * spawn admission lets them cause it.
+   * A join by access: the caller's place on a live server of the world with that access (public:
+   * any; friends or invite: one the caller owns), the one they hold first, else a ready one with
+   * room, the fullest first, else a starting one; else on a new one the caller owns, if the spawn
+   * admission lets them cause it.
    */
   private async placeByAccess(
     tx: DataAccess,
@@ -155,28 +157,21 @@ export class WorldJoins {
   ): Promise<Omit<JoinStep, 'overdue'>> {
     const ownerId = access === 'public' ? null : request.userId;
     const scoped = { ...request, scope: { access, ownerId, serverId: null } };
-    const held = await extendReservation(tx, scoped);
-    if (held) return { slot: held };
-    // Read before the ready servers: each statement sees the database as it is then, so a server
-    // that turns ready in between is seen starting here or ready below, never neither (which
-    // would start a second server).
-    const starting = await startingServer(tx, request.worldId, { access, ownerId });
-    const reserved = await this.reserve(tx, scoped);
-    if (reserved) return { slot: reserved };
-    if (starting) return { wait: starting };
+    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped));
+    if (placed) return this.outcome(tx, placed);
     const { mayTakeLastSlots } = await this.deps.admission.admit(tx, request.userId);
     const launch = await this.deps.lifecycle.insertStarting(
       tx,
       { worldId: request.worldId, ownerId: request.userId, access },
       request.now,
     );
+    await this.reserve(tx, { ...request, scope: { access: null, ownerId: null, serverId: launch.row.id } });
     return { launch: { ...launch, mayTakeLastSlots } };
   }
 
   /**
-   * A join naming a server: a live server of this world, whose access admits the caller and
-   * which has room for them (or holds their place already). A ready one takes them at once; a
-   * starting one is waited for, and the next turn places them on it once it is ready.
+   * A join naming a server: a live server of this world, whose access admits the caller and which
+   * has room for them, or holds their place already.
    */
   private async placeOnServer(
     tx: DataAccess,
@@ -187,19 +182,20 @@ export class WorldJoins {
     const server = await liveServerOfWorld(tx, serverId, request.worldId);
     if (!server) throw refusals.noServer();
     if ((await refusedByAccess(tx, server.id, [request.userId])).length > 0) throw restricted();
-    if (server.status === 'starting') {
-      if (!(await hasRoomFor(tx, server.id, request.userId, request.now))) throw full();
-      return { wait: server };
-    }
-    const scope: JoinScope = { access: null, ownerId: null, serverId: server.id };
-    const held = await extendReservation(tx, { ...request, scope });
-    if (held) return { slot: held };
-    const reserved = await this.reserve(tx, { ...request, scope });
-    if (!reserved) throw full();
-    return { slot: reserved };
+    const scoped = { ...request, scope: { access: null, ownerId: null, serverId: server.id } };
+    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped));
+    if (!placed) throw full();
+    return this.outcome(tx, placed);
   }
 
-  /** A new place on the fullest server in scope with room; the visit is recorded with it. */
+  /** A place on a ready server answers the join; one on a starting server is waited for. */
+  private async outcome(tx: DataAccess, placed: ReservedSlot): Promise<Omit<JoinStep, 'overdue'>> {
+    if (placed.status === 'ready' && placed.address !== null)
+      return { slot: { id: placed.id, address: placed.address } };
+    return { wait: (await findServer(tx, placed.id)) as GameServerRow };
+  }
+
+  /** A new place on a server in scope with room (reserveRoomiest); the visit is recorded with it. */
   private async reserve(tx: DataAccess, request: ReservationRequest): Promise<ReservedSlot | undefined> {
     const reserved = await reserveRoomiest(tx, request);
     if (reserved)
