@@ -48,7 +48,8 @@ export class ServerInvites {
       throw new AppError(ErrorCode.VALIDATION_FAILED, 'user_id: you cannot invite yourself', {
         errors: [{ path: 'user_id', message: 'must be another user' }],
       });
-    const users = isId(inviteeId) ? await this.deps.users.usernamesOf(ctx.data, [caller.id, inviteeId]) : [];
+    if (!isId(inviteeId)) throw noSuchUser();
+    const users = await this.deps.users.usernamesOf(ctx.data, [caller.id, inviteeId]);
     const owner = users.find((user) => user.id === caller.id);
     if (!owner) throw new AppError(ErrorCode.UNAUTHENTICATED, 'The account no longer exists.');
     if (!users.some((user) => user.id === inviteeId)) throw noSuchUser();
