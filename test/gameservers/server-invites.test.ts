@@ -1,5 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
+import { AtriumClient } from '../../protocol/client.js';
+import type { ServerInviteEvent } from '../../protocol/gameservers.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
@@ -16,7 +19,7 @@ type Position = { offset: number; epoch: string };
  */
 describe('server invitations', () => {
   const { command } = silentCommand();
-  const app = useTestApp({ GAMESERVER_COMMAND: command });
+  const app = useTestApp({ GAMESERVER_COMMAND: command, GAMESERVER_MAX_RUNNING: 16 });
   const { invite, joinWith, expectStatus } = gameServerCalls(app);
   const { users } = socialGraph(app);
   const sockets = openedSockets(() => app().wsUrl);
@@ -72,6 +75,35 @@ describe('server invitations', () => {
     expect(replayed.map((frame) => [(frame.d as { server_id: string }).server_id, frame.pos])).toEqual([
       [second.serverId, { ...last, offset: last.offset + 1 }],
     ]);
+  });
+
+  it('is typed in AtriumClient: the owner invites with call, the invitee hears server.invite with on and joins the server named', async () => {
+    const [owner, invitee] = await users(2);
+    const { worldId, serverId } = await ownServer(owner);
+    const options = { httpUrl: app().httpUrl, wsUrl: app().wsUrl, WebSocket };
+    const [ownerClient, inviteeClient] = [
+      new AtriumClient({ ...options, accessToken: owner.access_token }),
+      new AtriumClient({ ...options, accessToken: invitee.access_token }),
+    ];
+    try {
+      await inviteeClient.ready();
+      const heard = new Promise<ServerInviteEvent>((resolve) => inviteeClient.on('server.invite', resolve));
+      const invitation = await ownerClient.call('parties.inviteToServer', {
+        server_id: serverId,
+        user_id: invitee.user.id,
+      });
+      expect(invitation).toMatchObject({ server_id: serverId, user_id: invitee.user.id });
+      const event = await heard;
+      expect(event.from).toEqual({ user_id: owner.user.id, username: owner.user.username });
+      const joined = await inviteeClient.call('worlds.join', {
+        world_id: event.world_id,
+        server_id: event.server_id,
+      });
+      expect(joined).toMatchObject({ server_id: serverId, world_id: worldId });
+    } finally {
+      ownerClient.close();
+      inviteeClient.close();
+    }
   });
 
   it('answers an invitation again with the one held, 201, and changes nothing else: no row, no event', async () => {
