@@ -269,14 +269,75 @@ describe('instance access on joins of a world', () => {
 });
 
 /**
- * A join naming a starting server, with servers that report nothing until the test reports for
- * them: the waiting is observed without a race against the server's own report.
+ * Joins and starting servers, with servers that report nothing until the test reports for them:
+ * the waiting is observed without a race against the server's own report. Servers hold three.
  */
-describe('a join naming a starting server', () => {
+describe('joins and starting servers', () => {
   const { command, dir } = manualCommand();
-  const app = useTestApp({ GAMESERVER_COMMAND: command, GAMESERVER_READY_TIMEOUT_MS: 30_000 });
-  const { get, joinWith, internal } = gameServerCalls(app);
+  const app = useTestApp({
+    GAMESERVER_COMMAND: command,
+    GAMESERVER_READY_TIMEOUT_MS: 30_000,
+    GAMESERVER_MAX_PLAYERS: 3,
+    GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100,
+  });
+  const { get, joinWith, internal, spawn } = gameServerCalls(app);
   const { befriend, users } = socialGraph(app);
+  /** Reports every server of the world ready (again, for the ready ones: nothing changes). */
+  const readyAll = async (worldId: string) => {
+    for (const launch of launchesOf(dir, worldId))
+      await internal(launch['server-token'] as string, '/internal/servers/self/status', {
+        method: 'PUT',
+        payload: { ready: true, address: `127.0.0.1:${launch.port}` },
+      });
+  };
+  /** Waits until the user's reservation is on a server other than `not`, and answers it. */
+  const placedElsewhere = (user: TokenResponse, not: readonly string[]) =>
+    vi.waitFor(
+      async () => {
+        const [serverId] = await reservationsOf(app().db, user.user.id);
+        expect(serverId).toBeDefined();
+        expect(not).not.toContain(serverId);
+        return serverId as string;
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+
+  it('takes the fullest friends server the caller owns with room, a starting one over a ready one with fewer players', async () => {
+    const [owner, a, b, c, d, e] = await users(6);
+    for (const friend of [a, b, c, d, e]) await befriend(owner, friend);
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const open = (await spawn(owner, worldId)).server_id;
+    await vi.waitFor(() => expect(launchesOf(dir, worldId)).toHaveLength(1), { timeout: 15_000 });
+    await readyAll(worldId);
+    const named = async (user: TokenResponse, serverId: string) =>
+      expect((await joinWith(user, worldId, { server_id: serverId })).statusCode).toBe(200);
+
+    // A ready friends server of the owner's, A and B on it; the owner goes to the public one.
+    const firstJoin = joinWith(owner, worldId, { access: 'friends' });
+    const first = await placedElsewhere(owner, []);
+    await vi.waitFor(() => expect(launchesOf(dir, worldId)).toHaveLength(2), { timeout: 15_000 });
+    await readyAll(worldId);
+    expect((await firstJoin).json()).toMatchObject({ server_id: first });
+    for (const friend of [a, b]) await named(friend, first);
+    await named(owner, open);
+    // C fills it: the owner's next friends join starts a second one, D and E hold places there.
+    await named(c, first);
+    const secondJoin = joinWith(owner, worldId, { access: 'friends' });
+    const second = await placedElsewhere(owner, [open, first]);
+    const waiting = [d, e].map((friend) => joinWith(friend, worldId, { server_id: second }));
+    for (const friend of [d, e]) await placedElsewhere(friend, []);
+    await named(owner, open);
+    for (const friend of [b, c]) await named(friend, open);
+    expect(await get(owner, first)).toMatchObject({ status: 'ready', players: 1 });
+    expect(await get(owner, second)).toMatchObject({ status: 'starting', players: 2 });
+
+    // The starting one is the fuller: the owner's friends join takes it, and waits for it.
+    const thirdJoin = joinWith(owner, worldId, { access: 'friends' });
+    expect(await placedElsewhere(owner, [open, first])).toBe(second);
+    await readyAll(worldId);
+    for (const answer of await Promise.all([secondJoin, thirdJoin, ...waiting]))
+      expect(answer.json()).toMatchObject({ server_id: second });
+  });
 
   it('holds the place at once and answers once the server is ready; a starting server its access refuses is refused at once', async () => {
     const [owner, friend, stranger] = await users(3);

@@ -72,13 +72,16 @@ const freshCount = (server: string, now: string) => `(select count(*)::integer f
 
 /**
  * Reserves a place on a live server of the world in the scope that has room (its occupancy below
- * max_players), moving the caller's reservation there: a ready one first, the fullest first, else
- * a starting one, which counts the place at once. The server it leaves was in use until now: its
- * idle clock starts now. Undefined, and nothing written, when every server in the scope is full.
+ * max_players), moving the caller's reservation there: the fullest first, ready ones before
+ * starting ones when `readyFirst` (a public join's rule: a starting server only when no ready one
+ * has room), a ready one on a tie otherwise. A place on a starting server counts at once. The
+ * server it leaves was in use until now: its idle clock starts now. Undefined, and nothing
+ * written, when every server in the scope is full.
  */
 export async function reserveRoomiest(
   data: DataAccess,
   request: ReservationRequest,
+  readyFirst: boolean,
 ): Promise<ReservedSlot | undefined> {
   const [row] = await executeBound<ReservedSlot>(
     data,
@@ -87,7 +90,7 @@ export async function reserveRoomiest(
        cross join lateral (select ${freshCount('s', '$3')} as n) fresh
        where s.world_id = $2 and s.status in ('starting', 'ready') and s.players + fresh.n < s.max_players
          and ${inScope(5)}
-       order by s.status = 'ready' desc, s.players + fresh.n desc, s.created_at
+       order by ($8::boolean and s.status = 'ready') desc, s.players + fresh.n desc, s.status = 'ready' desc, s.created_at
        limit 1),
      previous as (
        select server_id from game_server_reservations
@@ -102,7 +105,14 @@ export async function reserveRoomiest(
        on conflict (user_id) do update
          set server_id = excluded.server_id, created_at = excluded.created_at, expires_at = excluded.expires_at)
      select id, status, address from target`,
-    [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
+    [
+      request.userId,
+      request.worldId,
+      request.now,
+      request.expiresAt,
+      ...scopeParams(request.scope),
+      readyFirst,
+    ],
   );
   return row;
 }

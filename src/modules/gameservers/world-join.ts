@@ -145,10 +145,10 @@ export class WorldJoins {
   }
 
   /**
-   * A join by access: the caller's place on a live server of the world with that access (public:
-   * any; friends or invite: one the caller owns), the one they hold first, else a ready one with
-   * room, the fullest first, else a starting one; else on a new one the caller owns, if the spawn
-   * admission lets them cause it.
+   * A join by access: the caller's place on a live server of the world with that access, the one
+   * they hold first. Public: any public server, a ready one with room (the fullest first), else a
+   * starting one. Friends or invite: the fullest live one the caller owns with room. With none, a
+   * new one the caller owns, if the spawn admission lets them cause it.
    */
   private async placeByAccess(
     tx: DataAccess,
@@ -157,7 +157,8 @@ export class WorldJoins {
   ): Promise<Omit<JoinStep, 'overdue'>> {
     const ownerId = access === 'public' ? null : request.userId;
     const scoped = { ...request, scope: { access, ownerId, serverId: null } };
-    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped));
+    const placed =
+      (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped, access === 'public'));
     if (placed) return this.outcome(tx, placed);
     const { mayTakeLastSlots } = await this.deps.admission.admit(tx, request.userId);
     const launch = await this.deps.lifecycle.insertStarting(
@@ -165,7 +166,11 @@ export class WorldJoins {
       { worldId: request.worldId, ownerId: request.userId, access },
       request.now,
     );
-    await this.reserve(tx, { ...request, scope: { access: null, ownerId: null, serverId: launch.row.id } });
+    await this.reserve(
+      tx,
+      { ...request, scope: { access: null, ownerId: null, serverId: launch.row.id } },
+      false,
+    );
     return { launch: { ...launch, mayTakeLastSlots } };
   }
 
@@ -183,7 +188,7 @@ export class WorldJoins {
     if (!server) throw refusals.noServer();
     if ((await refusedByAccess(tx, server.id, [request.userId])).length > 0) throw restricted();
     const scoped = { ...request, scope: { access: null, ownerId: null, serverId: server.id } };
-    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped));
+    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped, false));
     if (!placed) throw full();
     return this.outcome(tx, placed);
   }
@@ -196,8 +201,12 @@ export class WorldJoins {
   }
 
   /** A new place on a server in scope with room (reserveRoomiest); the visit is recorded with it. */
-  private async reserve(tx: DataAccess, request: ReservationRequest): Promise<ReservedSlot | undefined> {
-    const reserved = await reserveRoomiest(tx, request);
+  private async reserve(
+    tx: DataAccess,
+    request: ReservationRequest,
+    readyFirst: boolean,
+  ): Promise<ReservedSlot | undefined> {
+    const reserved = await reserveRoomiest(tx, request, readyFirst);
     if (reserved)
       await this.deps.visits.recordVisit(tx, {
         worldId: request.worldId,
