@@ -334,6 +334,8 @@ describe('joins and starting servers', () => {
     // The starting one is the fuller: the owner's friends join takes it, and waits for it.
     const thirdJoin = joinWith(owner, worldId, { access: 'friends' });
     expect(await placedElsewhere(owner, [open, first])).toBe(second);
+    // Its process records its launch as it starts: under load, a moment after the record.
+    await vi.waitFor(() => expect(launchesOf(dir, worldId)).toHaveLength(3), { timeout: 15_000 });
     await readyAll(worldId);
     for (const answer of await Promise.all([secondJoin, thirdJoin, ...waiting]))
       expect(answer.json()).toMatchObject({ server_id: second });
