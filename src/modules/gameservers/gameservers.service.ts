@@ -187,7 +187,7 @@ export class GameServersService {
   }
 
   /**
-   * The address of a ready server of the world for the caller (docs/gameservers.md, "Joining" and
+   * The address of a ready server of the world for the caller (docs/gameservers.md, "User API" and
    * "Instance access"): by access (public by default), or on the server named; `access` and
    * `server_id` together are refused before anything is read.
    */
