@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { ChatEventPayloads } from './chat.js';
 import type { ChunkEventPayloads } from './chunks.js';
 import type { EconomyEventPayloads } from './economy.js';
+import type { GameServerEventPayloads } from './gameservers.js';
 import type { GroupEventPayloads, GroupMessage } from './groups.js';
 import type { NotificationEventPayloads } from './notifications.js';
 import { operation } from './operation.js';
@@ -59,7 +60,8 @@ export interface EventPayloads
     GroupEventPayloads,
     EconomyEventPayloads,
     NotificationEventPayloads,
-    PartyEventPayloads {
+    PartyEventPayloads,
+    GameServerEventPayloads {
   /**
    * A world, room or group chat message, to the sockets that joined that chat
    * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.

@@ -13,6 +13,13 @@ import { operation } from './operation.js';
 export const gameServerStatusSchema = z.enum(['starting', 'ready', 'failed', 'stopped']);
 export type GameServerStatus = z.infer<typeof gameServerStatusSchema>;
 
+/**
+ * Who may join a server (docs/gameservers.md, "Instance access"): whoever may read its world, its
+ * owner's friends and the users the owner invited, or the owner's invitees alone.
+ */
+export const serverAccessSchema = z.enum(['public', 'friends', 'invite']);
+export type ServerAccess = z.infer<typeof serverAccessSchema>;
+
 /** The longest address a server may report (`host:port`). */
 export const GAMESERVER_ADDRESS_MAX = 255;
 
@@ -31,6 +38,13 @@ export const gameServerSchema = z.object({
   players: z.number().int(),
   max_players: z.number().int(),
   backend: z.enum(['local', 'agones']),
+  /** Who may join it: `public` (whoever may read the world), `friends` or `invite`. */
+  access: serverAccessSchema,
+  /**
+   * The user who started it: the joining user for a server a join started, the spawner for one
+   * started by POST /api/worlds/{world_id}/servers; null once their account is deleted.
+   */
+  owner_id: z.string().nullable(),
   created_at: z.string(),
   ready_at: z.string().nullable(),
   ended_at: z.string().nullable(),
@@ -81,11 +95,19 @@ export const worldJoinSchema = z.object({
 export const worldsJoin = operation('worlds.join', {
   tag,
   summary:
-    "The address of a ready game server of the world for the caller: the one they already hold a reservation on, or the fullest with room, where the caller's one reservation moves. With none, it starts one (concurrent joins share it; the spawn limits of gameservers.spawn apply, 409 or 429) and waits for it within the readiness deadline. 503 GAMESERVER_UNAVAILABLE when it fails, GAMESERVER_CAPACITY when none can be started.",
-  rest: { method: 'POST', path: '/api/worlds/:world_id/join' },
-  request: z.object({ world_id: id }).strict(),
+    "The address of a ready game server of the world for the caller, where the caller's one reservation moves. The body is optional. Without it (or with access public) the join chooses among the world's public servers: the one the caller already holds a reservation on, or the fullest with room; with none, it starts one (concurrent joins share it; the spawn limits of gameservers.spawn apply, 409 or 429) and waits for it within the readiness deadline. access friends or invite takes the fullest live server of the world the caller owns with that access and room, else starts one the caller owns. server_id names the server: a starting or ready server of this world (else 404), which must admit the caller (403 INSTANCE_RESTRICTED) and have room (409 SERVER_FULL, unless the caller holds a place there). access and server_id together are 422. 503 GAMESERVER_UNAVAILABLE when the server fails, GAMESERVER_CAPACITY when none can be started.",
+  rest: { method: 'POST', path: '/api/worlds/:world_id/join', optionalBody: true },
+  request: z
+    .object({
+      world_id: id,
+      /** The access of the server to join or start (default public); not with server_id. */
+      access: serverAccessSchema.optional(),
+      /** The server to join, a starting or ready server of this world; not with access. */
+      server_id: id.optional(),
+    })
+    .strict(),
   response: worldJoinSchema,
-  errors: [401, 404, 409, 429, 503],
+  errors: [401, 403, 404, 409, 422, 429, 503],
 });
 
 export const gameServerReportSchema = z
@@ -139,10 +161,57 @@ export const adminServersList = operation('admin.servers.list', {
   errors: [401, 403, 422],
 });
 
+/** An invitation to a server: it admits its user to that server as long as the server lives. */
+export const serverInvitationSchema = z.object({
+  server_id: z.string(),
+  user_id: z.string(),
+  /** The server's owner, who alone invites. */
+  invited_by: z.string(),
+  created_at: z.string(),
+});
+export type ServerInvitation = z.infer<typeof serverInvitationSchema>;
+
+// Instance invitations and the join of a friend are REST operations; the contract names their
+// socket twins, should they be added, under `parties.`: so are the operations, a frame's type
+// being its operation's name.
+export const serversInvite = operation('parties.inviteToServer', {
+  tag,
+  summary:
+    "Invite a user to a server the caller owns: the invitation admits them to it while it lives, whatever its access (a block either way with the owner still refuses on friends and invite servers). 404 NOT_FOUND for no such server, 403 FORBIDDEN for a caller who is not its owner; the invitee being the caller is 422, unknown 404, blocked either way with the owner 403 FORBIDDEN; an ended server 409 CONFLICT. Inviting again answers 201 and changes nothing else. Invitations count against the caller's SOCIAL_RATE_LIMIT_COUNT per SOCIAL_RATE_LIMIT_WINDOW_SECONDS (429). The invitee gets server.invite.",
+  rest: { method: 'POST', path: '/api/servers/:server_id/invites', status: 201 },
+  request: z.object({ server_id: id, user_id: id }).strict(),
+  response: serverInvitationSchema,
+  errors: [401, 403, 404, 409, 422, 429],
+});
+
+export const usersJoinFriend = operation('parties.joinFriend', {
+  tag,
+  summary:
+    "Join a friend: the caller's reservation moves to the server of the friend's latest reservation while that server is starting or ready and the friend is online (a starting server is waited for, as a join waits). Checked in this order: the caller's own id 422; unknown user 404; not friends, or the friend's presence_visibility hides them, 403 FORBIDDEN; the friend offline or on no such server 409 NOT_IN_WORLD; the caller may not read the world, or the server's access refuses them, 403 INSTANCE_RESTRICTED; the server full (the caller holding no place there) 409 SERVER_FULL. A refusal writes nothing.",
+  rest: { method: 'POST', path: '/api/users/:user_id/join' },
+  request: z.object({ user_id: id }).strict(),
+  response: worldJoinSchema,
+  errors: [401, 403, 404, 409, 422, 503],
+});
+
+/** `server.invite`: pushed to the invited user when an invitation is made. */
+export interface ServerInviteEvent {
+  server_id: string;
+  world_id: string;
+  from: { user_id: string; username: string };
+}
+
+/** Game servers' events, by server frame type: sent to each of the user's sockets, without subscribing. */
+export interface GameServerEventPayloads {
+  'server.invite': ServerInviteEvent;
+}
+
 export const gameServerOperations = [
   gameServersSpawn,
   gameServersGet,
   gameServersStop,
   worldsJoin,
   adminServersList,
+  serversInvite,
+  usersJoinFriend,
 ] as const;

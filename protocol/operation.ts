@@ -26,6 +26,11 @@ export interface RestBinding {
    * for a retry goes out with `Idempotent-Replayed: true` (docs/economy.md, "Idempotency").
    */
   idempotencyKey?: true;
+  /**
+   * The JSON body may be left out, which reads as `{}`: a POST whose body fields are all optional
+   * settings. A body that is sent must still pass the schema (JSON `null` is refused).
+   */
+  optionalBody?: true;
 }
 
 /** The request field an operation with `rest.idempotencyKey` takes from the Idempotency-Key header. */
@@ -152,6 +157,9 @@ export function operation<
     throw new Error(`Operation ${name} is marked socketOnly but is not a frame-only operation.`);
   }
   if (spec.setup && !frame) throw new Error(`Operation ${name} is marked setup but is not a frame.`);
+  if (spec.rest?.optionalBody && !bodyFieldsOptional(spec.rest, spec.request)) {
+    throw new Error(`Operation ${name} declares an optional body: every field of its body must be optional.`);
+  }
   if (spec.role && (frame || spec.public || spec.gameServer)) {
     throw new Error(`Operation ${name} declares a role: only a user's REST operation may.`);
   }
@@ -195,6 +203,15 @@ export type OutputOf<O extends Operation> = z.output<O['response']>;
 /** The frame payload schema (`d`) of an operation. */
 export function payloadSchema(op: Operation): z.ZodType {
   return op.request ?? noPayload;
+}
+
+/** Whether a request's fields outside the path may all be left out (and the method has a body). */
+function bodyFieldsOptional(rest: RestBinding, request: z.ZodType | undefined): boolean {
+  if (rest.method === 'GET' || !(request instanceof z.ZodObject)) return false;
+  const params = pathParams(rest.path);
+  return Object.entries(request.shape as Record<string, z.ZodType>).every(
+    ([field, schema]) => params.includes(field) || schema.safeParse(undefined).success,
+  );
 }
 
 /** The names of an operation's path parameters, in order. */

@@ -56,8 +56,8 @@ const notFound = 'Anyone but a member gets 404 NOT_FOUND, as for an unknown id.'
 export const partiesCreate = operation('parties.create', {
   tag,
   summary: `Create a party (body optional: open defaults to false, max_size to ${PARTY_SIZE_DEFAULT}, ${PARTY_SIZE_MIN}-${PARTY_SIZE_MAX}); the caller is its leader and only member. A caller in a party already: 409 ALREADY_IN_PARTY.`,
-  rest: { method: 'POST', path: '/api/parties', status: 201 },
-  request: z.object({ open: z.boolean().optional(), max_size: maxSize.optional() }).strict().nullish(),
+  rest: { method: 'POST', path: '/api/parties', status: 201, optionalBody: true },
+  request: z.object({ open: z.boolean().optional(), max_size: maxSize.optional() }).strict(),
   response: partySchema,
   errors: [401, 409, 422],
 });

@@ -36,6 +36,12 @@ export function bytesOf(mediaType: string, description: string): z.ZodType {
  */
 export const DOCUMENTED_BODIES = 'documentedBodies';
 
+/**
+ * Route schema key marking a JSON body the route reads as `{}` when it is left out: @fastify/swagger
+ * declares every body required, and the document transform says this one is not.
+ */
+export const OPTIONAL_BODY = 'x-optional-body';
+
 /** The path of the API reference page (Swagger UI). */
 export const DOCS_PATH = '/docs';
 
@@ -184,7 +190,7 @@ function errorDescription(status: number): string {
 /**
  * The document transform: the registered zod schemas as components, without the variants nothing
  * uses and without the `$id` and `$schema` zod writes into each (JSON Schema 2020-12 forbids a
- * fragment in `$id`); optional bodies marked so (markOptionalBody);
+ * fragment in `$id`); bodies declared `rest.optionalBody` not required (optionalBody);
  * then HEAD beside every GET and OPTIONS on every path, which Fastify and the not-found handler
  * answer (src/platform/http-errors.ts).
  */
@@ -196,7 +202,7 @@ export const documentObject: SwaggerTransformObject = (input) => {
   const schemas = document.components?.schemas;
   if (schemas) dropUnusedVariants(document, schemas);
   for (const [path, item] of Object.entries(document.paths ?? {})) {
-    for (const operation of Object.values(item) as Operation[]) markOptionalBody(operation);
+    for (const operation of Object.values<Operation>(item)) optionalBody(operation);
     addHeadAndOptions(path, item);
   }
   return document;
@@ -204,12 +210,20 @@ export const documentObject: SwaggerTransformObject = (input) => {
 
 interface Operation {
   operationId?: string;
-  requestBody?: { required?: boolean; content?: Record<string, { schema?: unknown }> };
   summary?: string;
   tags?: string[];
   parameters?: { in: string; name: string; required?: boolean; schema?: unknown }[];
   security?: unknown[];
   responses?: Record<string, DocumentedResponse>;
+  requestBody?: { required?: boolean };
+  [OPTIONAL_BODY]?: boolean;
+}
+
+/** A body marked OPTIONAL_BODY is declared not required, and the mark (copied as an extension) goes. */
+function optionalBody(operation: Operation): void {
+  if (!operation[OPTIONAL_BODY]) return;
+  delete operation[OPTIONAL_BODY];
+  if (operation.requestBody) operation.requestBody.required = false;
 }
 
 function addHeadAndOptions(path: string, item: Record<string, Operation>): void {
@@ -254,20 +268,6 @@ function addHeadAndOptions(path: string, item: Record<string, Operation>): void 
       ),
     },
   };
-}
-
-/**
- * Fastify reads an absent body as null, so a body schema that admits null (`.nullish()`, as an
- * operation whose body is optional declares it) admits no body at all: the document says so,
- * where @fastify/swagger marks every body required.
- */
-function markOptionalBody(operation: Operation): void {
-  const schema = operation.requestBody?.content?.['application/json']?.schema as
-    | { anyOf?: { type?: unknown }[] }
-    | undefined;
-  if (operation.requestBody && schema?.anyOf?.some((branch) => branch.type === 'null')) {
-    operation.requestBody.required = false;
-  }
 }
 
 function pathParameterNames(path: string): string[] {

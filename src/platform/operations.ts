@@ -17,6 +17,7 @@ import type { HttpServer } from './http.js';
 import { errorResponses, hookedResponses } from './http-schemas.js';
 import { wasReplayed } from './idempotency.js';
 import type { Logger } from './log.js';
+import { OPTIONAL_BODY } from './openapi.js';
 import type { OperationHooks } from './operation-hooks.js';
 
 /** What a handler returns: the response; for an operation answering 204 (no body) it is ignored. */
@@ -139,11 +140,16 @@ export function registerRoutes(
       ...(hooks.get(op.name) ? hookedResponses() : {}),
     };
     const call = (request: FastifyRequest) => handler(ctxOf(request), input(request));
+    const beforeInput = [
+      ...(op.role ? [roleBeforeInput(op.role)] : []),
+      ...(rest.optionalBody ? [absentBodyAsEmpty] : []),
+    ];
+    if (rest.optionalBody) (schema as Record<string, unknown>)[OPTIONAL_BODY] = true;
     http.route({
       method: rest.method,
       url: rest.path,
       config: { public: op.public, serviceToken: op.serviceToken },
-      ...(op.role ? { preValidation: roleBeforeInput(op.role) } : {}),
+      ...(beforeInput.length > 0 ? { preValidation: beforeInput } : {}),
       schema,
       handler:
         status === 200 && !createdWhen && !rest.idempotencyKey
@@ -172,6 +178,16 @@ function roleBeforeInput(role: 'moderator' | 'admin'): preValidationHookHandler 
     }
   };
 }
+
+/**
+ * An operation's body that may be left out (`rest.optionalBody`): a request without one (no
+ * content type, which a body needs) reads as `{}`. A JSON `null` sent as the body stays null, and
+ * the schema refuses it.
+ */
+const absentBodyAsEmpty: preValidationHookHandler = (request, _reply, done) => {
+  if (request.body == null && request.headers['content-type'] === undefined) request.body = {};
+  done();
+};
 
 /**
  * Where a REST request's input comes from: fields named in the path from the path, the others

@@ -81,6 +81,17 @@ await vi.waitFor(
   { timeout: 20_000, interval: 50 },
 );
 const serverToken = launchesOf(servers.dir, world.worldId)[0]?.['server-token'] as string;
+const asUser = (user: typeof peer, method: 'POST' | 'PUT', url: string, payload?: object) =>
+  app.http.inject({ method, url, headers: bearer(user.access_token), ...(payload ? { payload } : {}) });
+// The fuzz user is the peer's friend, and the peer online with a place on their server, so joins of
+// a friend reach the server's rules (a case may end the friendship: those are fuzzed too). The fuzz
+// user owns an invite-only server of the world, so invitations reach theirs.
+await asUser(fuzzUser, 'POST', '/api/friends/requests', { user_id: peer.user.id });
+await asUser(peer, 'POST', `/api/friends/requests/${fuzzUser.user.id}/accept`);
+await asUser(peer, 'POST', `/api/worlds/${world.worldId}/join`);
+await asUser(peer, 'POST', '/api/presence/heartbeat');
+const ownServer = await asUser(fuzzUser, 'POST', `/api/worlds/${world.worldId}/join`, { access: 'invite' });
+const ownServerId = (ownServer.json() as { server_id: string }).server_id;
 // Groups of the peer's (the fuzz user may join, leave and chat, never delete them): one open with
 // the fuzz user as an admin, so roster changes reach their rules, and one closed.
 const peerGroup = async (name: string, join_policy: 'open' | 'closed') => {
@@ -135,7 +146,7 @@ const context: SchemaContext = {
     refresh_token: [peer.refresh_token],
     world_id: [world.worldId],
     room_id: [world.mainRoomId],
-    server_id: [serverId],
+    server_id: [serverId, ownServerId],
     group_id: [openGroup, closedGroup],
     party_id: [peerParty],
   },

@@ -1,3 +1,4 @@
+import type { LightMyRequestResponse } from 'fastify';
 import { expect, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { GameServer } from '../../protocol/gameservers.js';
@@ -7,7 +8,7 @@ import { bearer, callsAs } from '../helpers/accounts.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes } from '../helpers/worlds.js';
 
-export { launchesOf, recordingCommand, silentCommand } from './fixtures/launches.js';
+export { launchesOf, manualCommand, recordingCommand, silentCommand } from './fixtures/launches.js';
 
 export function gameServerCalls(app: () => App) {
   const { call, expectStatus } = callsAs(app);
@@ -59,7 +60,36 @@ export function gameServerCalls(app: () => App) {
     });
     expect(report.statusCode, report.body).toBe(200);
   };
-  return { call, expectStatus, spawn, get, settled, internal, putChunk, join, reportPlayers };
+  /** A join with a body (`access`, `server_id`), answered as it is. */
+  const joinWith = (user: TokenResponse, worldId: string, body: object) =>
+    call('POST', `/api/worlds/${worldId}/join`, user, body);
+  /** The owner's invitation of `userId` to a server, answered as it is. */
+  const invite = (owner: TokenResponse, serverId: string, userId: string) =>
+    call('POST', `/api/servers/${serverId}/invites`, owner, { user_id: userId });
+  /** A join of the friend `userId`, answered as it is. */
+  const joinFriend = (user: TokenResponse, userId: string) => call('POST', `/api/users/${userId}/join`, user);
+  return {
+    call,
+    expectStatus,
+    spawn,
+    get,
+    settled,
+    internal,
+    putChunk,
+    join,
+    reportPlayers,
+    joinWith,
+    invite,
+    joinFriend,
+  };
+}
+
+/** An answer that must be the problem `code` with `status`. */
+export function expectProblem(response: LightMyRequestResponse, status: number, code: string): void {
+  expect({ status: response.statusCode, code: response.json().code }, response.body).toEqual({
+    status,
+    code,
+  });
 }
 
 /** The servers a user's join reservations point at (at most one). */

@@ -148,6 +148,7 @@ describe("the sweep of dead nodes' servers", () => {
         id: newId(),
         world_id: worldId,
         requested_by: userId,
+        access: 'public',
         backend: node ? 'local' : 'agones',
         max_players: 32,
         created_at: createdAt,

@@ -24,7 +24,7 @@ interface Operation {
   tags?: string[];
   security?: unknown[];
   parameters?: { schema?: Schema }[];
-  requestBody?: { content: Record<string, { schema?: Schema }> };
+  requestBody?: { required?: boolean; content: Record<string, { schema?: Schema }> };
   responses: Record<string, { content?: Record<string, { schema?: Schema }>; headers?: unknown }>;
 }
 type Document = OpenApiDocument & {
@@ -124,6 +124,14 @@ describe('the OpenAPI document', () => {
     );
     expect(withContent).toEqual([]);
     expect(document.paths['/api/users/me']?.delete?.responses['204']).toEqual({ description: 'Deleted.' });
+  });
+
+  it('declares a body an operation reads as {} when left out (rest.optionalBody) not required, and every other body required', () => {
+    const optional = operationsOf(document)
+      .filter(({ operation }) => operation.requestBody && operation.requestBody.required !== true)
+      .map(({ path, method }) => `${method} ${path}`);
+    expect(optional).toEqual(['post /api/worlds/{world_id}/join']);
+    expect(document.paths['/api/worlds/{world_id}/join']?.post).not.toHaveProperty('x-optional-body');
   });
 
   it('describes HEAD beside every GET and OPTIONS on every path, with the Allow header', () => {

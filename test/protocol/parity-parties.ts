@@ -8,7 +8,11 @@ import type { RestName, Row } from './parity-types.js';
  * join act on fresh users; reads and the PATCH act on one shared party, the same answer twice.
  */
 
-type PartyName = Extract<RestName, `parties.${string}`>;
+/** The gameservers module serves the two whose socket twins would be `parties.*`: their rows are with its own. */
+type PartyName = Exclude<
+  Extract<RestName, `parties.${string}`>,
+  'parties.inviteToServer' | 'parties.joinFriend'
+>;
 
 export function partyRows(appOf: () => TestApp): { [N in PartyName]: Row<N> } {
   const api = async (user: TokenResponse, method: 'POST' | 'PATCH', url: string, payload?: object) => {

@@ -442,6 +442,17 @@ const rows: { [N in RestName]: Row<N> } = {
       input: { world_id: (await readyServer(me)).worldId },
     }),
   },
+  // Inviting again answers the invitation the first run made.
+  'parties.inviteToServer': {
+    prepare: async ({ me, other }) => ({
+      token: me.access_token,
+      input: { server_id: (await readyServer(me)).serverId, user_id: other.user.id },
+    }),
+  },
+  // Both runs join the same friend, on the server they are on: the second keeps the first's place.
+  'parties.joinFriend': {
+    prepare: async ({ me }) => ({ token: me.access_token, input: { user_id: await friendOnServer(me) } }),
+  },
   'internal.worlds.get': {
     prepare: async ({ me }) => {
       const { token, worldId } = await readyServer(me);
@@ -497,6 +508,23 @@ function readyServer(me: TokenResponse) {
     return { serverId, worldId, token, address };
   })();
   return serverOnce;
+}
+
+let friendOnce: Promise<string> | undefined;
+/** A friend of `me`'s, online, who joined a public world of theirs (its server ready): answers their id. */
+function friendOnServer(me: TokenResponse): Promise<string> {
+  friendOnce ??= (async () => {
+    const friend = await askerOf(me);
+    await social(me, 'POST', `/api/friends/requests/${friend.user.id}/accept`);
+    const { worldId } = await createWorld(app, friend.access_token, {
+      name: 'Friend world',
+      visibility: 'public',
+    });
+    await api(friend, 'POST', `/api/worlds/${worldId}/join`);
+    await api(friend, 'POST', '/api/presence/heartbeat');
+    return friend.user.id;
+  })();
+  return friendOnce;
 }
 
 let reportedOnce: Promise<{ moderator: TokenResponse; messageId: string }> | undefined;

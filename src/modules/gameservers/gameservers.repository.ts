@@ -1,4 +1,8 @@
-import type { GameServerStatus, GameServerStatusFilter } from '../../../protocol/gameservers.js';
+import type {
+  GameServerStatus,
+  GameServerStatusFilter,
+  ServerAccess,
+} from '../../../protocol/gameservers.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
@@ -12,7 +16,10 @@ import { worldOwnerSql } from '../worlds/index.js';
 export interface GameServerRow {
   id: string;
   world_id: string;
+  /** Whoever started it (a join's caller, a spawn's spawner): the server's owner (migration 0037). */
   requested_by: string | null;
+  /** Who may join it (migration 0037). */
+  access: ServerAccess;
   backend: 'local' | 'agones';
   status: GameServerStatus;
   address: string | null;
@@ -27,14 +34,15 @@ export interface GameServerRow {
   node_id: string | null;
 }
 
-const COLUMNS = `id, world_id, requested_by, backend, status::text as status, address, error, players,
+const COLUMNS = `id, world_id, requested_by, access, backend, status::text as status, address, error, players,
   max_players, created_at, ready_at, ended_at, ready_deadline, node_id`;
 
 type NewServer = Omit<GameServerRow, 'status' | 'address' | 'error' | 'players' | 'ready_at' | 'ended_at'>;
 
 const INSERT_SERVER = namedSql<NewServer & { token_hash: string }>(
-  `insert into game_servers (id, world_id, requested_by, backend, token_hash, max_players, created_at, ready_deadline, node_id)
-   values (:id, :world_id, :requested_by, :backend, decode(:token_hash, 'hex'), :max_players, :created_at,
+  `insert into game_servers (id, world_id, requested_by, access, backend, token_hash, max_players, created_at,
+     ready_deadline, node_id)
+   values (:id, :world_id, :requested_by, :access, :backend, decode(:token_hash, 'hex'), :max_players, :created_at,
            :ready_deadline, :node_id)
    returning ${COLUMNS}`,
 );
@@ -154,8 +162,10 @@ export async function failOverdue(
 
 /**
  * A server's own report. `ready: true` makes a starting server ready (within its deadline) at
- * `address`; the player count is taken when given, and the join reservations made before it stop
- * counting (the server sees those players now, or they never came). A ready server is busy now
+ * `address`; the player count is taken when given, and once the server is ready, the join
+ * reservations made before the report stop counting (the server sees those players now, or they
+ * never came). Reservations made while it started still count after the report that makes it
+ * ready: nobody had its address before. A ready server is busy now
  * when it becomes ready, and when it has players or had some until this report (the idle clock).
  * Undefined when the server is not live.
  */
@@ -172,7 +182,7 @@ export async function applyReport(
        address = case when $2 then $3 else address end,
        ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
        players = coalesce($4, players),
-       players_reported_at = case when $4::integer is null then players_reported_at else $5 end,
+       players_reported_at = case when $4::integer is null or status = 'starting' then players_reported_at else $5 end,
        busy_at = case
          when status = 'starting' and not $2 then busy_at
          when players > 0 or coalesce($4, players) > 0 then $5
@@ -202,12 +212,16 @@ export async function lockWorldJoins(data: DataAccess, worldId: string): Promise
   await lockNamed(data, `game_servers:${worldId}`);
 }
 
-/** The oldest starting server of the world, which a join waits for rather than start another. */
-export async function startingServer(data: DataAccess, worldId: string): Promise<GameServerRow | undefined> {
+/** The server if it is a live (starting or ready) server of the world: one a join may name. */
+export async function liveServerOfWorld(
+  data: DataAccess,
+  serverId: string,
+  worldId: string,
+): Promise<GameServerRow | undefined> {
   const [row] = await executeBound<GameServerRow>(
     data,
-    `select ${COLUMNS} from game_servers where world_id = $1 and status = 'starting' order by created_at limit 1`,
-    [worldId],
+    `select ${COLUMNS} from game_servers where id = $1 and world_id = $2 and status in ('starting', 'ready')`,
+    [serverId, worldId],
   );
   return row;
 }

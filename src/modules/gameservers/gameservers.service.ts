@@ -1,13 +1,16 @@
-import type { AdminGameServer, GameServer, GameServerStatusFilter } from '../../../protocol/gameservers.js';
+import type {
+  AdminGameServer,
+  GameServer,
+  GameServerStatusFilter,
+  ServerAccess,
+} from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
-import { type DataAccess, transaction } from '../../platform/data-access.js';
-import { hasSqlState, SqlState } from '../../platform/db.js';
+import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
-import { KeyedTurns } from '../../platform/keyed-turns.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
@@ -20,19 +23,14 @@ import {
   idleServers,
   lockWorldJoins,
   serverOfToken,
-  startingServer,
   stopIfIdle,
 } from './gameservers.repository.js';
-import {
-  extendReservation,
-  freshReservations,
-  type ReservedSlot,
-  reserveRoomiest,
-} from './reservations.repository.js';
+import { freshReservations } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
 import { serverView } from './server-view.js';
 import type { SpawnAdmission } from './spawn-admission.js';
+import { type JoinTarget, type WorldJoinAnswer, WorldJoins, whileWorldExists } from './world-join.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
@@ -46,17 +44,7 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   audit: Pick<AuditApi, 'record'>;
 }
 
-/** Joins re-check for a ready server this many times at most before giving up. */
-const JOIN_ATTEMPTS = 5;
-/**
- * How long a join reservation lasts (never longer than the idle time): long enough for a player
- * to connect and their server to report them, short enough that a player who never connects stops
- * counting soon and does not keep an empty server running for long.
- */
-const RESERVATION_MS = 60_000;
-
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');
-const noSuchWorld = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
 const tokenDead = () =>
   new AppError(ErrorCode.UNAUTHENTICATED, 'The server token is invalid, or its server has ended.');
 
@@ -70,11 +58,12 @@ const tokenDead = () =>
  */
 export class GameServersService {
   private readonly lifecycle: ServerLifecycle;
-  /** Joins of one world on this node take turns here before they take the world's lock. */
-  private readonly joinTurns = new KeyedTurns();
+  /** Joins of worlds, by access or naming a server; the join of a friend goes through them too. */
+  readonly joins: WorldJoins;
 
   constructor(private readonly deps: GameServersDeps) {
     this.lifecycle = new ServerLifecycle(deps);
+    this.joins = new WorldJoins({ ...deps, lifecycle: this.lifecycle });
   }
 
   /** The server token check: the live server a token belongs to, scoped to its world. */
@@ -88,10 +77,14 @@ export class GameServersService {
   async spawn(ctx: Ctx, worldId: string): Promise<GameServer> {
     const caller = callerOf(ctx);
     const world = await this.managedWorld(ctx, caller, worldId);
-    const spawn = await this.whileWorldExists(ctx, world.id, () =>
+    const spawn = await whileWorldExists(ctx, this.deps.worlds, world.id, () =>
       transaction(ctx.data, async (tx) => {
         const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-        const started = await this.lifecycle.insertStarting(tx, world.id, caller.id, ctx.now());
+        const started = await this.lifecycle.insertStarting(
+          tx,
+          { worldId: world.id, ownerId: caller.id, access: 'public' },
+          ctx.now(),
+        );
         // An admin starting a server of someone else's world acts as an admin, as a stop does.
         if (world.ownerId !== caller.id)
           await this.deps.audit.record(tx, {
@@ -194,48 +187,27 @@ export class GameServersService {
   }
 
   /**
-   * The address of a ready server of the world for the caller: the one they hold a reservation on,
-   * or the fullest with room, where their one reservation moves. Without one, the join waits for a
-   * starting server, or starts one if the caller may (spawn admission); joins of a world take turns
-   * on a lock, so concurrent joins share one spawn.
+   * The address of a ready server of the world for the caller (docs/gameservers.md, "User API" and
+   * "Instance access"): by access (public by default), or on the server named; `access` and
+   * `server_id` together are refused before anything is read.
    */
-  async join(ctx: Ctx, worldId: string): Promise<{ server_id: string; world_id: string; address: string }> {
+  async join(
+    ctx: Ctx,
+    worldId: string,
+    options: { access?: ServerAccess | undefined; server_id?: string | undefined } = {},
+  ): Promise<WorldJoinAnswer> {
     const caller = callerOf(ctx);
-    const world = await this.deps.worlds.readable(ctx, worldId);
-    for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await this.whileWorldExists(ctx, world.id, () =>
-        this.joinTurns.run(world.id, () =>
-          transaction(ctx.data, async (tx) => {
-            await lockWorldJoins(tx, world.id);
-            const now = ctx.now();
-            const overdue = await this.lifecycle.failOverdue(tx, now, world.id);
-            const { slot, starting } = await this.reserve(tx, caller.id, world.id, now);
-            if (slot) return { slot, overdue };
-            if (starting) return { wait: starting, overdue };
-            const { mayTakeLastSlots } = await this.deps.admission.admit(tx, caller.id);
-            const launch = await this.lifecycle.insertStarting(tx, world.id, caller.id, now);
-            return { launch: { ...launch, mayTakeLastSlots }, overdue };
-          }),
-        ),
-      );
-      for (const row of step.overdue) await this.lifecycle.afterEnd(row);
-      if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
-      const pending = step.launch?.row ?? (step.wait as GameServerRow);
-      if (step.launch) await this.lifecycle.launch(step.launch);
-      const settled = await this.lifecycle.settled(ctx.data, pending);
-      if (settled.status !== 'ready') {
-        // Its world was deleted meanwhile, and the server's record with it: its process goes too.
-        if (!(await this.deps.worlds.lookup(ctx, world.id))) {
-          await this.deps.spawner.stop(pending.id);
-          throw noSuchWorld();
-        }
-        throw new AppError(
-          ErrorCode.GAMESERVER_UNAVAILABLE,
-          `No game server of this world became ready: ${settled.error ?? 'it was stopped'}`,
-        );
-      }
+    if (options.access !== undefined && options.server_id !== undefined) {
+      const message = 'access and server_id cannot be given together';
+      throw new AppError(ErrorCode.VALIDATION_FAILED, message, { errors: [{ path: '', message }] });
     }
-    throw new AppError(ErrorCode.GAMESERVER_CAPACITY, 'Every game server of this world is full; try again.');
+    const world = await this.deps.worlds.readable(ctx, worldId);
+    let target: JoinTarget = { access: options.access ?? 'public' };
+    if (options.server_id !== undefined) {
+      if (!isId(options.server_id)) throw notFound();
+      target = { serverId: canonicalId(options.server_id) };
+    }
+    return this.joins.join(ctx, caller.id, world, target);
   }
 
   /**
@@ -293,50 +265,6 @@ export class GameServersService {
       await endServer(data, id, { status: 'stopped', error: 'The service shut down.', at: new Date() }).catch(
         (err) => this.deps.log.warn({ err, serverId: id }, 'could not record a stopped game server'),
       );
-    }
-  }
-
-  /**
-   * The caller's place on a ready server of the world: the reservation they hold there, extended,
-   * or a new one on the fullest server with room (their reservation moves; the visit is recorded
-   * in the join's transaction). Without one, the starting server to wait for, if any.
-   */
-  private async reserve(
-    data: DataAccess,
-    userId: string,
-    worldId: string,
-    now: Date,
-  ): Promise<{ slot?: ReservedSlot; starting?: GameServerRow }> {
-    const request = {
-      userId,
-      worldId,
-      now,
-      expiresAt: new Date(now.getTime() + Math.min(RESERVATION_MS, this.deps.idleStopMs)),
-    };
-    const held = await extendReservation(data, request);
-    if (held) return { slot: held };
-    // Read before the ready servers: each statement sees the database as it is then, so a server
-    // that turns ready in between is seen starting here or ready below, never neither (which
-    // would start a second server).
-    const starting = await startingServer(data, worldId);
-    const reserved = await reserveRoomiest(data, request);
-    if (!reserved) return starting ? { starting } : {};
-    await this.deps.visits.recordVisit(data, { worldId, userId, serverId: reserved.id, at: now });
-    return { slot: reserved };
-  }
-
-  /**
-   * Runs the writes of a spawn or a join. A world deleted after it was read makes one of them fail
-   * its foreign key (the world's, or a server's that went with it), which happens only once the
-   * deletion committed: the caller then gets 404, as after the deletion, and nothing was written.
-   */
-  private async whileWorldExists<T>(ctx: Ctx, worldId: string, writes: () => Promise<T>): Promise<T> {
-    try {
-      return await writes();
-    } catch (error) {
-      if (!hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw error;
-      if (!(await this.deps.worlds.lookup(ctx, worldId))) throw noSuchWorld();
-      throw error;
     }
   }
 

@@ -6,6 +6,8 @@ import {
   gameServersSpawn,
   gameServersStop,
   internalStatusReport,
+  serversInvite,
+  usersJoinFriend,
   worldsJoin,
 } from '../../../protocol/gameservers.js';
 import { ofServices } from '../../platform/auth/principal.js';
@@ -17,10 +19,14 @@ import { StartupError } from '../../platform/startup-error.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
 import type { PresenceApi } from '../presence/index.js';
+import type { SocialApi } from '../social/index.js';
+import type { UsersApi } from '../users/index.js';
 import type { WorldsApi } from '../worlds/index.js';
+import { joinFriend } from './friend-join.js';
 import { GameServersService } from './gameservers.service.js';
 import { launchCommand } from './launch-command.js';
 import { LocalSpawner } from './local-spawner.js';
+import { ServerInvites } from './server-invites.js';
 import { ENDED_SERVERS_TOPIC } from './server-lifecycle.js';
 import { SERVER_TOKEN_PREFIX } from './server-tokens.js';
 import { SpawnAdmission } from './spawn-admission.js';
@@ -85,21 +91,31 @@ export interface GameServersApi {
 }
 
 /**
- * Dedicated game servers (docs/gameservers.md): spawn, get, stop and join for users, the internal
- * API's token check and status report for the servers themselves.
+ * Dedicated game servers (docs/gameservers.md): spawn, get, stop and join for users, instance
+ * access (server invitations, the join of a friend), the internal API's token check and status
+ * report for the servers themselves.
  */
 export const gameServersModule = defineModule({
   name: 'gameservers',
-  tables: ['game_servers', 'game_server_reservations'],
-  needs: ['worlds', 'discovery', 'audit', 'presence'],
+  tables: ['game_servers', 'game_server_reservations', 'game_server_invitations'],
+  needs: ['users', 'social', 'worlds', 'discovery', 'audit', 'presence'],
   async setup(
     platform,
     {
+      users,
+      social,
       worlds,
       discovery,
       audit,
       presence,
-    }: { worlds: WorldsApi; discovery: DiscoveryApi; audit: AuditApi; presence: PresenceApi },
+    }: {
+      users: UsersApi;
+      social: SocialApi;
+      worlds: WorldsApi;
+      discovery: DiscoveryApi;
+      audit: AuditApi;
+      presence: PresenceApi;
+    },
   ) {
     const { config, log, bus, kv } = platform;
     const spawner = await spawnerFor(config, log);
@@ -137,6 +153,18 @@ export const gameServersModule = defineModule({
       nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
       outbox: platform.outbox,
     });
+    const invites = new ServerInvites({
+      bus,
+      users,
+      social,
+      // Invitations spend from a bucket of their own, apart from friend requests and follows.
+      limiter: createLimiter(kv, {
+        keyPrefix: 'invites',
+        points: config.SOCIAL_RATE_LIMIT_COUNT,
+        durationSeconds: config.SOCIAL_RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    });
+    const friendJoins = { joins: service.joins, worlds, users, social, presence };
     // Server tokens are the platform's service tokens: /internal routes and the socket take them.
     platform.serviceTokens.provide({
       prefix: SERVER_TOKEN_PREFIX,
@@ -167,7 +195,9 @@ export const gameServersModule = defineModule({
           await service.stop(ctx, server_id);
           return null;
         }),
-        serve(worldsJoin, (ctx, { world_id }) => service.join(ctx, world_id)),
+        serve(worldsJoin, (ctx, { world_id, ...options }) => service.join(ctx, world_id, options)),
+        serve(serversInvite, (ctx, { server_id, user_id }) => invites.invite(ctx, server_id, user_id)),
+        serve(usersJoinFriend, (ctx, { user_id }) => joinFriend(friendJoins, ctx, user_id)),
         serve(adminServersList, (ctx, query) => service.adminList(ctx, query)),
         serve(internalStatusReport, (ctx, report) => service.report(ctx, report)),
       ],

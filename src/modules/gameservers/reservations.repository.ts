@@ -1,17 +1,19 @@
+import type { GameServerStatus, ServerAccess } from '../../../protocol/gameservers.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 
 /**
  * Join reservations (migration 0020, docs/gameservers.md "Reservations"): one row per user, the
- * server their latest join handed them. A reservation counts toward its server's occupancy while it
+ * server their latest join handed them, ready or still starting. A reservation counts toward its server's occupancy while it
  * is live (`expires_at`) and newer than the server's last player report; older ones are in that
  * report already, or their player never came. Joins call these under their world's lock.
  */
 
-/** Where a join sends its caller, with the address to connect to. */
+/** The server a reservation holds a place on: ready (with its address) or starting. */
 export interface ReservedSlot {
   id: string;
-  address: string;
+  status: 'starting' | 'ready';
+  address: string | null;
 }
 
 export interface ReservationRequest {
@@ -19,12 +21,33 @@ export interface ReservationRequest {
   worldId: string;
   now: Date;
   expiresAt: Date;
+  /** Which of the world's servers the join may use (JoinScope). */
+  scope: JoinScope;
 }
 
 /**
- * The caller's live reservation on a ready server of the world, extended to `expiresAt`: a join
- * of the same world again takes no second place. Its creation time stays, so a report that
- * counted the player keeps it from counting twice.
+ * The servers of the world a join may use (docs/gameservers.md, "Instance access"): those of one
+ * access, those of one access one owner started, or one server. Null means any.
+ */
+export interface JoinScope {
+  access: ServerAccess | null;
+  ownerId: string | null;
+  serverId: string | null;
+}
+
+/**
+ * The scope's condition on the server `s`, from parameters `$n`, `$n+1`, `$n+2` (access, owner,
+ * server): a fixed text, so each statement is prepared once whatever the scope.
+ */
+const inScope = (n: number) =>
+  `($${n}::text is null or s.access = $${n}) and ($${n + 1}::uuid is null or s.requested_by = $${n + 1})
+   and ($${n + 2}::uuid is null or s.id = $${n + 2})`;
+const scopeParams = (scope: JoinScope) => [scope.access, scope.ownerId, scope.serverId];
+
+/**
+ * The caller's live reservation on a live (starting or ready) server of the world in the scope,
+ * extended to `expiresAt`: a join of the same world again takes no second place. Its creation
+ * time stays, so a report that counted the player keeps it from counting twice.
  */
 export async function extendReservation(
   data: DataAccess,
@@ -34,32 +57,40 @@ export async function extendReservation(
     data,
     `update game_server_reservations r set expires_at = greatest(r.expires_at, $4)
      from game_servers s
-     where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2 and s.status = 'ready'
-     returning s.id, s.address`,
-    [request.userId, request.worldId, request.now, request.expiresAt],
+     where r.user_id = $1 and r.expires_at > $3 and s.id = r.server_id and s.world_id = $2
+       and s.status in ('starting', 'ready') and ${inScope(5)}
+     returning s.id, s.status::text as status, s.address`,
+    [request.userId, request.worldId, request.now, request.expiresAt, ...scopeParams(request.scope)],
   );
   return row;
 }
 
+/** A server's live reservations made since its last player report: they count toward its occupancy. */
+const freshCount = (server: string, now: string) => `(select count(*)::integer from game_server_reservations r
+  where r.server_id = ${server}.id and r.expires_at > ${now}
+    and (${server}.players_reported_at is null or r.created_at > ${server}.players_reported_at))`;
+
 /**
- * Reserves a place on the fullest ready server of the world that has room (its occupancy below
- * max_players), moving the caller's reservation there. The server it leaves was in use until now:
- * its idle clock starts now. Undefined, and nothing written, when every server is full.
+ * Reserves a place on a live server of the world in the scope that has room (its occupancy below
+ * max_players), moving the caller's reservation there: the fullest first, ready ones before
+ * starting ones when `readyFirst` (a public join's rule: a starting server only when no ready one
+ * has room), a ready one on a tie otherwise. A place on a starting server counts at once. The
+ * server it leaves was in use until now: its idle clock starts now. Undefined, and nothing
+ * written, when every server in the scope is full.
  */
 export async function reserveRoomiest(
   data: DataAccess,
   request: ReservationRequest,
+  readyFirst: boolean,
 ): Promise<ReservedSlot | undefined> {
   const [row] = await executeBound<ReservedSlot>(
     data,
     `with target as (
-       select s.id, s.address from game_servers s
-       cross join lateral (
-         select count(*)::integer as n from game_server_reservations r
-         where r.server_id = s.id and r.expires_at > $3
-           and (s.players_reported_at is null or r.created_at > s.players_reported_at)) fresh
-       where s.world_id = $2 and s.status = 'ready' and s.players + fresh.n < s.max_players
-       order by s.players + fresh.n desc, s.created_at
+       select s.id, s.status::text as status, s.address from game_servers s
+       cross join lateral (select ${freshCount('s', '$3')} as n) fresh
+       where s.world_id = $2 and s.status in ('starting', 'ready') and s.players + fresh.n < s.max_players
+         and ${inScope(5)}
+       order by ($8::boolean and s.status = 'ready') desc, s.players + fresh.n desc, s.status = 'ready' desc, s.created_at
        limit 1),
      previous as (
        select server_id from game_server_reservations
@@ -73,19 +104,49 @@ export async function reserveRoomiest(
        select $1, id, $3, $4 from target
        on conflict (user_id) do update
          set server_id = excluded.server_id, created_at = excluded.created_at, expires_at = excluded.expires_at)
-     select id, address from target`,
-    [request.userId, request.worldId, request.now, request.expiresAt],
+     select id, status, address from target`,
+    [
+      request.userId,
+      request.worldId,
+      request.now,
+      request.expiresAt,
+      ...scopeParams(request.scope),
+      readyFirst,
+    ],
   );
   return row;
 }
 
-/** The live reservations of a ready server made since its last player report. */
+/**
+ * The server of the user's latest reservation (made by a join, live or not): where a friend
+ * joining them goes while it is starting or ready. Undefined when they never joined, or the server
+ * ended (its row is kept, and says so).
+ */
+export async function serverOfLatestReservation(
+  data: DataAccess,
+  userId: string,
+): Promise<{ id: string; world_id: string; status: GameServerStatus; ready_deadline: Date } | undefined> {
+  const [row] = await executeBound<{
+    id: string;
+    world_id: string;
+    status: GameServerStatus;
+    ready_deadline: Date;
+  }>(
+    data,
+    `select s.id, s.world_id, s.status::text as status, s.ready_deadline
+     from game_server_reservations r join game_servers s on s.id = r.server_id where r.user_id = $1`,
+    [userId],
+  );
+  return row;
+}
+
+/** The live reservations of a live server made since its last player report. */
 export async function freshReservations(data: DataAccess, serverId: string, now: Date): Promise<number> {
   const [row] = await executeBound<{ count: number }>(
     data,
     `select count(*)::integer as count from game_server_reservations r
      join game_servers s on s.id = r.server_id
-     where r.server_id = $1 and s.status = 'ready' and r.expires_at > $2
+     where r.server_id = $1 and s.status in ('starting', 'ready') and r.expires_at > $2
        and (s.players_reported_at is null or r.created_at > s.players_reported_at)`,
     [serverId, now],
   );

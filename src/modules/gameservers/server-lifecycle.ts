@@ -1,4 +1,5 @@
 import type { DomainEventData } from '../../../protocol/domain-events.js';
+import type { ServerAccess } from '../../../protocol/gameservers.js';
 import type { EventBus } from '../../platform/bus.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -92,8 +93,7 @@ export class ServerLifecycle {
   /** Records a `starting` server with a new token, in the caller's transaction. */
   async insertStarting(
     data: DataAccess,
-    worldId: string,
-    requestedBy: string,
+    server: { worldId: string; ownerId: string; access: ServerAccess },
     now: Date,
   ): Promise<{ row: GameServerRow; token: string }> {
     const { token, hash } = newServerToken();
@@ -101,8 +101,9 @@ export class ServerLifecycle {
       data,
       {
         id: newId(),
-        world_id: worldId,
-        requested_by: requestedBy,
+        world_id: server.worldId,
+        requested_by: server.ownerId,
+        access: server.access,
         backend: this.deps.spawner.kind,
         max_players: this.deps.maxPlayers,
         created_at: now,

@@ -16,6 +16,8 @@ export function serverView(row: GameServerRow, reserved = 0): GameServer {
     players: row.players + reserved,
     max_players: row.max_players,
     backend: row.backend,
+    access: row.access,
+    owner_id: row.requested_by,
     created_at: row.created_at.toISOString(),
     ready_at: iso(row.ready_at),
     ended_at: iso(row.ended_at),

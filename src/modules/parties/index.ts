@@ -81,7 +81,7 @@ export const partiesModule = defineModule({
       start: async () => sweep.start(),
       stop: () => sweep.stop(),
       operations: [
-        serve(partiesCreate, (ctx, settings) => parties.create(ctx, settings ?? undefined)),
+        serve(partiesCreate, (ctx, settings) => parties.create(ctx, settings)),
         serve(partiesMine, (ctx) => parties.mine(ctx)),
         serve(partiesGet, (ctx, { party_id }) => parties.get(ctx, party_id)),
         serve(partiesUpdate, (ctx, { party_id, ...change }) => parties.update(ctx, party_id, change)),

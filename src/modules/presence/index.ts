@@ -1,4 +1,6 @@
 import { presenceHeartbeat, presenceQuery, presenceStatus } from '../../../protocol/presence.js';
+import type { Ctx } from '../../platform/context.js';
+import { canonicalId } from '../../platform/ids.js';
 import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import type { ProfilesApi } from '../profiles/index.js';
@@ -29,6 +31,10 @@ export interface PresenceApi {
   readonly nodeId: string;
   /** Which of these node ids hold a current lease (this node's does): the others are dead. */
   aliveNodes(nodeIds: readonly string[]): Promise<Set<string>>;
+  /** Which of these users are online now (the presence store), whatever their presence_visibility. */
+  online(userIds: readonly string[]): Promise<Set<string>>;
+  /** Whether the caller may see the user's presence (presence_visibility and blocks). */
+  visibleTo(ctx: Ctx, userId: string): Promise<boolean>;
 }
 
 /**
@@ -86,6 +92,9 @@ export const presenceModule = defineModule({
       flushStatusMessages: () => statusMessages.flush(),
       nodeId: tracker.lease.nodeId,
       aliveNodes: (nodeIds) => tracker.lease.alive(nodeIds),
+      online: (userIds) => presence.online(userIds),
+      visibleTo: async (ctx, userId) =>
+        (await presence.views(ctx, [userId])).get(canonicalId(userId))?.visible ?? false,
     };
     return {
       api,

@@ -174,6 +174,13 @@ export class PresenceService {
     return views;
   }
 
+  /** Which of the users are online now, whatever their presence_visibility (rules of other modules). */
+  async online(userIds: readonly string[]): Promise<Set<string>> {
+    const ids = [...new Set(userIds.map(canonicalId))];
+    const online = ids.length === 0 ? [] : await this.deps.kv.mget(ids.map(presenceKey));
+    return new Set(ids.filter((_, index) => online[index] !== null));
+  }
+
   /** The current status behind each view: unknown, offline when hidden, else what the KV store says. */
   async statuses(views: ReadonlyMap<string, PresenceView>): Promise<Record<string, PresenceStatus>> {
     const visible = [...views].filter(([, view]) => view.visible).map(([id]) => id);

@@ -1,0 +1,239 @@
+import type { ServerAccess } from '../../../protocol/gameservers.js';
+import type { Ctx } from '../../platform/context.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
+import { hasSqlState, SqlState } from '../../platform/db.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import { KeyedTurns } from '../../platform/keyed-turns.js';
+import type { DiscoveryApi } from '../discovery/index.js';
+import type { WorldAccess, WorldsApi } from '../worlds/index.js';
+import {
+  findServer,
+  type GameServerRow,
+  liveServerOfWorld,
+  lockWorldJoins,
+} from './gameservers.repository.js';
+import { refusedByAccess } from './invitations.repository.js';
+import {
+  extendReservation,
+  type ReservationRequest,
+  type ReservedSlot,
+  reserveRoomiest,
+} from './reservations.repository.js';
+import type { PendingLaunch, ServerLifecycle } from './server-lifecycle.js';
+import type { SpawnAdmission } from './spawn-admission.js';
+import type { Spawner } from './spawner.js';
+
+/**
+ * Where a join puts its caller (docs/gameservers.md, "Instance access"): a server of the world
+ * with this access (public: any public server; friends or invite: one the caller owns, started
+ * for them if need be), or the server it names.
+ */
+export type JoinTarget = { access: ServerAccess } | { serverId: string };
+
+export interface WorldJoinAnswer {
+  server_id: string;
+  world_id: string;
+  address: string;
+}
+
+/** How a join's caller words the refusal of a named server that is not live in the world. */
+export interface JoinRefusals {
+  noServer(): AppError;
+}
+
+export interface WorldJoinsDeps {
+  worlds: Pick<WorldsApi, 'lookup'>;
+  /** Where a join is recorded as a visit of the world, in the join's transaction. */
+  visits: Pick<DiscoveryApi, 'recordVisit'>;
+  /** Whether a user may cause one more server: their live servers, the node's room, their rate. */
+  admission: SpawnAdmission;
+  spawner: Pick<Spawner, 'stop'>;
+  lifecycle: ServerLifecycle;
+  /** A ready server with no players and no live reservation for this long is stopped. */
+  idleStopMs: number;
+}
+
+/** Joins re-check for a ready server this many times at most before giving up. */
+const JOIN_ATTEMPTS = 5;
+/**
+ * How long a join reservation lasts (never longer than the idle time): long enough for a player
+ * to connect and their server to report them, short enough that a player who never connects stops
+ * counting soon and does not keep an empty server running for long.
+ */
+const RESERVATION_MS = 60_000;
+
+const noSuchWorld = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
+const noSuchServer = () =>
+  new AppError(ErrorCode.NOT_FOUND, 'No starting or ready game server of this world has this id.');
+const restricted = () =>
+  new AppError(ErrorCode.INSTANCE_RESTRICTED, "This server's access does not admit you.");
+const full = () => new AppError(ErrorCode.SERVER_FULL, 'This server has no room for you.');
+
+/** What one turn under the world's join lock decided. */
+interface JoinStep {
+  /** The caller's place on a ready server. */
+  slot?: { id: string; address: string };
+  /** A starting server the caller holds a place on: the join waits for it, and takes another turn. */
+  wait?: GameServerRow;
+  launch?: PendingLaunch;
+  /** Starting servers past their deadline, failed in the step: ended once it committed. */
+  overdue: GameServerRow[];
+}
+
+/**
+ * Joins of a world: each turn runs under the world's join lock (joins of one world on this node
+ * queue in memory first), so concurrent joins see each other's reservations and spawns. A turn
+ * chooses the server and places the caller on it, ready or starting (the place counts at once),
+ * recording a new server to start when there is none; a join on a starting server waits for it
+ * and takes another turn, which finds its place held. A refusal throws inside the turn, which then
+ * writes nothing. Placing several users at once (a party) is another placement step of the turn.
+ */
+export class WorldJoins {
+  private readonly turns = new KeyedTurns();
+
+  constructor(private readonly deps: WorldJoinsDeps) {}
+
+  /**
+   * The address of a ready server of the world (which the caller may read) for the caller, where
+   * their one reservation moves; waits for a starting server, which it may have started itself.
+   */
+  async join(
+    ctx: Ctx,
+    callerId: string,
+    world: WorldAccess,
+    target: JoinTarget,
+    refusals: JoinRefusals = { noServer: noSuchServer },
+  ): Promise<WorldJoinAnswer> {
+    for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
+      const step = await whileWorldExists(ctx, this.deps.worlds, world.id, () =>
+        this.turns.run(world.id, () =>
+          transaction(ctx.data, async (tx) => {
+            await lockWorldJoins(tx, world.id);
+            const now = ctx.now();
+            const overdue = await this.deps.lifecycle.failOverdue(tx, now, world.id);
+            const request = { userId: callerId, worldId: world.id, now, expiresAt: this.expiry(now) };
+            const placed =
+              'serverId' in target
+                ? await this.placeOnServer(tx, request, target.serverId, refusals)
+                : await this.placeByAccess(tx, request, target.access);
+            return { ...placed, overdue };
+          }),
+        ),
+      );
+      for (const row of step.overdue) await this.deps.lifecycle.afterEnd(row);
+      if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
+      const pending = step.launch?.row ?? (step.wait as GameServerRow);
+      if (step.launch) await this.deps.lifecycle.launch(step.launch);
+      const settled = await this.deps.lifecycle.settled(ctx.data, pending);
+      if (settled.status !== 'ready') {
+        // Its world was deleted meanwhile, and the server's record with it: its process goes too.
+        if (!(await this.deps.worlds.lookup(ctx, world.id))) {
+          await this.deps.spawner.stop(pending.id);
+          throw noSuchWorld();
+        }
+        throw new AppError(
+          ErrorCode.GAMESERVER_UNAVAILABLE,
+          `No game server of this world became ready: ${settled.error ?? 'it was stopped'}`,
+        );
+      }
+    }
+    throw new AppError(ErrorCode.GAMESERVER_CAPACITY, 'Every game server of this world is full; try again.');
+  }
+
+  private expiry(now: Date): Date {
+    return new Date(now.getTime() + Math.min(RESERVATION_MS, this.deps.idleStopMs));
+  }
+
+  /**
+   * A join by access: the caller's place on a live server of the world with that access, the one
+   * they hold first. Public: any public server, a ready one with room (the fullest first), else a
+   * starting one. Friends or invite: the fullest live one the caller owns with room. With none, a
+   * new one the caller owns, if the spawn admission lets them cause it.
+   */
+  private async placeByAccess(
+    tx: DataAccess,
+    request: Omit<ReservationRequest, 'scope'>,
+    access: ServerAccess,
+  ): Promise<Omit<JoinStep, 'overdue'>> {
+    const ownerId = access === 'public' ? null : request.userId;
+    const scoped = { ...request, scope: { access, ownerId, serverId: null } };
+    const placed =
+      (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped, access === 'public'));
+    if (placed) return this.outcome(tx, placed);
+    const { mayTakeLastSlots } = await this.deps.admission.admit(tx, request.userId);
+    const launch = await this.deps.lifecycle.insertStarting(
+      tx,
+      { worldId: request.worldId, ownerId: request.userId, access },
+      request.now,
+    );
+    await this.reserve(
+      tx,
+      { ...request, scope: { access: null, ownerId: null, serverId: launch.row.id } },
+      false,
+    );
+    return { launch: { ...launch, mayTakeLastSlots } };
+  }
+
+  /**
+   * A join naming a server: a live server of this world, whose access admits the caller and which
+   * has room for them, or holds their place already.
+   */
+  private async placeOnServer(
+    tx: DataAccess,
+    request: Omit<ReservationRequest, 'scope'>,
+    serverId: string,
+    refusals: JoinRefusals,
+  ): Promise<Omit<JoinStep, 'overdue'>> {
+    const server = await liveServerOfWorld(tx, serverId, request.worldId);
+    if (!server) throw refusals.noServer();
+    if ((await refusedByAccess(tx, server.id, [request.userId])).length > 0) throw restricted();
+    const scoped = { ...request, scope: { access: null, ownerId: null, serverId: server.id } };
+    const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped, false));
+    if (!placed) throw full();
+    return this.outcome(tx, placed);
+  }
+
+  /** A place on a ready server answers the join; one on a starting server is waited for. */
+  private async outcome(tx: DataAccess, placed: ReservedSlot): Promise<Omit<JoinStep, 'overdue'>> {
+    if (placed.status === 'ready' && placed.address !== null)
+      return { slot: { id: placed.id, address: placed.address } };
+    return { wait: (await findServer(tx, placed.id)) as GameServerRow };
+  }
+
+  /** A new place on a server in scope with room (reserveRoomiest); the visit is recorded with it. */
+  private async reserve(
+    tx: DataAccess,
+    request: ReservationRequest,
+    readyFirst: boolean,
+  ): Promise<ReservedSlot | undefined> {
+    const reserved = await reserveRoomiest(tx, request, readyFirst);
+    if (reserved)
+      await this.deps.visits.recordVisit(tx, {
+        worldId: request.worldId,
+        userId: request.userId,
+        serverId: reserved.id,
+        at: request.now,
+      });
+    return reserved;
+  }
+}
+
+/**
+ * Runs the writes of a spawn or a join. A world deleted after it was read makes one of them fail
+ * its foreign key (the world's, or a server's that went with it), which happens only once the
+ * deletion committed: the caller then gets 404, as after the deletion, and nothing was written.
+ */
+export async function whileWorldExists<T>(
+  ctx: Ctx,
+  worlds: Pick<WorldsApi, 'lookup'>,
+  worldId: string,
+  writes: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await writes();
+  } catch (error) {
+    if (!hasSqlState(error, SqlState.FOREIGN_KEY_VIOLATION)) throw error;
+    if (!(await worlds.lookup(ctx, worldId))) throw noSuchWorld();
+    throw error;
+  }
+}
