@@ -130,7 +130,7 @@ describe('the OpenAPI document', () => {
     const optional = operationsOf(document)
       .filter(({ operation }) => operation.requestBody && operation.requestBody.required !== true)
       .map(({ path, method }) => `${method} ${path}`);
-    expect(optional).toEqual(['post /api/worlds/{world_id}/join']);
+    expect(optional).toEqual(['post /api/parties', 'post /api/worlds/{world_id}/join']);
     expect(document.paths['/api/worlds/{world_id}/join']?.post).not.toHaveProperty('x-optional-body');
   });
 
