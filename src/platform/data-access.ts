@@ -78,8 +78,9 @@ export async function runStatement(data: DataAccess, sql: string, params: readon
  */
 export function afterCommit(data: DataAccess, then: () => void): void {
   const held = heldOf(data);
-  if (held) (held.committed ??= []).push(then);
-  else then();
+  if (!held) then();
+  else if (held.committed) held.committed.push(then);
+  else held.committed = [then];
 }
 
 /** Whether the handle runs in a transaction (a batch must not join one caller's). */
