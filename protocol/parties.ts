@@ -136,6 +136,17 @@ export const partiesSetLeader = operation('parties.setLeader', {
   errors: [401, 403, 404, 422],
 });
 
+export const adminPartiesOfUser = operation('admin.parties.ofUser', {
+  tag: 'admin',
+  summary:
+    'Moderators and admins (others 403 FORBIDDEN): the party a user is in, as its members see it; 404 NOT_FOUND when the user is in none or there is no such user.',
+  rest: { method: 'GET', path: '/api/admin/users/:user_id/party' },
+  role: 'moderator',
+  request: z.object({ user_id: id }).strict(),
+  response: partySchema,
+  errors: [401, 403, 404],
+});
+
 export const partyOperations = [
   partiesCreate,
   partiesMine,
@@ -146,6 +157,7 @@ export const partyOperations = [
   partiesLeave,
   partiesKick,
   partiesSetLeader,
+  adminPartiesOfUser,
 ] as const;
 
 /** `party.updated`: the party as it is after a join, leave, kick, offline removal, leader change or PATCH. */

@@ -61,6 +61,21 @@ describe('the operator console’s administration pages', () => {
       expect(page.body).toContain('>Suspend</button>');
       expect(page.body).not.toContain('Grant moderator');
       expect(page.body).not.toContain('Revoke every session');
+      expect(page.body).toContain('In no party.');
+    });
+
+    it('shows the party an account is in, its leader marked', async () => {
+      const { console: browser } = await operator('moderator');
+      const [leader, member] = [await registerUser(app()), await registerUser(app())];
+      const party = (await expectStatus(201, 'POST', '/api/parties', leader, { open: true })).json();
+      await expectStatus(200, 'POST', `/api/parties/${party.id}/join`, member);
+      const page = (await browser.get(`/console/users/${member.user.id}`)).body;
+      expect(page).toContain(`<code>${party.id}</code> (open, 2 of 8)`);
+      expect(page).toContain(`<code>${leader.user.username}</code></a> (leader)`);
+      expect(page).toContain(
+        `href="/console/users/${member.user.id}"><code>${member.user.username}</code></a></td>`,
+      );
+      expect(page).not.toContain('In no party.');
     });
 
     it('offers a moderator no suspension form for staff, and shows an unknown account as the API’s 404', async () => {
@@ -264,6 +279,10 @@ describe('the operator console’s administration pages', () => {
       const page = await browser.get('/console/game-servers?status=running');
       expect(page.statusCode).toBe(200);
       expect(page.body).toContain(server.server_id);
+      // Its access and owner: started by its world's owner, public.
+      expect(page.body).toContain(
+        `<td>public</td><td><a href="/console/users/${owner.user.id}"><code>${owner.user.id}</code></a></td>`,
+      );
       await browser.post(`/console/game-servers/${server.server_id}/stop`, {});
       const after = await expectStatus(200, 'GET', `/api/servers/${server.server_id}`, admin);
       expect(after.json().status).toBe('stopped');

@@ -52,6 +52,16 @@ export function adminRows(appOf: () => TestApp): { [N in AdminName]: Row<N> } {
         input: { user_id: other.user.id },
       }),
     },
+    'admin.parties.ofUser': {
+      prepare: async ({ other }) => {
+        await appOf().http.inject({
+          method: 'POST',
+          url: '/api/parties',
+          headers: bearer(other.access_token),
+        });
+        return { token: (await anAdmin()).access_token, input: { user_id: other.user.id } };
+      },
+    },
     'admin.users.suspend': {
       fresh: true,
       prepare: async () => ({

@@ -1,5 +1,6 @@
 import type { Party } from '../../../protocol/parties.js';
 import {
+  adminPartiesOfUser,
   partiesCreate,
   partiesGet,
   partiesInvite,
@@ -96,6 +97,7 @@ export const partiesModule = defineModule({
           return null;
         }),
         serve(partiesSetLeader, (ctx, { party_id, user_id }) => parties.setLeader(ctx, party_id, user_id)),
+        serve(adminPartiesOfUser, (ctx, { user_id }) => parties.ofUserForStaff(ctx, user_id)),
       ],
     };
   },

@@ -1,6 +1,6 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { PARTY_SIZE_DEFAULT, type Party, type PartyInvite } from '../../../protocol/parties.js';
-import { type Ctx, callerOf } from '../../platform/context.js';
+import { type Ctx, callerOf, requireRole } from '../../platform/context.js';
 import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -87,6 +87,14 @@ export class PartiesService {
   async mine(ctx: Ctx): Promise<Party> {
     const party = await this.partyOf(ctx.data, callerOf(ctx).id);
     if (!party) throw new AppError(ErrorCode.NOT_FOUND, 'You are in no party.');
+    return party;
+  }
+
+  /** Staff: the party a user is in (the console's account page); 404 when they are in none. */
+  async ofUserForStaff(ctx: Ctx, userId: string): Promise<Party> {
+    requireRole(ctx, 'moderator', "Only moderators and admins read a user's party.");
+    const party = isId(userId) ? await this.partyOf(ctx.data, canonicalId(userId)) : undefined;
+    if (!party) throw new AppError(ErrorCode.NOT_FOUND, 'This user is in no party.');
     return party;
   }
 

@@ -13,7 +13,7 @@ const PATH = '/console/game-servers';
 const PAGE_SIZE = 20;
 const STATUSES: readonly string[] = gameServerStatusFilterSchema.options;
 
-/** Every game server, newest first, by status; a live one can be stopped. */
+/** Every game server, newest first, by status, with its access and owner; a live one can be stopped. */
 export const gameServersPage: ConsolePage = {
   path: PATH,
   title: 'Game servers',
@@ -36,7 +36,8 @@ ${select('status', 'Status', ['', ...STATUSES], status)}<button type="submit">Sh
         'Players',
         'Backend',
         'Address',
-        'Started by',
+        'Access',
+        'Owner',
         'Created',
         'Ended',
         '',
@@ -45,7 +46,7 @@ ${select('status', 'Status', ['', ...STATUSES], status)}<button type="submit">Sh
         server,
       ) => html`<tr><td><code>${server.server_id}</code></td><td><a href="${`/console/worlds/${segment(server.world_id)}`}"><code>${server.world_id}</code></a></td>
 <td>${server.status}${server.error ? html`<br><small>${server.error}</small>` : ''}</td><td>${server.players} / ${server.max_players}</td><td>${server.backend}</td>
-<td>${server.address ?? '—'}</td><td>${userLink(server.requested_by)}</td><td>${when(server.created_at)}</td><td>${when(server.ended_at)}</td>
+<td>${server.address ?? '—'}</td><td>${server.access}</td><td>${userLink(server.owner_id)}</td><td>${when(server.created_at)}</td><td>${when(server.ended_at)}</td>
 <td>${
         server.status === 'starting' || server.status === 'ready'
           ? postForm(ctx, `${PATH}/${segment(server.server_id)}/stop`, html``, 'Stop', {

@@ -10,6 +10,7 @@ import {
   adminUsersUnsuspend,
   SUSPENSION_REASON_MAX,
 } from '../../../../protocol/admin.js';
+import { adminPartiesOfUser, type Party } from '../../../../protocol/parties.js';
 import { hasRole } from '../../../platform/context.js';
 import { type Html, html } from '../html.js';
 import { apiCall, routeOf, segment } from '../operator-api.js';
@@ -77,7 +78,7 @@ ${field('query', 'Name or id', { value: query, max: 64 })}<button type="submit">
   },
 };
 
-/** One account: its roles, suspension and sessions, and the forms the operator's roles allow. */
+/** One account: its roles, suspension, party and sessions, and the forms the operator's roles allow. */
 export const userPage: ConsolePage = {
   path: `${PATH}/:user_id`,
   title: 'User',
@@ -88,6 +89,7 @@ export const userPage: ConsolePage = {
     if (!answer.ok)
       return html`${problemBox(answer.problem)}<p><a href="${PATH}">Back to the accounts</a></p>`;
     const user = answer.body;
+    const party = await ctx.api<Party>(apiCall(adminPartiesOfUser, { params: { user_id: user.id } }));
     const admin = allows(ctx.operator.roles, 'admin');
     const self = user.username === ctx.operator.username;
     const staff = hasRole(user, 'moderator');
@@ -103,6 +105,8 @@ export const userPage: ConsolePage = {
 <p><a href="${`/console/audit?target=${encodeURIComponent(user.id)}`}">Audit entries about this account</a></p>
 ${admin ? rolesForms(ctx, user) : ''}
 ${maySuspend ? suspensionForms(ctx, user) : ''}
+<h2>Party</h2>
+${party.ok ? partyFacts(party.body) : party.status === 404 ? html`<p class="empty">In no party.</p>` : problemBox(party.problem)}
 <h2>Sessions</h2>
 ${table(
   'Most recent sessions',
@@ -124,6 +128,21 @@ ${
 }`;
   },
 };
+
+/** The user's party: its settings and members, longest-standing first, the leader marked. */
+function partyFacts(party: Party): Html {
+  return html`<dl class="facts">
+<dt>Party</dt><dd><code>${party.id}</code> (${party.open ? 'open' : 'closed'}, ${party.members.length} of ${party.max_size}), since ${when(party.created_at)}</dd>
+</dl>
+${table(
+  'Party members',
+  ['Member', 'Joined'],
+  party.members.map(
+    (member) =>
+      html`<tr><td>${userLink(member.user_id, member.username)}${member.user_id === party.leader_id ? ' (leader)' : ''}</td><td>${when(member.joined_at)}</td></tr>`,
+  ),
+)}`;
+}
 
 /**
  * A grant or a revoke form per staff role, by whether the account holds that very role: not a
