@@ -76,14 +76,15 @@ async function closeHttp(http: HttpServer, graceMs: number): Promise<void> {
 }
 
 /**
- * Waits for the work still running (see InFlight) until `graceEnds`, logging what it waits for;
+ * Waits for the work still running (see InFlight) until `graceEnds` (performance.now(): a wall clock
+ * set back must not stretch the grace), logging what it waits for;
  * what is left then is logged by kind and abandoned, as closing HTTP cuts the connections still
  * open after the grace.
  */
 async function finishInFlight(inFlight: InFlight, log: Logger, graceEnds: number): Promise<void> {
   if (inFlight.size === 0) return;
   log.info({ running: inFlight.kinds() }, 'waiting for in-flight work');
-  const left = await inFlight.idle(Math.max(0, graceEnds - Date.now()));
+  const left = await inFlight.idle(Math.max(0, graceEnds - performance.now()));
   if (left) log.warn({ running: left }, 'shutdown grace lapsed with work still running; closing anyway');
   else log.info('in-flight work finished');
 }
@@ -252,7 +253,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       },
       close() {
         stalls.stop();
-        const graceEnds = Date.now() + config.SHUTDOWN_GRACE_MS;
+        const graceEnds = performance.now() + config.SHUTDOWN_GRACE_MS;
         closing ??= releaseAll(log, [
           [
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],

@@ -99,7 +99,8 @@ export class Outbox {
   private woken = false;
   /** Tells this outbox's own announcements from other nodes'. */
   private readonly token = newId();
-  private lastAnnounced = 0;
+  /** performance.now() of the last announcement: a monotonic clock, which a wall clock set back (or a test's fake Date) cannot stall. */
+  private lastAnnounced = Number.NEGATIVE_INFINITY;
   /** The announcement of the events committed since the last one, when that was too recent. */
   private trailingAnnouncement: NodeJS.Timeout | undefined;
   private unsubscribe: Promise<() => Promise<void>> | undefined;
@@ -163,7 +164,7 @@ export class Outbox {
   /** Committed events are due: wakes this node now and the others through the bus, throttled. */
   private readonly announce = (): void => {
     if (this.trailingAnnouncement) return;
-    const wait = this.lastAnnounced + this.options.announceEveryMs - Date.now();
+    const wait = this.lastAnnounced + this.options.announceEveryMs - performance.now();
     if (wait <= 0) {
       this.announceNow();
       return;
@@ -177,7 +178,7 @@ export class Outbox {
 
   private announceNow(): void {
     if (this.state === 'stopped') return;
-    this.lastAnnounced = Date.now();
+    this.lastAnnounced = performance.now();
     this.wake();
     // Lost with Redis, the announcement leaves the events to the other nodes' polls.
     this.deps.bus?.publish(OUTBOX_DUE_TOPIC, { t: 'outbox.due', d: this.token }).catch(() => undefined);
@@ -187,7 +188,7 @@ export class Outbox {
   private wake(): void {
     if (this.state !== 'running' || this.consumers.size === 0) return;
     if (this.claiming) this.woken = true;
-    else if (this.pollDueAt > Date.now()) this.schedulePoll(0);
+    else if (this.pollDueAt > performance.now()) this.schedulePoll(0);
   }
 
   /** Starts polling, when this node has consumers; once the service listens. */
@@ -231,11 +232,11 @@ export class Outbox {
     clearTimeout(this.pollTimer);
     clearInterval(this.pruneTimer);
     await (await this.unsubscribe)?.().catch(() => undefined);
-    const deadline = Date.now() + this.options.stopTimeoutMs;
+    const deadline = performance.now() + this.options.stopTimeoutMs;
     for (;;) {
       const waiting = [this.claiming, this.pruning, ...this.running].filter((task) => task !== undefined);
-      if (waiting.length === 0 || Date.now() >= deadline) break;
-      await settledWithin(waiting, deadline - Date.now());
+      if (waiting.length === 0 || performance.now() >= deadline) break;
+      await settledWithin(waiting, deadline - performance.now());
     }
     this.state = 'stopped';
   }
@@ -243,7 +244,7 @@ export class Outbox {
   private schedulePoll(delayMs: number): void {
     if (this.state !== 'running') return;
     clearTimeout(this.pollTimer);
-    this.pollDueAt = Date.now() + delayMs;
+    this.pollDueAt = performance.now() + delayMs;
     this.pollTimer = setTimeout(() => this.poll(), delayMs);
     this.pollTimer.unref();
   }

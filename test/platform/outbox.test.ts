@@ -363,6 +363,31 @@ describe('the outbox', () => {
     expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] });
   });
 
+  it('gives up waiting on stop after stopTimeoutMs of a monotonic clock, even when the wall clock jumps', async () => {
+    const type = freshType();
+    let started = false;
+    const neverEnds = () => {
+      started = true;
+      return new Promise<void>(() => {});
+    };
+    const outbox = node([consumer(type, neverEnds)], { stopTimeoutMs: 300 });
+    outbox.start();
+    await recorded(outbox, type, {});
+    await vi.waitFor(() => expect(started).toBe(true), WAIT);
+    // A wall clock a year ahead when stop() starts, then set right: neither ends the wait early
+    // nor stretches it to a year (nor turns it into a spin of 1 ms timers).
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() + 365 * 86_400_000 });
+    try {
+      const stopping = outbox.stop();
+      // Its first turns (only microtasks) run with the clock ahead: the wait has begun.
+      await new Promise((resolve) => setImmediate(resolve));
+      vi.useRealTimers();
+      await stopping;
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('prunes deliveries no node claimed for too long, and events left without deliveries', async () => {
     const [type, orphanType] = [freshType(), freshType()];
     const outbox = node([consumer(type, async () => {})], { pruneIntervalMs: 20, abandonAfterSeconds: 60 });
