@@ -35,6 +35,7 @@ import { Migration0034Notifications } from './0034_notifications.js';
 import { Migration0035Webhooks } from './0035_webhooks.js';
 import { Migration0036Parties } from './0036_parties.js';
 import { Migration0037InstanceAccess } from './0037_instance_access.js';
+import { Migration0038PartyChat } from './0038_party_chat.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -79,4 +80,5 @@ export const migrationsList = [
   { name: '0035_webhooks', class: Migration0035Webhooks },
   { name: '0036_parties', class: Migration0036Parties },
   { name: '0037_instance_access', class: Migration0037InstanceAccess },
+  { name: '0038_party_chat', class: Migration0038PartyChat },
 ];

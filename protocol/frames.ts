@@ -6,7 +6,7 @@ import type { GameServerEventPayloads } from './gameservers.js';
 import type { GroupEventPayloads, GroupMessage } from './groups.js';
 import type { NotificationEventPayloads } from './notifications.js';
 import { operation } from './operation.js';
-import type { PartyEventPayloads } from './parties.js';
+import type { PartyEventPayloads, PartyMessage } from './parties.js';
 import type { PresenceEventPayloads } from './presence.js';
 import type { SocialEventPayloads } from './social.js';
 import type { StreamPosition, StreamReset } from './stream-position.js';
@@ -64,9 +64,10 @@ export interface EventPayloads
     GameServerEventPayloads {
   /**
    * A world, room or group chat message, to the sockets that joined that chat
-   * (protocol/world-chat.ts, protocol/groups.ts): declared here as the one frame type two domains send.
+   * (protocol/world-chat.ts, protocol/groups.ts), or a party's, to every socket of each member
+   * (protocol/parties.ts): declared here as the one frame type several domains send.
    */
-  'chat.message': WorldMessage | GroupMessage;
+  'chat.message': WorldMessage | GroupMessage | PartyMessage;
   /** Events of a recorded stream were lost on their way to this socket: refetch (docs/recovery.md). */
   'stream.reset': StreamReset;
 }

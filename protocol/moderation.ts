@@ -34,7 +34,7 @@ export const reportSchema = z.object({
 });
 export type Report = z.infer<typeof reportSchema>;
 
-/** The reported message as it stands now: exactly one of conversation_id, world_id and group_id is set. */
+/** The reported message as it stands now: exactly one of conversation_id, world_id, group_id and party_id is set. */
 export const reportedMessageSchema = z.object({
   id: z.string(),
   /** Null once the sender's account was deleted. */
@@ -46,6 +46,7 @@ export const reportedMessageSchema = z.object({
   /** Set for a message of one of the world's rooms. */
   room_id: z.string().nullable(),
   group_id: z.string().nullable(),
+  party_id: z.string().nullable(),
 });
 
 /** A report as moderators see it. */

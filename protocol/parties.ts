@@ -1,11 +1,14 @@
 import { z } from 'zod';
+import { messageBodySchema } from './chat.js';
+import { listQuery, pageOf } from './lists.js';
 import { operation } from './operation.js';
 
 /**
  * Parties (docs/parties.md): a few users who play together, one of them the leader. A user is in
  * one party at most. A party is visible to its members alone: to anyone else every route under
  * /api/parties/{party_id} answers 404 as for an unknown id, except a join the party admits.
- * Nothing lists parties. Parties live in the shared database, so any node serves any party.
+ * Nothing lists parties. Parties live in the shared database, so any node serves any party. A
+ * party has a chat its members read and write; each message reaches every member's sockets.
  */
 
 const id = z.string().max(64);
@@ -46,6 +49,19 @@ export const partyInviteSchema = z.object({
   expires_at: z.string(),
 });
 export type PartyInvite = z.infer<typeof partyInviteSchema>;
+
+/** A party chat message (the chat.message events on each member's own topic carry it too). */
+export const partyMessageSchema = z.object({
+  id: z.string(),
+  party_id: z.string(),
+  /** Null once the sender's account was deleted. */
+  sender_id: z.string().nullable(),
+  body: z.string(),
+  created_at: z.string(),
+  /** The text filter masked words of the body. */
+  filtered: z.boolean(),
+});
+export type PartyMessage = z.infer<typeof partyMessageSchema>;
 
 const tag = 'parties';
 const PARTY = '/api/parties/:party_id';
@@ -147,11 +163,38 @@ export const adminPartiesOfUser = operation('admin.parties.ofUser', {
   errors: [401, 403, 404],
 });
 
+const PARTY_MESSAGES = `${PARTY}/messages`;
+
+export const chatSendToParty = operation('chat.sendToParty', {
+  tag,
+  summary: `Write to the party's chat (members only; 1-2000 characters after trimming, the text filter and the rate limit of world and group chat). Its chat.message event reaches every socket of every member, the sender's included, without chat.join. ${notFound}`,
+  frame: true,
+  rest: { method: 'POST', path: PARTY_MESSAGES, status: 201 },
+  request: z.object({ party_id: id, body: messageBodySchema }).strict(),
+  response: partyMessageSchema,
+  errors: [401, 404, 422, 429],
+});
+
+export const chatPartyHistory = operation('chat.partyHistory', {
+  tag,
+  summary: `The party's chat, its whole history newest first (members only); \`before\` is the previous page's next_cursor. ${notFound}`,
+  rest: { method: 'GET', path: PARTY_MESSAGES },
+  request: z.object({ party_id: id, limit: listQuery.limit, before: listQuery.cursor }).strict(),
+  response: pageOf(partyMessageSchema),
+  errors: [401, 404, 422],
+});
+
+/**
+ * In this order in the OpenAPI document: the chat's path comes before the routes that change who
+ * is a member, so the REST fuzz reaches it while its user is still in the party it starts in.
+ */
 export const partyOperations = [
   partiesCreate,
   partiesMine,
   partiesGet,
   partiesUpdate,
+  chatSendToParty,
+  chatPartyHistory,
   partiesInvite,
   partiesJoin,
   partiesLeave,

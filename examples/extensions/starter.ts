@@ -121,6 +121,7 @@ export default defineExtension({
       'chat.sendToWorld',
       'chat.sendToRoom',
       'chat.sendToGroup',
+      'chat.sendToParty',
     ] as const;
     for (const operation of sends) {
       api.before(operation, (_ctx, input) => {

@@ -61,13 +61,14 @@ const linksToWorlds = (db: Database) =>
 const ALL_MESSAGE_KEYS = [
   { conname: 'messages_conversation_id_fkey' },
   { conname: 'messages_group_id_fkey' },
+  { conname: 'messages_party_id_fkey' },
   { conname: 'messages_room_id_fkey' },
   { conname: 'messages_sender_id_fkey' },
   { conname: 'messages_world_id_fkey' },
 ];
 
 describe('chat schema', () => {
-  it('links messages to conversations, senders, worlds, rooms and groups on a new database', async () => {
+  it('links messages to conversations, senders, worlds, rooms, groups and parties on a new database', async () => {
     expect(await linksToWorlds(t.db)).toEqual(ALL_MESSAGE_KEYS);
   });
 
@@ -105,6 +106,29 @@ describe('chat schema', () => {
     await insert(null, world, null);
     await insert(null, world, room);
     expect(await count('messages where world_id = ?', [world])).toBe(2);
+  });
+
+  it("refuses a party message with a second target, and deletes a party's messages with the party", async () => {
+    const { id, a } = await conversation();
+    const { world } = await worldWithRoom(a);
+    const party = randomUUID();
+    await sql(
+      `with p as (insert into parties (id, leader_id, max_size, created_at) values (?, ?, 8, now()) returning id)
+       insert into party_members (party_id, user_id, joined_at) select id, ?, now() from p`,
+      [party, a, a],
+    );
+    const insert = (partyId: string, other: { conversation_id?: string; world_id?: string }) =>
+      sql(
+        'insert into messages (id, party_id, conversation_id, world_id, sender_id, body) values (?, ?, ?, ?, ?, ?)',
+        [randomUUID(), partyId, other.conversation_id ?? null, other.world_id ?? null, a, 'x'],
+      );
+    await expect(insert(party, { conversation_id: id })).rejects.toThrow(/messages_one_target/);
+    await expect(insert(party, { world_id: world })).rejects.toThrow(/messages_one_target/);
+    await insert(party, {});
+    expect(await count('messages where party_id = ?', [party])).toBe(1);
+    await sql('delete from parties where id = ?', [party]);
+    expect(await count('messages where party_id = ?', [party])).toBe(0);
+    expect(await count('messages where conversation_id = ?', [id])).toBe(2);
   });
 
   it.each([
@@ -187,17 +211,22 @@ describe('chat schema', () => {
   });
 });
 
-describe('migrations 0002, 0011 and 0022 on a database migrated before they existed', () => {
+describe('migrations 0002, 0011, 0022 and 0038 on a database migrated before they existed', () => {
   it('apply after the later migrations that were already there, with every link of the messages', async () => {
     const empty = await createEmptyDatabase();
     try {
       const names = migrationsList.map((m) => m.name);
       const { db, url } = empty;
-      // A database from before chat: every migration but those of the messages table (0002, 0011
-      // and 0022, group chat's column) recorded as applied.
-      const chatMigrations = ['0002_chat', '0011_conversation_last_read', '0022_group_chat'];
+      // A database from before chat: every migration but those of the messages table (0002, 0011,
+      // 0022 and 0038, group and party chat's columns) recorded as applied.
+      const chatMigrations = [
+        '0002_chat',
+        '0011_conversation_last_read',
+        '0022_group_chat',
+        '0038_party_chat',
+      ];
       await migrateUp(db, url);
-      await queryRows(db, 'delete from atrium_migrations where name in (?, ?, ?)', chatMigrations);
+      await queryRows(db, 'delete from atrium_migrations where name in (?, ?, ?, ?)', chatMigrations);
       await queryRows(db, 'drop table message_reports, messages, conversation_participants, conversations');
       expect((await migrationStatus(db)).pending).toEqual(chatMigrations);
       expect(await migrateUp(db, url)).toEqual(chatMigrations);

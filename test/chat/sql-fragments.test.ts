@@ -30,6 +30,7 @@ describe("the chat module's SQL fragment", () => {
         world_id: null,
         room_id: null,
         group_id: null,
+        party_id: null,
       },
     ]);
     const [none] = await messageRows(newId());

@@ -216,6 +216,18 @@ describe('the example extensions', () => {
       const sent = await request(socket, 'chat.sendToGroup', { group_id: group.json().id, body: 'heck no' });
       expect(sent).toMatchObject({ t: 'ack', d: { body: '**** no' } });
     });
+
+    it('applies to party chat (chat.sendToParty and its REST route)', async () => {
+      const party = await post('/api/parties', alice.access_token);
+      expect(party.statusCode).toBe(201);
+      const partyId = party.json().id;
+      const sent = await request(socket, 'chat.sendToParty', { party_id: partyId, body: 'heck no' });
+      expect(sent).toMatchObject({ t: 'ack', d: { body: '**** no' } });
+      const refused = await post(`/api/parties/${partyId}/messages`, alice.access_token, {
+        body: 'freecoins',
+      });
+      expect([refused.statusCode, refused.json().code]).toEqual([422, 'WORD_NOT_ALLOWED']);
+    });
   });
 
   describe('tournament prizes (api.on tournament.ended)', () => {

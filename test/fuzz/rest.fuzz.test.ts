@@ -116,8 +116,9 @@ await app.http.inject({
   headers: bearer(peer.access_token),
   payload: { role: 'admin' },
 });
-// An open party of the peer's that the fuzz user starts in: member routes reach their rules, the
-// leader's answer 403, and a leave lets creates and joins through.
+// An open party of the peer's that the fuzz user starts in: member routes reach their rules (the
+// party's chat too: the catalogue lists it before the leave), the leader's answer 403, and a leave
+// lets creates and joins through.
 const peerParty = (
   (
     await app.http.inject({

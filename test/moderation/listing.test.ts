@@ -49,6 +49,7 @@ describe('the report queue', () => {
             world_id: worldId,
             room_id: mainRoomId,
             group_id: null,
+            party_id: null,
           },
         },
         {
@@ -63,6 +64,7 @@ describe('the report queue', () => {
             world_id: null,
             room_id: null,
             group_id: null,
+            party_id: null,
           },
         },
       ],

@@ -6,11 +6,12 @@ import type { RestName, Row } from './parity-types.js';
 /**
  * The parties rows of the parity table. A user is in one party at most, so rows that create or
  * join act on fresh users; reads and the PATCH act on one shared party, the same answer twice.
+ * The party's chat runs as the socket client's user (its send is a frame), in a party of their own.
  */
 
 /** The gameservers module serves the two whose socket twins would be `parties.*`: their rows are with its own. */
 type PartyName = Exclude<
-  Extract<RestName, `parties.${string}`>,
+  Extract<RestName, `parties.${string}` | 'chat.sendToParty' | 'chat.partyHistory'>,
   'parties.inviteToServer' | 'parties.joinFriend'
 >;
 
@@ -37,6 +38,18 @@ export function partyRows(appOf: () => TestApp): { [N in PartyName]: Row<N> } {
   const circle = () => {
     shared ??= newParty();
     return shared;
+  };
+  /** The socket client's user leads a party with one more member, who wrote in its chat once. */
+  let chatting: Promise<string> | undefined;
+  const myParty = (me: TokenResponse) => {
+    chatting ??= (async () => {
+      const member = await registerUser(appOf());
+      const { id } = await api(me, 'POST', '/api/parties', { open: true });
+      await api(member, 'POST', `/api/parties/${id}/join`);
+      await api(member, 'POST', `/api/parties/${id}/messages`, { body: 'welcome' });
+      return id;
+    })();
+    return chatting;
   };
   return {
     'parties.create': {
@@ -94,6 +107,16 @@ export function partyRows(appOf: () => TestApp): { [N in PartyName]: Row<N> } {
         const { leader, member, party_id } = await newParty();
         return { token: leader.access_token, input: { party_id, user_id: member.user.id } };
       },
+    },
+    'chat.sendToParty': {
+      fresh: true,
+      prepare: async ({ me }) => ({
+        token: me.access_token,
+        input: { party_id: await myParty(me), body: ' parity ' },
+      }),
+    },
+    'chat.partyHistory': {
+      prepare: async ({ me }) => ({ token: me.access_token, input: { party_id: await myParty(me) } }),
     },
   };
 }

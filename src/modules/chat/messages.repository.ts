@@ -6,11 +6,12 @@ import { executeBound } from '../../platform/db.js';
  * audience, its columns for their own statements, and its deletion.
  */
 
-/** A message with what decides who may see it: its conversation's pair, its world, or its group. */
+/** A message with what decides who may see it: its conversation's pair, its world, its group or its party. */
 export interface MessageTargetRow {
   sender_id: string | null;
   world_id: string | null;
   group_id: string | null;
+  party_id: string | null;
   user_a_id: string | null;
   user_b_id: string | null;
 }
@@ -21,7 +22,7 @@ export async function messageTarget(
 ): Promise<MessageTargetRow | undefined> {
   const [row] = await executeBound<MessageTargetRow>(
     data,
-    `select m.sender_id, m.world_id, m.group_id, c.user_a_id, c.user_b_id
+    `select m.sender_id, m.world_id, m.group_id, m.party_id, c.user_a_id, c.user_b_id
      from messages m left join conversations c on c.id = m.conversation_id
      where m.id = $1`,
     [messageId],
@@ -31,11 +32,11 @@ export async function messageTarget(
 
 /**
  * SQL: a subquery of at most one row, the message `messageIdSql` names as it stands now (sender_id,
- * body, created_at, conversation_id, world_id, room_id, group_id); none once it was deleted. For
+ * body, created_at, conversation_id, world_id, room_id, group_id, party_id); none once it was deleted. For
  * other modules' statements that show a message beside their rows, as a `left join lateral`.
  */
 export const messageSql = (messageIdSql: string) =>
-  `(select sender_id, body, created_at, conversation_id, world_id, room_id, group_id
+  `(select sender_id, body, created_at, conversation_id, world_id, room_id, group_id, party_id
     from messages where id = ${messageIdSql})`;
 
 /** Deletes a message; rows of other modules that reference it keep theirs as their foreign key says. */

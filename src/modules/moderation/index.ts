@@ -6,6 +6,7 @@ import type { AuditApi } from '../audit/index.js';
 import type { ChatApi } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { NotificationsApi } from '../notifications/index.js';
+import type { PartiesApi } from '../parties/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import { ModerationService } from './moderation.service.js';
 
@@ -13,18 +14,20 @@ import { ModerationService } from './moderation.service.js';
 export const moderationModule = defineModule({
   name: 'moderation',
   tables: ['message_reports'],
-  needs: ['worlds', 'groups', 'chat', 'audit', 'notifications'],
+  needs: ['worlds', 'groups', 'parties', 'chat', 'audit', 'notifications'],
   setup(
     { kv, config, outbox },
     {
       worlds,
       groups,
+      parties,
       chat,
       audit,
       notifications,
     }: {
       worlds: WorldsApi;
       groups: GroupsApi;
+      parties: PartiesApi;
       chat: ChatApi;
       audit: AuditApi;
       notifications: NotificationsApi;
@@ -33,6 +36,7 @@ export const moderationModule = defineModule({
     const moderation = new ModerationService({
       worlds,
       groups,
+      parties,
       messages: chat,
       audit,
       notifications,

@@ -20,6 +20,7 @@ import type { AuditApi } from '../audit/index.js';
 import type { ChatApi, MessageTargetRow } from '../chat/index.js';
 import type { GroupsApi } from '../groups/index.js';
 import type { NotificationRequest, NotificationsApi } from '../notifications/index.js';
+import type { PartiesApi } from '../parties/index.js';
 import type { WorldsApi } from '../worlds/index.js';
 import {
   closeReport,
@@ -34,6 +35,7 @@ import {
 export interface ModerationDeps {
   worlds: Pick<WorldsApi, 'readable'>;
   groups: Pick<GroupsApi, 'memberOf'>;
+  parties: Pick<PartiesApi, 'partyOf'>;
   /** The reported messages: who may see one, and its deletion by a moderator's decision. */
   messages: Pick<ChatApi, 'messageTarget' | 'deleteMessage'>;
   /** Reports per user and window, shared by the nodes through Redis: each one lands in a moderator's queue. */
@@ -104,6 +106,7 @@ const toModerationReport = (row: ReportRow): ModerationReport => ({
           world_id: row.m_world_id,
           room_id: row.m_room_id,
           group_id: row.m_group_id,
+          party_id: row.m_party_id,
         },
 });
 
@@ -232,10 +235,11 @@ export class ModerationService {
 
   /**
    * A conversation's message is seen by its two users, a world's by whoever may read the world, a
-   * group's by its members.
+   * group's and a party's by their members.
    */
   private async canSee(ctx: Ctx, me: string, message: MessageTargetRow): Promise<boolean> {
-    const { world_id, group_id } = message;
+    const { world_id, group_id, party_id } = message;
+    if (party_id !== null) return (await this.deps.parties.partyOf(ctx.data, me))?.id === party_id;
     if (world_id === null && group_id === null) return message.user_a_id === me || message.user_b_id === me;
     try {
       if (world_id !== null) await this.deps.worlds.readable(ctx, world_id);

@@ -31,6 +31,7 @@ export interface ReportRow {
   m_world_id: string | null;
   m_room_id: string | null;
   m_group_id: string | null;
+  m_party_id: string | null;
 }
 
 type Key = readonly [timeKey: string, id: string] | undefined;
@@ -67,7 +68,7 @@ const reportColumns = `r.id, r.message_id, r.reporter_id, r.moderator_id, r.stat
   r.details, r.note, r.created_at, r.resolved_at, ${timeKeySql('r.created_at')} as created_key,
   m.sender_id as m_sender_id, m.body as m_body, m.created_at as m_created_at,
   m.conversation_id as m_conversation_id, m.world_id as m_world_id, m.room_id as m_room_id,
-  m.group_id as m_group_id`;
+  m.group_id as m_group_id, m.party_id as m_party_id`;
 
 export async function reportById(data: DataAccess, reportId: string): Promise<ReportRow | undefined> {
   const [row] = await executeBound<ReportRow>(

@@ -1,6 +1,8 @@
 import type { Party } from '../../../protocol/parties.js';
 import {
   adminPartiesOfUser,
+  chatPartyHistory,
+  chatSendToParty,
   partiesCreate,
   partiesGet,
   partiesInvite,
@@ -16,11 +18,13 @@ import { defineModule } from '../../platform/module.js';
 import { serve } from '../../platform/operations.js';
 import { createLimiter } from '../../platform/rate-limit.js';
 import type { AccountApi } from '../account/index.js';
+import type { ChatApi } from '../chat/index.js';
 import type { PresenceApi } from '../presence/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
 import { OfflineSweep } from './offline-sweep.js';
 import { PartiesService } from './parties.service.js';
+import { partyChatChannel } from './party-chat-channel.js';
 import { departFromOwnParty } from './party-departures.js';
 import { PartyEvents } from './party-events.js';
 
@@ -41,7 +45,7 @@ export interface PartiesApi {
 export const partiesModule = defineModule({
   name: 'parties',
   tables: ['parties', 'party_members', 'party_invites'],
-  needs: ['users', 'social', 'presence', 'account'],
+  needs: ['users', 'social', 'presence', 'account', 'chat'],
   setup(
     { bus, kv, config, log, db },
     {
@@ -49,7 +53,8 @@ export const partiesModule = defineModule({
       social,
       presence,
       account,
-    }: { users: UsersApi; social: SocialApi; presence: PresenceApi; account: AccountApi },
+      chat,
+    }: { users: UsersApi; social: SocialApi; presence: PresenceApi; account: AccountApi; chat: ChatApi },
   ) {
     const events = new PartyEvents(bus);
     const parties = new PartiesService({
@@ -76,6 +81,8 @@ export const partiesModule = defineModule({
       const departure = await departFromOwnParty(tx, userId);
       return departure && (() => events.departed(ctx.log, departure));
     });
+    // The party's chat takes chat's pipeline, with this module's resolver deciding who may use it.
+    const partyChat = chat.channelKind(partyChatChannel);
     const api: PartiesApi = { partyOf: (data, userId) => parties.partyOf(data, userId) };
     return {
       api,
@@ -98,6 +105,8 @@ export const partiesModule = defineModule({
         }),
         serve(partiesSetLeader, (ctx, { party_id, user_id }) => parties.setLeader(ctx, party_id, user_id)),
         serve(adminPartiesOfUser, (ctx, { user_id }) => parties.ofUserForStaff(ctx, user_id)),
+        serve(chatSendToParty, (ctx, { party_id, body }) => partyChat.send(ctx, { party_id }, body)),
+        serve(chatPartyHistory, (ctx, { party_id, ...page }) => partyChat.history(ctx, { party_id }, page)),
       ],
     };
   },
