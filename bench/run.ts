@@ -28,6 +28,9 @@ import { parseArgs } from 'node:util';
  *   groups                roster pages of a 10,000-member group and joins beside pgbench, group chat
  *                         latency with 500 members online on two instances (bench/results/groups.md);
  *                         also takes --backends embedded,postgres
+ *   parties               joins and leaves of open parties from one client and 50 beside pgbench, and
+ *                         party.updated to 8 members' sockets on one and two instances
+ *                         (bench/results/parties.md); also takes --backends embedded,postgres
  *   economy               purchases/s of 50 REST buyers beside pgbench running the purchase's
  *                         statements, economy verify after them, and a purchase load killed with
  *                         SIGKILL (bench/results/economy.md); Postgres + Redis only
@@ -68,6 +71,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   chat: () => import('./chat.js'),
   gameservers: () => import('./gameservers.js'),
   groups: () => import('./groups.js'),
+  parties: () => import('./parties.js'),
   economy: () => import('./economy.js'),
   discovery: () => import('./discovery.js'),
   leaderboards: () => import('./leaderboards.js'),

@@ -37,7 +37,7 @@ export const ANSWER = JSON.stringify({
 });
 
 /** `sql` with each `$n` replaced by the SQL expression `values[n - 1]`. */
-const withValues = (sql: string, values: readonly string[]) =>
+export const withValues = (sql: string, values: readonly string[]) =>
   sql.replace(/\$(\d+)/g, (_, n: string) => `(${values[Number(n) - 1]})`);
 
 /** The inbox bound of the service's default configuration (NOTIFICATIONS_MAX_PER_USER). */

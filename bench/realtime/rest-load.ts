@@ -20,6 +20,11 @@ export interface RestRequest {
   body?: string;
   /** Varies each request (its path, its headers): autocannon calls it before every request. */
   setup?: (request: autocannon.Request) => autocannon.Request;
+  /**
+   * Instead of `setup`: requests each connection sends in turn, over and over; their `context` is
+   * the connection's own and starts afresh with each turn of the sequence.
+   */
+  sequence?: autocannon.Request[];
 }
 
 /** REST_CONNECTIONS connections sending `request` to `url`, one autocannon run per window. */
@@ -28,7 +33,7 @@ export function restContender(
   url: string,
   serverPid: number,
   headers: Record<string, string> = {},
-  { method = 'POST', body, setup }: RestRequest = {},
+  { method = 'POST', body, setup, sequence }: RestRequest = {},
 ): Contender<RestWindow> {
   return {
     name,
@@ -40,6 +45,7 @@ export function restContender(
         headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
         ...(body === undefined ? {} : { body }),
         ...(setup ? { requests: [{ setupRequest: setup }] } : {}),
+        ...(sequence ? { requests: sequence } : {}),
         connections: REST_CONNECTIONS,
         duration: seconds,
       });

@@ -38,36 +38,50 @@ const MEMBER_ORDER = 'joined_at, user_id';
 export const partyMemberSql = (partyIdSql: string, userIdSql: string) =>
   `exists (select 1 from party_members where party_id = ${partyIdSql} and user_id = ${userIdSql})`;
 
+/** The key of a user's own lock (`lockUserParties`) is this prefix and their id. */
+export const USER_LOCK_PREFIX = 'parties:user:';
+
 /**
  * Makes one user's creates, joins and account deletion take turns, taken before any party's row
  * lock: the party a user is in, read after it, stays theirs until the transaction ends (the
  * unique index on party_members (user_id) backs this up).
  */
 export const lockUserParties = (data: DataAccess, userId: string) =>
-  lockNamed(data, `parties:user:${userId}`);
+  lockNamed(data, `${USER_LOCK_PREFIX}${userId}`);
+
+/*
+ * The statements of a join and a leave, named so that bench/parties/ceiling.ts runs these texts
+ * themselves with pgbench.
+ */
+export const LOCK_PARTY_SQL = `select ${PARTY_COLUMNS} from parties where id = $1 for update`;
+export const PARTY_ROSTER_SQL = `select ${PARTY_COLUMNS},
+       (select json_agg(json_build_object('user_id', m.user_id, 'username', ${usernameSql('m.user_id')},
+                                          'joined_key', ${timeKeySql('m.joined_at')})
+                        order by m.joined_at, m.user_id)
+        from party_members m where m.party_id = parties.id) as members
+     from parties where id = $1`;
+export const PARTY_MEMBER_IDS_SQL = `select user_id from party_members where party_id = $1 order by ${MEMBER_ORDER}`;
+export const INSERT_MEMBER_SQL =
+  'insert into party_members (party_id, user_id, joined_at) values ($1, $2, $3)';
+export const DELETE_MEMBER_SQL = `delete from party_members where party_id = $1 and user_id = $2
+       and ($3::timestamptz is null or offline_since <= $3::timestamptz)
+     returning user_id`;
+export const JOIN_FACTS_SQL = `select (select party_id from party_members where user_id = $2) as current_party,
+       exists (select 1 from party_invites where party_id = $1 and user_id = $2 and expires_at > $3) as invited,
+       exists (select 1 from party_members m where m.party_id = $1 and ${blockBetweenSql('m.user_id', '$2')}) as blocked,
+       (select count(*) from party_members where party_id = $1)::int as member_count`;
 
 /** The party, its row locked until the transaction ends: every change of a party takes it first. */
 export async function lockParty(data: DataAccess, partyId: string): Promise<PartyRow | undefined> {
-  const [row] = await executeBound<PartyRow>(
-    data,
-    `select ${PARTY_COLUMNS} from parties where id = $1 for update`,
-    [partyId],
-  );
+  const [row] = await executeBound<PartyRow>(data, LOCK_PARTY_SQL, [partyId]);
   return row;
 }
 
 /** The party and its members, read in one statement (one snapshot): undefined when there is none. */
 export async function partyRoster(data: DataAccess, partyId: string): Promise<PartyRoster | undefined> {
-  const [row] = await executeBound<PartyRow & { members: MemberRow[] | null }>(
-    data,
-    `select ${PARTY_COLUMNS},
-       (select json_agg(json_build_object('user_id', m.user_id, 'username', ${usernameSql('m.user_id')},
-                                          'joined_key', ${timeKeySql('m.joined_at')})
-                        order by m.joined_at, m.user_id)
-        from party_members m where m.party_id = parties.id) as members
-     from parties where id = $1`,
-    [partyId],
-  );
+  const [row] = await executeBound<PartyRow & { members: MemberRow[] | null }>(data, PARTY_ROSTER_SQL, [
+    partyId,
+  ]);
   return row ? { ...row, members: row.members ?? [] } : undefined;
 }
 
@@ -83,11 +97,7 @@ export async function partyIdOfMember(data: DataAccess, userId: string): Promise
 
 /** The members' user ids, longest-standing first. */
 export async function partyMemberIds(data: DataAccess, partyId: string): Promise<string[]> {
-  const rows = await executeBound<{ user_id: string }>(
-    data,
-    `select user_id from party_members where party_id = $1 order by ${MEMBER_ORDER}`,
-    [partyId],
-  );
+  const rows = await executeBound<{ user_id: string }>(data, PARTY_MEMBER_IDS_SQL, [partyId]);
   return rows.map((row) => row.user_id);
 }
 
@@ -118,11 +128,7 @@ export async function insertMember(
   userId: string,
   at: Date,
 ): Promise<void> {
-  await executeBound(data, 'insert into party_members (party_id, user_id, joined_at) values ($1, $2, $3)', [
-    partyId,
-    userId,
-    at,
-  ]);
+  await executeBound(data, INSERT_MEMBER_SQL, [partyId, userId, at]);
 }
 
 /**
@@ -136,13 +142,7 @@ export async function deleteMember(
   userId: string,
   offlineBy: Date | null = null,
 ): Promise<boolean> {
-  const rows = await executeBound(
-    data,
-    `delete from party_members where party_id = $1 and user_id = $2
-       and ($3::timestamptz is null or offline_since <= $3::timestamptz)
-     returning user_id`,
-    [partyId, userId, offlineBy],
-  );
+  const rows = await executeBound(data, DELETE_MEMBER_SQL, [partyId, userId, offlineBy]);
   return rows.length > 0;
 }
 
@@ -183,14 +183,7 @@ export async function joinFacts(
   userId: string,
   now: Date,
 ): Promise<JoinFacts> {
-  const [row] = await executeBound<JoinFacts>(
-    data,
-    `select (select party_id from party_members where user_id = $2) as current_party,
-       exists (select 1 from party_invites where party_id = $1 and user_id = $2 and expires_at > $3) as invited,
-       exists (select 1 from party_members m where m.party_id = $1 and ${blockBetweenSql('m.user_id', '$2')}) as blocked,
-       (select count(*) from party_members where party_id = $1)::int as member_count`,
-    [partyId, userId, now],
-  );
+  const [row] = await executeBound<JoinFacts>(data, JOIN_FACTS_SQL, [partyId, userId, now]);
   if (!row) throw new Error('a select without from answers one row');
   return row;
 }
