@@ -8,6 +8,8 @@ import { bearer, callsAs, registerWithRole } from '../helpers/accounts.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes } from '../helpers/worlds.js';
 
+import { launchesOf } from './fixtures/launches.js';
+
 export { launchesOf, manualCommand, recordingCommand, silentCommand } from './fixtures/launches.js';
 
 export function gameServerCalls(app: () => App) {
@@ -71,6 +73,14 @@ export function gameServerCalls(app: () => App) {
     call('POST', `/api/servers/${serverId}/invites`, owner, { user_id: userId });
   /** A join of the friend `userId`, answered as it is. */
   const joinFriend = (user: TokenResponse, userId: string) => call('POST', `/api/users/${userId}/join`, user);
+  /** Reports every server of the world recorded in `dir` ready (again, for the ready ones: nothing changes). */
+  const readyAll = async (dir: string, worldId: string) => {
+    for (const launch of launchesOf(dir, worldId))
+      await internal(launch['server-token'] as string, '/internal/servers/self/status', {
+        method: 'PUT',
+        payload: { ready: true, address: `127.0.0.1:${launch.port}` },
+      });
+  };
   /** Stops every live server of the worlds (as an admin), so the node's slots go to the next test. */
   const stopServers = async (...worldIds: string[]) => {
     const admin = await registerWithRole(app(), 'admin');
@@ -92,6 +102,7 @@ export function gameServerCalls(app: () => App) {
     invite,
     joinFriend,
     stopServers,
+    readyAll,
   };
 }
 

@@ -275,16 +275,9 @@ describe('joins and starting servers', () => {
     GAMESERVER_MAX_PLAYERS: 3,
     GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100,
   });
-  const { get, joinWith, internal, spawn } = gameServerCalls(app);
+  const { get, joinWith, internal, spawn, readyAll: readyIn } = gameServerCalls(app);
   const { befriend, users } = socialGraph(app);
-  /** Reports every server of the world ready (again, for the ready ones: nothing changes). */
-  const readyAll = async (worldId: string) => {
-    for (const launch of launchesOf(dir, worldId))
-      await internal(launch['server-token'] as string, '/internal/servers/self/status', {
-        method: 'PUT',
-        payload: { ready: true, address: `127.0.0.1:${launch.port}` },
-      });
-  };
+  const readyAll = (worldId: string) => readyIn(dir, worldId);
   /** Waits until the user's reservation is on a server other than `not`, and answers it. */
   const placedElsewhere = (user: TokenResponse, not: readonly string[]) =>
     vi.waitFor(

@@ -1,5 +1,5 @@
 import type { LightMyRequestResponse } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { AtriumClient } from '../../protocol/client.js';
@@ -14,6 +14,7 @@ import {
   expectProblem,
   gameServerCalls,
   launchesOf,
+  manualCommand,
   reservationsOf,
   serversOfWorlds,
   silentCommand,
@@ -28,6 +29,11 @@ type PartyAnswer = {
 };
 
 const follows = (frame: ReceivedFrame) => frame.t === 'party.follow';
+/** A join's answer, which must be 200. */
+const answered = (response: LightMyRequestResponse): PartyAnswer => {
+  expect(response.statusCode, response.body).toBe(200);
+  return response.json() as PartyAnswer;
+};
 
 /**
  * A party joining a world together (docs/gameservers.md, "Joining together") on servers that are
@@ -54,10 +60,6 @@ describe('a party joining a world together', () => {
   };
   const publicWorld = async (owner: TokenResponse) =>
     (await createWorld(app(), owner.access_token, { visibility: 'public' })).worldId;
-  const answered = (response: LightMyRequestResponse): PartyAnswer => {
-    expect(response.statusCode, response.body).toBe(200);
-    return response.json() as PartyAnswer;
-  };
   /** A ready public server of the world, started by its owner, with `taken` places held by new users. */
   const serverWith = async (owner: TokenResponse, worldId: string, taken: number) => {
     const server = await settled(owner, (await spawn(owner, worldId)).server_id);
@@ -430,5 +432,97 @@ describe('a party joining a world together', () => {
       memberClient.close();
     }
     await stopServers(worldId);
+  });
+});
+
+/**
+ * A party placed on a starting server, with servers that report nothing until the test reports
+ * for them: the places are held at once, the leader's answer and the members' `party.follow` wait
+ * for the server to be ready. Servers hold four.
+ */
+describe('a party joining a world whose server is starting', () => {
+  const { command, dir } = manualCommand();
+  const app = useTestApp({
+    GAMESERVER_COMMAND: command,
+    GAMESERVER_READY_TIMEOUT_MS: 30_000,
+    GAMESERVER_MAX_PLAYERS: 4,
+    GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100,
+  });
+  const { get, joinWith, partyJoin, readyAll, expectStatus } = gameServerCalls(app);
+  const { users, partyOf } = partyCalls(app);
+  const sockets = openedSockets(() => app().wsUrl);
+  afterEach(() => sockets.closeAll());
+  /** The server a user's reservation points at, once it does. */
+  const placedOn = (user: TokenResponse) =>
+    vi.waitFor(
+      async () => {
+        const [serverId] = await reservationsOf(app().db, user.user.id);
+        expect(serverId).toBeDefined();
+        return serverId as string;
+      },
+      { timeout: 15_000, interval: 20 },
+    );
+  /** Reports the world's servers ready once their processes recorded their launch (a moment after their rows). */
+  const launchedAndReady = async (worldId: string, launches: number) => {
+    await vi.waitFor(() => expect(launchesOf(dir, worldId)).toHaveLength(launches), { timeout: 15_000 });
+    await readyAll(dir, worldId);
+  };
+
+  it('holds every placed member a place on the server it starts at once, and answers the leader and tells the members only once it is ready', async () => {
+    const [owner, leader, a, b] = await users(4);
+    const party = await partyOf(leader, [a, b]);
+    const memberSockets = [await sockets.open(a.access_token), await sockets.open(b.access_token)];
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const pending = partyJoin(leader, worldId);
+    const serverId = await placedOn(b);
+    for (const user of [leader, a]) expect(await reservationsOf(app().db, user.user.id)).toEqual([serverId]);
+    expect(await get(leader, serverId)).toMatchObject({ status: 'starting', players: 3 });
+    // Not ready yet: nobody has been told to follow.
+    for (const socket of memberSockets) expect(socket.frames.filter(follows)).toEqual([]);
+
+    await launchedAndReady(worldId, 1);
+    const answer = answered(await pending);
+    expect(answer).toMatchObject({
+      server_id: serverId,
+      address: expect.stringMatching(/^127\.0\.0\.1:\d+$/),
+      party_placement: { server_id: serverId, user_ids: [leader, a, b].map((u) => u.user.id) },
+    });
+    for (const socket of memberSockets)
+      expect((await socket.next(follows)).d).toEqual({
+        party_id: party.id,
+        world_id: worldId,
+        server_id: serverId,
+      });
+  });
+
+  it('takes a starting server with room for all and waits for it; a member naming it meanwhile waits too, in the place held for them', async () => {
+    const [owner, stranger, leader, member] = await users(4);
+    await partyOf(leader, [member]);
+    const memberSocket = await sockets.open(member.access_token);
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const strangerJoin = joinWith(stranger, worldId, {});
+    const serverId = await placedOn(stranger);
+    const pending = partyJoin(leader, worldId);
+    expect(await placedOn(member)).toBe(serverId);
+    const memberJoin = joinWith(member, worldId, { server_id: serverId });
+    expect(await get(stranger, serverId)).toMatchObject({ status: 'starting', players: 3 });
+
+    await launchedAndReady(worldId, 1);
+    for (const response of [await pending, await strangerJoin, await memberJoin])
+      expect(answered(response).server_id).toBe(serverId);
+    expect((await memberSocket.next(follows)).d).toMatchObject({ server_id: serverId });
+    expect((await get(stranger, serverId)).players).toBe(3);
+  });
+
+  it('answers 503 GAMESERVER_UNAVAILABLE when the server it waits for ends before it is ready, and tells nobody to follow', async () => {
+    const [owner, leader, member] = await users(3);
+    await partyOf(leader, [member]);
+    const memberSocket = await sockets.open(member.access_token);
+    const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
+    const pending = partyJoin(leader, worldId);
+    const serverId = await placedOn(member);
+    await expectStatus(204, 'DELETE', `/api/servers/${serverId}`, owner);
+    expectProblem(await pending, 503, 'GAMESERVER_UNAVAILABLE');
+    expect(memberSocket.frames.filter(follows)).toEqual([]);
   });
 });
