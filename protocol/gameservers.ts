@@ -92,10 +92,26 @@ export const worldJoinSchema = z.object({
   address: z.string(),
 });
 
+/**
+ * Where a party join put the party (docs/gameservers.md, "Joining together"): the one server, and
+ * the members placed on it, the leader included, longest-standing first.
+ */
+export const partyPlacementSchema = z.object({
+  server_id: z.string(),
+  user_ids: z.array(z.string()),
+});
+export type PartyPlacement = z.infer<typeof partyPlacementSchema>;
+
+/** A join's answer: a party join (`party: true`) adds where it put the party. */
+export const worldJoinAnswerSchema = worldJoinSchema.extend({
+  /** Present on a party join alone. */
+  party_placement: partyPlacementSchema.optional(),
+});
+
 export const worldsJoin = operation('worlds.join', {
   tag,
   summary:
-    "The address of a ready game server of the world for the caller, where the caller's one reservation moves. The body is optional. Without it (or with access public) the join chooses among the world's public servers: the one the caller already holds a reservation on, or the fullest with room; with none, it starts one (concurrent joins share it; the spawn limits of gameservers.spawn apply, 409 or 429) and waits for it within the readiness deadline. access friends or invite takes the fullest live server of the world the caller owns with that access and room, else starts one the caller owns. server_id names the server: a starting or ready server of this world (else 404), which must admit the caller (403 INSTANCE_RESTRICTED) and have room (409 SERVER_FULL, unless the caller holds a place there). access and server_id together are 422. 503 GAMESERVER_UNAVAILABLE when the server fails, GAMESERVER_CAPACITY when none can be started.",
+    "The address of a ready game server of the world for the caller, where the caller's one reservation moves. The body is optional. Without it (or with access public) the join chooses among the world's public servers: the one the caller already holds a reservation on, or the fullest with room; with none, it starts one (concurrent joins share it; the spawn limits of gameservers.spawn apply, 409 or 429) and waits for it within the readiness deadline. access friends or invite takes the fullest live server of the world the caller owns with that access and room, else starts one the caller owns. server_id names the server: a starting or ready server of this world (else 404), which must admit the caller (403 INSTANCE_RESTRICTED) and have room (409 SERVER_FULL, unless the caller holds a place there). access and server_id together are 422. party: true (the party's leader) places the leader and every member online now on one server in one step: the fullest ready or starting server the access rules allow for all of them with room for all (with server_id: that one), else a new one the leader starts; every placed member's reservation moves there, with access friends or invite each counts as invited, and the answer adds party_placement {server_id, user_ids}. Once the server is ready the other placed members get party.follow and join it with {server_id}, reusing their place. Party refusals, in order, writing nothing: in no party 409 NOT_IN_PARTY, not its leader 403 FORBIDDEN, more placed members than GAMESERVER_MAX_PLAYERS or (server_id) a server without room for all 409 NO_ROOM_FOR_PARTY, a placed member the access refuses 403 INSTANCE_RESTRICTED. 503 GAMESERVER_UNAVAILABLE when the server fails, GAMESERVER_CAPACITY when none can be started.",
   rest: { method: 'POST', path: '/api/worlds/:world_id/join', optionalBody: true },
   request: z
     .object({
@@ -104,9 +120,11 @@ export const worldsJoin = operation('worlds.join', {
       access: serverAccessSchema.optional(),
       /** The server to join, a starting or ready server of this world; not with access. */
       server_id: id.optional(),
+      /** True: the caller, the party's leader, takes the party's online members along (default false). */
+      party: z.boolean().optional(),
     })
     .strict(),
-  response: worldJoinSchema,
+  response: worldJoinAnswerSchema,
   errors: [401, 403, 404, 409, 422, 429, 503],
 });
 
@@ -201,9 +219,20 @@ export interface ServerInviteEvent {
   from: { user_id: string; username: string };
 }
 
+/**
+ * `party.follow`: to each member a party join placed on a server, the leader aside, once that
+ * server is ready. Their join of the world with `{server_id}` reuses the place held for them.
+ */
+export interface PartyFollowEvent {
+  party_id: string;
+  world_id: string;
+  server_id: string;
+}
+
 /** Game servers' events, by server frame type: sent to each of the user's sockets, without subscribing. */
 export interface GameServerEventPayloads {
   'server.invite': ServerInviteEvent;
+  'party.follow': PartyFollowEvent;
 }
 
 export const gameServerOperations = [

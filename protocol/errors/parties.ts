@@ -6,4 +6,9 @@ export const partyErrors = {
   PARTY_FULL: 409,
   /** The caller is in no party, and the operation acts on their party (joining a world together). */
   NOT_IN_PARTY: 409,
+  /**
+   * A party join would split the party: more members to place than a server holds
+   * (GAMESERVER_MAX_PLAYERS), or the server named has no room for all of them.
+   */
+  NO_ROOM_FOR_PARTY: 409,
 };

@@ -4,9 +4,11 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import type { GameServer } from '../../protocol/gameservers.js';
 import type { App } from '../../src/app.js';
 import type { Database } from '../../src/platform/db.js';
-import { bearer, callsAs } from '../helpers/accounts.js';
+import { bearer, callsAs, registerWithRole } from '../helpers/accounts.js';
 import { queryRows } from '../helpers/database.js';
 import { chunkBytes } from '../helpers/worlds.js';
+
+import { launchesOf } from './fixtures/launches.js';
 
 export { launchesOf, manualCommand, recordingCommand, silentCommand } from './fixtures/launches.js';
 
@@ -63,11 +65,28 @@ export function gameServerCalls(app: () => App) {
   /** A join with a body (`access`, `server_id`), answered as it is. */
   const joinWith = (user: TokenResponse, worldId: string, body: object) =>
     call('POST', `/api/worlds/${worldId}/join`, user, body);
+  /** A party join (`party: true`) by `user` with the rest of `body`, answered as it is. */
+  const partyJoin = (user: TokenResponse, worldId: string, body: object = {}) =>
+    call('POST', `/api/worlds/${worldId}/join`, user, { party: true, ...body });
   /** The owner's invitation of `userId` to a server, answered as it is. */
   const invite = (owner: TokenResponse, serverId: string, userId: string) =>
     call('POST', `/api/servers/${serverId}/invites`, owner, { user_id: userId });
   /** A join of the friend `userId`, answered as it is. */
   const joinFriend = (user: TokenResponse, userId: string) => call('POST', `/api/users/${userId}/join`, user);
+  /** Reports every server of the world recorded in `dir` ready (again, for the ready ones: nothing changes). */
+  const readyAll = async (dir: string, worldId: string) => {
+    for (const launch of launchesOf(dir, worldId))
+      await internal(launch['server-token'] as string, '/internal/servers/self/status', {
+        method: 'PUT',
+        payload: { ready: true, address: `127.0.0.1:${launch.port}` },
+      });
+  };
+  /** Stops every live server of the worlds (as an admin), so the node's slots go to the next test. */
+  const stopServers = async (...worldIds: string[]) => {
+    const admin = await registerWithRole(app(), 'admin');
+    for (const id of await serversOfWorlds(app().db, worldIds))
+      await expectStatus(204, 'DELETE', `/api/servers/${id}`, admin);
+  };
   return {
     call,
     expectStatus,
@@ -79,8 +98,11 @@ export function gameServerCalls(app: () => App) {
     join,
     reportPlayers,
     joinWith,
+    partyJoin,
     invite,
     joinFriend,
+    stopServers,
+    readyAll,
   };
 }
 

@@ -28,7 +28,8 @@ describe('instance access on joins of a world', () => {
     GAMESERVER_MAX_LIVE_PER_USER: 20,
     GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100,
   });
-  const { get, join, joinWith, invite, spawn, settled, expectStatus, call } = gameServerCalls(app);
+  const { get, join, joinWith, invite, spawn, settled, expectStatus, call, stopServers } =
+    gameServerCalls(app);
   const { befriend, users } = socialGraph(app);
   const joined = async (user: TokenResponse, worldId: string, body: object) => {
     const answer = await joinWith(user, worldId, body);
@@ -37,12 +38,6 @@ describe('instance access on joins of a world', () => {
   };
   const publicWorld = async (owner: TokenResponse) =>
     (await createWorld(app(), owner.access_token, { visibility: 'public' })).worldId;
-  /** Stops every live server of the worlds (as an admin), so the node's slots go to the next test. */
-  const stopServers = async (...worldIds: string[]) => {
-    const admin = await registerWithRole(app(), 'admin');
-    for (const id of await serversOfWorlds(app().db, worldIds))
-      await expectStatus(204, 'DELETE', `/api/servers/${id}`, admin);
-  };
 
   it("shows access and owner_id: a spawned server is public and its spawner's, a joined one carries the join's access and the joining user", async () => {
     const [owner, player] = await users(2);
@@ -280,16 +275,9 @@ describe('joins and starting servers', () => {
     GAMESERVER_MAX_PLAYERS: 3,
     GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100,
   });
-  const { get, joinWith, internal, spawn } = gameServerCalls(app);
+  const { get, joinWith, internal, spawn, readyAll: readyIn } = gameServerCalls(app);
   const { befriend, users } = socialGraph(app);
-  /** Reports every server of the world ready (again, for the ready ones: nothing changes). */
-  const readyAll = async (worldId: string) => {
-    for (const launch of launchesOf(dir, worldId))
-      await internal(launch['server-token'] as string, '/internal/servers/self/status', {
-        method: 'PUT',
-        payload: { ready: true, address: `127.0.0.1:${launch.port}` },
-      });
-  };
+  const readyAll = (worldId: string) => readyIn(dir, worldId);
   /** Waits until the user's reservation is on a server other than `not`, and answers it. */
   const placedElsewhere = (user: TokenResponse, not: readonly string[]) =>
     vi.waitFor(

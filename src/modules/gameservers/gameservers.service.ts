@@ -2,6 +2,7 @@ import type {
   AdminGameServer,
   GameServer,
   GameServerStatusFilter,
+  PartyPlacement,
   ServerAccess,
 } from '../../../protocol/gameservers.js';
 import type { AuthUser } from '../../platform/auth/access-tokens.js';
@@ -25,6 +26,7 @@ import {
   serverOfToken,
   stopIfIdle,
 } from './gameservers.repository.js';
+import { type PartyJoinDeps, PartyJoins } from './party-join.js';
 import { freshReservations } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
@@ -42,9 +44,13 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   idleStopMs: number;
   /** An admin's start or stop of a server of someone else's world is recorded in the audit log. */
   audit: Pick<AuditApi, 'record'>;
+  /** What a party join reads: the caller's party, its members' presence and blocks with the leader. */
+  party: Pick<PartyJoinDeps, 'parties' | 'presence' | 'social'>;
 }
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');
+/** The nil UUID: no server has it, so a join naming a malformed id finds no server, as for an unknown one. */
+const NO_SERVER = '00000000-0000-0000-0000-000000000000';
 const tokenDead = () =>
   new AppError(ErrorCode.UNAUTHENTICATED, 'The server token is invalid, or its server has ended.');
 
@@ -60,10 +66,17 @@ export class GameServersService {
   private readonly lifecycle: ServerLifecycle;
   /** Joins of worlds, by access or naming a server; the join of a friend goes through them too. */
   readonly joins: WorldJoins;
+  private readonly partyJoins: PartyJoins;
 
   constructor(private readonly deps: GameServersDeps) {
     this.lifecycle = new ServerLifecycle(deps);
     this.joins = new WorldJoins({ ...deps, lifecycle: this.lifecycle });
+    this.partyJoins = new PartyJoins({
+      ...deps.party,
+      joins: this.joins,
+      bus: deps.bus,
+      maxPlayers: deps.maxPlayers,
+    });
   }
 
   /** The server token check: the live server a token belongs to, scoped to its world. */
@@ -189,24 +202,30 @@ export class GameServersService {
   /**
    * The address of a ready server of the world for the caller (docs/gameservers.md, "User API" and
    * "Instance access"): by access (public by default), or on the server named; `access` and
-   * `server_id` together are refused before anything is read.
+   * `server_id` together are refused before anything is read. `party: true` takes the caller's
+   * party along ("Joining together"), its own refusals coming before the server's.
    */
   async join(
     ctx: Ctx,
     worldId: string,
-    options: { access?: ServerAccess | undefined; server_id?: string | undefined } = {},
-  ): Promise<WorldJoinAnswer> {
+    options: {
+      access?: ServerAccess | undefined;
+      server_id?: string | undefined;
+      party?: boolean | undefined;
+    } = {},
+  ): Promise<WorldJoinAnswer & { party_placement?: PartyPlacement }> {
     const caller = callerOf(ctx);
     if (options.access !== undefined && options.server_id !== undefined) {
       const message = 'access and server_id cannot be given together';
       throw new AppError(ErrorCode.VALIDATION_FAILED, message, { errors: [{ path: '', message }] });
     }
     const world = await this.deps.worlds.readable(ctx, worldId);
-    let target: JoinTarget = { access: options.access ?? 'public' };
-    if (options.server_id !== undefined) {
-      if (!isId(options.server_id)) throw notFound();
-      target = { serverId: canonicalId(options.server_id) };
-    }
+    // A server id that cannot name a server names none: 404 in the placement's turn, as an unknown one.
+    const target: JoinTarget =
+      options.server_id === undefined
+        ? { access: options.access ?? 'public' }
+        : { serverId: isId(options.server_id) ? canonicalId(options.server_id) : NO_SERVER };
+    if (options.party) return this.partyJoins.join(ctx, world, target);
     return this.joins.join(ctx, caller.id, world, target);
   }
 

@@ -18,6 +18,7 @@ import { createLimiter } from '../../platform/rate-limit.js';
 import { StartupError } from '../../platform/startup-error.js';
 import type { AuditApi } from '../audit/index.js';
 import type { DiscoveryApi } from '../discovery/index.js';
+import type { PartiesApi } from '../parties/index.js';
 import type { PresenceApi } from '../presence/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
@@ -92,13 +93,13 @@ export interface GameServersApi {
 
 /**
  * Dedicated game servers (docs/gameservers.md): spawn, get, stop and join for users, instance
- * access (server invitations, the join of a friend), the internal API's token check and status
- * report for the servers themselves.
+ * access (server invitations, the join of a friend), a party's join together, the internal API's
+ * token check and status report for the servers themselves.
  */
 export const gameServersModule = defineModule({
   name: 'gameservers',
   tables: ['game_servers', 'game_server_reservations', 'game_server_invitations'],
-  needs: ['users', 'social', 'worlds', 'discovery', 'audit', 'presence'],
+  needs: ['users', 'social', 'worlds', 'discovery', 'audit', 'presence', 'parties'],
   async setup(
     platform,
     {
@@ -108,6 +109,7 @@ export const gameServersModule = defineModule({
       discovery,
       audit,
       presence,
+      parties,
     }: {
       users: UsersApi;
       social: SocialApi;
@@ -115,6 +117,7 @@ export const gameServersModule = defineModule({
       discovery: DiscoveryApi;
       audit: AuditApi;
       presence: PresenceApi;
+      parties: PartiesApi;
     },
   ) {
     const { config, log, bus, kv } = platform;
@@ -152,6 +155,7 @@ export const gameServersModule = defineModule({
       nodes: presence,
       nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
       outbox: platform.outbox,
+      party: { parties, presence, social },
     });
     const invites = new ServerInvites({
       bus,

@@ -67,3 +67,22 @@ export async function insertInvitation(
   );
   return { invitation: held ?? invitation, created: false };
 }
+
+/**
+ * Invitations of `userIds` to the server by `invitedBy`, in one statement; an invitation a user
+ * holds already stays as it is. A party placed on a friends or invite server its leader owns is
+ * invited this way: its members are admitted by it as long as it lives, as any invitee.
+ */
+export async function inviteAll(
+  data: DataAccess,
+  invitation: { serverId: string; userIds: readonly string[]; invitedBy: string; at: Date },
+): Promise<void> {
+  if (invitation.userIds.length === 0) return;
+  await executeBound(
+    data,
+    `insert into game_server_invitations (server_id, user_id, invited_by, created_at)
+     select $1, u.id, $3, $4 from unnest($2::uuid[]) as u (id)
+     on conflict (server_id, user_id) do nothing`,
+    [invitation.serverId, toUuidArray(invitation.userIds), invitation.invitedBy, invitation.at],
+  );
+}

@@ -1,6 +1,7 @@
 import type { GameServerStatus, ServerAccess } from '../../../protocol/gameservers.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
+import { toUuidArray } from '../../platform/ids.js';
 
 /**
  * Join reservations (migration 0020, docs/gameservers.md "Reservations"): one row per user, the
@@ -151,4 +152,80 @@ export async function freshReservations(data: DataAccess, serverId: string, now:
     [serverId, now],
   );
   return row?.count ?? 0;
+}
+
+/** Where a party placement put the party: the server, and the members who took a new place on it. */
+export interface PartySlot extends ReservedSlot {
+  /** The placed members who held no live place on it before (a visit each). */
+  newcomers: string[];
+}
+
+/**
+ * Locks the reservations these users hold, in a fixed order, until the transaction ends: a party
+ * placement reads who holds a place where, and no join elsewhere may move one of them meanwhile.
+ */
+export async function lockReservations(data: DataAccess, userIds: readonly string[]): Promise<void> {
+  await executeBound(
+    data,
+    `select user_id from game_server_reservations where user_id = any($1::uuid[]) order by user_id for update`,
+    [toUuidArray(userIds)],
+  );
+}
+
+/**
+ * Places every one of `userIds` on one live server of the world in the scope (docs/gameservers.md,
+ * "Joining together"), in one statement: the fullest whose occupancy plus the users holding no
+ * live place on it stays within max_players (a ready one on a tie). Each user's reservation moves
+ * there; one already there is kept (its creation time stays, as extendReservation keeps it) and
+ * extended. The servers they leave were in use until now: their idle clock starts now. Undefined,
+ * and nothing written, when no server in the scope has room for all of them. The caller holds the
+ * world's join lock and the users' reservations (lockReservations).
+ */
+export async function reserveForParty(
+  data: DataAccess,
+  request: Omit<ReservationRequest, 'userId'> & { userIds: readonly string[] },
+): Promise<PartySlot | undefined> {
+  const [row] = await executeBound<PartySlot>(
+    data,
+    `with members as (select distinct unnest($1::uuid[]) as user_id),
+     target as (
+       select s.id, s.status::text as status, s.address from game_servers s
+       cross join lateral (select ${freshCount('s', '$3')} as n) fresh
+       cross join lateral (
+         select count(*)::integer as n from members m
+         where not exists (select 1 from game_server_reservations r
+                           where r.user_id = m.user_id and r.server_id = s.id and r.expires_at > $3)) needed
+       where s.world_id = $2 and s.status in ('starting', 'ready')
+         and s.players + fresh.n + needed.n <= s.max_players and ${inScope(5)}
+       order by s.players + fresh.n desc, s.status = 'ready' desc, s.created_at
+       limit 1),
+     previous as (
+       select r.user_id, r.server_id from game_server_reservations r
+       where r.user_id in (select user_id from members) and r.expires_at > $3),
+     left_servers as (
+       update game_servers set busy_at = greatest(busy_at, $3)
+       where id in (select server_id from previous) and id <> (select id from target) and status = 'ready'),
+     held as (
+       insert into game_server_reservations as r (user_id, server_id, created_at, expires_at)
+       select m.user_id, t.id, $3, $4 from members m cross join target t
+       on conflict (user_id) do update set
+         server_id = excluded.server_id,
+         created_at = case when r.server_id = excluded.server_id and r.expires_at > $3
+                           then r.created_at else excluded.created_at end,
+         expires_at = case when r.server_id = excluded.server_id and r.expires_at > $3
+                           then greatest(r.expires_at, excluded.expires_at) else excluded.expires_at end)
+     select t.id, t.status, t.address,
+       array(select m.user_id::text from members m
+             where not exists (select 1 from previous p where p.user_id = m.user_id and p.server_id = t.id)
+             order by m.user_id) as newcomers
+     from target t`,
+    [
+      toUuidArray(request.userIds),
+      request.worldId,
+      request.now,
+      request.expiresAt,
+      ...scopeParams(request.scope),
+    ],
+  );
+  return row;
 }

@@ -12,11 +12,14 @@ import {
   liveServerOfWorld,
   lockWorldJoins,
 } from './gameservers.repository.js';
-import { refusedByAccess } from './invitations.repository.js';
+import { inviteAll, refusedByAccess } from './invitations.repository.js';
 import {
   extendReservation,
+  lockReservations,
+  type PartySlot,
   type ReservationRequest,
   type ReservedSlot,
+  reserveForParty,
   reserveRoomiest,
 } from './reservations.repository.js';
 import type { PendingLaunch, ServerLifecycle } from './server-lifecycle.js';
@@ -68,14 +71,51 @@ const noSuchServer = () =>
 const restricted = () =>
   new AppError(ErrorCode.INSTANCE_RESTRICTED, "This server's access does not admit you.");
 const full = () => new AppError(ErrorCode.SERVER_FULL, 'This server has no room for you.');
+const noRoomForParty = () =>
+  new AppError(ErrorCode.NO_ROOM_FOR_PARTY, 'This server has no room for every member of your party.');
+const partyRestricted = () =>
+  new AppError(
+    ErrorCode.INSTANCE_RESTRICTED,
+    "This server's access does not admit every member of your party.",
+  );
 
-/** What one turn under the world's join lock decided. */
-interface JoinStep {
+/**
+ * A party placement (docs/gameservers.md, "Joining together") as the checks before its turn left
+ * it: the party is the leader's, and the members to place fit on one server.
+ */
+export interface PartyPlacementRequest {
+  leaderId: string;
+  /** The members to place, the leader included. */
+  userIds: string[];
+  target: JoinTarget;
+  /** Members to place who may not read the world: no server's access admits them. */
+  unreadable: string[];
+}
+
+/** Where a party placement put the party. */
+export interface PartyPlaced {
+  serverId: string;
+  userIds: string[];
+}
+
+/** One turn's placement of the caller, under the world's join lock, in the turn's transaction. */
+type Place = (tx: DataAccess, request: Omit<ReservationRequest, 'scope'>) => Promise<Placed>;
+
+/** What a turn's placement decided. */
+interface Placed {
   /** The caller's place on a ready server. */
   slot?: { id: string; address: string };
   /** A starting server the caller holds a place on: the join waits for it, and takes another turn. */
   wait?: GameServerRow;
   launch?: PendingLaunch;
+  /** A party's placement, made in this turn. */
+  party?: PartyPlaced;
+  /** What the next turns place instead of this turn's placement (a party's: the leader alone). */
+  next?: Place;
+}
+
+/** What one turn under the world's join lock decided. */
+interface JoinStep extends Placed {
   /** Starting servers past their deadline, failed in the step: ended once it committed. */
   overdue: GameServerRow[];
 }
@@ -86,7 +126,8 @@ interface JoinStep {
  * chooses the server and places the caller on it, ready or starting (the place counts at once),
  * recording a new server to start when there is none; a join on a starting server waits for it
  * and takes another turn, which finds its place held. A refusal throws inside the turn, which then
- * writes nothing. Placing several users at once (a party) is another placement step of the turn.
+ * writes nothing. A party's placement places all its members in one turn; the leader's next turns
+ * are the leader's alone, on the party's server.
  */
 export class WorldJoins {
   private readonly turns = new KeyedTurns();
@@ -104,24 +145,58 @@ export class WorldJoins {
     target: JoinTarget,
     refusals: JoinRefusals = { noServer: noSuchServer },
   ): Promise<WorldJoinAnswer> {
+    const place: Place = (tx, request) =>
+      'serverId' in target
+        ? this.placeOnServer(tx, request, target.serverId, refusals)
+        : this.placeByAccess(tx, request, target.access);
+    return (await this.run(ctx, callerId, world, place)).answer;
+  }
+
+  /**
+   * Places the party's members on one server of the world in one turn, and answers the leader's
+   * join once that server is ready (waiting for it as a join does), with where the party went.
+   */
+  async placeParty(
+    ctx: Ctx,
+    world: WorldAccess,
+    party: PartyPlacementRequest,
+  ): Promise<{ answer: WorldJoinAnswer; placed: PartyPlaced }> {
+    const { answer, party: placed } = await this.run(ctx, party.leaderId, world, (tx, request) =>
+      this.placePartyStep(tx, request, party),
+    );
+    return { answer, placed: placed as PartyPlaced };
+  }
+
+  /** The join's turns: each places the caller, until a place on a ready server answers. */
+  private async run(
+    ctx: Ctx,
+    callerId: string,
+    world: WorldAccess,
+    first: Place,
+  ): Promise<{ answer: WorldJoinAnswer; party?: PartyPlaced }> {
+    let place = first;
+    let party: PartyPlaced | undefined;
     for (let attempt = 0; attempt < JOIN_ATTEMPTS; attempt++) {
-      const step = await whileWorldExists(ctx, this.deps.worlds, world.id, () =>
+      const turnPlace = place;
+      const step: JoinStep = await whileWorldExists(ctx, this.deps.worlds, world.id, () =>
         this.turns.run(world.id, () =>
           transaction(ctx.data, async (tx) => {
             await lockWorldJoins(tx, world.id);
             const now = ctx.now();
             const overdue = await this.deps.lifecycle.failOverdue(tx, now, world.id);
             const request = { userId: callerId, worldId: world.id, now, expiresAt: this.expiry(now) };
-            const placed =
-              'serverId' in target
-                ? await this.placeOnServer(tx, request, target.serverId, refusals)
-                : await this.placeByAccess(tx, request, target.access);
-            return { ...placed, overdue };
+            return { ...(await turnPlace(tx, request)), overdue };
           }),
         ),
       );
       for (const row of step.overdue) await this.deps.lifecycle.afterEnd(row);
-      if (step.slot) return { server_id: step.slot.id, world_id: world.id, address: step.slot.address };
+      party ??= step.party;
+      place = step.next ?? place;
+      if (step.slot)
+        return {
+          answer: { server_id: step.slot.id, world_id: world.id, address: step.slot.address },
+          ...(party ? { party } : {}),
+        };
       const pending = step.launch?.row ?? (step.wait as GameServerRow);
       if (step.launch) await this.deps.lifecycle.launch(step.launch);
       const settled = await this.deps.lifecycle.settled(ctx.data, pending);
@@ -154,7 +229,7 @@ export class WorldJoins {
     tx: DataAccess,
     request: Omit<ReservationRequest, 'scope'>,
     access: ServerAccess,
-  ): Promise<Omit<JoinStep, 'overdue'>> {
+  ): Promise<Placed> {
     const ownerId = access === 'public' ? null : request.userId;
     const scoped = { ...request, scope: { access, ownerId, serverId: null } };
     const placed =
@@ -183,7 +258,7 @@ export class WorldJoins {
     request: Omit<ReservationRequest, 'scope'>,
     serverId: string,
     refusals: JoinRefusals,
-  ): Promise<Omit<JoinStep, 'overdue'>> {
+  ): Promise<Placed> {
     const server = await liveServerOfWorld(tx, serverId, request.worldId);
     if (!server) throw refusals.noServer();
     if ((await refusedByAccess(tx, server.id, [request.userId])).length > 0) throw restricted();
@@ -193,8 +268,73 @@ export class WorldJoins {
     return this.outcome(tx, placed);
   }
 
+  /**
+   * A party's placement: every member on one server in one statement (reserveForParty), the
+   * members' reservations locked first so that no join elsewhere moves one of them meanwhile. With
+   * a server named: that one, with room for all (409 NO_ROOM_FOR_PARTY), admitting all (403
+   * INSTANCE_RESTRICTED); the refusals throw once the places are written, which the turn's
+   * rollback undoes. By access: the fullest server in the scope with room for all, else a new one
+   * the leader starts (the spawn admission is the leader's); on a friends or invite server the
+   * members are invited. The leader's next turns take their own place on that server.
+   */
+  private async placePartyStep(
+    tx: DataAccess,
+    request: Omit<ReservationRequest, 'scope'>,
+    party: PartyPlacementRequest,
+  ): Promise<Placed> {
+    await lockReservations(tx, party.userIds);
+    const members = { ...request, userIds: party.userIds };
+    const onServer = (serverId: string) => ({ access: null, ownerId: null, serverId });
+    let slot: PartySlot | undefined;
+    let launch: PendingLaunch | undefined;
+    if ('serverId' in party.target) {
+      const server = await liveServerOfWorld(tx, party.target.serverId, request.worldId);
+      if (!server) throw noSuchServer();
+      const refused = await refusedByAccess(tx, server.id, party.userIds);
+      slot = await reserveForParty(tx, { ...members, scope: onServer(server.id) });
+      if (!slot) throw noRoomForParty();
+      if (refused.length > 0 || party.unreadable.length > 0) throw partyRestricted();
+    } else {
+      const { access } = party.target;
+      const scope = { access, ownerId: access === 'public' ? null : party.leaderId, serverId: null };
+      slot = await reserveForParty(tx, { ...members, scope });
+      if (!slot) {
+        const { mayTakeLastSlots } = await this.deps.admission.admit(tx, party.leaderId);
+        const started = await this.deps.lifecycle.insertStarting(
+          tx,
+          { worldId: request.worldId, ownerId: party.leaderId, access },
+          request.now,
+        );
+        launch = { ...started, mayTakeLastSlots };
+        // A new server holds GAMESERVER_MAX_PLAYERS, which the party's size was checked against.
+        slot = (await reserveForParty(tx, { ...members, scope: onServer(started.row.id) })) as PartySlot;
+      }
+      if (access !== 'public')
+        await inviteAll(tx, {
+          serverId: slot.id,
+          userIds: party.userIds.filter((id) => id !== party.leaderId),
+          invitedBy: party.leaderId,
+          at: request.now,
+        });
+    }
+    for (const userId of slot.newcomers)
+      await this.deps.visits.recordVisit(tx, {
+        worldId: request.worldId,
+        userId,
+        serverId: slot.id,
+        at: request.now,
+      });
+    const serverId = slot.id;
+    const placed = {
+      party: { serverId, userIds: party.userIds },
+      next: (next, nextRequest) =>
+        this.placeOnServer(next, nextRequest, serverId, { noServer: noSuchServer }),
+    } satisfies Placed;
+    return launch ? { ...placed, launch } : { ...placed, ...(await this.outcome(tx, slot)) };
+  }
+
   /** A place on a ready server answers the join; one on a starting server is waited for. */
-  private async outcome(tx: DataAccess, placed: ReservedSlot): Promise<Omit<JoinStep, 'overdue'>> {
+  private async outcome(tx: DataAccess, placed: ReservedSlot): Promise<Placed> {
     if (placed.status === 'ready' && placed.address !== null)
       return { slot: { id: placed.id, address: placed.address } };
     return { wait: (await findServer(tx, placed.id)) as GameServerRow };

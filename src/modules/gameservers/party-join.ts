@@ -1,0 +1,91 @@
+import type { EventPayloads } from '../../../protocol/frames.js';
+import type { PartyPlacement } from '../../../protocol/gameservers.js';
+import { type EventBus, userTopic } from '../../platform/bus.js';
+import { type Ctx, callerOf } from '../../platform/context.js';
+import { AppError, ErrorCode } from '../../platform/errors.js';
+import type { PartiesApi } from '../parties/index.js';
+import type { PresenceApi } from '../presence/index.js';
+import type { SocialApi } from '../social/index.js';
+import type { WorldAccess } from '../worlds/index.js';
+import type { JoinTarget, WorldJoinAnswer, WorldJoins } from './world-join.js';
+
+export interface PartyJoinDeps {
+  joins: Pick<WorldJoins, 'placeParty'>;
+  parties: Pick<PartiesApi, 'partyOf'>;
+  presence: Pick<PresenceApi, 'online'>;
+  social: Pick<SocialApi, 'relationsOf'>;
+  bus: EventBus;
+  /** GAMESERVER_MAX_PLAYERS: a party with more members to place is never split over servers. */
+  maxPlayers: number;
+}
+
+const restricted = () =>
+  new AppError(
+    ErrorCode.INSTANCE_RESTRICTED,
+    'No server of this access admits every member of your party: one may not read the world, or a block stands between you.',
+  );
+
+/**
+ * Joining a world together (docs/gameservers.md, "Joining together"): the leader takes the party's
+ * members who are online now to one server, checked in the contract's order with nothing written
+ * on refusal: in no party 409 NOT_IN_PARTY, not its leader 403 FORBIDDEN, more members to place
+ * than a server holds 409 NO_ROOM_FOR_PARTY; then, by access, a member no server of that access
+ * could admit 403 INSTANCE_RESTRICTED (with a server named, its room and access are checked in
+ * the placement's turn). Once the server is ready, the other placed members get `party.follow`.
+ */
+export class PartyJoins {
+  constructor(private readonly deps: PartyJoinDeps) {}
+
+  async join(
+    ctx: Ctx,
+    world: WorldAccess,
+    target: JoinTarget,
+  ): Promise<WorldJoinAnswer & { party_placement: PartyPlacement }> {
+    const leaderId = callerOf(ctx).id;
+    const party = await this.deps.parties.partyOf(ctx.data, leaderId);
+    if (!party) throw new AppError(ErrorCode.NOT_IN_PARTY, 'You are in no party.');
+    if (party.leader_id !== leaderId)
+      throw new AppError(ErrorCode.FORBIDDEN, 'Only the leader takes the party into a world.');
+    // Online whatever their presence_visibility: the placement acts on presence, it shows nothing.
+    const memberIds = party.members.map((member) => member.user_id);
+    const online = await this.deps.presence.online(memberIds.filter((id) => id !== leaderId));
+    const userIds = memberIds.filter((id) => id === leaderId || online.has(id));
+    if (userIds.length > this.deps.maxPlayers)
+      throw new AppError(
+        ErrorCode.NO_ROOM_FOR_PARTY,
+        `Your party has ${userIds.length} members online; a server holds ${this.deps.maxPlayers}.`,
+      );
+    // Every server's access starts from the world's rule: a private world is its owner's alone.
+    const unreadable = world.visibility === 'private' ? userIds.filter((id) => id !== world.ownerId) : [];
+    if ('access' in target && (unreadable.length > 0 || (await this.blockedWithLeader(ctx, target, userIds))))
+      throw restricted();
+    const { answer, placed } = await this.deps.joins.placeParty(ctx, world, {
+      leaderId,
+      userIds,
+      target,
+      unreadable,
+    });
+    const followers = placed.userIds.filter((id) => id !== leaderId);
+    if (followers.length > 0) {
+      const d: EventPayloads['party.follow'] = {
+        party_id: party.id,
+        world_id: world.id,
+        server_id: placed.serverId,
+      };
+      await this.deps.bus.publishCommitted(followers.map(userTopic), { t: 'party.follow', d }, ctx.log);
+    }
+    return { ...answer, party_placement: { server_id: placed.serverId, user_ids: placed.userIds } };
+  }
+
+  /**
+   * Whether a block stands between the leader and a member to place: a friends or invite server
+   * the leader owns refuses them, invitation or not, so none of that access could take the party.
+   */
+  private async blockedWithLeader(ctx: Ctx, target: { access: string }, userIds: string[]): Promise<boolean> {
+    if (target.access === 'public') return false;
+    const leaderId = callerOf(ctx).id;
+    const others = userIds.filter((id) => id !== leaderId);
+    const relations = await this.deps.social.relationsOf(ctx.data, leaderId, others);
+    return [...relations.values()].some((relation) => relation.blocked);
+  }
+}
