@@ -1,28 +1,15 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
-import { FakeKubernetes } from './fake-kubernetes.js';
 import { gameServerCalls, serversOfWorlds } from './gameservers.js';
+import { useFakeKubernetes } from './kubeconfig.js';
 
 /**
  * The service with GAMESERVER_SPAWNER=agones, through the module as deployed: the client finds the
  * (fake) Kubernetes API through KUBECONFIG, as it would a real cluster's.
  */
-let fake: FakeKubernetes;
-beforeAll(async () => {
-  fake = await FakeKubernetes.start();
-  const file = join(tmpdir(), `atrium-kubeconfig-${process.pid}.json`);
-  writeFileSync(file, fake.kubeConfig().exportConfig());
-  process.env.KUBECONFIG = file;
-});
-afterAll(() => {
-  delete process.env.KUBECONFIG;
-  return fake?.close();
-});
+const { kubernetes } = useFakeKubernetes();
 
 describe('game servers on Agones (create mode)', () => {
   const app = useTestApp({
@@ -33,11 +20,11 @@ describe('game servers on Agones (create mode)', () => {
   const { spawn, settled, expectStatus } = gameServerCalls(app);
 
   it('creates a GameServer with the launch arguments and is ready at its Agones address once the state says Ready', async () => {
-    fake.autoReady(100);
+    kubernetes().autoReady(100);
     const owner = await registerUser(app());
     const { worldId } = await createWorld(app(), owner.access_token);
     const server = await settled(owner, (await spawn(owner, worldId)).server_id);
-    const created = [...fake.gameServers.values()].find(
+    const created = [...kubernetes().gameServers.values()].find(
       (gs) => gs.metadata.labels['atrium.dev/server-id'] === server.server_id,
     );
     expect(server).toMatchObject({
@@ -57,11 +44,13 @@ describe('game servers on Agones (create mode)', () => {
       app().wsUrl,
     ]);
     await expectStatus(204, 'DELETE', `/api/servers/${server.server_id}`, owner);
-    await vi.waitFor(() => expect(fake.gameServers.has(created?.metadata.name as string)).toBe(false));
+    await vi.waitFor(() =>
+      expect(kubernetes().gameServers.has(created?.metadata.name as string)).toBe(false),
+    );
   });
 
   it('fails a GameServer that never gets Ready at the deadline and deletes it', async () => {
-    fake.autoReady(undefined);
+    kubernetes().autoReady(undefined);
     const owner = await registerUser(app());
     const { worldId } = await createWorld(app(), owner.access_token);
     const started = await spawn(owner, worldId);
@@ -71,26 +60,26 @@ describe('game servers on Agones (create mode)', () => {
       error: expect.stringContaining('did not report ready'),
     });
     const byLabel = () =>
-      [...fake.gameServers.values()].filter(
+      [...kubernetes().gameServers.values()].filter(
         (gs) => gs.metadata.labels['atrium.dev/server-id'] === started.server_id,
       );
     await vi.waitFor(() => expect(byLabel()).toEqual([]));
   });
 
   it('answers 503 GAMESERVER_UNAVAILABLE when the Kubernetes API refuses, recording the failure', async () => {
-    fake.fail({ method: 'POST', resource: 'gameservers', code: 500 });
+    kubernetes().fail({ method: 'POST', resource: 'gameservers', code: 500 });
     try {
       const owner = await registerUser(app());
       const { worldId } = await createWorld(app(), owner.access_token);
       const refused = await expectStatus(503, 'POST', `/api/worlds/${worldId}/servers`, owner);
       expect(refused.json()).toMatchObject({ code: 'GAMESERVER_UNAVAILABLE' });
     } finally {
-      fake.clearFailures();
+      kubernetes().clearFailures();
     }
   });
 
   it('caps the live servers one user caused at GAMESERVER_MAX_LIVE_PER_USER, the capacity of a fleet being unknown here: one more is 409 QUOTA_EXCEEDED, recording nothing', async () => {
-    fake.autoReady(100);
+    kubernetes().autoReady(100);
     const owner = await registerUser(app());
     const worldIds: string[] = [];
     for (let i = 0; i < 4; i++) worldIds.push((await createWorld(app(), owner.access_token)).worldId);

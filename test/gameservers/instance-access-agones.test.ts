@@ -1,29 +1,17 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join as joinPath } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { heartbeat } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
 import { socialGraph } from '../social/graph.js';
-import { type FakeGameServer, FakeKubernetes } from './fake-kubernetes.js';
+import type { FakeGameServer } from './fake-kubernetes.js';
 import { expectProblem, gameServerCalls, reservationsOf } from './gameservers.js';
+import { useFakeKubernetes } from './kubeconfig.js';
 
 /**
  * Instance access with GAMESERVER_SPAWNER=agones (the fake Kubernetes API found through
  * KUBECONFIG, as agones-app.test.ts does): the same rules whatever runs the servers.
  */
-let fake: FakeKubernetes;
-beforeAll(async () => {
-  fake = await FakeKubernetes.start();
-  const file = joinPath(tmpdir(), `atrium-kubeconfig-access-${process.pid}.json`);
-  writeFileSync(file, fake.kubeConfig().exportConfig());
-  process.env.KUBECONFIG = file;
-});
-afterAll(() => {
-  delete process.env.KUBECONFIG;
-  return fake?.close();
-});
+const { kubernetes, gameServerOf } = useFakeKubernetes();
 
 describe('instance access on Agones', () => {
   const app = useTestApp({
@@ -34,13 +22,9 @@ describe('instance access on Agones', () => {
   });
   const { get, join, joinWith, joinFriend, invite } = gameServerCalls(app);
   const { befriend, users } = socialGraph(app);
-  const gameServerOf = (serverId: string) =>
-    [...fake.gameServers.values()].find(
-      (gs: FakeGameServer) => gs.metadata.labels['atrium.dev/server-id'] === serverId,
-    );
 
   it('admits by access through every join path: a named server, a friend joined, an invitation; a plain join starts a public GameServer of its own', async () => {
-    fake.autoReady(50);
+    kubernetes().autoReady(50);
     const [owner, friend, invitee, stranger] = await users(4);
     await befriend(owner, friend);
     await befriend(friend, stranger);
@@ -74,7 +58,7 @@ describe('instance access on Agones', () => {
   });
 
   it('holds places on a starting GameServer at once, refuses the one past its room, and answers the waiting joins once Agones says Ready', async () => {
-    fake.autoReady(undefined);
+    kubernetes().autoReady(undefined);
     const [owner, invitee, late] = await users(3);
     const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
     const ownerJoin = joinWith(owner, worldId, { access: 'invite' });
@@ -103,7 +87,7 @@ describe('instance access on Agones', () => {
       { timeout: 15_000, interval: 20 },
     );
     expect(await get(owner, serverId)).toMatchObject({ status: 'starting' });
-    fake.setState(gameServer.metadata.name, 'Ready', { address: '10.0.0.7', port: 7777 });
+    kubernetes().setState(gameServer.metadata.name, 'Ready', { address: '10.0.0.7', port: 7777 });
     for (const answer of await Promise.all([ownerJoin, inviteeJoin])) {
       expect(answer.statusCode, answer.body).toBe(200);
       expect(answer.json()).toEqual({ server_id: serverId, world_id: worldId, address: '10.0.0.7:7777' });

@@ -1,29 +1,17 @@
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join as joinPath } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { partyCalls } from '../parties/parties.js';
-import { type FakeGameServer, FakeKubernetes } from './fake-kubernetes.js';
+import type { FakeGameServer } from './fake-kubernetes.js';
 import { expectProblem, gameServerCalls, reservationsOf } from './gameservers.js';
+import { useFakeKubernetes } from './kubeconfig.js';
 
 /**
  * A party joining together with GAMESERVER_SPAWNER=agones (the fake Kubernetes API found through
  * KUBECONFIG, as instance-access-agones.test.ts does): the same placement whatever runs the servers.
  */
-let fake: FakeKubernetes;
-beforeAll(async () => {
-  fake = await FakeKubernetes.start();
-  const file = joinPath(tmpdir(), `atrium-kubeconfig-party-${process.pid}.json`);
-  writeFileSync(file, fake.kubeConfig().exportConfig());
-  process.env.KUBECONFIG = file;
-});
-afterAll(() => {
-  delete process.env.KUBECONFIG;
-  return fake?.close();
-});
+const { kubernetes, gameServerOf } = useFakeKubernetes();
 
 describe('a party joining together on Agones', () => {
   const app = useTestApp({
@@ -36,13 +24,9 @@ describe('a party joining together on Agones', () => {
   const { users, partyOf } = partyCalls(app);
   const sockets = openedSockets(() => app().wsUrl);
   afterEach(() => sockets.closeAll());
-  const gameServerOf = (serverId: string) =>
-    [...fake.gameServers.values()].find(
-      (gs: FakeGameServer) => gs.metadata.labels['atrium.dev/server-id'] === serverId,
-    );
 
   it("places the party on the leader's starting friends GameServer at once, answers once Agones says Ready, and the members follow", async () => {
-    fake.autoReady(undefined);
+    kubernetes().autoReady(undefined);
     const [owner, leader, a, b] = await users(4);
     const party = await partyOf(leader, [a, b]);
     const memberSockets = [await sockets.open(a.access_token), await sockets.open(b.access_token)];
@@ -72,7 +56,7 @@ describe('a party joining together on Agones', () => {
       },
       { timeout: 15_000, interval: 20 },
     );
-    fake.setState(gameServer.metadata.name, 'Ready', { address: '10.0.0.8', port: 7777 });
+    kubernetes().setState(gameServer.metadata.name, 'Ready', { address: '10.0.0.8', port: 7777 });
     const answer = await pending;
     expect(answer.statusCode, answer.body).toBe(200);
     expect(answer.json()).toEqual({
@@ -94,7 +78,7 @@ describe('a party joining together on Agones', () => {
   });
 
   it('takes a Ready GameServer with room for all, and refuses one named without room with 409 NO_ROOM_FOR_PARTY', async () => {
-    fake.autoReady(50);
+    kubernetes().autoReady(50);
     const [owner, stranger, leader, member] = await users(4);
     await partyOf(leader, [member]);
     await sockets.open(member.access_token);
