@@ -48,6 +48,7 @@ const notAudited: Partial<Record<OperationName, string>> = {
   'admin.audit.list': 'a read',
   'admin.users.list': 'a read',
   'admin.users.get': 'a read',
+  'admin.parties.ofUser': 'a read',
   'admin.worlds.list': 'a read',
   'admin.groups.list': 'a read',
   'admin.servers.list': 'a read',
