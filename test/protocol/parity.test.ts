@@ -839,6 +839,8 @@ describe('REST and AtriumClient answer every operation with a REST twin the same
       GAMESERVER_COMMAND: gameServerLaunches.command,
       CREATE_RATE_LIMIT_COUNT: 100_000,
       SOCIAL_RATE_LIMIT_COUNT: 100_000,
+      // World, room, group and party chat sends share one counter per sender.
+      DM_RATE_LIMIT_COUNT: 100_000,
       MAX_GROUPS_PER_USER: 10_000,
       GROUP_MAX_MEMBERSHIPS_PER_USER: 10_000,
       GAMESERVER_SPAWN_RATE_LIMIT_COUNT: 100_000,
