@@ -18,7 +18,9 @@ describe('embedded database', () => {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('keeps data across a stop and a start of the service', async () => {
+  // Two services on a fresh data directory: an initdb and every migration, then a restart. About
+  // 7 s alone; on a loaded 2-core machine more than the default 30 s, so it has its own bound.
+  it('keeps data across a stop and a start of the service', { timeout: 120_000 }, async () => {
     const first = await buildApp(config());
     expect(first.db.kind).toBe('embedded');
     await first.db.orm.em
