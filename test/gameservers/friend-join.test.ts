@@ -10,6 +10,7 @@ import {
   launchesOf,
   manualCommand,
   reservationsOf,
+  reservedServer,
   serversOfWorlds,
   silentCommand,
 } from './gameservers.js';
@@ -158,14 +159,7 @@ describe('joining a friend whose server is starting', () => {
     const { worldId } = await createWorld(app(), friend.access_token, { visibility: 'public' });
     const friendJoin = join(friend, worldId);
     expect((await heartbeat(app(), friend.access_token)).statusCode).toBe(200);
-    const serverId = await vi.waitFor(
-      async () => {
-        const [reserved] = await reservationsOf(app().db, friend.user.id);
-        expect(reserved).toBeDefined();
-        return reserved as string;
-      },
-      { timeout: 15_000, interval: 20 },
-    );
+    const serverId = await reservedServer(app().db, friend.user.id);
     const callerJoin = joinFriend(caller, friend.user.id);
     await vi.waitFor(async () => expect(await reservationsOf(app().db, caller.user.id)).toEqual([serverId]), {
       timeout: 15_000,

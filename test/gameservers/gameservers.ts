@@ -124,6 +124,17 @@ export async function reservationsOf(db: Database, userId: string): Promise<stri
   return rows.map((row) => row.server_id);
 }
 
+/** The server `userId` holds a reservation on, once they hold one (a join still waiting for its server holds it at once). */
+export const reservedServer = (db: Database, userId: string): Promise<string> =>
+  vi.waitFor(
+    async () => {
+      const [reserved] = await reservationsOf(db, userId);
+      expect(reserved).toBeDefined();
+      return reserved as string;
+    },
+    { timeout: 15_000, interval: 20 },
+  );
+
 /** The game-server rows of these worlds: what a refused spawn must not have written. */
 export async function serversOfWorlds(db: Database, worldIds: string[]): Promise<string[]> {
   const rows = await queryRows<{ id: string }>(

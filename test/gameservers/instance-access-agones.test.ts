@@ -4,7 +4,7 @@ import { useTestApp } from '../helpers/app.js';
 import { createWorld } from '../helpers/worlds.js';
 import { socialGraph } from '../social/graph.js';
 import type { FakeGameServer } from './fake-kubernetes.js';
-import { expectProblem, gameServerCalls, reservationsOf } from './gameservers.js';
+import { expectProblem, gameServerCalls, reservationsOf, reservedServer } from './gameservers.js';
 import { useFakeKubernetes } from './kubeconfig.js';
 
 /**
@@ -62,14 +62,7 @@ describe('instance access on Agones', () => {
     const [owner, invitee, late] = await users(3);
     const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
     const ownerJoin = joinWith(owner, worldId, { access: 'invite' });
-    const serverId = await vi.waitFor(
-      async () => {
-        const [reserved] = await reservationsOf(app().db, owner.user.id);
-        expect(reserved).toBeDefined();
-        return reserved as string;
-      },
-      { timeout: 15_000, interval: 20 },
-    );
+    const serverId = await reservedServer(app().db, owner.user.id);
     for (const user of [invitee, late])
       expect((await invite(owner, serverId, user.user.id)).statusCode).toBe(201);
     const inviteeJoin = joinWith(invitee, worldId, { server_id: serverId });

@@ -4,7 +4,7 @@ import { createWorld } from '../helpers/worlds.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { partyCalls } from '../parties/parties.js';
 import type { FakeGameServer } from './fake-kubernetes.js';
-import { expectProblem, gameServerCalls, reservationsOf } from './gameservers.js';
+import { expectProblem, gameServerCalls, reservationsOf, reservedServer } from './gameservers.js';
 import { useFakeKubernetes } from './kubeconfig.js';
 
 /**
@@ -32,14 +32,7 @@ describe('a party joining together on Agones', () => {
     const memberSockets = [await sockets.open(a.access_token), await sockets.open(b.access_token)];
     const { worldId } = await createWorld(app(), owner.access_token, { visibility: 'public' });
     const pending = partyJoin(leader, worldId, { access: 'friends' });
-    const serverId = await vi.waitFor(
-      async () => {
-        const [reserved] = await reservationsOf(app().db, a.user.id);
-        expect(reserved).toBeDefined();
-        return reserved as string;
-      },
-      { timeout: 15_000, interval: 20 },
-    );
+    const serverId = await reservedServer(app().db, a.user.id);
     for (const user of [leader, b]) expect(await reservationsOf(app().db, user.user.id)).toEqual([serverId]);
     expect(await get(leader, serverId)).toMatchObject({
       backend: 'agones',
