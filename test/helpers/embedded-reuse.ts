@@ -20,6 +20,19 @@ interface TemplateState {
 
 let template: TemplateState | undefined;
 let parked: Database | undefined;
+/** The database the running file drops is closed rather than kept (notTimeSafeToReuse). */
+let closeNextDropped = false;
+
+/**
+ * For a file that ran the embedded database on a faked Date ahead of the real one: PGlite keeps
+ * time by Date, and a Postgres timeout armed against the faked clock (the idle statistics timer)
+ * is far in the future once the clock is real again. Its alarm then fires as a 1 ms timer
+ * (Node's clamp for a delay past 2^31 ms) and re-arms itself, burning a core for the next files.
+ * Such a database is closed when the file drops it, never handed on.
+ */
+export function notTimeSafeToReuse(): void {
+  closeNextDropped = true;
+}
 
 /** Notes what a database fresh from the template holds, the first time the worker opens one. */
 export async function rememberTemplate(db: Database): Promise<void> {
@@ -49,6 +62,11 @@ export async function rememberTemplate(db: Database): Promise<void> {
 
 /** Keeps a dropped database for the next file of this worker; an older one kept is closed. */
 export async function park(db: Database): Promise<void> {
+  if (closeNextDropped) {
+    closeNextDropped = false;
+    await db.close();
+    return;
+  }
   const previous = parked;
   parked = db;
   await previous?.close();
