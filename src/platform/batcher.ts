@@ -80,7 +80,7 @@ export function batchedStatement<In, Out>(
 }
 
 /** Statements of one kind a node runs at once (statementsAtOnce). */
-const STATEMENTS_AT_ONCE = 2;
+export const STATEMENTS_AT_ONCE = 2;
 
 /**
  * The maxInFlight of a batched statement on a pool of `poolSize` connections: two, so one

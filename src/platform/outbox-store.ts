@@ -69,27 +69,44 @@ export function claimDue(
   return executeBound<ClaimedDelivery>(data, CLAIM_SQL, [consumers, leaseSeconds, limit]);
 }
 
+/** A delivery to remove (done, or dropped); with `attempts`, only if no claim since took it. */
+export interface FinishedDelivery {
+  event_id: string;
+  consumer: string;
+  attempts: number | null;
+}
+
 /**
- * Removes a delivery (done, or dropped), and its event with it when no other consumer's delivery
- * is left. With `attempts`, only the claim that many attempts made: a node whose lease lapsed
- * cannot drop what another node claimed since. Two consumers of one event finishing at once may
- * each see the other's row and leave the event; pruneOrphanEvents removes it later.
+ * Removes deliveries (done, or dropped), in one statement, and each event with them that has no
+ * other delivery left. With `attempts`, only the claim that many attempts made: a node whose
+ * lease lapsed cannot drop what another node claimed since. Two nodes finishing the consumers of
+ * one event at once may each see the other's row and leave the event; pruneOrphanEvents removes
+ * it later.
  */
 const FINISH_SQL = `
   with gone as (
-    delete from outbox_deliveries
-    where event_id = $1 and consumer = $2 and ($3::integer is null or attempts = $3)
-    returning event_id)
-  delete from outbox_events e using gone
-  where e.id = gone.event_id
-    and not exists (select 1 from outbox_deliveries d where d.event_id = e.id and d.consumer <> $2)`;
+    delete from outbox_deliveries d
+    using unnest($1::uuid[], $2::text[], $3::integer[]) as f (event_id, consumer, attempts)
+    where d.event_id = f.event_id and d.consumer = f.consumer and (f.attempts is null or d.attempts = f.attempts)
+    returning d.event_id, d.consumer)
+  delete from outbox_events e
+  where e.id in (select event_id from gone)
+    and not exists (
+      select 1 from outbox_deliveries d
+      where d.event_id = e.id
+        and not exists (select 1 from gone g where g.event_id = d.event_id and g.consumer = d.consumer))`;
 
-export async function finishDelivery(
+/** Answers one (nothing) per delivery, as `batched` wants. */
+export async function finishDeliveries(
   data: DataAccess,
-  delivery: Pick<ClaimedDelivery, 'event_id' | 'consumer'>,
-  attempts: number | null,
-): Promise<void> {
-  await executeBound(data, FINISH_SQL, [delivery.event_id, delivery.consumer, attempts]);
+  deliveries: readonly FinishedDelivery[],
+): Promise<undefined[]> {
+  await executeBound(data, FINISH_SQL, [
+    toUuidArray(deliveries.map((delivery) => delivery.event_id)),
+    deliveries.map((delivery) => delivery.consumer),
+    deliveries.map((delivery) => delivery.attempts),
+  ]);
+  return deliveries.map(() => undefined);
 }
 
 /** Makes a failed delivery due again after `delayMs`, unless another claim took it since. */

@@ -1,3 +1,4 @@
+import { batched, STATEMENTS_AT_ONCE } from './batcher.js';
 import type { EventBus } from './bus.js';
 import { afterCommit, type DataAccess } from './data-access.js';
 import { newId } from './ids.js';
@@ -6,7 +7,8 @@ import {
   type ClaimedDelivery,
   claimDue,
   dropAbandoned,
-  finishDelivery,
+  type FinishedDelivery,
+  finishDeliveries,
   insertEvents,
   pruneOrphanEvents,
   retryLater,
@@ -106,6 +108,8 @@ export class Outbox {
   private unsubscribe: Promise<() => Promise<void>> | undefined;
 
   private readonly deps: Pick<OutboxOptions, 'data' | 'log' | 'bus'>;
+  /** Ended deliveries are removed together: one statement for all those ended meanwhile. */
+  private readonly finish: (delivery: FinishedDelivery) => Promise<undefined>;
 
   constructor({ data, log, bus, ...options }: OutboxOptions) {
     this.deps = { data, log, bus };
@@ -120,6 +124,10 @@ export class Outbox {
       abandonAfterSeconds: 86_400,
       ...options,
     };
+    this.finish = batched((done: readonly FinishedDelivery[]) => finishDeliveries(data, done), {
+      maxSize: this.options.concurrency,
+      maxInFlight: STATEMENTS_AT_ONCE,
+    });
   }
 
   /** Adds a consumer of its type's events; only before start(). */
@@ -315,10 +323,11 @@ export class Outbox {
       attempts: delivery.attempts,
     };
     try {
-      if (failure === undefined) await finishDelivery(this.deps.data, delivery, null);
+      if (failure === undefined)
+        await this.finish({ event_id: delivery.event_id, consumer: delivery.consumer, attempts: null });
       else if (delivery.attempts >= maxAttempts) {
         this.deps.log.error({ ...about, err: failure }, 'outbox: delivery dropped after its last attempt');
-        await finishDelivery(this.deps.data, delivery, delivery.attempts);
+        await this.finish(delivery);
       } else {
         const delayMs = Math.min(
           leaseSeconds * 1000,

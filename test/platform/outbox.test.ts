@@ -136,6 +136,29 @@ describe('the outbox', () => {
     await vi.waitFor(async () => expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] }), WAIT);
   });
 
+  it('removes the events whose consumers all finished together, in one batch of outcomes', async () => {
+    const type = freshType();
+    const handled: string[] = [];
+    // Both consumers' handlers end on one turn, so their outcomes are written by one statement.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const handle = (name: string) => async (event: DomainEvent) => {
+      handled.push(`${name}:${event.id}`);
+      await released;
+    };
+    const outbox = node([
+      consumer(type, handle('a'), undefined, `test:${type}:a`),
+      consumer(type, handle('b'), undefined, `test:${type}:b`),
+    ]);
+    await transaction(data(), (tx) => outbox.recordAll(tx, type, [{ n: 1 }, { n: 2 }, { n: 3 }]));
+    outbox.start();
+    await vi.waitFor(() => expect(handled).toHaveLength(6), WAIT);
+    release();
+    await vi.waitFor(async () => expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] }), WAIT);
+  });
+
   it('hands out nothing of a transaction still open', async ({ skip }) => {
     // The embedded database has one connection, which the open transaction holds: no claim could run.
     if (testDb.db.kind !== 'postgres') skip();
