@@ -10,6 +10,7 @@ import {
   type OutboxConsumer,
   type OutboxOptions,
 } from '../../src/platform/outbox.js';
+import { finishDeliveries } from '../../src/platform/outbox-store.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -136,27 +137,27 @@ describe('the outbox', () => {
     await vi.waitFor(async () => expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] }), WAIT);
   });
 
-  it('removes the events whose consumers all finished together, in one batch of outcomes', async () => {
+  it('removes in one statement the ended deliveries, their events, and no delivery claimed since', async () => {
     const type = freshType();
-    const handled: string[] = [];
-    // Both consumers' handlers end on one turn, so their outcomes are written by one statement.
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    const handle = (name: string) => async (event: DomainEvent) => {
-      handled.push(`${name}:${event.id}`);
-      await released;
-    };
+    const [a, b] = [`test:${type}:a`, `test:${type}:b`];
     const outbox = node([
-      consumer(type, handle('a'), undefined, `test:${type}:a`),
-      consumer(type, handle('b'), undefined, `test:${type}:b`),
+      consumer(type, async () => {}, undefined, a),
+      consumer(type, async () => {}, undefined, b),
     ]);
-    await transaction(data(), (tx) => outbox.recordAll(tx, type, [{ n: 1 }, { n: 2 }, { n: 3 }]));
-    outbox.start();
-    await vi.waitFor(() => expect(handled).toHaveLength(6), WAIT);
-    release();
-    await vi.waitFor(async () => expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] }), WAIT);
+    await transaction(data(), (tx) => outbox.recordAll(tx, type, [{ n: 1 }, { n: 2 }]));
+    const [first, second] = (await rowsOf(type)).events.map((event) => event.id) as [string, string];
+    // Both consumers of the first event, and a claim of the second's that another claim replaced.
+    await finishDeliveries(data(), [
+      { event_id: first, consumer: a, attempts: null },
+      { event_id: first, consumer: b, attempts: null },
+      { event_id: second, consumer: a, attempts: 1 },
+    ]);
+    const left = await rowsOf(type);
+    expect(left.events.map((event) => event.id)).toEqual([second]);
+    expect(left.deliveries).toEqual([
+      { consumer: a, attempts: 0 },
+      { consumer: b, attempts: 0 },
+    ]);
   });
 
   it('hands out nothing of a transaction still open', async ({ skip }) => {
