@@ -29,6 +29,7 @@ import {
 import { OperationHooks } from './platform/operation-hooks.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 import { Outbox } from './platform/outbox.js';
+import { readBacklog } from './platform/outbox-store.js';
 
 /** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
 export type Modules = ModuleApis<typeof modules>;
@@ -181,7 +182,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     registerBacklogGauges(metrics.registry, {
       prefix: 'atrium_outbox',
       what: 'Domain events for their consumers (extensions, webhook fan-out)',
-      read: () => outbox.dueBacklog(),
+      read: () => readBacklog(db.data),
     });
     const platform: Platform = {
       config,

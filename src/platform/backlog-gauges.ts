@@ -15,14 +15,13 @@ export interface Backlog {
  */
 export function registerBacklogGauges(
   registry: Registry,
-  options: { prefix: string; what: string; read: () => Promise<Backlog | undefined> },
+  options: { prefix: string; what: string; read: () => Promise<Backlog> },
 ): void {
   let reading: Promise<void> | undefined;
   const refresh = () => {
     reading ??= options
       .read()
       .then((backlog) => {
-        if (!backlog) return;
         due.set(backlog.due);
         oldest.set(backlog.oldestDueSeconds);
       })

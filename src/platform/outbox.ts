@@ -1,4 +1,3 @@
-import type { Backlog } from './backlog-gauges.js';
 import type { EventBus } from './bus.js';
 import { afterCommit, type DataAccess } from './data-access.js';
 import { newId } from './ids.js';
@@ -10,7 +9,6 @@ import {
   finishDelivery,
   insertEvents,
   pruneOrphanEvents,
-  readBacklog,
   retryLater,
 } from './outbox-store.js';
 
@@ -139,11 +137,6 @@ export class Outbox {
   /** Whether any consumer takes `type`: the recorders skip all their work when none does. */
   hasConsumers(type: string): boolean {
     return this.namesByType.has(type);
-  }
-
-  /** What waits for a claim, for the metrics; nothing on a node without consumers, which never claims. */
-  dueBacklog(): Promise<Backlog | undefined> {
-    return this.consumers.size === 0 ? Promise.resolve(undefined) : readBacklog(this.deps.data);
   }
 
   /** Inside the committing transaction `tx`. Nothing at all when no consumer takes `type`. */
