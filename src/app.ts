@@ -6,6 +6,7 @@ import { loadKeyRing } from './platform/auth/keys.js';
 import { ofSessions } from './platform/auth/principal.js';
 import { revocationLog } from './platform/auth/revocation-log.js';
 import { requireServiceToken, ServiceTokens } from './platform/auth/service-tokens.js';
+import { registerBacklogGauges } from './platform/backlog-gauges.js';
 import { EventBus } from './platform/bus.js';
 import { CallContext } from './platform/context.js';
 import { ControlChannel } from './platform/control-channel.js';
@@ -28,6 +29,7 @@ import {
 import { OperationHooks } from './platform/operation-hooks.js';
 import { type OperationBinding, registerFrames, registerRoutes } from './platform/operations.js';
 import { Outbox } from './platform/outbox.js';
+import { readBacklog } from './platform/outbox-store.js';
 
 /** The modules' public APIs by name (`app.modules.presence.flushLastSeen()`). */
 export type Modules = ModuleApis<typeof modules>;
@@ -150,6 +152,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
       kv,
       { maxLen: config.EVENT_HISTORY_SIZE, ttlMs: config.EVENT_HISTORY_TTL_SECONDS * 1000 },
       inFlight,
+      (type) => metrics.eventPublishFailures.inc({ type }),
     );
     owned.unshift(['stop the event bus', async () => bus.close()]);
     const gateway = new Gateway({ config, log, metrics, bus, kv, inFlight });
@@ -176,6 +179,11 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
     owned.unshift(['unsubscribe from session revocations', stopRevocations]);
     const http = await createHttpServer({ config, log, metrics, inFlight });
     const outbox = new Outbox({ data: db.data, log, bus, stopTimeoutMs: config.SHUTDOWN_GRACE_MS });
+    registerBacklogGauges(metrics.registry, {
+      prefix: 'atrium_outbox',
+      what: 'Domain events for their consumers (extensions, webhook fan-out)',
+      read: () => readBacklog(db.data),
+    });
     const platform: Platform = {
       config,
       configParts,

@@ -69,6 +69,8 @@ export class EventBus {
     private readonly kv: Kv,
     private readonly history: HistoryLimits,
     private readonly inFlight = new InFlight(),
+    /** Told of each event that could not be published, by its type (the metrics' count of them). */
+    private readonly onPublishFailure: (type: string) => void = () => undefined,
   ) {}
 
   /**
@@ -98,7 +100,11 @@ export class EventBus {
    * (Kv.publishRecorded: one Redis round trip and command however many users it goes to).
    */
   publish(topics: string | readonly string[], event: BusEvent, options: PublishOptions = {}): Promise<void> {
-    return this.inFlight.track(this.send(topics, event, options), () => `publish ${event.t}`);
+    const sent = this.send(topics, event, options).catch((error: unknown) => {
+      this.onPublishFailure(event.t);
+      throw error;
+    });
+    return this.inFlight.track(sent, () => `publish ${event.t}`);
   }
 
   private async send(

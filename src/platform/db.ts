@@ -18,9 +18,17 @@ export interface Database {
   embedded?: EmbeddedPostgres;
   /** Connections in the pool: DATABASE_POOL_SIZE, or 1 for the embedded database (one session). */
   poolSize: number;
+  /** The pool now: connections lent out, connections idle, and callers waiting for one. */
+  poolUsage(): PoolUsage;
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface PoolUsage {
+  inUse: number;
+  idle: number;
+  waiting: number;
 }
 
 export interface OpenDatabaseOptions {
@@ -54,6 +62,14 @@ function wrap(orm: Orm, kind: Database['kind'], poolSize: number, embedded?: Emb
     data,
     kind,
     poolSize,
+    poolUsage() {
+      // knex's tarn pool; absent before knex initialised it and after close.
+      const pool = client.pool as
+        | { numUsed(): number; numFree(): number; numPendingAcquires(): number }
+        | undefined;
+      if (!pool) return { inUse: 0, idle: 0, waiting: 0 };
+      return { inUse: pool.numUsed(), idle: pool.numFree(), waiting: pool.numPendingAcquires() };
+    },
     ...(embedded ? { embedded } : {}),
     async ping() {
       await orm.em.getConnection().execute('select 1');

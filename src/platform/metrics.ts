@@ -51,6 +51,12 @@ export function createMetrics() {
       help: 'Times the event loop was blocked for over 1 s (src/platform/event-loop-stall.ts).',
       registers: [registry],
     }),
+    eventPublishFailures: new Counter({
+      name: 'atrium_event_publish_failures_total',
+      help: 'Events that could not be published on the bus (the KV store unreachable), by event type; their changes stand, live readers missed them.',
+      labelNames: ['type'] as const,
+      registers: [registry],
+    }),
     wsErrorFrames: new Counter({
       name: 'atrium_ws_error_frames_total',
       help: 'Error frames sent by the gateway, by error code.',

@@ -1,3 +1,4 @@
+import type { Backlog } from './backlog-gauges.js';
 import type { DataAccess } from './data-access.js';
 import { executeBound } from './db.js';
 import { toUuidArray } from './ids.js';
@@ -153,4 +154,15 @@ export async function pruneOrphanEvents(data: DataAccess, limit: number): Promis
     [limit],
   );
   return rows.length;
+}
+
+/** The deliveries due and not claimed (a claim's lease pushes its due time ahead), and the oldest one's wait. */
+export async function readBacklog(data: DataAccess): Promise<Backlog> {
+  const [row] = await executeBound<{ due: number; oldest: number }>(
+    data,
+    `select count(*)::int as due, coalesce(extract(epoch from now() - min(next_attempt_at)), 0)::float8 as oldest
+     from outbox_deliveries where next_attempt_at <= now()`,
+    [],
+  );
+  return { due: row?.due ?? 0, oldestDueSeconds: row?.oldest ?? 0 };
 }

@@ -6,8 +6,7 @@ import { sendProblem } from '../../platform/http-errors.js';
 import { errorResponses } from '../../platform/http-schemas.js';
 import type { Platform } from '../../platform/module.js';
 import { mediaResponse } from '../../platform/openapi.js';
-
-const CHECK_TIMEOUT_MS = 2000;
+import { probe } from './probe.js';
 
 const healthSchema = z.object({
   status: z.literal('ok'),
@@ -115,19 +114,4 @@ export function registerHealthRoutes(
       return text;
     },
   );
-}
-
-async function probe(check: () => Promise<void>): Promise<'ok' | 'unavailable'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('timeout')), CHECK_TIMEOUT_MS);
-  });
-  try {
-    await Promise.race([check(), timeout]);
-    return 'ok';
-  } catch {
-    return 'unavailable';
-  } finally {
-    clearTimeout(timer);
-  }
 }

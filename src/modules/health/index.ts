@@ -1,4 +1,5 @@
 import { defineModule } from '../../platform/module.js';
+import { registerHealthMetrics } from './health.metrics.js';
 import { registerHealthRoutes } from './health.routes.js';
 
 /** Liveness, readiness and Prometheus metrics: the three probes an orchestrator needs. */
@@ -7,6 +8,7 @@ export const healthModule = defineModule({
   tables: [],
   needs: [],
   setup(platform) {
+    registerHealthMetrics(platform);
     return { api: {}, routes: (http) => registerHealthRoutes(http, platform) };
   },
 });

@@ -1,3 +1,4 @@
+import type { Backlog } from '../../platform/backlog-gauges.js';
 import { beforeTimeIdKey, timeIdKeyParams, timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
@@ -200,4 +201,17 @@ export async function pruneFinished(data: DataAccess, before: Date, limit: numbe
     [before, limit],
   );
   return rows.length;
+}
+
+/** The pending deliveries due to enabled endpoints (what claimDue would take), and the oldest one's wait. */
+export async function dueBacklog(data: DataAccess): Promise<Backlog> {
+  const [row] = await executeBound<{ due: number; oldest: number }>(
+    data,
+    `select count(*)::int as due, coalesce(extract(epoch from now() - min(d.next_attempt_at)), 0)::float8 as oldest
+     from webhook_deliveries d
+     where d.status = 'pending' and d.next_attempt_at <= now()
+       and exists (select 1 from webhook_endpoints e where e.id = d.endpoint_id and e.enabled)`,
+    [],
+  );
+  return { due: row?.due ?? 0, oldestDueSeconds: row?.oldest ?? 0 };
 }

@@ -6,6 +6,7 @@ import type { Resolve } from './address-guard.js';
 import {
   type ClaimedDelivery,
   claimDue,
+  type DeliveryStatus,
   type EndedAttempt,
   pruneFinished,
   recordAttempts,
@@ -46,6 +47,8 @@ export interface DeliveryWorkerOptions {
   clock: () => Date;
   settings: DeliverySettings;
   intervalMs: number;
+  /** Told of each attempt's outcome as it is written: the delivery's status after it. */
+  onOutcome?: (status: DeliveryStatus) => void;
 }
 
 /**
@@ -167,6 +170,7 @@ export class DeliveryWorker {
         nextAttemptAt: next,
         at,
       });
+      this.options.onOutcome?.(status);
     } catch (err) {
       // The attempt's lease hands the delivery to the next pass of any node.
       this.options.log.warn({ err, delivery_id: delivery.id }, 'webhooks: could not record an attempt');

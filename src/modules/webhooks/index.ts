@@ -14,6 +14,7 @@ import type { AuditApi } from '../audit/index.js';
 import type { Resolve } from './address-guard.js';
 import { DeliveryWorker } from './delivery-worker.js';
 import { consumeWebhookEvents } from './fan-out.js';
+import { registerWebhookMetrics } from './webhooks.metrics.js';
 import { WebhooksService } from './webhooks.service.js';
 
 /** How often each node looks for due deliveries when nothing woke it. */
@@ -30,13 +31,15 @@ export function createWebhooksModule(options: { resolve?: Resolve; clock?: () =>
     name: 'webhooks',
     tables: ['webhook_endpoints', 'webhook_deliveries'],
     needs: ['audit'],
-    setup({ config, db, log, outbox }, { audit }: { audit: AuditApi }) {
+    setup({ config, db, log, metrics, outbox }, { audit }: { audit: AuditApi }) {
       const clock = options.clock ?? (() => new Date());
+      const onOutcome = registerWebhookMetrics(metrics.registry, () => db.data);
       const worker = new DeliveryWorker({
         data: () => db.data,
         log,
         clock,
         intervalMs: DELIVERY_INTERVAL_MS,
+        onOutcome,
         settings: {
           timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,
           retryBaseSeconds: config.WEBHOOK_RETRY_BASE_SECONDS,
