@@ -13,6 +13,7 @@ import {
   pruneOrphanEvents,
   retryLater,
 } from './outbox-store.js';
+import { settledWithin, withinLease } from './outbox-waits.js';
 
 /** A domain event as its consumers get it: `at` is the recording transaction's time, ISO-8601 UTC. */
 export interface DomainEvent<T = unknown> {
@@ -309,7 +310,7 @@ export class Outbox {
     if (delivery.attempts > maxAttempts) failure = new Error('the earlier attempts outlived their lease');
     else {
       try {
-        await withinLease(consumer, eventOf(delivery), leaseSeconds * 1000);
+        await withinLease(() => consumer.handle(eventOf(delivery)), leaseSeconds * 1000);
       } catch (err) {
         failure = err ?? new Error('the handler failed');
       }
@@ -375,33 +376,4 @@ function eventOf(delivery: ClaimedDelivery): DomainEvent {
     at: new Date(delivery.at).toISOString(),
     data: delivery.data,
   };
-}
-
-/**
- * The handler's outcome, or a failure once its lease is over: another node may be running it by
- * then, and this node's slot is freed for others. What the handler does later is ignored.
- */
-async function withinLease(consumer: OutboxConsumer, event: DomainEvent, leaseMs: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const lapsed = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the handler outlived its lease')), leaseMs);
-    timer.unref();
-  });
-  try {
-    await Promise.race([(async () => consumer.handle(event))(), lapsed]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/** Waits until one of `tasks` settles or `ms` pass. */
-async function settledWithin(tasks: readonly Promise<unknown>[], ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    ...tasks.map((task) => task.catch(() => undefined)),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
 }
