@@ -72,8 +72,10 @@ async function start(): Promise<void> {
   const openWorld = async (world: World, fresh: boolean) => {
     document.body.dataset.world = world.id;
     roster.open(world);
+    const opened = Promise.all([view.open(world), chat.open(world)]);
+    // The view holds the world from here: the leader's travel button names it.
     party.worldChanged();
-    await Promise.all([view.open(world), chat.open(world)]);
+    await opened;
     if (fresh) await view.writeChunks(starterTerrain());
   };
   const party = new PartyPanel(client, me, presence, social, find('#party'), find('#party-status'), {
@@ -81,6 +83,9 @@ async function start(): Promise<void> {
     follow: async (worldId) => {
       if (view.world?.id !== worldId)
         await openWorld(await client.call('worlds.get', { world_id: worldId }), false);
+    },
+    travelledWith: (userIds) => {
+      for (const userId of userIds) roster.seen(userId);
     },
   });
   const worlds = new WorldsPanel(

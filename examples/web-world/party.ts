@@ -26,6 +26,8 @@ export class PartyPanel {
       currentWorld: () => { id: string; name: string } | undefined;
       /** Opens a world the party was taken to. */
       follow: (worldId: string) => Promise<void>;
+      /** The members placed in the world with the caller: the roster lists them. */
+      travelledWith: (userIds: string[]) => void;
     },
   ) {
     client.on('party.updated', ({ party }) =>
@@ -40,6 +42,7 @@ export class PartyPanel {
       guard(this.status, async () => {
         await this.travel.follow(world_id);
         const joined = await client.call('worlds.join', { world_id, server_id });
+        this.travel.travelledWith(this.party?.members.map((member) => member.user_id) ?? []);
         this.status.textContent = `Travelled with your party: server ${joined.address}.`;
       }),
     );
@@ -128,8 +131,9 @@ export class PartyPanel {
         ? this.button(`bring the party to ${world.name}`, async () => {
             this.status.textContent = 'Starting a game server for the party…';
             const joined = await this.client.call('worlds.join', { world_id: world.id, party: true });
-            const placed = joined.party_placement?.user_ids.length ?? 1;
-            this.status.textContent = `${placed} of you travel together: server ${joined.address}.`;
+            const placed = joined.party_placement?.user_ids ?? [];
+            this.travel.travelledWith(placed);
+            this.status.textContent = `${placed.length} of you travel together: server ${joined.address}.`;
           })
         : el(
             'p',
