@@ -22,6 +22,8 @@ export interface DevServerOptions {
   /** 0 picks a free port. */
   port: number;
   host?: string;
+  /** The directory of the page (its index.html and main.ts): this example's unless given. */
+  pageDir?: string;
 }
 
 export interface DevServer {
@@ -44,9 +46,9 @@ const clientPackageFromSource: Plugin = {
 };
 
 /** The page's script for browsers. A Node builtin imported anywhere on the way fails the bundle. */
-async function bundlePage(): Promise<Uint8Array> {
+async function bundlePage(pageDir: string): Promise<Uint8Array> {
   const result = await build({
-    entryPoints: [join(here, 'main.ts')],
+    entryPoints: [join(pageDir, 'main.ts')],
     bundle: true,
     format: 'esm',
     platform: 'browser',
@@ -77,10 +79,11 @@ function proxy(target: URL, incoming: IncomingMessage, response: ServerResponse)
   incoming.pipe(upstream);
 }
 
-/** Bundles the page once, then serves it until `close`. */
+/** Bundles the page once, then serves it until `close`. examples/web-world serves its page with it too. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const target = new URL(options.atriumHttpUrl);
-  const [page, script] = await Promise.all([readFile(join(here, 'index.html')), bundlePage()]);
+  const pageDir = options.pageDir ?? here;
+  const [page, script] = await Promise.all([readFile(join(pageDir, 'index.html')), bundlePage(pageDir)]);
   const config = JSON.stringify({ wsUrl: options.atriumWsUrl });
 
   const server = createServer((incoming, response) => {
