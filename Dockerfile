@@ -13,6 +13,11 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY protocol ./protocol
 COPY migrations ./migrations
 COPY src ./src
+COPY scripts/copy-build-assets.ts ./scripts/copy-build-assets.ts
+COPY examples/gameserver/server.mjs ./examples/gameserver/server.mjs
+COPY deploy/agones/gameserver-template.yaml ./deploy/agones/gameserver-template.yaml
+# npm run build compiles, then copies beside the modules the files they read (the console's assets,
+# the local spawner's default program, the agones spawner's default GameServer template).
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # Runtime stage.
@@ -26,13 +31,6 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# Beside dist/src as in the repository: the local spawner's default program and the agones
-# spawner's default GameServer template (docs/gameservers.md). The reference server needs only
-# @msgpack/msgpack and ws, dependencies of the service too.
-COPY examples/gameserver/server.mjs ./dist/examples/gameserver/server.mjs
-COPY deploy/agones/gameserver-template.yaml ./dist/deploy/agones/gameserver-template.yaml
-# The operator console's stylesheet and script, which tsc does not copy.
-COPY src/modules/console/assets ./dist/src/modules/console/assets
 # The embedded database and generated keys live here when DATABASE_URL is not set.
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node

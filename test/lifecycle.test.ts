@@ -153,11 +153,7 @@ describe('uWebSockets.js JavaScript fallback', () => {
 function nodeFlags(words: string[]): string[] {
   expect(words[0]).toBe('node');
   const flags: string[] = [];
-  for (let i = 1; i < words.length && words[i]?.startsWith('--'); i++) {
-    // The tsx loader is how `npm start` runs TypeScript; the image runs the compiled JavaScript.
-    if (words[i] === '--import') i++;
-    else flags.push(words[i] as string);
-  }
+  for (let i = 1; i < words.length && words[i]?.startsWith('--'); i++) flags.push(words[i] as string);
   return flags;
 }
 
