@@ -1,7 +1,8 @@
 import { userAccountIdSql } from '../../src/modules/economy/accounts.js';
 import { inboxLockSql } from '../../src/modules/notifications/index.js';
 import { STORE_NOTIFICATIONS_SQL } from '../../src/modules/notifications/notifications.repository.js';
-import { RECORD_EVENTS_SQL } from '../../src/platform/outbox-store.js';
+import { SUBSCRIBED_ENDPOINT_EXISTS_SQL } from '../../src/modules/webhooks/deliveries.repository.js';
+import { recordEventsSql } from '../../src/platform/outbox-store.js';
 import { pgbenchUuid } from '../chat/ceiling.js';
 
 /**
@@ -12,9 +13,10 @@ import { pgbenchUuid } from '../chat/ceiling.js';
  * listing is found by its seller (pgbench has numbers, not the listing's id), and the ids the
  * service makes in JavaScript (entries, purchase, transaction, idempotency key, event,
  * notification) are made in SQL. The event's statement and the seller's notification's are the
- * service's own text (RECORD_EVENTS_SQL, STORE_NOTIFICATIONS_SQL) with the parameters pgbench
- * cannot bind written in; the event goes to a consumer no node runs, as the webhooks' fan-out of
- * the service's events is not the purchase's work.
+ * service's own text (recordEventsSql with the webhooks' condition, as the service records a
+ * purchase's event; STORE_NOTIFICATIONS_SQL) with the parameters pgbench cannot bind written in.
+ * With no webhook endpoint (as in the bench) the condition holds for none, and neither writes the
+ * event.
  */
 
 const REVENUE = `'00000000-0000-8000-8000-000000000002'::uuid`;
@@ -97,7 +99,7 @@ select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price
   p.seller_pending_account_id as pending, (select count(*) from inbox) as inbox_locked
 from funds f left join listing l on true left join p on true \\gset
 update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
-${withValues(RECORD_EVENTS_SQL, [
+${withValues(recordEventsSql([SUBSCRIBED_ENDPOINT_EXISTS_SQL]), [
   'array[gen_random_uuid()]',
   `'economy.purchase.completed'`,
   `jsonb_build_array(jsonb_build_object('purchase', :answer::jsonb))`,

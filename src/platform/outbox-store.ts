@@ -33,14 +33,42 @@ export const RECORD_EVENTS_SQL = `
   insert into outbox_deliveries (event_id, consumer, attempts, next_attempt_at)
   select events.id, c.name, 0, now() from events cross join unnest($4::text[]) as c (name)`;
 
+/**
+ * RECORD_EVENTS_SQL for consumers of which some take an event only while a condition holds
+ * (`OutboxConsumer.onlyIf`, in `conditions` in the order of the names bound as $4), checked in the
+ * recording statement: the event gets a delivery for each consumer whose condition holds, and is
+ * not written at all when none does. The conditions are the consumers' modules' named SQL
+ * fragments, never input. Answers one row per delivery written.
+ */
+export function recordEventsSql(conditions: readonly (string | undefined)[]): string {
+  if (conditions.every((condition) => condition === undefined)) return `${RECORD_EVENTS_SQL} returning 1`;
+  const wanted = conditions
+    .map((condition, i) => `select ($4::text[])[${i + 1}] as name where ${condition ?? 'true'}`)
+    .join('\n    union all ');
+  return `
+  with wanted as (
+    ${wanted}),
+  events as (
+    insert into outbox_events (id, type, data, at)
+    select ($1::uuid[])[d.n], $2, d.data, now()
+    from jsonb_array_elements($3::jsonb) with ordinality as d (data, n)
+    where exists (select 1 from wanted)
+    returning id)
+  insert into outbox_deliveries (event_id, consumer, attempts, next_attempt_at)
+  select events.id, wanted.name, 0, now() from events cross join wanted
+  returning 1`;
+}
+
+/** Records events by `sql` (recordEventsSql); answers how many deliveries it wrote. */
 export async function insertEvents(
   tx: DataAccess,
+  sql: string,
   ids: readonly string[],
   type: string,
   dataJson: string,
   consumers: readonly string[],
-): Promise<void> {
-  await executeBound(tx, RECORD_EVENTS_SQL, [toUuidArray(ids), type, dataJson, consumers]);
+): Promise<number> {
+  return (await executeBound(tx, sql, [toUuidArray(ids), type, dataJson, consumers])).length;
 }
 
 /**

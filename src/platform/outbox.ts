@@ -11,6 +11,7 @@ import {
   finishDeliveries,
   insertEvents,
   pruneOrphanEvents,
+  recordEventsSql,
   retryLater,
 } from './outbox-store.js';
 import { settledWithin, withinLease } from './outbox-waits.js';
@@ -31,6 +32,12 @@ export interface OutboxConsumer {
   retry: { leaseSeconds: number; maxAttempts: number };
   /** Resolves: done. Rejects: failed, retried with backoff. */
   handle(event: DomainEvent): Promise<void>;
+  /**
+   * A SQL condition, checked when an event is recorded (`$2` is its type): while it is false the
+   * consumer gets no delivery of the event, and an event no consumer takes is not written. A
+   * named fragment of the consumer's own module, e.g. "an endpoint subscribes to this type".
+   */
+  onlyIf?: string;
 }
 
 export interface OutboxOptions {
@@ -79,8 +86,10 @@ export const OUTBOX_DUE_TOPIC = 'outbox:due';
  */
 export class Outbox {
   private readonly consumers = new Map<string, OutboxConsumer>();
-  /** Each consumed type's consumer names, as the recording statement binds them. */
-  private readonly namesByType = new Map<string, string[]>();
+  /** Each consumed type's consumers, whose names the recording statement binds. */
+  private readonly consumersByType = new Map<string, OutboxConsumer[]>();
+  /** Each consumed type's recording statement and the names it binds, made once its consumers are known. */
+  private readonly recordingByType = new Map<string, { sql: string; names: string[] }>();
   private readonly options: Required<Omit<OutboxOptions, 'data' | 'log' | 'bus'>>;
   private state: 'idle' | 'running' | 'stopping' | 'stopped' = 'idle';
   private claimNames: string[] = [];
@@ -140,34 +149,47 @@ export class Outbox {
       throw new Error(`Outbox consumer ${consumer.name}: leaseSeconds must be > 0 and maxAttempts >= 1.`);
     }
     this.consumers.set(consumer.name, consumer);
-    this.namesByType.set(consumer.type, [...(this.namesByType.get(consumer.type) ?? []), consumer.name]);
+    const ofType = [...(this.consumersByType.get(consumer.type) ?? []), consumer];
+    this.consumersByType.set(consumer.type, ofType);
+    this.recordingByType.set(consumer.type, {
+      sql: recordEventsSql(ofType.map((each) => each.onlyIf)),
+      names: ofType.map((each) => each.name),
+    });
   }
 
   /** Whether any consumer takes `type`: the recorders skip all their work when none does. */
   hasConsumers(type: string): boolean {
-    return this.namesByType.has(type);
+    return this.recordingByType.has(type);
   }
 
   /** Inside the committing transaction `tx`. Nothing at all when no consumer takes `type`. */
   async record(tx: DataAccess, type: string, data: unknown): Promise<void> {
-    const names = this.namesByType.get(type);
-    if (!names) return;
-    await insertEvents(tx, [newId()], type, JSON.stringify([data]), names);
-    afterCommit(tx, this.announce);
+    const recording = this.recordingByType.get(type);
+    if (!recording) return;
+    const written = await insertEvents(
+      tx,
+      recording.sql,
+      [newId()],
+      type,
+      JSON.stringify([data]),
+      recording.names,
+    );
+    if (written > 0) afterCommit(tx, this.announce);
   }
 
   /** `record` for several events of one type, in one statement (a batch of stored messages). */
   async recordAll(tx: DataAccess, type: string, data: readonly unknown[]): Promise<void> {
-    const names = this.namesByType.get(type);
-    if (!names || data.length === 0) return;
-    await insertEvents(
+    const recording = this.recordingByType.get(type);
+    if (!recording || data.length === 0) return;
+    const written = await insertEvents(
       tx,
+      recording.sql,
       data.map(() => newId()),
       type,
       JSON.stringify(data),
-      names,
+      recording.names,
     );
-    afterCommit(tx, this.announce);
+    if (written > 0) afterCommit(tx, this.announce);
   }
 
   /** Committed events are due: wakes this node now and the others through the bus, throttled. */

@@ -104,6 +104,24 @@ describe('the outbox', () => {
     ]);
   });
 
+  it('gives a consumer whose condition is false at the recording no delivery, and writes no event none takes', async () => {
+    const type = freshType();
+    // The conditions read the recording statement's $2, the event's type, as a module's fragment would.
+    const wanted = (name: string, condition: string) => ({
+      ...consumer(type, async () => {}, undefined, `${type}:${name}`),
+      onlyIf: condition,
+    });
+    const picky = node([wanted('never', `$2 = 'another type'`), wanted('always', `$2 = '${type}'`)]);
+    await recorded(picky, type, { n: 1 });
+    expect((await rowsOf(type)).deliveries).toEqual([{ consumer: `${type}:always`, attempts: 0 }]);
+
+    const otherType = freshType();
+    const nobody = node([{ ...consumer(otherType, async () => {}), onlyIf: 'false' }]);
+    await recorded(nobody, otherType, { n: 1 });
+    await transaction(data(), (tx) => nobody.recordAll(tx, otherType, [{ n: 2 }, { n: 3 }]));
+    expect(await rowsOf(otherType)).toEqual({ events: [], deliveries: [] });
+  });
+
   it('records nothing when the transaction rolls back', async () => {
     const type = freshType();
     const outbox = node([consumer(type, async () => {})]);

@@ -3,7 +3,9 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../../protocol/webhooks.js';
+import { SUBSCRIBED_ENDPOINT_EXISTS_SQL } from '../../src/modules/webhooks/deliveries.repository.js';
 import { createWebhooksModule, type WebhooksApi } from '../../src/modules/webhooks/index.js';
+import { executeBound } from '../../src/platform/db.js';
 import { callsAs, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
 import { testModules, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
@@ -355,5 +357,37 @@ describe('webhook delivery', () => {
       [gone.id],
     );
     expect(row?.n).toBe(0);
+  });
+});
+
+describe('webhook events nobody is sent', () => {
+  const app = useTestApp({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
+  const { expectStatus } = callsAs(app);
+  /** The webhooks consumers' condition, as the outbox's recording statement evaluates it ($2: the type). */
+  const wanted = async (type: string) =>
+    (
+      await executeBound<{ wanted: boolean }>(
+        app().db.data,
+        `select ${SUBSCRIBED_ENDPOINT_EXISTS_SQL} as wanted from (select $1::text) as bound`,
+        ['unused', type],
+      )
+    )[0]?.wanted;
+
+  it('are recorded only while an enabled endpoint subscribes to their type, by name or by *', async () => {
+    const admin = await registerWithRole(app(), 'admin');
+    expect(await wanted('user.registered')).toBe(false);
+    const create = async (events: string[]) =>
+      (
+        await expectStatus(201, 'POST', '/api/admin/webhooks', admin, {
+          url: 'http://127.0.0.1:9/hooks',
+          events,
+        })
+      ).json() as WebhookEndpoint;
+    const named = await create(['user.registered']);
+    expect([await wanted('user.registered'), await wanted('user.deleted')]).toEqual([true, false]);
+    await expectStatus(200, 'PATCH', `/api/admin/webhooks/${named.id}`, admin, { enabled: false });
+    expect(await wanted('user.registered')).toBe(false);
+    await create(['*']);
+    expect([await wanted('user.registered'), await wanted('user.deleted')]).toEqual([true, true]);
   });
 });

@@ -26,6 +26,15 @@ export interface DeliveryRow {
 const COLUMNS = `id, endpoint_id, event_type, status, attempts, last_status_code, last_error, next_attempt_at,
   created_at, delivered_at, ${timeKeySql('created_at')} as created_key`;
 
+/**
+ * The webhooks consumers' `onlyIf` (src/platform/outbox.ts): whether an enabled endpoint subscribes
+ * to events of type $2, checked by the statement that records such an event, so that an event no
+ * endpoint would be sent costs no outbox rows, claim or fan-out. Endpoints are few
+ * (WEBHOOK_ENDPOINTS_MAX): a scan of the table.
+ */
+export const SUBSCRIBED_ENDPOINT_EXISTS_SQL =
+  "exists (select 1 from webhook_endpoints where enabled and (events = '{*}' or $2 = any (events)))";
+
 /** The endpoints an event recorded at `at` is delivered to: enabled since then, and subscribed to its type. */
 export async function subscriberIds(data: DataAccess, type: string, at: Date): Promise<string[]> {
   const rows = await executeBound<{ id: string }>(

@@ -2,13 +2,14 @@ import { type WebhookEventType, webhookEventTypes } from '../../../protocol/webh
 import type { DataAccess } from '../../platform/data-access.js';
 import { newId } from '../../platform/ids.js';
 import type { DomainEvent, Outbox } from '../../platform/outbox.js';
-import { insertDeliveries, subscriberIds } from './deliveries.repository.js';
+import { insertDeliveries, SUBSCRIBED_ENDPOINT_EXISTS_SQL, subscriberIds } from './deliveries.repository.js';
 import { deliveryBody } from './event-bodies.js';
 
 /**
  * The webhooks' side of the outbox (docs/webhooks.md): one consumer per event type of the
- * catalogue, so every such event is recorded in the transaction of its change like any domain
- * event, and after the commit its consumer writes one delivery per endpoint subscribed to it.
+ * catalogue, so every such event an enabled endpoint subscribes to is recorded in the transaction
+ * of its change like any domain event, and after the commit its consumer writes one delivery per
+ * endpoint subscribed to it.
  * The outbox retries a fan-out that failed; a pair (endpoint, event) is written once.
  */
 export function consumeWebhookEvents(
@@ -20,6 +21,7 @@ export function consumeWebhookEvents(
       name: `webhooks:${type}`,
       type,
       retry: { leaseSeconds: 30, maxAttempts: 20 },
+      onlyIf: SUBSCRIBED_ENDPOINT_EXISTS_SQL,
       handle: (event) => fanOut(type, event, options),
     });
   }
