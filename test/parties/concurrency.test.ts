@@ -1,5 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
+import type { PartiesApi } from '../../src/modules/parties/index.js';
+import { transaction } from '../../src/platform/data-access.js';
+import { executeBound } from '../../src/platform/db.js';
 import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { partyCalls } from './parties.js';
@@ -82,5 +85,62 @@ describe('parties under concurrent requests', () => {
         expect(state).toEqual({ parties: [], members: [], invites: [] });
       }
     }
+  });
+});
+
+describe('holding a party’s members (PartiesApi.holdMembers, for placing them together)', () => {
+  const app = useTestApp();
+  const { call, users, partyOf } = partyCalls(app);
+  const parties = () => (app().modules as unknown as { parties: PartiesApi }).parties;
+
+  it('answers only those still members, and makes a member’s leave wait until the holding transaction ends', async ({
+    skip,
+  }) => {
+    const [leader, member, gone, stranger] = await users(4);
+    const party = await partyOf(leader, [member, gone]);
+    expect((await call('POST', `/api/parties/${party.id}/leave`, gone)).statusCode).toBe(204);
+    const ids = [leader, member, gone, stranger].map((user) => user.user.id);
+    expect(await transaction(app().db.data, (tx) => parties().holdMembers(tx, party.id, ids))).toEqual(
+      new Set([leader.user.id, member.user.id]),
+    );
+    // The embedded database runs one transaction at a time: no leave could run beside the hold.
+    if (!process.env.DATABASE_URL) return skip();
+    // The leave starts outside the holding transaction's callback, or it would join that transaction.
+    let held!: () => void;
+    let release!: () => void;
+    const holding = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const holder = transaction(app().db.data, async (tx) => {
+      await parties().holdMembers(tx, party.id, ids);
+      held();
+      await released;
+    });
+    await holding;
+    let leaveAnswered = false;
+    const leave = call('POST', `/api/parties/${party.id}/leave`, member).then((response) => {
+      leaveAnswered = true;
+      return response.statusCode;
+    });
+    // The leave reached its wait on the held row: Postgres shows its delete blocked on a lock.
+    await vi.waitFor(
+      async () => {
+        const [row] = await executeBound<{ n: number }>(
+          app().db.data,
+          `select count(*)::int as n from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock' and query like '%delete from party_members%'`,
+          [],
+        );
+        expect(row?.n).toBe(1);
+      },
+      { timeout: 20_000, interval: 20 },
+    );
+    expect(leaveAnswered).toBe(false);
+    release();
+    await holder;
+    expect(await leave).toBe(204);
   });
 });

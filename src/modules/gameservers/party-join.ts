@@ -11,7 +11,7 @@ import type { JoinTarget, WorldJoinAnswer, WorldJoins } from './world-join.js';
 
 export interface PartyJoinDeps {
   joins: Pick<WorldJoins, 'placeParty'>;
-  parties: Pick<PartiesApi, 'partyOf'>;
+  parties: Pick<PartiesApi, 'partyOf' | 'holdMembers'>;
   presence: Pick<PresenceApi, 'online'>;
   social: Pick<SocialApi, 'relationsOf'>;
   bus: EventBus;
@@ -62,6 +62,7 @@ export class PartyJoins {
     const { answer, placed } = await this.deps.joins.placeParty(ctx, world, {
       leaderId,
       userIds,
+      holdMembers: (tx, ids) => this.deps.parties.holdMembers(tx, party.id, ids),
       target,
       unreadable,
     });

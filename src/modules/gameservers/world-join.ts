@@ -87,6 +87,11 @@ export interface PartyPlacementRequest {
   leaderId: string;
   /** The members to place, the leader included. */
   userIds: string[];
+  /**
+   * Those of `userIds` still in the party, held so until the placement's transaction ends
+   * (PartiesApi.holdMembers): who left since the party was read is not placed.
+   */
+  holdMembers(tx: DataAccess, userIds: readonly string[]): Promise<Set<string>>;
   target: JoinTarget;
   /** Members to place who may not read the world: no server's access admits them. */
   unreadable: string[];
@@ -282,18 +287,23 @@ export class WorldJoins {
     request: Omit<ReservationRequest, 'scope'>,
     party: PartyPlacementRequest,
   ): Promise<Placed> {
-    await lockReservations(tx, party.userIds);
-    const members = { ...request, userIds: party.userIds };
+    // Who left since the party was read is not placed, and who is placed stays until this commits.
+    const staying = await party.holdMembers(tx, party.userIds);
+    if (!staying.has(party.leaderId)) throw new AppError(ErrorCode.NOT_IN_PARTY, 'You are in no party.');
+    const userIds = party.userIds.filter((id) => staying.has(id));
+    const unreadable = party.unreadable.filter((id) => staying.has(id));
+    await lockReservations(tx, userIds);
+    const members = { ...request, userIds: userIds };
     const onServer = (serverId: string) => ({ access: null, ownerId: null, serverId });
     let slot: PartySlot | undefined;
     let launch: PendingLaunch | undefined;
     if ('serverId' in party.target) {
       const server = await liveServerOfWorld(tx, party.target.serverId, request.worldId);
       if (!server) throw noSuchServer();
-      const refused = await refusedByAccess(tx, server.id, party.userIds);
+      const refused = await refusedByAccess(tx, server.id, userIds);
       slot = await reserveForParty(tx, { ...members, scope: onServer(server.id) });
       if (!slot) throw noRoomForParty();
-      if (refused.length > 0 || party.unreadable.length > 0) throw partyRestricted();
+      if (refused.length > 0 || unreadable.length > 0) throw partyRestricted();
     } else {
       const { access } = party.target;
       const scope = { access, ownerId: access === 'public' ? null : party.leaderId, serverId: null };
@@ -312,7 +322,7 @@ export class WorldJoins {
       if (access !== 'public')
         await inviteAll(tx, {
           serverId: slot.id,
-          userIds: party.userIds.filter((id) => id !== party.leaderId),
+          userIds: userIds.filter((id) => id !== party.leaderId),
           invitedBy: party.leaderId,
           at: request.now,
         });
@@ -326,7 +336,7 @@ export class WorldJoins {
       });
     const serverId = slot.id;
     const placed = {
-      party: { serverId, userIds: party.userIds },
+      party: { serverId, userIds },
       next: (next, nextRequest) =>
         this.placeOnServer(next, nextRequest, serverId, { noServer: noSuchServer }),
     } satisfies Placed;

@@ -23,6 +23,7 @@ import type { PresenceApi } from '../presence/index.js';
 import type { SocialApi } from '../social/index.js';
 import type { UsersApi } from '../users/index.js';
 import { OfflineSweep } from './offline-sweep.js';
+import { holdMembers } from './parties.repository.js';
 import { PartiesService } from './parties.service.js';
 import { partyChatChannel } from './party-chat-channel.js';
 import { departFromOwnParty } from './party-departures.js';
@@ -39,6 +40,12 @@ export interface PartiesApi {
    * transaction, or the root handle), without locking the party.
    */
   partyOf(data: DataAccess, userId: string): Promise<Party | undefined>;
+  /**
+   * Those of `userIds` still members of the party, in the caller's transaction `tx`, held so until
+   * it ends: their leave, kick or offline removal waits (a placement of the party's members puts no
+   * one who left meanwhile on its server).
+   */
+  holdMembers(tx: DataAccess, partyId: string, userIds: readonly string[]): Promise<Set<string>>;
 }
 
 /** Parties: a leader and members, invitations, and offline members' removal (docs/parties.md). */
@@ -83,7 +90,10 @@ export const partiesModule = defineModule({
     });
     // The party's chat takes chat's pipeline, with this module's resolver deciding who may use it.
     const partyChat = chat.channelKind(partyChatChannel);
-    const api: PartiesApi = { partyOf: (data, userId) => parties.partyOf(data, userId) };
+    const api: PartiesApi = {
+      partyOf: (data, userId) => parties.partyOf(data, userId),
+      holdMembers: (tx, partyId, userIds) => holdMembers(tx, partyId, userIds),
+    };
     return {
       api,
       start: async () => sweep.start(),

@@ -1,6 +1,7 @@
 import { timeKeySql } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
+import { toUuidArray } from '../../platform/ids.js';
 import { namedSql } from '../../platform/named-sql.js';
 import { blockBetweenSql } from '../social/index.js';
 import { usernameSql } from '../users/index.js';
@@ -99,6 +100,23 @@ export async function partyIdOfMember(data: DataAccess, userId: string): Promise
 export async function partyMemberIds(data: DataAccess, partyId: string): Promise<string[]> {
   const rows = await executeBound<{ user_id: string }>(data, PARTY_MEMBER_IDS_SQL, [partyId]);
   return rows.map((row) => row.user_id);
+}
+
+/**
+ * Those of `userIds` who are members of the party, their membership rows held (for share) until
+ * the caller's transaction ends: a leave, kick or offline removal of one of them waits for it.
+ */
+export async function holdMembers(
+  data: DataAccess,
+  partyId: string,
+  userIds: readonly string[],
+): Promise<Set<string>> {
+  const rows = await executeBound<{ user_id: string }>(
+    data,
+    'select user_id from party_members where party_id = $1 and user_id = any($2::uuid[]) for share',
+    [partyId, toUuidArray(userIds)],
+  );
+  return new Set(rows.map((row) => row.user_id));
 }
 
 interface NewParty {
