@@ -8,7 +8,7 @@ import pg from 'pg';
 import { machineLine } from './backends.js';
 import { startSeededAtrium } from './peers/atrium.js';
 import { contender, LoadProcess, measuredWindow, type Server } from './peers/load-client.js';
-import { settledTreeRssKiB } from './peers/memory.js';
+import { settledTreeRssKiB, steadyTreeRssKiB } from './peers/memory.js';
 import { NAKAMA_VERSION, nakamaBinary, seedNakama, startNakama } from './peers/nakama.js';
 import { progress } from './peers/progress.js';
 import { type ConnectRound, peersReport, type RowResult, type SideInfo } from './peers/report.js';
@@ -106,6 +106,8 @@ export async function run(seconds: number): Promise<string> {
       stop: nakama.stop,
     });
 
+    // First, while the servers have done nothing since their seeding: the calmest memory readings.
+    const connect = await connectRounds(running, rounds, sockets, connectInFlight);
     const rows: RowResult[] = [];
     for (const row of ROWS) {
       progress(`${row.name}...`);
@@ -119,7 +121,6 @@ export async function run(seconds: number): Promise<string> {
       for (const { load } of running) await load.release();
       rows.push({ row, rounds: measured, answerBytes: prepared.map((p) => p.answerBytes) });
     }
-    const connect = await connectRounds(running, rounds, sockets, connectInFlight);
     const sides: SideInfo[] = running.map(({ server, restKiB }) => ({ name: server.name, restKiB }));
     const text = peersReport({
       command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
@@ -165,7 +166,7 @@ async function connectRounds(
       const index = (round + turn) % running.length;
       const { server, side, target, load } = running[index] as Running;
       progress(`connect ${sockets} sockets to ${server.name}, round ${round + 1}/${rounds}...`);
-      const baseKiB = await settledTreeRssKiB(server.pid);
+      const base = await steadyTreeRssKiB(server.pid);
       await load.prepare({
         kind: 'connect',
         side,
@@ -174,11 +175,16 @@ async function connectRounds(
         inFlight,
       });
       const window = await measuredWindow(server, load, () => load.window(0));
-      const heldKiB = await settledTreeRssKiB(server.pid);
+      const held = await steadyTreeRssKiB(server.pid);
       await load.release();
       // Lets the server finish with the closed sockets before the next side's window.
       await sleep(3_000);
-      results[index]?.push({ window, baseKiB, heldKiB });
+      results[index]?.push({
+        window,
+        baseKiB: base.kib,
+        heldKiB: held.kib,
+        steady: base.steady && held.steady,
+      });
     }
   }
   return results;

@@ -79,8 +79,8 @@ export async function startSeededAtrium(
       population: {
         users: ids.map((id, i) => ({ id, token: tokens[i] as string })),
         groupId,
-        purchases: market.buyers.flatMap((buyer) =>
-          market.listings.map((listing_id) => ({ token: buyer.token, body: { listing_id } })),
+        purchases: market.listings.flatMap((listing_id) =>
+          market.buyers.map((buyer) => ({ token: buyer.token, body: { listing_id } })),
         ),
         connectTokens,
       },

@@ -240,6 +240,14 @@ async function prepareRest(spec: RestSpec): Promise<Prepared & { answerBytes: nu
     ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     ...(spec.idempotencyKey ? { 'idempotency-key': randomUUID() } : {}),
   });
+  const { length } = spec.requests;
+  let sent = 0;
+  const pick = () => {
+    if (!spec.usersInTurn) return Math.floor(Math.random() * length);
+    const user = sent++ % spec.connections;
+    const own = Math.ceil((length - user) / spec.connections);
+    return user + spec.connections * Math.floor(Math.random() * own);
+  };
   const [first] = spec.requests;
   if (!first) throw new Error('a REST row needs requests');
   const check = await fetch(`${spec.base}${first.path}`, {
@@ -259,9 +267,7 @@ async function prepareRest(spec: RestSpec): Promise<Prepared & { answerBytes: nu
         requests: [
           {
             setupRequest: (request) => {
-              const { method, path, token, body } = spec.requests[
-                Math.floor(Math.random() * spec.requests.length)
-              ] as RestSpec['requests'][number];
+              const { method, path, token, body } = spec.requests[pick()] as RestSpec['requests'][number];
               return { ...request, method, path, headers: headersOf(token, body), body };
             },
           },

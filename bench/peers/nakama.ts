@@ -209,8 +209,8 @@ export async function seedNakama(http: string, connectSockets: number): Promise<
   return {
     users,
     groupId: group.id,
-    purchases: buyers.flatMap((buyer) =>
-      sellers.map((seller) => ({
+    purchases: sellers.flatMap((seller) =>
+      buyers.map((buyer) => ({
         token: buyer.token,
         body: { seller_id: seller.id, item_id: `item-${seller.id}`, price: PRICE },
       })),

@@ -14,7 +14,7 @@ export interface Population {
   /** User i's id and session token. */
   users: { id: string; token: string }[];
   groupId: string;
-  /** The purchases a buyer may make: the buyer's token and the request's body. */
+  /** The purchases buyers may make, listing by listing (purchase i is buyer i % BUYERS's): the buyer's token and the body. */
   purchases: { token: string; body: Record<string, unknown> }[];
   /** Session tokens for the connect row, one per socket. */
   connectTokens: string[];

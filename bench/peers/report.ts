@@ -15,6 +15,8 @@ export interface ConnectRound {
   window: PeerWindow;
   baseKiB: number;
   heldKiB: number;
+  /** False when an RSS reading hit its wait's cap before it stopped moving. */
+  steady: boolean;
 }
 
 export interface SideInfo {
@@ -146,7 +148,10 @@ ${details.join('\n')}
 
 Connect and authenticate ${whole(run.sockets)} sockets, ${run.connectInFlight} in flight (Atrium: open, then an \`auth\` frame until its
 ack; Nakama: open with the session token in the URL, which it checks before the upgrade); then
-the RSS (process and workers) settled with the sockets held, less the RSS settled before:
+the RSS (process and workers) with the sockets held, less the RSS before, each read once it
+stopped moving (20 s within 2 MiB or 1%, at most 90 s; rounds where it did not: ${
+    run.connect.flat().filter((r) => !r.steady).length
+  }):
 
 | Server | sockets/s | p50 ms | p99 ms | CPU µs per socket | KiB per idle socket | MiB at rest | errors |
 |---|---|---|---|---|---|---|---|

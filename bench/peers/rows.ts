@@ -230,6 +230,8 @@ export const ROWS: Row[] = [
         token,
         body: JSON.stringify(body),
       })),
+      // A buyer per connection: a user buys one thing at a time.
+      usersInTurn: true,
       idempotencyKey: side === 'atrium',
       connections: REST_CONNECTIONS,
     }),

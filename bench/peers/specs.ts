@@ -21,6 +21,11 @@ export interface RestSpec {
   kind: 'rest';
   base: string;
   requests: { method: 'GET' | 'POST' | 'PUT'; path: string; token: string; body?: string }[];
+  /**
+   * Request n is one of user n % connections's (request i is user i % connections's): with one
+   * request in flight per connection, a user's requests seldom overlap, as a real user's do not.
+   */
+  usersInTurn?: boolean;
   /** A fresh Idempotency-Key header on each request. */
   idempotencyKey?: boolean;
   connections: number;

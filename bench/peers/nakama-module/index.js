@@ -40,10 +40,11 @@ function purchase(ctx, _logger, nk, payload) {
       },
     ],
     null,
+    // In user id order, so two purchases never wait for each other's wallet in opposite orders.
     [
       { userId: ctx.userId, changeset: { coin: -order.price }, metadata: { item_id: order.item_id } },
       { userId: order.seller_id, changeset: { coin: earnings }, metadata: { item_id: order.item_id } },
-    ],
+    ].sort((a, b) => (a.userId < b.userId ? -1 : 1)),
     true,
   );
   return JSON.stringify({ item_id: order.item_id, version: result.storageWriteAcks[0].version });
