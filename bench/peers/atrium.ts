@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { configFrom } from '../../src/config.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
@@ -12,6 +13,7 @@ import { tokenIssuer } from '../realtime/tokens.js';
 import { npmStartArgs, startService } from '../service.js';
 import { settledTreeRssKiB } from './memory.js';
 import { CLIQUE, type Population, USERS } from './population.js';
+import { progress } from './progress.js';
 
 /**
  * Atrium for the peers bench, in production mode: the compiled build (`npm run build`, run by the
@@ -65,6 +67,13 @@ export async function startSeededAtrium(
   const ids = await seedUsers(env, USERS);
   const groupId = await seedSocial(env, ids, CLIQUE);
   const service = await startService(env, await compiledArgs());
+  // Its logs go to the stdout startService reads; errors and an unexpected exit are worth seeing.
+  createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    if (/"level":[56]0/.test(line)) console.error(line);
+  });
+  service.child.once('exit', (code, signal) =>
+    progress(`atrium WORKERS=${workers} exited (${code ?? signal})`),
+  );
   try {
     const restKiB = await settledTreeRssKiB(service.child.pid as number);
     const issuer = await tokenIssuer(dataDir);
