@@ -68,12 +68,11 @@ export class LoadProcess {
 const CLOCK_TICKS = 100;
 
 /**
- * CPU seconds of the PostgreSQL backends serving `database` (their process title names it) and,
- * when asked, of Redis: the share of the shared database servers a side's work costs. Backends
- * that exit during a window take their time with them; the pools keep theirs open.
+ * CPU ticks so far of each PostgreSQL backend serving `database` (its process title names it)
+ * and, when asked, of Redis, by pid: the share of the shared database servers a side's work costs.
  */
-async function databaseCpuSeconds(database: string, withRedis: boolean): Promise<number> {
-  let ticks = 0;
+async function databaseTicks(database: string, withRedis: boolean): Promise<Map<string, number>> {
+  const ticks = new Map<string, number>();
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
@@ -86,8 +85,18 @@ async function databaseCpuSeconds(database: string, withRedis: boolean): Promise
     }
     if (!counted) continue;
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    ticks += Number(fields[11]) + Number(fields[12]);
+    ticks.set(pid, Number(fields[11]) + Number(fields[12]));
   }
+  return ticks;
+}
+
+/**
+ * CPU seconds between two readings: a backend that started in between counts whole, one that
+ * exited (a pool letting a connection go) takes its last ticks with it and counts nothing.
+ */
+function databaseSecondsBetween(before: Map<string, number>, after: Map<string, number>): number {
+  let ticks = 0;
+  for (const [pid, now] of after) ticks += now - (before.get(pid) ?? 0);
   return ticks / CLOCK_TICKS;
 }
 
@@ -104,7 +113,7 @@ async function machineBusySeconds(): Promise<number> {
 async function cpuReading(server: Server, load: LoadProcess) {
   const [serverSeconds, database, client, machine] = await Promise.all([
     cpuSeconds(server.pid),
-    databaseCpuSeconds(server.database, server.usesRedis),
+    databaseTicks(server.database, server.usesRedis),
     cpuSeconds(load.pid),
     machineBusySeconds(),
   ]);
@@ -125,11 +134,15 @@ export async function measuredWindow(
     ...figures,
     perSecond: figures.ops / figures.seconds,
     serverCores: (after.serverSeconds - before.serverSeconds) / seconds,
-    databaseCores: (after.database - before.database) / seconds,
+    databaseCores: databaseSecondsBetween(before.database, after.database) / seconds,
     clientCores: (after.client - before.client) / seconds,
     machineCores: (after.machine - before.machine) / seconds,
     cpuUsPerOp:
-      ((after.serverSeconds - before.serverSeconds + after.database - before.database) * 1e6) / figures.ops,
+      ((after.serverSeconds -
+        before.serverSeconds +
+        databaseSecondsBetween(before.database, after.database)) *
+        1e6) /
+      figures.ops,
   };
 }
 
