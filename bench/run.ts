@@ -53,6 +53,11 @@ import { parseArgs } from 'node:util';
  *                         hook, and an echo rpc beside GET me and ping frames (bench/results/extensions.md);
  *                         also takes --backends embedded,postgres and --base DIR (another checkout's
  *                         service in the same rounds, e.g. the commit before extensions)
+ *   peers                 Atrium beside Nakama 3.40 (built once into ~/.cache/atrium-bench) on the same
+ *                         PostgreSQL: socket frames, REST reads and writes, DMs, group chat, a purchase, an
+ *                         echo rpc, connect + authenticate, memory per socket and at rest, with one process
+ *                         and a worker per core (bench/results/peers.md); --seconds is each window; also
+ *                         takes --rounds N (3), --sockets N (15000) and --connect-in-flight N (200)
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
  *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
@@ -78,6 +83,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   webhooks: () => import('./webhooks.js'),
   workers: () => import('./workers.js'),
   extensions: () => import('./extensions.js'),
+  peers: () => import('./peers.js'),
   failover: () => import('./failover.js'),
   soak: () => import('./soak.js'),
 };

@@ -104,8 +104,8 @@ export function measureEconomy(
 }
 
 /** Wallets for the buyers (admin grants) and one consumable listing per seller, through the API. */
-async function openMarket(
-  atrium: Atrium,
+export async function openMarket(
+  atrium: Pick<Atrium, 'httpPort'>,
   ids: readonly string[],
   issuer: Awaited<ReturnType<typeof tokenIssuer>>,
 ): Promise<Market> {
