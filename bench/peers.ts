@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs, promisify } from 'node:util';
@@ -61,8 +61,6 @@ export async function run(seconds: number): Promise<string> {
   progress(environment);
   progress('npm run build (the compiled service production mode runs)...');
   await run_('npm', ['run', 'build']);
-  // tsc emits only the compiled modules; the service also reads files beside them (the console's assets).
-  await cp('src', 'dist/src', { recursive: true, filter: (path) => !path.endsWith('.ts') });
   await nakamaBinary();
   const admin = new pg.Client({ connectionString: ADMIN_URL });
   await admin.connect();
