@@ -104,7 +104,7 @@ async function serveAsWorker(config: ReturnType<typeof loadConfig>, slot: number
   ]);
   const shareMetrics = contributeToHostMetrics();
   const app = await buildApp(config, { log: createLogger(config).child({ worker: slot }) });
-  shareMetrics(app.metrics.registry);
+  shareMetrics(app.metrics.registries);
   const stop = drainOnce(app);
   process.on('SIGTERM', stop);
   process.on('message', (message: unknown) => {

@@ -3,17 +3,35 @@ import { hostMetricsText } from './cluster/host-metrics.js';
 import { workerSlot } from './cluster/worker-messages.js';
 import { HotHistogram } from './hot-histogram.js';
 
+let processRegistry: Registry | undefined;
+
+/**
+ * Node's process metrics (prom-client's defaults: memory, CPU, event loop lag, GC), once per
+ * process: they describe the process, and their GC observer is never released, so a set per app
+ * would keep every closed app's registry, and the app through its gauges' callbacks, alive.
+ */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 /**
  * One registry per app instance (tests run several apps in one process, and prom-client's
- * global registry would make their metric names collide).
+ * global registry would make their metric names collide), served with the process's metrics.
  */
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+  /** Everything this process exports: its Node metrics and the app's. */
+  const registries = [processMetrics(), registry];
   return {
     registry,
-    /** What /metrics serves: this process's registry, or in worker mode the whole host's. */
-    exposition: (): Promise<string> => (workerSlot() === undefined ? registry.metrics() : hostMetricsText()),
+    registries,
+    /** What /metrics serves: this process's registries, or in worker mode the whole host's. */
+    exposition: async (): Promise<string> =>
+      workerSlot() === undefined ? Registry.merge(registries).metrics() : hostMetricsText(),
     // Observed on every request: see HotHistogram for why it is not prom-client's Histogram.
     httpRequestDuration: new HotHistogram({
       name: 'atrium_http_request_duration_seconds',

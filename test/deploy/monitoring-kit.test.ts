@@ -55,7 +55,7 @@ describe('metric names in the monitoring kit', () => {
   /** What the service's registry holds, a histogram standing for its three series. */
   const exported = () => {
     const names = new Set(PROMETHEUS_OWN);
-    for (const metric of app().metrics.registry.getMetricsAsArray()) {
+    for (const metric of app().metrics.registries.flatMap((registry) => registry.getMetricsAsArray())) {
       const { name, type } = metric as unknown as { name: string; type: string };
       names.add(name);
       if (type === 'histogram') for (const suffix of ['_bucket', '_sum', '_count']) names.add(name + suffix);

@@ -33,10 +33,10 @@ export function serveHostMetrics(): void {
  * requests, with an empty registry until the app's is given (a worker still starting would
  * otherwise leave every scrape waiting for it). Returns the function that gives it.
  */
-export function contributeToHostMetrics(): (registry: Registry) => void {
+export function contributeToHostMetrics(): (registries: Registry[]) => void {
   new AggregatorRegistry();
   AggregatorRegistry.setRegistries([new Registry()]);
-  return (registry) => AggregatorRegistry.setRegistries([registry]);
+  return (registries) => AggregatorRegistry.setRegistries(registries);
 }
 
 const pending = new Map<number, { settle: (reply: WorkerMessage) => void }>();
