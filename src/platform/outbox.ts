@@ -363,10 +363,7 @@ export class Outbox {
         await retryLater(this.deps.data, delivery, delayMs);
       }
     } catch (err) {
-      this.deps.log.warn(
-        { ...about, err },
-        'outbox: could not write a delivery outcome; its lease will lapse',
-      );
+      this.deps.log.warn({ ...about, err }, 'outbox: could not write a delivery outcome; its lease lapses');
     }
   }
 
