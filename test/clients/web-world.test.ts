@@ -184,7 +184,10 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
       const afterRestart = await placeBlock(alice);
       await seesBlockAt(bob, afterRestart);
 
-      for (const page of [alice, bob]) expect((page as Page & { errors: string[] }).errors).toEqual([]);
+      for (const page of [alice, bob]) {
+        const { errors } = page as Page & { errors: string[] };
+        expect(errors, errors.join('\n')).toEqual([]);
+      }
     },
     PROCESS_TEST_TIMEOUT_MS * 2,
   );
