@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import type { MikroORM as Orm } from '@mikro-orm/postgresql';
 import { type DataAccess, rootHandle, runStatement } from './data-access.js';
-import { type EmbeddedOptions, type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-postgres.js';
-import { embeddedRunner } from './embedded-protocol.js';
+import type { EmbeddedOptions, EmbeddedPostgres } from './embedded-postgres.js';
 import { type NamedSql, valuesOf } from './named-sql.js';
 import { type DatabaseSettings, openEmbeddedOrm, openServerOrm } from './orm-config.js';
+import type { Runner } from './statement-runners.js';
 import { postgresRunner } from './statement-runners.js';
 
 export interface Database {
@@ -38,24 +38,37 @@ export interface OpenDatabaseOptions {
 
 /** The database of DATABASE_URL, or the embedded one under DATA_DIR (or from `options.embedded`). */
 export async function openDatabase(config: DatabaseSettings, options: OpenDatabaseOptions = {}) {
-  if (config.DATABASE_URL) return wrap(await openServerOrm(config), 'postgres', config.DATABASE_POOL_SIZE);
+  if (config.DATABASE_URL) {
+    return wrap(await openServerOrm(config), 'postgres', config.DATABASE_POOL_SIZE, postgresRunner());
+  }
+  // Imported here: a process on Postgres need not load PGlite (a megabyte of heap, more of code).
+  const [{ startEmbeddedPostgres }, { embeddedRunner }] = await Promise.all([
+    import('./embedded-postgres.js'),
+    import('./embedded-protocol.js'),
+  ]);
   const embedded = await startEmbeddedPostgres(
     options.embedded ?? { dataDir: join(config.DATA_DIR, 'pgdata') },
   );
   try {
-    return wrap(await openEmbeddedOrm(embedded), 'embedded', 1, embedded);
+    return wrap(await openEmbeddedOrm(embedded), 'embedded', 1, embeddedRunner(embedded.pglite), embedded);
   } catch (error) {
     await embedded.close();
     throw error;
   }
 }
 
-function wrap(orm: Orm, kind: Database['kind'], poolSize: number, embedded?: EmbeddedPostgres): Database {
+function wrap(
+  orm: Orm,
+  kind: Database['kind'],
+  poolSize: number,
+  run: Runner,
+  embedded?: EmbeddedPostgres,
+): Database {
   const { client } = orm.em.getKnex();
   const data = rootHandle({
     acquire: () => client.acquireConnection(),
     release: (connection) => client.releaseConnection(connection),
-    run: embedded ? embeddedRunner(embedded.pglite) : postgresRunner(),
+    run,
   });
   return {
     orm,

@@ -1,13 +1,14 @@
-import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, MikroORM } from '@mikro-orm/postgresql';
-import { migrationsList } from '../../migrations/index.js';
 import type { EmbeddedPostgres } from './embedded-postgres.js';
 import type { PlatformConfig } from './platform-config.js';
 
 /**
  * How MikroORM opens the database's pool (driver options, timeouts, the pool's check of a
- * connection) and migrates it. No statement goes through it: they run on its pool (db.ts).
+ * connection) and how it migrates. No statement goes through it: they run on its pool (db.ts).
  */
+
+/** Where the names of the applied migrations are recorded. */
+export const MIGRATIONS_TABLE = 'atrium_migrations';
 
 /** The settings the database is opened with (DATA_DIR: where the embedded database lives). */
 export type DatabaseSettings = Pick<
@@ -110,10 +111,9 @@ function ormOptions(target: ConnectionTarget) {
       acquireConnectionTimeout: acquireMs,
       pool: { validate: isIdle },
     },
-    extensions: [Migrator],
+    // The Migrator and the migrations load when something is to be migrated (migrate.ts).
     migrations: {
-      tableName: 'atrium_migrations',
-      migrationsList,
+      tableName: MIGRATIONS_TABLE,
       transactional: true,
       // All pending migrations apply in one transaction, so a failure leaves the schema as it was.
       allOrNothing: true,

@@ -17,7 +17,6 @@ const OWN_SENSE: Record<string, string> = {
   settings: 'a setting is a configuration variable, which the platform reads and validates',
   console: "JavaScript's `console`, which the KV stores warn through",
   admin: 'a role the access tokens carry (auth/access-tokens.ts), ranked by requireRole',
-  extensions: "MikroORM's `extensions` option (the migrator)",
 };
 
 function filesUnder(dir: string): string[] {

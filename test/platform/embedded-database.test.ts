@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
-import { openDatabase } from '../../src/platform/db.js';
+import { executeBound, openDatabase } from '../../src/platform/db.js';
 import { preparedDataDir } from '../helpers/service-process.js';
 
 /** Embedded mode regardless of DATABASE_URL: these tests are about PGlite under DATA_DIR. */
@@ -38,6 +38,16 @@ describe('embedded database', () => {
       expect(rows).toEqual([{ username: 'persisted_user' }]);
     } finally {
       await second.close();
+    }
+  });
+
+  it('runs with small shared buffers, as they stay resident once touched', async () => {
+    const db = await openDatabase(config());
+    try {
+      const [row] = await executeBound<{ shared_buffers: string }>(db.data, 'show shared_buffers', []);
+      expect(row?.shared_buffers).toBe('16MB');
+    } finally {
+      await db.close();
     }
   });
 

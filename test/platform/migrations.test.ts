@@ -2,7 +2,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
-import { migrateUp, migrationStatus } from '../../src/platform/migrate.js';
+import { migrateUp, migrationFileNames, migrationStatus, migratorOf } from '../../src/platform/migrate.js';
 import { createEmptyDatabase, type TestDatabase } from '../helpers/database.js';
 
 const allNames = migrationsList.map((m) => m.name);
@@ -56,6 +56,10 @@ describe('database migrations', () => {
     expect(new Set(numbers).size).toBe(numbers.length);
   });
 
+  it('are each in a file of its own name, which is how a start tells that one is pending', async () => {
+    expect((await migrationFileNames()).sort()).toEqual([...allNames].sort());
+  });
+
   it('apply every migration once, in order, on an empty database', async () => {
     const { db, url } = await emptyDatabase();
     expect(await migrationStatus(db)).toEqual({ executed: [], pending: allNames });
@@ -71,6 +75,22 @@ describe('database migrations', () => {
       .getConnection()
       .execute('select name from atrium_migrations order by id');
     expect(rows.map((r) => r.name)).toEqual(allNames);
+  });
+
+  it('leave the migrator unloaded when a process finds its database up to date', async () => {
+    const { db, url } = await migratedDatabase();
+    // Opened anew, as a starting process would: the one that migrated has the migrator loaded.
+    const again = url
+      ? await openDatabase(configFrom({ DATABASE_URL: url }))
+      : await openDatabase(configFrom({}), {
+          embedded: { loadDataDir: await db.embedded?.pglite.dumpDataDir() },
+        });
+    try {
+      expect(await migrateUp(again, url)).toEqual([]);
+      expect(again.orm.config.getExtension('@mikro-orm/migrator')).toBeUndefined();
+    } finally {
+      await again.close();
+    }
   });
 
   it('create each enumeration type exactly once', async () => {
@@ -119,7 +139,7 @@ describe('database migrations', () => {
 
   it('give the ranking rows taken before 0026 the tags and category their worlds have', async () => {
     const { db } = await emptyDatabase();
-    await db.orm.migrator.up({ to: '0025_admin_indexes' });
+    await (await migratorOf(db)).up({ to: '0025_admin_indexes' });
     const connection = db.orm.em.fork().getConnection();
     const [owner, tagged, bare] = [1, 2, 3].map((n) => `0190a000-0000-7000-8000-00000000002${n}`);
     await connection.execute(
@@ -144,7 +164,7 @@ describe('database migrations', () => {
       [tagged],
     );
 
-    await db.orm.migrator.up();
+    await (await migratorOf(db)).up();
 
     const rows: { world_id: string; tags: string[]; category: string | null }[] = await connection.execute(
       'select world_id, tags, category from discovery_ranks order by world_id',
