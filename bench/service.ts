@@ -12,14 +12,20 @@ export interface RunningService {
 }
 
 /**
- * The node arguments of package.json's `start` script (`node <args>`): the service's V8 flags
- * change its throughput, so benchmarks must run it with the very ones `npm start` uses.
+ * The node arguments of `npm start` for the sources: package.json's `start` script is
+ * `node <flags> scripts/start.mjs <args>`, and the benchmarks run its flags (the service's V8
+ * flags change its throughput, so they must be the very ones `npm start` uses) with the sources
+ * through tsx, as npm start does without a current build, so that a stale dist/ never decides
+ * what is measured. bench/peers runs the compiled build with the same flags.
  */
 export async function npmStartArgs(): Promise<string[]> {
   const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } };
-  const [command, ...args] = scripts.start.trim().split(/\s+/);
-  if (command !== 'node') throw new Error(`npm start is expected to run node, it runs: ${scripts.start}`);
-  return args;
+  const [command, ...words] = scripts.start.trim().split(/\s+/);
+  const script = words.indexOf('scripts/start.mjs');
+  if (command !== 'node' || script < 0) {
+    throw new Error(`npm start is expected to run node scripts/start.mjs, it runs: ${scripts.start}`);
+  }
+  return [...words.slice(0, script), '--import', 'tsx', 'src/main.ts', ...words.slice(script + 1)];
 }
 
 /**
