@@ -39,6 +39,28 @@ export interface PeersRun {
 }
 
 /** A figure of the rounds: the median, and the lowest and highest round when there are several. */
+/** A side's windows as the table's cells: rate, p50, p99 and CPU per operation, each median (spread). */
+function windowCells(windows: readonly PeerWindow[]): [string, string, string, string] {
+  return [
+    spread(
+      windows.map((v) => v.perSecond),
+      whole,
+    ),
+    spread(
+      windows.map((v) => v.p50Ms),
+      ms,
+    ),
+    spread(
+      windows.map((v) => v.p99Ms),
+      ms,
+    ),
+    spread(
+      windows.map((v) => v.cpuUsPerOp),
+      whole,
+    ),
+  ];
+}
+
 function spread(values: number[], format: (v: number) => string): string {
   const m = format(median(values));
   return values.length > 1 ? `${m} (${format(Math.min(...values))}–${format(Math.max(...values))})` : m;
@@ -84,38 +106,16 @@ export function peersReport(run: PeersRun): string {
   const details = run.rows.flatMap(({ row, rounds, answerBytes }) =>
     rounds.map((side, i) => {
       const w = side.windows;
-      return `| ${i === 0 ? row.name : ''} | ${side.name} | **${spread(
-        w.map((v) => v.perSecond),
-        whole,
-      )}** | ${spread(
-        w.map((v) => v.p50Ms),
-        ms,
-      )} | ${spread(
-        w.map((v) => v.p99Ms),
-        ms,
-      )} | **${spread(
-        w.map((v) => v.cpuUsPerOp),
-        whole,
-      )}** | ${cores(median(w.map((v) => v.serverCores)))} | ${cores(median(w.map((v) => v.databaseCores)))} | ${cores(
+      const [rate, p50, p99, cpu] = windowCells(w);
+      return `| ${i === 0 ? row.name : ''} | ${side.name} | **${rate}** | ${p50} | ${p99} | **${cpu}** | ${cores(median(w.map((v) => v.serverCores)))} | ${cores(median(w.map((v) => v.databaseCores)))} | ${cores(
         median(w.map((v) => v.clientCores)),
       )} | ${cores(median(w.map((v) => v.machineCores)))} | ${answerBytes[i] ?? ''} | ${errorsOf([side.warmUp, ...w])} |`;
     }),
   );
   const connectRows = run.connect.map((rounds, i) => {
     const w = rounds.map((r) => r.window);
-    return `| ${run.sides[i]?.name} | **${spread(
-      w.map((v) => v.perSecond),
-      whole,
-    )}** | ${spread(
-      w.map((v) => v.p50Ms),
-      ms,
-    )} | ${spread(
-      w.map((v) => v.p99Ms),
-      ms,
-    )} | ${spread(
-      w.map((v) => v.cpuUsPerOp),
-      whole,
-    )} | **${spread(rounds.map(perSocketKiB), (v) => v.toFixed(1))}** | ${mib(rest(i))} | ${errorsOf(w)} |`;
+    const [rate, p50, p99, cpu] = windowCells(w);
+    return `| ${run.sides[i]?.name} | **${rate}** | ${p50} | ${p99} | ${cpu} | **${spread(rounds.map(perSocketKiB), (v) => v.toFixed(1))}** | ${mib(rest(i))} | ${errorsOf(w)} |`;
   });
   return `# Atrium beside Nakama
 
