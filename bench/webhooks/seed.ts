@@ -79,7 +79,12 @@ export async function seedWebhooks(
           const event = benchEvent(at);
           const id = newId();
           const body = deliveryBody(id, EVENT_TYPE, event);
-          await insertDeliveries(tx, event, [{ id, endpointId: endpoints.backlog, body }], at);
+          await insertDeliveries(
+            tx,
+            event.type,
+            [{ id, endpointId: endpoints.backlog, eventId: event.id, body }],
+            at,
+          );
         }
       });
     }

@@ -3,6 +3,7 @@ import type { EventBus } from './bus.js';
 import { afterCommit, type DataAccess } from './data-access.js';
 import { newId } from './ids.js';
 import type { Logger } from './log.js';
+import { type DomainEvent, eventOf, type OutboxConsumer } from './outbox-consumer.js';
 import {
   type ClaimedDelivery,
   claimDue,
@@ -16,29 +17,7 @@ import {
 } from './outbox-store.js';
 import { settledWithin, withinLease } from './outbox-waits.js';
 
-/** A domain event as its consumers get it: `at` is the recording transaction's time, ISO-8601 UTC. */
-export interface DomainEvent<T = unknown> {
-  id: string;
-  type: string;
-  at: string;
-  data: T;
-}
-
-export interface OutboxConsumer {
-  /** Unique in the process and the same on every node with the same config, e.g. `extension:<ext>:<type>:<n>`. */
-  name: string;
-  type: string;
-  /** leaseSeconds: a claimed delivery not finished by then is claimed again (by any node); maxAttempts: then dropped with an error log. */
-  retry: { leaseSeconds: number; maxAttempts: number };
-  /** Resolves: done. Rejects: failed, retried with backoff. */
-  handle(event: DomainEvent): Promise<void>;
-  /**
-   * A SQL condition, checked when an event is recorded (`$2` is its type): while it is false the
-   * consumer gets no delivery of the event, and an event no consumer takes is not written. A
-   * named fragment of the consumer's own module, e.g. "an endpoint subscribes to this type".
-   */
-  onlyIf?: string;
-}
+export type { DomainEvent, OutboxConsumer } from './outbox-consumer.js';
 
 export interface OutboxOptions {
   /** The database's root handle: claims and outcomes run on it, each a statement of its own. */
@@ -101,6 +80,8 @@ export class Outbox {
   private pruning: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
   private readonly running = new Set<Promise<void>>();
+  /** Deliveries the running handlers hold: the room a claim has is what `concurrency` leaves. */
+  private held = 0;
   /** The last claim filled its room: poll again as soon as a handler ends. */
   private backlog = false;
   /** The last claim failed (the database is unreachable): logged once until one succeeds. */
@@ -284,7 +265,7 @@ export class Outbox {
     this.pollDueAt = Number.POSITIVE_INFINITY;
     if (this.state !== 'running' || this.claiming) return;
     this.woken = false;
-    const room = Math.min(this.options.batchSize, this.options.concurrency - this.running.size);
+    const room = Math.min(this.options.batchSize, this.options.concurrency - this.held);
     if (room <= 0) {
       // Every slot is busy: the first handler to end polls again.
       this.backlog = true;
@@ -311,34 +292,59 @@ export class Outbox {
     if (this.failing) this.deps.log.info('outbox: claiming deliveries again');
     this.failing = false;
     this.backlog = claimed.length === room;
-    for (const delivery of claimed) this.startHandler(delivery);
+    const batches = new Map<string, ClaimedDelivery[]>();
+    for (const delivery of claimed) {
+      // A claim past the last attempt is one whose earlier leases lapsed (its nodes died, or its
+      // handler hung): dropped without running it again.
+      const lapsed =
+        delivery.attempts > (this.consumers.get(delivery.consumer) as OutboxConsumer).retry.maxAttempts;
+      if (lapsed) this.startTask([delivery], new Error('the earlier attempts outlived their lease'));
+      else batches.set(delivery.consumer, [...(batches.get(delivery.consumer) ?? []), delivery]);
+    }
+    for (const [name, deliveries] of batches) {
+      if ((this.consumers.get(name) as OutboxConsumer).handleMany) this.startTask(deliveries);
+      else for (const delivery of deliveries) this.startTask([delivery]);
+    }
   }
 
-  private startHandler(delivery: ClaimedDelivery): void {
-    const task = this.deliver(delivery).finally(() => {
+  /** Runs one handler on deliveries of one consumer (all of them at once: handleMany), or drops them. */
+  private startTask(deliveries: ClaimedDelivery[], dropped?: Error): void {
+    this.held += deliveries.length;
+    const task = this.deliver(deliveries, dropped).finally(() => {
+      this.held -= deliveries.length;
       this.running.delete(task);
       if (this.backlog && !this.claiming) this.schedulePoll(0);
     });
     this.running.add(task);
   }
 
-  /** Runs the consumer's handler on one claimed delivery and writes the outcome; never rejects. */
-  private async deliver(delivery: ClaimedDelivery): Promise<void> {
-    const consumer = this.consumers.get(delivery.consumer) as OutboxConsumer;
-    const { leaseSeconds, maxAttempts } = consumer.retry;
-    let failure: unknown;
-    // A claim past the last attempt is one whose earlier leases lapsed (its nodes died, or its
-    // handler hung): dropped without running it again.
-    if (delivery.attempts > maxAttempts) failure = new Error('the earlier attempts outlived their lease');
-    else {
+  /** Runs the consumer's handler on claimed deliveries and writes their outcomes; never rejects. */
+  private async deliver(deliveries: ClaimedDelivery[], dropped?: Error): Promise<void> {
+    const consumer = this.consumers.get((deliveries[0] as ClaimedDelivery).consumer) as OutboxConsumer;
+    let failure: unknown = dropped;
+    if (!dropped) {
+      const events = deliveries.map(eventOf);
+      const run = consumer.handleMany
+        ? () => (consumer.handleMany as (events: DomainEvent[]) => Promise<void>)(events)
+        : () => consumer.handle(events[0] as DomainEvent);
       try {
-        await withinLease(() => consumer.handle(eventOf(delivery)), leaseSeconds * 1000);
+        await withinLease(run, consumer.retry.leaseSeconds * 1000);
       } catch (err) {
         failure = err ?? new Error('the handler failed');
       }
     }
     // After stop() gave up waiting the database may be closing: the lease hands the delivery on.
     if (this.state === 'stopped') return;
+    await Promise.all(deliveries.map((delivery) => this.writeOutcome(consumer, delivery, failure)));
+  }
+
+  /** Done, retried later or, after its last attempt, dropped with an error log; never rejects. */
+  private async writeOutcome(
+    consumer: OutboxConsumer,
+    delivery: ClaimedDelivery,
+    failure: unknown,
+  ): Promise<void> {
+    const { leaseSeconds, maxAttempts } = consumer.retry;
     const about = {
       event_id: delivery.event_id,
       type: delivery.type,
@@ -386,13 +392,4 @@ export class Outbox {
       this.pruning = undefined;
     });
   }
-}
-
-function eventOf(delivery: ClaimedDelivery): DomainEvent {
-  return {
-    id: delivery.event_id,
-    type: delivery.type,
-    at: new Date(delivery.at).toISOString(),
-    data: delivery.data,
-  };
 }

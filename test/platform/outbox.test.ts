@@ -271,6 +271,32 @@ describe('the outbox', () => {
     expect(linesAbout(type).map((line) => line.retry_in_ms)).toEqual([400, 500]);
   });
 
+  it('hands a batch consumer the events of one claim at once, retrying them all when it fails', async () => {
+    const type = freshType();
+    const calls: number[][] = [];
+    let failNext = true;
+    const batching: OutboxConsumer = {
+      ...consumer(type, async () => {
+        throw new Error('handle is not called for a batch consumer');
+      }),
+      handleMany: async (events) => {
+        calls.push(events.map((event) => (event.data as { n: number }).n));
+        if (failNext) {
+          failNext = false;
+          throw new Error('refused once');
+        }
+      },
+    };
+    const outbox = node([batching]);
+    await transaction(data(), (tx) => outbox.recordAll(tx, type, [{ n: 1 }, { n: 2 }, { n: 3 }]));
+    outbox.start();
+    await vi.waitFor(async () => expect(await rowsOf(type)).toEqual({ events: [], deliveries: [] }), WAIT);
+    // One call for the claim's three; then the three again, retried (in as many claims as their
+    // retries came due in).
+    expect([...(calls[0] ?? [])].sort()).toEqual([1, 2, 3]);
+    expect(calls.slice(1).flat().sort()).toEqual([1, 2, 3]);
+  });
+
   it('hands each event to exactly one of two nodes', async () => {
     const type = freshType();
     const handled = new Map<string, string[]>();

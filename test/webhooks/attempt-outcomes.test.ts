@@ -45,12 +45,7 @@ describe('webhook attempt outcomes written together', () => {
     const ids = [newId(), newId(), newId(), newId()];
     // One delivery per (endpoint, event): an event each.
     for (const id of ids) {
-      await insertDeliveries(
-        data,
-        { id: newId(), type: 'user.registered' },
-        [{ id, endpointId, body: '{}' }],
-        at,
-      );
+      await insertDeliveries(data, 'user.registered', [{ id, endpointId, eventId: newId(), body: '{}' }], at);
     }
     const claimed = await claimDue(data, at, new Date(at.getTime() + 60_000), 10);
     expect(claimed.map((delivery) => delivery.id).sort()).toEqual([...ids].sort());

@@ -35,27 +35,40 @@ const COLUMNS = `id, endpoint_id, event_type, status, attempts, last_status_code
 export const SUBSCRIBED_ENDPOINT_EXISTS_SQL =
   "exists (select 1 from webhook_endpoints where enabled and (events = '{*}' or $2 = any (events)))";
 
-/** The endpoints an event recorded at `at` is delivered to: enabled since then, and subscribed to its type. */
-export async function subscriberIds(data: DataAccess, type: string, at: Date): Promise<string[]> {
-  const rows = await executeBound<{ id: string }>(
+/**
+ * The endpoints each event of `type` goes to, for events recorded at `ats`: enabled since the
+ * event's time and subscribed to its type. Answers (index into `ats`, endpoint id) pairs, in one
+ * statement for a batch of events.
+ */
+export function subscriptionsOf(
+  data: DataAccess,
+  type: string,
+  ats: readonly Date[],
+): Promise<{ n: number; endpoint_id: string }[]> {
+  return executeBound(
     data,
-    `select id from webhook_endpoints
-     where enabled and enabled_since <= $2 and (events = '{*}' or $1 = any (events))`,
-    [type, at],
+    `select e.n::int - 1 as n, w.id as endpoint_id
+     from unnest($2::timestamptz[]) with ordinality as e (at, n)
+     join webhook_endpoints w
+       on w.enabled and w.enabled_since <= e.at and (w.events = '{*}' or $1 = any (w.events))`,
+    [type, ats],
   );
-  return rows.map((row) => row.id);
 }
 
 export interface NewDelivery {
   id: string;
   endpointId: string;
+  eventId: string;
   body: string;
 }
 
-/** The deliveries of one event, due at `at`; a pair (endpoint, event) written before is left as it is. */
+/**
+ * Deliveries of events of `type`, due at `at`, in one statement; a pair (endpoint, event) written
+ * before is left as it is.
+ */
 export async function insertDeliveries(
   data: DataAccess,
-  event: { id: string; type: string },
+  type: string,
   deliveries: readonly NewDelivery[],
   at: Date,
 ): Promise<void> {
@@ -63,15 +76,15 @@ export async function insertDeliveries(
     data,
     `insert into webhook_deliveries
        (id, endpoint_id, event_id, event_type, body, status, attempts, budget_start, next_attempt_at, attempting, created_at)
-     select d.id, d.endpoint_id, $1, $2, d.body, 'pending', 0, 0, $3, false, $3
-     from unnest($4::uuid[], $5::uuid[], $6::text[]) as d (id, endpoint_id, body)
+     select d.id, d.endpoint_id, d.event_id, $1, d.body, 'pending', 0, 0, $2, false, $2
+     from unnest($3::uuid[], $4::uuid[], $5::uuid[], $6::text[]) as d (id, endpoint_id, event_id, body)
      on conflict (endpoint_id, event_id) do nothing`,
     [
-      event.id,
-      event.type,
+      type,
       at,
-      deliveries.map((d) => d.id),
-      deliveries.map((d) => d.endpointId),
+      toUuidArray(deliveries.map((d) => d.id)),
+      toUuidArray(deliveries.map((d) => d.endpointId)),
+      toUuidArray(deliveries.map((d) => d.eventId)),
       deliveries.map((d) => d.body),
     ],
   );

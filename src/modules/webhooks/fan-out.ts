@@ -2,7 +2,11 @@ import { type WebhookEventType, webhookEventTypes } from '../../../protocol/webh
 import type { DataAccess } from '../../platform/data-access.js';
 import { newId } from '../../platform/ids.js';
 import type { DomainEvent, Outbox } from '../../platform/outbox.js';
-import { insertDeliveries, SUBSCRIBED_ENDPOINT_EXISTS_SQL, subscriberIds } from './deliveries.repository.js';
+import {
+  insertDeliveries,
+  SUBSCRIBED_ENDPOINT_EXISTS_SQL,
+  subscriptionsOf,
+} from './deliveries.repository.js';
 import { deliveryBody } from './event-bodies.js';
 
 /**
@@ -12,32 +16,42 @@ import { deliveryBody } from './event-bodies.js';
  * endpoint subscribed to it.
  * The outbox retries a fan-out that failed; a pair (endpoint, event) is written once.
  */
-export function consumeWebhookEvents(
-  outbox: Pick<Outbox, 'consume'>,
-  options: { data: () => DataAccess; clock: () => Date; delivered: () => void },
-): void {
+export function consumeWebhookEvents(outbox: Pick<Outbox, 'consume'>, options: FanOutOptions): void {
   for (const type of webhookEventTypes) {
     outbox.consume({
       name: `webhooks:${type}`,
       type,
       retry: { leaseSeconds: 30, maxAttempts: 20 },
       onlyIf: SUBSCRIBED_ENDPOINT_EXISTS_SQL,
-      handle: (event) => fanOut(type, event, options),
+      handle: (event) => fanOut(type, [event], options),
+      // A claim's events of one type fan out together: one read and one write for all of them.
+      handleMany: (events) => fanOut(type, events, options),
     });
   }
 }
 
+interface FanOutOptions {
+  data: () => DataAccess;
+  clock: () => Date;
+  delivered: () => void;
+}
+
 async function fanOut(
   type: WebhookEventType,
-  event: DomainEvent,
-  { data, clock, delivered }: { data: () => DataAccess; clock: () => Date; delivered: () => void },
+  events: readonly DomainEvent[],
+  { data, clock, delivered }: FanOutOptions,
 ): Promise<void> {
-  const endpoints = await subscriberIds(data(), type, new Date(event.at));
-  if (endpoints.length === 0) return;
-  const deliveries = endpoints.map((endpointId) => {
+  const pairs = await subscriptionsOf(
+    data(),
+    type,
+    events.map((event) => new Date(event.at)),
+  );
+  if (pairs.length === 0) return;
+  const deliveries = pairs.map(({ n, endpoint_id }) => {
+    const event = events[n] as DomainEvent;
     const id = newId();
-    return { id, endpointId, body: deliveryBody(id, type, event) };
+    return { id, endpointId: endpoint_id, eventId: event.id, body: deliveryBody(id, type, event) };
   });
-  await insertDeliveries(data(), event, deliveries, clock());
+  await insertDeliveries(data(), type, deliveries, clock());
   delivered();
 }
