@@ -103,7 +103,7 @@ ${withValues(recordEventsSql([SUBSCRIBED_ENDPOINT_EXISTS_SQL]), [
   'array[gen_random_uuid()]',
   `'economy.purchase.completed'`,
   `jsonb_build_array(jsonb_build_object('purchase', :answer::jsonb))`,
-  `array['bench:no-node']`,
+  `array['bench-no-node']`,
 ])};
 ${withValues(STORE_NOTIFICATIONS_SQL, [
   `jsonb_build_array(jsonb_build_object('id', gen_random_uuid(), 'user_id', ${seller}, 'code', 'economy.item_sold',
