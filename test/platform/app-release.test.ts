@@ -1,8 +1,7 @@
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { expect, it } from 'vitest';
 import { registerUser } from '../helpers/accounts.js';
 import { buildTestApp } from '../helpers/app.js';
+import { exposedGc } from '../helpers/gc.js';
 import { authedSocket } from '../helpers/ws-client.js';
 
 /**
@@ -47,10 +46,4 @@ async function closedAppServer(): Promise<{ collected: boolean; registry: Finali
   };
   watch.registry.register(app.http, 'http');
   return watch;
-}
-
-/** V8's gc(), which test workers do not expose: the flag turned on, the function read from a new context. */
-function exposedGc(): () => void {
-  setFlagsFromString('--expose-gc');
-  return runInNewContext('gc') as () => void;
 }
