@@ -324,8 +324,9 @@ export class Outbox {
     let failure: unknown = dropped;
     if (!dropped) {
       const events = deliveries.map(eventOf);
+      // Called on the consumer, so a consumer that is a class instance keeps its `this`.
       const run = consumer.handleMany
-        ? () => (consumer.handleMany as (events: DomainEvent[]) => Promise<void>)(events)
+        ? () => (consumer as Required<OutboxConsumer>).handleMany(events)
         : () => consumer.handle(events[0] as DomainEvent);
       try {
         await withinLease(run, consumer.retry.leaseSeconds * 1000);
