@@ -1,17 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { rssKiB } from '../realtime/process-stats.js';
+import { rssKiB, summedOverChildren } from '../realtime/process-stats.js';
 import { steadyRss } from '../realtime/rss-readings.js';
 import { median } from '../realtime/stats.js';
 
 /** RSS of a server: its process and the worker processes it forked (WORKERS), summed. */
-export async function treeRssKiB(pid: number): Promise<number> {
-  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
-  const pids = [pid, ...children.split(' ').filter(Boolean).map(Number)];
-  const each = await Promise.all(
-    pids.map((p, i) => rssKiB(p).catch((error) => (i === 0 ? Promise.reject(error) : 0))),
-  );
-  return each.reduce((sum, kib) => sum + kib, 0);
+export function treeRssKiB(pid: number): Promise<number> {
+  return summedOverChildren(pid, rssKiB);
 }
 
 /** The median of 5 readings half a second apart, after 3 s to settle. */

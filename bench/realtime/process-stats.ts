@@ -23,14 +23,22 @@ export async function rssKiB(pid: number): Promise<number> {
  * CPU seconds (user + system) the process and its live child processes have used so far: a
  * service in worker mode (WORKERS) serves from the workers its primary forked.
  */
-export async function cpuSeconds(pid: number): Promise<number> {
+export function cpuSeconds(pid: number): Promise<number> {
+  return summedOverChildren(pid, ownCpuSeconds);
+}
+
+/** `read` of the process and of each of its live child processes, summed. */
+export async function summedOverChildren(
+  pid: number,
+  read: (pid: number) => Promise<number>,
+): Promise<number> {
   const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
   const pids = [pid, ...children.split(' ').filter(Boolean).map(Number)];
   const each = await Promise.all(
     // A child that exited since the list was read has nothing more to add.
-    pids.map((p, i) => ownCpuSeconds(p).catch((error) => (i === 0 ? Promise.reject(error) : 0))),
+    pids.map((p, i) => read(p).catch((error) => (i === 0 ? Promise.reject(error) : 0))),
   );
-  return each.reduce((sum, seconds) => sum + seconds, 0);
+  return each.reduce((sum, value) => sum + value, 0);
 }
 
 async function ownCpuSeconds(pid: number): Promise<number> {
