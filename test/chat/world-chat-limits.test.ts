@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 import { createWorld } from '../helpers/worlds.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 import { dmCalls } from './dm.js';
@@ -12,6 +13,14 @@ describe('the per-sender rate limit of world and room chat', () => {
   const dm = dmCalls(app);
   const sockets = openedSockets(() => app().wsUrl);
   afterEach(() => sockets.closeAll());
+  const directBodiesOf = async (senderId: string) =>
+    (
+      await queryRows<{ body: string }>(
+        app().db,
+        'select body from messages where sender_id = ? and conversation_id is not null order by created_at, id',
+        [senderId],
+      )
+    ).map((m) => m.body);
 
   it('answers 429 RATE_LIMITED with Retry-After past the limit over world and room chats together, and writes nothing', async () => {
     const [alice, bob] = [await registerUser(app()), await registerUser(app())];
@@ -34,9 +43,34 @@ describe('the per-sender rate limit of world and room chat', () => {
       retry_after: expect.any(Number),
     });
     expect((await rowsOf(worldId)).map((m) => m.body)).toEqual(['one', 'two']);
-    // Other senders, and the sender's direct messages, have limits of their own.
+    // Other senders have limits of their own.
     await sent(bob, { worldId }, 'bob still may');
-    await dm.sent(alice, bob, 'a direct message still goes');
+  });
+
+  it('counts direct messages and world chat against one limit per sender, in both orders, and writes nothing past it', async () => {
+    const [alice, bob, carol] = [
+      await registerUser(app()),
+      await registerUser(app()),
+      await registerUser(app()),
+    ];
+    const { worldId } = await createWorld(app(), alice.access_token, { visibility: 'public' });
+    await dm.sent(alice, bob, 'a direct message');
+    await sent(alice, { worldId }, 'a world message');
+    const directRefused = await dm.send(alice, bob.user.id, 'one direct message too many');
+    expect(directRefused.statusCode).toBe(429);
+    expect(directRefused.json().code).toBe('RATE_LIMITED');
+    expect(Number(directRefused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    const worldRefused = await send(alice, { worldId }, 'one world message too many');
+    expect(worldRefused.statusCode).toBe(429);
+    expect((await rowsOf(worldId)).map((m) => m.body)).toEqual(['a world message']);
+    expect(await directBodiesOf(alice.user.id)).toEqual(['a direct message']);
+
+    await sent(carol, { worldId }, 'world first');
+    await sent(carol, { worldId }, 'world second');
+    expect((await dm.send(carol, bob.user.id, 'a direct message past the shared limit')).statusCode).toBe(
+      429,
+    );
+    expect(await directBodiesOf(carol.user.id)).toEqual([]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { PartyMessage } from '../../protocol/parties.js';
+import { dmCalls } from '../chat/dm.js';
 import { readAllPages } from '../chat/pages.js';
 import { worldChatCalls } from '../chat/world-chat.js';
 import { groupCalls } from '../groups/groups.js';
@@ -318,6 +319,7 @@ describe('the send rate limit of party chat', () => {
   const { users, partyOf, send, sent, rowsOf } = partyChatCalls(app);
   const groups = groupCalls(app);
   const world = worldChatCalls(app);
+  const dm = dmCalls(app);
   const sockets = openedSockets(() => app().wsUrl);
   afterEach(() => sockets.closeAll());
 
@@ -354,6 +356,21 @@ describe('the send rate limit of party chat', () => {
     const limited = await world.send(alice, { worldId }, 'three');
     expect([limited.statusCode, limited.json().code]).toEqual([429, 'RATE_LIMITED']);
     expect(await world.rowsOf(worldId)).toEqual([]);
+  });
+
+  it('counts party sends and direct messages in the same limit, in both orders', async () => {
+    const [alice, bob] = await users(2);
+    const party = await partyOf(alice, [bob]);
+    await sent(alice, party.id, 'in the party');
+    await dm.sent(alice, bob, 'a direct message');
+    expect((await dm.send(alice, bob.user.id, 'a direct message too many')).statusCode).toBe(429);
+    const limited = await send(alice, party.id, 'a party message too many');
+    expect([limited.statusCode, limited.json().code]).toEqual([429, 'RATE_LIMITED']);
+    expect((await rowsOf(party.id)).map((m) => m.body)).toEqual(['in the party']);
+    expect((await dm.rowsOf(alice.user.id)).messages.map((m) => m.body)).toEqual([
+      'in the party',
+      'a direct message',
+    ]);
   });
 });
 

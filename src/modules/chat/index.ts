@@ -59,12 +59,14 @@ export const chatModule = defineModule({
     social.onPairBlockChange(refreshConversationBlock);
     // A socket that rejoins a chat can be sent the messages it missed, as its own events are.
     bus.recordTopics(CHAT_TOPIC_PREFIX);
-    const sendLimiter = (keyPrefix: string) =>
-      createLimiter(kv, {
-        keyPrefix,
-        points: config.DM_RATE_LIMIT_COUNT,
-        durationSeconds: config.DM_RATE_LIMIT_WINDOW_SECONDS,
-      });
+    // One per-sender counter for every message a user sends: direct messages and world, room,
+    // group and party chat together, as the contract says. Its keys keep the prefix direct
+    // messages were first counted under, so the counters carry over between releases.
+    const sendLimiter = createLimiter(kv, {
+      keyPrefix: 'dm-send',
+      points: config.DM_RATE_LIMIT_COUNT,
+      durationSeconds: config.DM_RATE_LIMIT_WINDOW_SECONDS,
+    });
     const readMarks = new ReadMarkAnnouncer({
       bus,
       kv,
@@ -76,16 +78,13 @@ export const chatModule = defineModule({
       bus,
       social,
       readMarks,
-      sendLimiter: sendLimiter('dm-send'),
+      sendLimiter,
       filter,
       storeConcurrency: statementsAtOnce(db.poolSize),
       observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'dm_store' }, size),
       outbox,
     });
-    // A limit of its own, shared by every channel: a busy world chat does not use up a user's
-    // direct messages, nor the reverse. Its keys keep the prefix they were first stored under, so
-    // the counters carry over between releases.
-    const channels = new ChannelChatService({ bus, sendLimiter: sendLimiter('world-chat-send'), filter });
+    const channels = new ChannelChatService({ bus, sendLimiter, filter });
     const api: ChatApi = {
       channelKind: (resolver) => channels.add(resolver),
       messageTarget,
