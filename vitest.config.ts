@@ -1,10 +1,26 @@
 import { availableParallelism } from 'node:os';
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import { LongFilesFirst } from './test/helpers/sequencer.js';
+import { isProcessTest, testFilesUnder } from './test/helpers/test-tiers.js';
 
-export default defineConfig({
+/**
+ * Which files run, by `--mode` (docs/architecture.md, "Tests"): `in-process` (what `npm test`
+ * runs) leaves out the process tier, the files that start the service, the CLI, a browser or a
+ * compiler or fuzz every operation; `process` runs only those; no mode runs every file, so
+ * `npx vitest run <file>` finds any file and CI runs the whole suite.
+ */
+function tierSelection(mode: string) {
+  const include = ['test/**/*.test.ts', 'protocol/**/*.test.ts'];
+  if (mode !== 'in-process' && mode !== 'process') return { include };
+  const processTier = testFilesUnder(['test', 'protocol']).filter((file) => isProcessTest(file));
+  return mode === 'process'
+    ? { include: processTier }
+    : { include, exclude: [...configDefaults.exclude, ...processTier] };
+}
+
+export default defineConfig(({ mode }) => ({
   test: {
-    include: ['test/**/*.test.ts', 'protocol/**/*.test.ts'],
+    ...tierSelection(mode),
     globalSetup: ['test/helpers/global-setup.ts'],
     pool: 'forks',
     testTimeout: 30_000,
@@ -21,4 +37,4 @@ export default defineConfig({
     isolate: false,
     sequence: { sequencer: LongFilesFirst },
   },
-});
+}));

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { isProcessTest } from './test-tiers.js';
 
-/** What a test file that waits on other processes (the CLI, game servers, a browser, a compiler) names. */
-const startsProcesses =
-  /service-process\.js|node:child_process|chromium|esbuild|from 'typescript'|GAMESERVER_COMMAND/;
+/** Files that launch game-server processes wait on them too. */
+const launchesGameServers = /GAMESERVER_COMMAND/;
 
 /**
  * Vitest's order (longest first when it has timings, else largest file first), but the files that
@@ -15,11 +15,14 @@ export class LongFilesFirst extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const sorted = await super.sort(files);
     const long = new Set(
-      sorted.filter(
-        (file) =>
+      sorted.filter((file) => {
+        const source = readFileSync(file.moduleId, 'utf8');
+        return (
           file.moduleId.endsWith('.fuzz.test.ts') ||
-          startsProcesses.test(readFileSync(file.moduleId, 'utf8')),
-      ),
+          isProcessTest(file.moduleId, source) ||
+          launchesGameServers.test(source)
+        );
+      }),
     );
     return [...long, ...sorted.filter((file) => !long.has(file))];
   }
