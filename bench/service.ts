@@ -41,6 +41,9 @@ export async function profilingNodeArgs(dir: unknown): Promise<string[] | undefi
  * Starts the service exactly as `npm start` does (the CLI through tsx, same node flags) unless
  * given other node arguments, in its own process so the load generator never shares its event
  * loop, and waits until /healthz answers. `cwd`: another checkout's service (an earlier commit's).
+ * One process unless `env` sets WORKERS: on Postgres and Redis the production default is a worker
+ * per core, and a benchmark's figures, its inspector and its process's CPU and RSS are one process's
+ * unless it says otherwise (bench/workers.ts and bench/peers say WORKERS).
  */
 export async function startService(
   env: Record<string, string>,
@@ -50,7 +53,7 @@ export async function startService(
   const started = performance.now();
   const child = spawn(process.execPath, nodeArgs ?? (await npmStartArgs()), {
     cwd,
-    env: { ...process.env, HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, WORKERS: '1', HTTP_PORT: '0', WS_PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const ports = await new Promise<{ httpPort: number; wsPort: number }>((resolve, reject) => {

@@ -75,6 +75,16 @@ export function isProductionMode(config: Config): boolean {
   return config.DATABASE_URL !== undefined && hasSharedRedis(config);
 }
 
+/**
+ * Defaults that depend on the mode, for settings the environment left unset: in production mode
+ * `serve` uses every core of the host (WORKERS=auto), as Nakama does; embedded mode keeps the
+ * field's default, one process, since its database and KV belong to one process.
+ */
+function withModeDefaults(config: Config, input: Readonly<Record<string, string>>): Config {
+  if (input.WORKERS === undefined && isProductionMode(config)) return { ...config, WORKERS: 'auto' };
+  return config;
+}
+
 /** Settings that are each valid but not together, as one sentence each for the operator. */
 function conflicts(config: Config): string[] {
   const problems = redisSettingsProblems(config);
@@ -101,8 +111,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const parsed = configSchema.safeParse(input);
   if (parsed.success) {
-    const problems = conflicts(parsed.data);
-    if (problems.length === 0) return parsed.data;
+    const config = withModeDefaults(parsed.data, input);
+    const problems = conflicts(config);
+    if (problems.length === 0) return config;
     throw new ConfigError(`Invalid configuration: ${problems.join('; ')}`);
   }
   const problems = parsed.error.issues.map((issue) => {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { mergeParts } from '../protocol/parts.js';
 import { ConfigError, configParts, configSchema, loadConfig } from '../src/config.js';
+import { configInForce } from '../src/platform/config-in-force.js';
 import { runCli } from './helpers/service-process.js';
 
 describe('configuration', () => {
@@ -156,11 +157,35 @@ describe('configuration', () => {
   describe('WORKERS', () => {
     const production = { DATABASE_URL: 'postgres://u@db:5432/atrium', REDIS_URL: 'redis://cache:6379' };
 
-    it('runs one process by default', () => {
+    it('runs one process by default in embedded mode, and with only one of DATABASE_URL and REDIS_URL', () => {
       expect(loadConfig({}).WORKERS).toBe(1);
+      expect(loadConfig({ DATABASE_URL: production.DATABASE_URL }).WORKERS).toBe(1);
+      expect(loadConfig({ REDIS_URL: production.REDIS_URL }).WORKERS).toBe(1);
     });
 
-    it('takes a count, or auto for one per core, in production mode', () => {
+    it.each([
+      ['REDIS_URL', production],
+      [
+        'REDIS_SENTINELS',
+        { DATABASE_URL: production.DATABASE_URL, REDIS_SENTINELS: 's:26379', REDIS_SENTINEL_NAME: 'm' },
+      ],
+      ['REDIS_CLUSTER_NODES', { DATABASE_URL: production.DATABASE_URL, REDIS_CLUSTER_NODES: 'n:7000' }],
+    ])('runs a worker per core by default in production mode (DATABASE_URL and %s)', (_redis, env) => {
+      expect(loadConfig(env).WORKERS).toBe('auto');
+      expect(loadConfig({ ...env, WORKERS: '' }).WORKERS).toBe('auto');
+    });
+
+    it("shows the production mode's default in the admins' view of the configuration as auto", () => {
+      expect(configInForce(loadConfig(production), configParts)).toContainEqual({
+        name: 'WORKERS',
+        part: 'platform',
+        value: 'auto',
+        redacted: false,
+      });
+    });
+
+    it('takes a count, or auto for one per core, in production mode; WORKERS=1 keeps one process', () => {
+      expect(loadConfig({ ...production, WORKERS: '1' }).WORKERS).toBe(1);
       expect(loadConfig({ ...production, WORKERS: '4' }).WORKERS).toBe(4);
       expect(loadConfig({ ...production, WORKERS: 'auto' }).WORKERS).toBe('auto');
       expect(loadConfig({ ...production, WORKERS: '256' }).WORKERS).toBe(256);

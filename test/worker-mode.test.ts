@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/database.js';
@@ -180,6 +180,53 @@ describe.skipIf(!DATABASE_URL || !REDIS_URL)(
           [2, 0],
         ]);
         expect(service.lines.filter((line) => line.msg === 'shutdown step failed')).toEqual([]);
+      },
+      PROCESS_TEST_TIMEOUT_MS,
+    );
+  },
+);
+
+describe.skipIf(!DATABASE_URL || !REDIS_URL)(
+  'worker mode by default in production mode (needs DATABASE_URL and REDIS_URL)',
+  () => {
+    it(
+      'runs a worker per available core when WORKERS is not set, and one process on a one-core host',
+      async () => {
+        const testDb = await createTestDatabase();
+        const dataDir = await mkdtemp(join(tmpdir(), 'atrium-workers-auto-'));
+        const service = startService(dataDir, {
+          DATABASE_URL: testDb.url as string,
+          REDIS_URL: REDIS_URL as string,
+          REDIS_KEY_PREFIX: `test:workers-auto:${randomBytes(6).toString('hex')}:`,
+          MIGRATE_ON_START: 'false',
+          // Empty is unset: startService's own default is one process.
+          WORKERS: '',
+        });
+        try {
+          const { httpPort } = await service.listening;
+          const cores = availableParallelism();
+          // The supervisor says how many it starts before it forks them, so before any listens.
+          const starting = service.lines.filter((line) => line.msg === 'starting workers');
+          expect(starting.map((line) => line.workers)).toEqual(cores > 1 ? [cores] : []);
+          // A lone process answers `worker: null`; workers answer their slots, 1 to the count.
+          const expected = cores > 1 ? Array.from({ length: cores }, (_, i) => i + 1) : [null];
+          const seen = new Set<number | null>();
+          await eventually(async () => {
+            const answer = await healthOnNewConnection<Health>(`http://127.0.0.1:${httpPort}`).catch(
+              () => undefined,
+            );
+            if (answer) seen.add(answer.worker);
+            return seen.size >= expected.length ? true : undefined;
+          }, `${expected.length} processes answering`);
+          expect([...seen].sort((a, b) => Number(a) - Number(b))).toEqual(expected);
+          service.child.kill('SIGTERM');
+          expect(await service.exited).toBe(0);
+        } finally {
+          if (service.child.exitCode === null && service.child.signalCode === null)
+            service.child.kill('SIGKILL');
+          await testDb.drop();
+          await rm(dataDir, { recursive: true, force: true });
+        }
       },
       PROCESS_TEST_TIMEOUT_MS,
     );

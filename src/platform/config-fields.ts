@@ -20,7 +20,8 @@ export const port = (fallback: number) => intInRange(fallback, 0, 65535);
 
 /**
  * How many processes serve: an integer, or `auto` (kept as the word, so the settings view shows
- * what the operator set; `serve` resolves it to the host's cores when it forks).
+ * what the operator set; `serve` resolves it to the host's cores when it forks). Unset, one: the
+ * embedded mode's count, which src/config.ts replaces with `auto` in production mode.
  */
 export const processCount = (max: number) => {
   const allowed = `must be auto or an integer from 1 to ${max}`;

@@ -54,7 +54,8 @@ export const platformConfig = {
   MIGRATE_ON_START: bool(true),
   /**
    * Worker processes `serve` runs on this host, sharing HTTP_PORT and WS_PORT (docs/scaling.md);
-   * `auto` is one per available core. More than one needs production mode.
+   * `auto` is one per available core. More than one needs production mode. Unset, it is `auto` in
+   * production mode and 1 in embedded mode (src/config.ts, withModeDefaults).
    */
   WORKERS: processCount(256),
   /**

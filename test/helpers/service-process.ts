@@ -40,11 +40,17 @@ export async function preparedDataDir(prefix: string): Promise<string> {
 /**
  * The real CLI in a child process, through tsx as `npm start` runs it, on free ports. `listening`
  * resolves with the `atrium listening` log line, which names the ports it chose.
+ *
+ * One process unless `extraEnv` sets WORKERS: the test run's DATABASE_URL and REDIS_URL put the
+ * child in production mode, where WORKERS defaults to a worker per core, and a test that reads the
+ * child's pid, signals it or counts its log lines means the process that serves. A test of worker
+ * mode sets WORKERS, or `WORKERS: ''` for the production default.
  */
 export function startService(dataDir: string, extraEnv: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     env: {
       ...process.env,
+      WORKERS: '1',
       DATA_DIR: dataDir,
       HTTP_PORT: '0',
       WS_PORT: '0',

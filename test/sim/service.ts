@@ -97,6 +97,8 @@ export class SimService {
       HOST: '127.0.0.1',
       HTTP_PORT: String(this.httpPort),
       WS_PORT: String(this.wsPort),
+      // One process, said outright: production mode's default is a worker per core, and the
+      // simulation's SIGKILL is a crash of the one process that serves.
       WORKERS: '1',
       MIGRATE_ON_START: 'false',
       LOG_LEVEL: 'warn',
