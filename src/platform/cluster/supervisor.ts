@@ -1,5 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { type KeyRingSettings, loadKeyRing } from '../auth/keys.js';
@@ -10,8 +11,29 @@ import { RestartBackoff } from './restart-backoff.js';
 import { isWorkerMessage, livenessIntervalMs, WORKER_SLOT_VARIABLE } from './worker-messages.js';
 
 /** How many workers WORKERS asks for on this host (`auto`: one per core the process may use). */
-export function workerCount(config: Pick<PlatformConfig, 'WORKERS'>): number {
-  return config.WORKERS === 'auto' ? availableParallelism() : config.WORKERS;
+export function workerCount(config: Pick<PlatformConfig, 'WORKERS'>, cpuMax = readCpuMax()): number {
+  if (config.WORKERS !== 'auto') return config.WORKERS;
+  return Math.max(1, Math.min(availableParallelism(), coresOfCpuMax(cpuMax)));
+}
+
+/**
+ * The cores a cgroup v2 CPU quota grants (`cpu.max`: "<quota> <period>" in microseconds, or
+ * "max <period>" for none), rounded up; Infinity without a quota. A container limited to 2 CPUs on
+ * a 32-core node sees 32 cores through the affinity mask Node reads, and 32 workers would share
+ * 2 CPUs' time.
+ */
+export function coresOfCpuMax(cpuMax: string | undefined): number {
+  const [quota = Number.NaN, period = Number.NaN] = (cpuMax ?? '').trim().split(/\s+/).map(Number);
+  if (!(quota > 0 && period > 0 && Number.isFinite(quota) && Number.isFinite(period))) return Infinity;
+  return Math.ceil(quota / period);
+}
+
+function readCpuMax(): string | undefined {
+  try {
+    return readFileSync('/sys/fs/cgroup/cpu.max', 'utf8');
+  } catch {
+    return undefined; // not Linux, cgroup v1, or no such file: no quota to respect
+  }
 }
 
 /** Where the workers listen. */
