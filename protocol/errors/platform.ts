@@ -50,8 +50,10 @@ export const availabilityErrors = {
   UNAVAILABLE: 503,
   /**
    * A request or frame could not be served because the database or Redis is down or did not answer
-   * in time. Retry after `retry_after` seconds (REST: the `Retry-After` header). A write cut off
-   * this way may still have been applied, as with any lost reply.
+   * in time, or because the database kept cancelling its transaction for concurrent ones (a
+   * deadlock, a serialization failure; the service runs it again a few times first). Retry after
+   * `retry_after` seconds (REST: the `Retry-After` header). A write cut off by a lost dependency may
+   * still have been applied, as with any lost reply; a cancelled transaction wrote nothing.
    */
   SERVICE_UNAVAILABLE: 503,
 };

@@ -134,12 +134,26 @@ export const DEPENDENCY_RETRY_AFTER_SECONDS = 1;
 /**
  * Wraps anything thrown into an AppError without leaking internals to the caller. A failure of
  * the database or Redis becomes SERVICE_UNAVAILABLE (503 with Retry-After) rather than INTERNAL:
- * the request was fine and will succeed once the dependency is back. With `log`, that failure is
- * logged at warn with only the reason recognised (an error code or a driver's fixed message),
- * since a driver's full message can carry SQL with the values of the statement.
+ * the request was fine and will succeed once the dependency is back. So does a transaction the
+ * database kept rolling back for concurrent ones (a deadlock, a serialization failure), which
+ * `transaction` already ran again: the request was fine and will succeed when retried. With
+ * `log`, that failure is logged at warn with only the reason recognised (an error code or a
+ * driver's fixed message), since a driver's full message can carry SQL with the values of the
+ * statement.
  */
 export function asAppError(error: unknown, log?: { warn(object: object, message: string): void }): AppError {
   if (error instanceof AppError) return error;
+  if (lostToConcurrentTransaction(error)) {
+    log?.warn(
+      { reason: (error as { code: string }).code },
+      'a transaction kept losing to concurrent ones; answering SERVICE_UNAVAILABLE',
+    );
+    return new AppError(
+      ErrorCode.SERVICE_UNAVAILABLE,
+      'The request conflicted with concurrent ones; retry shortly.',
+      { retryAfterSeconds: DEPENDENCY_RETRY_AFTER_SECONDS },
+    );
+  }
   const reason = dependencyFailureReason(error);
   if (reason !== undefined) {
     log?.warn({ reason }, 'a dependency failed; answering SERVICE_UNAVAILABLE');
@@ -173,6 +187,19 @@ const networkErrorCodes = new Set([
  * statement_timeout.
  */
 const unavailableSqlStates = new Set(['57P01', '57P02', '57P03', '53300', '57014']);
+
+/**
+ * PostgreSQL SQLSTATEs of a transaction rolled back for a concurrent one: a deadlock's victim
+ * (40P01) and a serialization failure (40001). Run again, it would likely succeed, so
+ * `transaction` retries it a few times and a request it still fails answers 503, never 500.
+ */
+const transactionConflictSqlStates = new Set(['40P01', '40001']);
+
+/** Whether `error` is a statement's failure because Postgres rolled its transaction back for a concurrent one. */
+export function lostToConcurrentTransaction(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && transactionConflictSqlStates.has(code);
+}
 
 /**
  * Error names of the drivers' own connection and timeout errors: MikroORM's ConnectionException,

@@ -98,11 +98,20 @@ export async function insertUser(db: Database): Promise<string> {
  * holding a transaction open sees its racers arrive. PGlite runs one session, where the racers
  * wait for the pool's connection instead.
  */
-export async function rowLockWaiters(db: Database): Promise<number> {
+export function rowLockWaiters(db: Database): Promise<number> {
+  return lockWaiters(db, 'transactionid');
+}
+
+/**
+ * How many sessions on this Postgres database wait for a lock: of one type (pg_locks' `locktype`),
+ * or of any (a row's, a named lock's, a row's place in the queue of its waiters).
+ */
+export async function lockWaiters(db: Database, locktype?: 'transactionid'): Promise<number> {
   const [row] = await queryRows<{ n: number }>(
     db,
-    `select count(*)::integer as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
-     where not l.granted and l.locktype = 'transactionid' and a.datname = current_database()`,
+    `select count(distinct l.pid)::integer as n from pg_locks l join pg_stat_activity a on a.pid = l.pid
+     where not l.granted and (?::text is null or l.locktype = ?) and a.datname = current_database()`,
+    [locktype ?? null, locktype ?? null],
   );
   return row?.n ?? 0;
 }

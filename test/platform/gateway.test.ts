@@ -1,5 +1,6 @@
 import { encode } from '@msgpack/msgpack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenOn, type UwsListenSocket, uws } from '../../src/platform/gateway/uws.js';
 import { buildTestApp, useTestApp } from '../helpers/app.js';
 import { TestSocket } from '../helpers/ws-client.js';
 
@@ -122,5 +123,18 @@ describe('gateway shutdown', () => {
     await app.close();
     const closed = await socket.closed;
     expect(closed.code).toBe(1001);
+  });
+});
+
+describe('the port the gateway picked', () => {
+  const app = useTestApp();
+
+  it('stays its own (WS_PORT=0): another listener sharing ports with SO_REUSEPORT is refused it', async () => {
+    const port = app().gateway.port;
+    const refused = await new Promise<UwsListenSocket | false>((resolve) =>
+      listenOn(uws.App(), { host: '127.0.0.1', port, exclusive: false }, resolve),
+    );
+    if (refused) uws.us_listen_socket_close(refused);
+    expect(refused).toBe(false);
   });
 });

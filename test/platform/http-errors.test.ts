@@ -37,6 +37,9 @@ describe('HTTP error responses', () => {
     http.get('/redis-down', async () => {
       throw Object.assign(new Error('connect ECONNREFUSED 10.9.8.7:6379'), { code: 'ECONNREFUSED' });
     });
+    http.get('/deadlock', async () => {
+      throw Object.assign(new Error('deadlock detected'), { code: '40P01' });
+    });
     http.get('/things/:id', async () => ({ ok: true }));
     http.delete('/things/:id', async () => ({ ok: true }));
     http.post('/only-post', async () => ({ ok: true }));
@@ -181,6 +184,13 @@ describe('HTTP error responses', () => {
     expectProblem(response, 503, 'SERVICE_UNAVAILABLE');
     expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
     expect(response.body).not.toContain('10.9.8.7');
+  });
+
+  it('answers a transaction Postgres kept cancelling as a deadlock with 503 SERVICE_UNAVAILABLE and Retry-After, never 500', async () => {
+    const response = await http.inject({ method: 'GET', url: '/deadlock' });
+    expect(response.statusCode).toBe(503);
+    expectProblem(response, 503, 'SERVICE_UNAVAILABLE');
+    expect(Number(response.headers['retry-after'])).toBeGreaterThan(0);
   });
 
   it('answers a path that is not valid percent-encoding with 400 MALFORMED_REQUEST', async () => {

@@ -9,7 +9,7 @@ import type { AuthUser } from '../../platform/auth/access-tokens.js';
 import type { ServicePrincipal } from '../../platform/auth/service-tokens.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom } from '../../platform/cursor.js';
-import { transaction } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuditApi } from '../audit/index.js';
@@ -27,7 +27,7 @@ import {
   stopIfIdle,
 } from './gameservers.repository.js';
 import { type PartyJoinDeps, PartyJoins } from './party-join.js';
-import { freshReservations } from './reservations.repository.js';
+import { freshReservations, lockReservationsOnWorld } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
 import { serverView } from './server-view.js';
@@ -227,6 +227,20 @@ export class GameServersService {
         : { serverId: isId(options.server_id) ? canonicalId(options.server_id) : NO_SERVER };
     if (options.party) return this.partyJoins.join(ctx, world, target);
     return this.joins.join(ctx, caller.id, world, target);
+  }
+
+  /**
+   * Takes, in the transaction deleting the world and before its row goes (WorldsApi.onDeleting),
+   * what joins lock before they need rows the deletion holds. A join's turn takes the world's join
+   * lock and locks its servers (failing an overdue one, reserving a place), then needs the world's
+   * row for a new server or its visit; a party placed in another world locks its members'
+   * reservations, then the server they leave here. The deletion locks the world's row, then the
+   * servers and reservations it cascades to: without these locks first, each waited for the other
+   * until Postgres cancelled one as a deadlock.
+   */
+  async beforeWorldDeleted(tx: DataAccess, worldId: string): Promise<void> {
+    await lockWorldJoins(tx, worldId);
+    await lockReservationsOnWorld(tx, worldId);
   }
 
   /**

@@ -177,6 +177,7 @@ export const gameServersModule = defineModule({
     });
     let reconciler: NodeJS.Timeout | undefined;
     let stopClosingSockets: (() => Promise<void>) | undefined;
+    worlds.onDeleting((tx, worldId) => service.beforeWorldDeleted(tx, worldId));
     // A deleted world's servers went with it (their rows cascade, so their tokens are dead): every
     // node closes their sockets with 4403 now, and each node's reconcile stops the processes.
     worlds.onDeleted((worldId) =>

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { AppError, ErrorCode } from '../../platform/errors.js';
+import { concretePorts } from '../../platform/free-ports.js';
 import type { Logger } from '../../platform/log.js';
 import { launchArguments } from './launch-command.js';
 import type { Spawner, SpawnListener, SpawnRequest } from './spawner.js';
@@ -85,7 +85,8 @@ export class LocalSpawner implements Spawner {
     this.launching++;
     let port: number;
     try {
-      port = await freePort();
+      // A port free on this host now, for the server to bind (another process may take it first; rarely).
+      [port] = (await concretePorts('127.0.0.1', [0])) as [number];
     } finally {
       this.launching--;
     }
@@ -163,15 +164,4 @@ export class LocalSpawner implements Spawner {
   async close(): Promise<void> {
     await Promise.all([...this.servers.keys()].map((id) => this.stop(id)));
   }
-}
-
-/** A port free on this host now, for the server to bind (it may race another process; rarely). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }

@@ -173,6 +173,20 @@ export async function lockReservations(data: DataAccess, userIds: readonly strin
 }
 
 /**
+ * Locks the reservations on the world's servers, in lockReservations' order, until the
+ * transaction ends: the world's deletion takes them before it deletes the servers, as a party
+ * placed in another world locks its members' reservations before the servers they leave.
+ */
+export async function lockReservationsOnWorld(data: DataAccess, worldId: string): Promise<void> {
+  await executeBound(
+    data,
+    `select r.user_id from game_server_reservations r join game_servers s on s.id = r.server_id
+     where s.world_id = $1 order by r.user_id for update of r`,
+    [worldId],
+  );
+}
+
+/**
  * Places every one of `userIds` on one live server of the world in the scope (docs/gameservers.md,
  * "Joining together"), in one statement: the fullest whose occupancy plus the users holding no
  * live place on it stays within max_players (a ready one on a tie). Each user's reservation moves

@@ -47,10 +47,10 @@ import { WorldAdminService } from './world-admin.service.js';
 import { worldChatChannels } from './world-chat-channels.js';
 import { frameWording, worldsFrames } from './worlds.frames.js';
 import { findWorld, type WorldRow } from './worlds.repository.js';
-import { type WorldSavedListener, WorldsService } from './worlds.service.js';
+import { type WorldDeletingListener, type WorldSavedListener, WorldsService } from './worlds.service.js';
 
 export { worldOwnerSql } from './worlds.repository.js';
-export type { WorldRow, WorldSavedListener };
+export type { WorldDeletingListener, WorldRow, WorldSavedListener };
 
 /** What other modules see of a world: enough to decide who may read what belongs to it. */
 export type WorldAccess = Pick<WorldRow, 'id' | 'ownerId' | 'visibility'>;
@@ -65,6 +65,14 @@ export interface WorldsApi {
    * rows went with it by cascade and who must act beyond the database (game servers' sockets).
    */
   onDeleted(listener: (worldId: string) => Promise<void>): void;
+  /**
+   * Registers a listener run in the transaction that deletes a world, before the world's row is
+   * deleted and the rows of other modules cascade: for a module whose writers lock its rows of the
+   * world and then need the world's row (a game server join records a visit). The listener takes
+   * those locks first, in the order its writers take them, so that the deletion waits for a
+   * writer instead of deadlocking with it.
+   */
+  onDeleting(listener: WorldDeletingListener): void;
   /**
    * Registers a listener run in the transaction that creates or updates a world, with the world as
    * it now is: for modules that keep a copy of what they need of it (discovery's search rows).
@@ -126,6 +134,7 @@ export const worldsModule = defineModule({
       readable: (ctx, worldId) => worlds.readable(ctx, worldId),
       readableRoom: (ctx, worldId, roomId) => worlds.readableRoom(ctx, worldId, roomId),
       onDeleted: (listener) => worlds.onDeleted(listener),
+      onDeleting: (listener) => worlds.onDeleting(listener),
       onSaved: (listener) => worlds.onSaved(listener),
     };
     return {

@@ -64,6 +64,9 @@ export interface WorldLimits {
 /** Runs in the transaction that created or updated the world, with the world as it now is. */
 export type WorldSavedListener = (data: DataAccess, world: WorldRow) => Promise<void>;
 
+/** Runs in the transaction that deletes the world, before the world's row is deleted. */
+export type WorldDeletingListener = (data: DataAccess, worldId: string) => Promise<void>;
+
 /**
  * Worlds and rooms: who may read and write them, and their lifecycle. Staff roles (docs/worlds.md,
  * "Administration"): moderators and admins review any world (the administration list, the revision
@@ -238,10 +241,20 @@ export class WorldsService {
 
   async delete(ctx: Ctx, worldId: string): Promise<void> {
     const world = await this.owned(ctx, worldId);
-    await deleteWorld(ctx.data, world.id);
+    await transaction(ctx.data, async (tx) => {
+      for (const listener of this.deletingListeners) await listener(tx, world.id);
+      await deleteWorld(tx, world.id);
+    });
     await this.streams.publishWorldDeleted(world.id);
     for (const listener of this.deletionListeners) await listener(world.id);
   }
+
+  /** Run in the transaction that deletes a world, before its row goes (WorldsApi.onDeleting). */
+  onDeleting(listener: WorldDeletingListener): void {
+    this.deletingListeners.push(listener);
+  }
+
+  private readonly deletingListeners: WorldDeletingListener[] = [];
 
   /** Told after a world was deleted (its rows, and the rows of other modules that cascade, are gone). */
   onDeleted(listener: (worldId: string) => Promise<void>): void {

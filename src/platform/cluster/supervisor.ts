@@ -1,9 +1,8 @@
 import cluster, { type Worker } from 'node:cluster';
-import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { type KeyRingSettings, loadKeyRing } from '../auth/keys.js';
+import { concretePorts } from '../free-ports.js';
 import type { Logger } from '../log.js';
 import type { PlatformConfig } from '../platform-config.js';
 import { serveHostMetrics } from './host-metrics.js';
@@ -74,7 +73,9 @@ export async function superviseWorkers(
   await loadKeyRing(config, (created) =>
     log.info({ kid: created.kid, path: created.privateKeyPath }, 'generated a development signing key'),
   );
-  const ports = await concretePorts(config);
+  // Port 0 picks a free port, but every worker must listen on the same one: the supervisor picks it.
+  const [httpPort, wsPort] = await concretePorts(config.HOST, [config.HTTP_PORT, config.WS_PORT]);
+  const ports = { httpPort, wsPort };
   serveHostMetrics();
   log.info({ workers: count, ...ports }, 'starting workers');
 
@@ -195,24 +196,4 @@ function replaceStalledWorkers(slots: readonly Slot[], timeoutSeconds: number, l
     }
   }, livenessIntervalMs(timeoutSeconds)).unref();
   return () => clearInterval(timer);
-}
-
-/**
- * Port 0 picks a free port, but every worker must listen on the same one: the supervisor picks
- * them. Both are held at once so the two are different, then released for the workers to bind.
- */
-async function concretePorts(config: ListenerSettings) {
-  const held: Server[] = [];
-  const pick = async (port: number) => {
-    if (port !== 0) return port;
-    const server = createServer().listen(0, config.HOST);
-    held.push(server);
-    await once(server, 'listening');
-    return (server.address() as { port: number }).port;
-  };
-  try {
-    return { httpPort: await pick(config.HTTP_PORT), wsPort: await pick(config.WS_PORT) };
-  } finally {
-    for (const server of held) server.close();
-  }
 }

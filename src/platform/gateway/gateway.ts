@@ -3,6 +3,7 @@ import { CloseCode, ping } from '../../../protocol/frames.js';
 import { payloadSchema } from '../../../protocol/operation.js';
 import type { Principal } from '../auth/principal.js';
 import type { EventBus } from '../bus.js';
+import { concretePorts } from '../free-ports.js';
 import type { InFlight } from '../in-flight.js';
 import type { Kv, StreamPosition } from '../kv/kv.js';
 import type { Logger } from '../log.js';
@@ -18,6 +19,7 @@ import type { DeliveryFilter } from './topics.js';
 import {
   attachConnection,
   connectionOf,
+  listenOn,
   remoteAddressOf,
   type UwsBehavior,
   type UwsListenSocket,
@@ -206,12 +208,20 @@ export class Gateway {
     return this.connections.size;
   }
 
-  /** Starts listening on HOST:WS_PORT; port 0 picks a free port, returned here. */
-  listen(): Promise<number> {
+  /**
+   * Starts listening on HOST:WS_PORT and answers the port. For port 0 the gateway picks a free
+   * port and listens on it: uSockets given 0 sets no SO_REUSEADDR, and the connections such a
+   * socket accepted linger in TIME_WAIT once closed (the server closes them first, at shutdown
+   * too), which kept the next process started on that port from binding it for up to a minute.
+   * The port it picked is its own: bound without SO_REUSEPORT, so a process that picked it too
+   * fails to bind instead of sharing the connections.
+   */
+  async listen(): Promise<number> {
     const { HOST, WS_PORT } = this.deps.config;
+    const [port] = (await concretePorts(HOST, [WS_PORT])) as [number];
     return new Promise((resolve, reject) => {
-      this.app.listen(HOST, WS_PORT, (socket) => {
-        if (!socket) return reject(new Error(`The gateway could not listen on ${HOST}:${WS_PORT}.`));
+      listenOn(this.app, { host: HOST, port, exclusive: WS_PORT === 0 }, (socket) => {
+        if (!socket) return reject(new Error(`The gateway could not listen on ${HOST}:${port}.`));
         this.listenSocket = socket;
         this.boundPort = uws.us_socket_local_port(socket);
         resolve(this.boundPort);

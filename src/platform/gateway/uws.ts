@@ -39,3 +39,21 @@ export function remoteAddressOf(ws: UwsWebSocket<unknown>): string {
   }
 }
 export type UwsListenSocket = UwsTypes.us_listen_socket;
+
+/** uSockets' LIBUS_LISTEN_EXCLUSIVE_PORT (the typings' ListenOptions): bind without SO_REUSEPORT. */
+const EXCLUSIVE_PORT = 1;
+
+/**
+ * Listens on host:port, `exclusive` or sharing the port with the other processes that listen on
+ * it (SO_REUSEPORT: worker mode's workers share WS_PORT). uSockets sets SO_REUSEADDR only for a
+ * port other than 0. The typings declare no overload taking a host and options together, which
+ * the native addon and the JS fallback both take (the fallback ignores the options).
+ */
+export function listenOn(
+  app: UwsTypes.TemplatedApp,
+  at: { host: string; port: number; exclusive: boolean },
+  listening: (socket: UwsListenSocket | false) => void,
+): void {
+  const listen = app.listen as (...args: unknown[]) => UwsTypes.TemplatedApp;
+  listen.call(app, at.host, at.port, at.exclusive ? EXCLUSIVE_PORT : 0, listening);
+}
