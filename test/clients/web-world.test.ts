@@ -1,7 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, rm } from 'node:fs/promises';
-import { connect, createServer, type Server } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -24,10 +22,8 @@ import {
  * is stopped and started again on the same data both pages show the connection back and keep
  * co-editing. Chromium draws WebGL with SwiftShader, on the CPU.
  *
- * The restarted service keeps its HTTP port, but its gateway gets a new one behind a relay that
- * stands for a load balancer: the gateway listens with SO_REUSEPORT (worker mode shares the port),
- * and on Linux such a bind fails while the old process's closed browser connections linger in
- * TIME_WAIT, up to a minute.
+ * The restarted service listens on the ports the first one picked, while the first one's closed
+ * browser connections linger in TIME_WAIT on the gateway's (test/platform/gateway-restart.test.ts).
  *
  * The screenshot goes to test-artifacts/web-world.png (gitignored); `npm run docs:web-world` runs
  * this file with WEB_WORLD_SCREENSHOT=docs/images/web-world.png, the image README.md shows.
@@ -46,12 +42,11 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
   let env: Record<string, string>;
   const services: ServiceProcess[] = [];
   let server: DevServer;
-  let gateway: Server;
   let browser: Browser;
 
-  /** The service as a process, on the HTTP port of the one before it when there was one. */
-  const startAtrium = async (httpPort = 0) => {
-    const service = startService(dataDir, { ...env, HTTP_PORT: String(httpPort) });
+  /** The service as a process, on the ports of the one before it when there was one. */
+  const startAtrium = async (httpPort = 0, wsPort = 0) => {
+    const service = startService(dataDir, { ...env, HTTP_PORT: String(httpPort), WS_PORT: String(wsPort) });
     services.push(service);
     const listening = await service.listening;
     return { service, httpPort: listening.httpPort as number, wsPort: listening.wsPort as number };
@@ -85,7 +80,6 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
   afterAll(async () => {
     await browser?.close();
     await server?.close();
-    gateway?.close();
     for (const { child, exited } of services) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
@@ -134,11 +128,9 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
     'two users co-edit and chat live, and both pages recover when the service restarts',
     async () => {
       const first = await startAtrium();
-      let wsPort = first.wsPort;
-      gateway = await relay(() => wsPort);
       server = await startDevServer({
         atriumHttpUrl: `http://127.0.0.1:${first.httpPort}`,
-        atriumWsUrl: `ws://127.0.0.1:${(gateway.address() as { port: number }).port}/ws`,
+        atriumWsUrl: `ws://127.0.0.1:${first.wsPort}/ws`,
         port: 0,
         pageDir: PAGE_DIR,
       });
@@ -178,7 +170,7 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
       await Promise.all(
         [alice, bob].map((page) => page.locator('#connection:not([data-state="ready"])').waitFor()),
       );
-      wsPort = (await startAtrium(first.httpPort)).wsPort;
+      await startAtrium(first.httpPort, first.wsPort);
       await Promise.all([connected(alice), connected(bob)]);
 
       const afterRestart = await placeBlock(alice);
@@ -192,19 +184,3 @@ describe.skipIf(!chromiumPath)('the web world example in headless Chromium', () 
     PROCESS_TEST_TIMEOUT_MS * 2,
   );
 });
-
-/** A TCP relay in front of the gateway, as a load balancer: its port stays, the gateway's may change. */
-async function relay(gatewayPort: () => number): Promise<Server> {
-  const server = createServer((client) => {
-    const upstream = connect(gatewayPort(), '127.0.0.1');
-    const end = () => {
-      client.destroy();
-      upstream.destroy();
-    };
-    for (const socket of [client, upstream]) socket.on('error', end).on('close', end);
-    client.pipe(upstream).pipe(client);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return server;
-}
