@@ -26,6 +26,7 @@ import {
   serverOfToken,
   stopIfIdle,
 } from './gameservers.repository.js';
+import { sendFollows, takeSettledFollows } from './party-follows.js';
 import { type PartyJoinDeps, PartyJoins } from './party-join.js';
 import { freshReservations } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
@@ -267,6 +268,8 @@ export class GameServersService {
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
     }
     await this.stopOrphaned(new Date());
+    // Follows of ready servers that nobody sent: the leader's node died before taking them.
+    await sendFollows(this.deps.bus, this.deps.log, await takeSettledFollows(data, null));
   }
 
   /** Stops the servers whose node's lease lapsed before `now`; returns the ones this call stopped. */

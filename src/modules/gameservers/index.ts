@@ -98,7 +98,12 @@ export interface GameServersApi {
  */
 export const gameServersModule = defineModule({
   name: 'gameservers',
-  tables: ['game_servers', 'game_server_reservations', 'game_server_invitations'],
+  tables: [
+    'game_servers',
+    'game_server_reservations',
+    'game_server_invitations',
+    'game_server_party_follows',
+  ],
   needs: ['users', 'social', 'worlds', 'discovery', 'audit', 'presence', 'parties'],
   async setup(
     platform,

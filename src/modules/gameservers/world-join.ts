@@ -13,6 +13,7 @@ import {
   lockWorldJoins,
 } from './gameservers.repository.js';
 import { inviteAll, refusedByAccess } from './invitations.repository.js';
+import { recordFollows } from './party-follows.js';
 import {
   extendReservation,
   lockReservations,
@@ -84,6 +85,7 @@ const partyRestricted = () =>
  * it: the party is the leader's, and the members to place fit on one server.
  */
 export interface PartyPlacementRequest {
+  partyId: string;
   leaderId: string;
   /** The members to place, the leader included. */
   userIds: string[];
@@ -327,6 +329,12 @@ export class WorldJoins {
           at: request.now,
         });
     }
+    // Owed once the server is ready, whoever sees it so (party-follows.ts).
+    await recordFollows(tx, {
+      serverId: slot.id,
+      partyId: party.partyId,
+      userIds: userIds.filter((id) => id !== party.leaderId),
+    });
     for (const userId of slot.newcomers)
       await this.deps.visits.recordVisit(tx, {
         worldId: request.worldId,
