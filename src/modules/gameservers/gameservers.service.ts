@@ -33,7 +33,13 @@ import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
 import { serverView } from './server-view.js';
 import type { SpawnAdmission } from './spawn-admission.js';
-import { type JoinTarget, type WorldJoinAnswer, WorldJoins, whileWorldExists } from './world-join.js';
+import {
+  type JoinTarget,
+  type WorldJoinAnswer,
+  WorldJoins,
+  type WorldJoinsDeps,
+  whileWorldExists,
+} from './world-join.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
@@ -45,8 +51,10 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   idleStopMs: number;
   /** An admin's start or stop of a server of someone else's world is recorded in the audit log. */
   audit: Pick<AuditApi, 'record'>;
-  /** What a party join reads: the caller's party, its members' presence and blocks with the leader. */
-  party: Pick<PartyJoinDeps, 'parties' | 'presence' | 'social'>;
+  /** What a party join reads: the caller's party and its members' presence. */
+  party: Pick<PartyJoinDeps, 'parties' | 'presence'>;
+  /** Blocks, for the access of friends and invite servers (admission.ts). */
+  social: WorldJoinsDeps['social'];
 }
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');

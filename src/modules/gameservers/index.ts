@@ -160,7 +160,8 @@ export const gameServersModule = defineModule({
       nodes: presence,
       nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
       outbox: platform.outbox,
-      party: { parties, presence, social },
+      party: { parties, presence },
+      social,
     });
     const invites = new ServerInvites({
       bus,
