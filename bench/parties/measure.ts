@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
+import { silentCommand } from '../../test/gameservers/fixtures/launches.js';
 import type { Backend } from '../backends.js';
 import { POOL_SIZE } from '../datapath/measure.js';
 import { type Compared, compare, pgbenchCeilings, postgresVersion } from '../groups/measure.js';
@@ -14,6 +15,7 @@ import { withBackend } from '../worlds/measure.js';
 import { joinLeaveScript, LOCK_PREFIX } from './ceiling.js';
 import { type FanoutResults, measureFanout } from './fanout.js';
 import { joinLeaveAlone, joinLeaveCycles, type PartyChange } from './joins.js';
+import { measurePlacement, type PlacementResults } from './placement.js';
 import { seedParties } from './seed.js';
 
 /**
@@ -29,6 +31,12 @@ import { seedParties } from './seed.js';
  */
 export const PARTIES_ENV = { DATABASE_POOL_SIZE: String(POOL_SIZE), PARTY_OFFLINE_GRACE_SECONDS: '86400' };
 
+/** The game servers of measurement 3: local processes of the tests' fake server, room for all. */
+const gameServersEnv = () => ({
+  GAMESERVER_COMMAND: silentCommand().command,
+  GAMESERVER_MAX_PLAYERS: '100000',
+});
+
 export interface PartiesResults {
   database: string;
   pgbenchClients: number[];
@@ -37,6 +45,8 @@ export interface PartiesResults {
   cycles: Compared;
   /** One instance; on Postgres + Redis then two. */
   fanout: FanoutResults[];
+  /** Postgres + Redis: a party's placement on a game server beside a plain join. */
+  placement?: PlacementResults;
 }
 
 const wsUrl = (atrium: Atrium) => `ws://127.0.0.1:${atrium.wsPort}/ws`;
@@ -50,7 +60,7 @@ export function measureParties(
   return withBackend(backend, async (baseEnv, dataDir) => {
     // Ids of this run only: Redis (event histories) outlives the run's database.
     const prefix = randomBytes(4).toString('hex');
-    const env: Record<string, string> = { ...baseEnv, ...PARTIES_ENV };
+    const env: Record<string, string> = { ...baseEnv, ...PARTIES_ENV, ...gameServersEnv() };
     progress(`${backend}: seeding users and parties through the parties repository...`);
     const seed = await seedParties(env, prefix);
     let a: Atrium | undefined;
@@ -62,7 +72,13 @@ export function measureParties(
       const pgbench = pgbenchCeilings(clients, env.DATABASE_URL, copy);
       a = await startAtrium(env, nodeArgs);
       issuer = await tokenIssuer(dataDir);
-      const users = [...seed.joiners, ...seed.fanout.flatMap((party) => [party.mover, ...party.seated])];
+      const { placement: placed } = seed;
+      const users = [
+        ...seed.joiners,
+        ...seed.fanout.flatMap((party) => [party.mover, ...party.seated]),
+        ...placed.parties.flatMap((party) => [party.leader, ...party.members]),
+        ...placed.plainJoiners,
+      ];
       const tokens = await issuer.issueFor(users);
       const tokenOf = new Map(users.map((user, i) => [user, tokens[i] as string]));
       const joinerTokens = tokens.slice(0, seed.joiners.length);
@@ -90,7 +106,16 @@ export function measureParties(
           await stopAtrium(b);
         }
       }
-      return { database, pgbenchClients: clients, alone, cycles, fanout };
+      if (backend !== 'postgres') return { database, pgbenchClients: clients, alone, cycles, fanout };
+      progress(`postgres: party placements of 8 on a game server beside plain joins, for ${seconds} s...`);
+      const token = (user: string) => tokenOf.get(user) as string;
+      const placement = await measurePlacement(
+        a.httpPort,
+        placed.parties.map((party) => ({ leader: token(party.leader), members: party.members.map(token) })),
+        placed.plainJoiners.map(token),
+        seconds,
+      );
+      return { database, pgbenchClients: clients, alone, cycles, fanout, placement };
     } finally {
       await issuer?.close();
       if (a) await stopAtrium(a);

@@ -13,7 +13,8 @@ import { REST_CONNECTIONS } from '../realtime/rest-load.js';
  * numbers), then open parties of `max_size` 8 written in one transaction through the parties
  * repository itself (insertParty, insertMember): JOIN_PARTIES for the service's joins and as many
  * for the ceiling's, each of SEATED members; FANOUT_PARTIES of 7 for the fan-out, each with a
- * mover of its own who is in no party yet. Party n's id is user n's with 0001 in its second
+ * mover of its own who is in no party yet; PLACEMENT_PARTIES of 8 for the placements on a game
+ * server, and PLAIN_JOINERS in no party for the plain joins beside them. Party n's id is user n's with 0001 in its second
  * group, so pgbench derives it from a number too.
  */
 
@@ -23,6 +24,9 @@ export const JOIN_PARTIES = 500;
 /** Members of each join party: a join makes them one more, with room left (max_size 8). */
 export const SEATED = 4;
 export const FANOUT_PARTIES = 20;
+/** Parties of 8 a leader places on one game server (measurement 3), and plain joiners beside them. */
+export const PLACEMENT_PARTIES = 10;
+export const PLAIN_JOINERS = 10;
 
 export const partyIdOf = (prefix: string) => (n: number) =>
   userIdOf(prefix)(n).replace('-0000-7000-', '-0001-7000-');
@@ -47,6 +51,8 @@ export interface PartiesSeed {
   /** The ceiling's parties follow: party ceilingParty + k. */
   ceilingParty: number;
   fanout: FanoutParty[];
+  /** Parties of 8 (a leader and 7 members), and users in no party, for measurement 3. */
+  placement: { parties: { leader: string; members: string[] }[]; plainJoiners: string[] };
 }
 
 export async function seedParties(env: Record<string, string>, prefix: string): Promise<PartiesSeed> {
@@ -64,13 +70,19 @@ export async function seedParties(env: Record<string, string>, prefix: string): 
     seated: users(PARTY_SIZE_DEFAULT - 1),
     mover: userId(nextUser++),
   }));
+  const placement = Array.from({ length: PLACEMENT_PARTIES }, (_, k) => ({
+    id: partyId(2 * JOIN_PARTIES + FANOUT_PARTIES + k + 1),
+    members: users(PARTY_SIZE_DEFAULT),
+  }));
+  const plainJoiners = users(PLAIN_JOINERS);
   await seedUsers(env, nextUser - 1, userId);
   const config = configFrom(env);
   const db = await openDatabase(config);
   try {
     await transaction(db.data, async (tx) => {
       const at = new Date();
-      for (const { id, members } of [...parties, ...fanout.map((p) => ({ id: p.id, members: p.seated }))]) {
+      const seated = fanout.map((p) => ({ id: p.id, members: p.seated }));
+      for (const { id, members } of [...parties, ...seated, ...placement]) {
         const [leaderId, ...others] = members as [string, ...string[]];
         await insertParty(tx, { id, leaderId, open: true, maxSize: PARTY_SIZE_DEFAULT, at });
         for (const member of others) await insertMember(tx, id, member, at);
@@ -86,5 +98,12 @@ export async function seedParties(env: Record<string, string>, prefix: string): 
     joinParties: parties.slice(0, JOIN_PARTIES).map((p) => p.id),
     ceilingParty: JOIN_PARTIES + 1,
     fanout,
+    placement: {
+      parties: placement.map(({ members: [leader, ...others] }) => ({
+        leader: leader as string,
+        members: others,
+      })),
+      plainJoiners,
+    },
   };
 }

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { inject } from 'vitest';
 import { configFrom } from '../../src/config.js';
+import { type DataAccess, rootHandle, runStatement } from '../../src/platform/data-access.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
 import { park, rememberTemplate, takeParked } from './embedded-reuse.js';
 import { adminQuery, withDatabase } from './global-setup.js';
@@ -114,4 +115,60 @@ export async function lockWaiters(db: Database, locktype?: 'transactionid'): Pro
     [locktype ?? null, locktype ?? null],
   );
   return row?.n ?? 0;
+}
+
+/** A statement some work ran: its text and parameters. */
+export interface RanStatement {
+  sql: string;
+  params: readonly unknown[];
+}
+
+/**
+ * A root handle on the database of `data` that records each statement run through it, for tests
+ * of what some work reads. Each statement runs on a connection of its own: for work outside
+ * transactions.
+ */
+export function recordingData(data: () => DataAccess): { handle: DataAccess; ran: RanStatement[] } {
+  const ran: RanStatement[] = [];
+  const handle = rootHandle({
+    acquire: async () => ({}) as never,
+    release: async () => {},
+    run: (_connection, sql, params) => {
+      ran.push({ sql, params });
+      return runStatement(data(), sql, params);
+    },
+  });
+  return { handle, ran };
+}
+
+interface PlanNode {
+  'Relation Name'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
+  Plans?: PlanNode[];
+}
+
+/**
+ * How many rows of `table` a read-only statement reads as Postgres runs it now (EXPLAIN ANALYZE):
+ * the rows its scans of the table return and those they read and dropped by a filter.
+ */
+export async function rowsRead(data: DataAccess, statement: RanStatement, table: string): Promise<number> {
+  const [row] = (await runStatement(
+    data,
+    `explain (analyze, format json) ${statement.sql}`,
+    statement.params,
+  )) as {
+    'QUERY PLAN': string | { Plan: PlanNode }[];
+  }[];
+  const raw = row?.['QUERY PLAN'];
+  const plan = (typeof raw === 'string' ? JSON.parse(raw) : raw) as { Plan: PlanNode }[];
+  const count = (node: PlanNode): number =>
+    (node['Relation Name'] === table
+      ? (node['Actual Rows'] ?? 0) * (node['Actual Loops'] ?? 1) +
+        (node['Rows Removed by Filter'] ?? 0) +
+        (node['Rows Removed by Index Recheck'] ?? 0)
+      : 0) + (node.Plans ?? []).reduce((sum, child) => sum + count(child), 0);
+  return plan.reduce((sum, { Plan }) => sum + count(Plan), 0);
 }

@@ -1,11 +1,14 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { Party } from '../../protocol/parties.js';
-import { OfflineSweep } from '../../src/modules/parties/offline-sweep.js';
+import { OfflineSweep, SWEEP_TURN_KEY } from '../../src/modules/parties/offline-sweep.js';
 import type { Departure, PartyEvents } from '../../src/modules/parties/party-events.js';
-import { bearer, registerUser } from '../helpers/accounts.js';
+import { presenceKey } from '../../src/modules/presence/presence.service.js';
+import type { DataAccess } from '../../src/platform/data-access.js';
+import { bearer, heartbeat, registerUser } from '../helpers/accounts.js';
 import { buildTestCluster, type TestApp, type TestCluster, useTestApp } from '../helpers/app.js';
-import { queryRows } from '../helpers/database.js';
+import { queryRows, recordingData, rowsRead } from '../helpers/database.js';
 import { authedSocket, openedSockets, type ReceivedFrame, type TestSocket } from '../helpers/ws-client.js';
 import { partyCalls } from './parties.js';
 
@@ -85,6 +88,25 @@ describe('removing offline members', () => {
       leader.user.id,
       returning.user.id,
     ]);
+  });
+});
+
+describe('absences presence did not tell', () => {
+  const app = useTestApp({ PARTY_OFFLINE_GRACE_SECONDS: 30 });
+  const { users, createParty, joined } = partyCalls(app);
+
+  it('are found by the walk over the memberships', async () => {
+    const [leader, member] = await users(2);
+    await heartbeat(app(), member.access_token);
+    const party = await createParty(leader, { open: true });
+    await joined(member, party.id);
+    const memberRow = async () =>
+      (await memberRows(app(), party.id)).find((row) => row.user_id === member.user.id);
+    // Online: a pass clears the mark the join set.
+    await vi.waitFor(async () => expect((await memberRow())?.offline).toBe(false), DEADLINE);
+    // The key gone without presence ending it (a lapse whose heartbeat's node died): no one tells.
+    await app().kv.del(presenceKey(member.user.id));
+    await vi.waitFor(async () => expect((await memberRow())?.offline).toBe(true), DEADLINE);
   });
 });
 
@@ -173,22 +195,88 @@ describe('sweeps run by hand', () => {
   const { users, createParty, joined, invited, stateOf } = partyCalls(app);
   const recording = (departures: Departure[]) =>
     ({ departed: async (_log: unknown, d: Departure) => void departures.push(d) }) as unknown as PartyEvents;
-  const sweep = (events: PartyEvents, aheadMs: number) =>
+  const sweepOn = (
+    events: PartyEvents,
+    aheadMs: number,
+    data: () => DataAccess = () => app().db.data,
+    walkPage?: number,
+  ) =>
     new OfflineSweep({
-      data: () => app().db.data,
+      data,
+      kv: app().kv,
       presence: app().modules.presence,
       events,
       log: app().log,
       graceSeconds: 60,
       clock: () => new Date(Date.now() + aheadMs),
+      ...(walkPage ? { walkPage } : {}),
     });
+
+  it('run no statement on a node that did not take the turn', async () => {
+    // Another node's turn: this app's own sweep stays idle meanwhile too.
+    await app().kv.set(SWEEP_TURN_KEY, 'another node', { ttlMs: 60_000 });
+    try {
+      const { handle, ran } = recordingData(() => app().db.data);
+      await sweepOn(recording([]), 0, () => handle).runOnce();
+      expect(ran).toEqual([]);
+    } finally {
+      await app().kv.del(SWEEP_TURN_KEY);
+    }
+  });
+
+  it('read the offline members and one page of the others, however many members are online', async () => {
+    const db = app().db;
+    const online = Array.from({ length: 2000 }, () => randomUUID());
+    await queryRows(
+      db,
+      `with u as (
+         insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+         select id, 'w' || left(replace(id::text, '-', ''), 20), 'x', now(), now() from unnest(?::uuid[]) as id
+         returning id
+       ), p as (
+         insert into parties (id, leader_id, open, max_size, created_at)
+         select gen_random_uuid(), id, true, 8, now() from u returning id, leader_id
+       )
+       insert into party_members (party_id, user_id, joined_at) select id, leader_id, now() from p`,
+      [`{${online.join(',')}}`],
+    );
+    await app().kv.msetWithTtl(
+      online.map((id) => [presenceKey(id), String(Date.now())]),
+      60_000,
+    );
+    // Two members who never came online: offline since their joins, not due for a minute.
+    const absent = await users(2);
+    for (const user of absent) await createParty(user);
+    await queryRows(db, 'analyze party_members');
+    const [{ members, offline } = { members: 0, offline: 0 }] = await queryRows<{
+      members: number;
+      offline: number;
+    }>(
+      db,
+      `select count(*)::int as members, (count(*) filter (where offline_since is not null))::int as offline
+       from party_members`,
+    );
+    expect(members).toBeGreaterThanOrEqual(2002);
+    expect(offline).toBeGreaterThanOrEqual(2);
+
+    const { handle, ran } = recordingData(() => app().db.data);
+    await sweepOn(recording([]), 0, () => handle, 50).sweep();
+    const reads = ran.filter((statement) => statement.sql.trimStart().startsWith('select'));
+    let read = 0;
+    for (const statement of reads) read += await rowsRead(db.data, statement, 'party_members');
+    // The walk's page and the offline members: not the 2000 online.
+    expect(read).toBeGreaterThanOrEqual(offline);
+    expect(read).toBeLessThanOrEqual(50 + offline);
+  });
 
   it('delete the invitations that expired, and only those', async () => {
     const [leader, late, pending] = await users(3);
+    // Online, so that the sweep whose clock is far ahead keeps the party.
+    await heartbeat(app(), leader.access_token);
     const party = await createParty(leader);
     await invited(leader, party.id, late);
     // An invitation of PARTY_INVITE_TTL_SECONDS (600) has expired for a clock 700 s ahead.
-    await sweep(recording([]), 700_000).runOnce();
+    await sweepOn(recording([]), 700_000).sweep();
     await invited(leader, party.id, pending);
     expect((await stateOf([party.id])).invites.map((row) => row.user_id)).toEqual([pending.user.id]);
   });
@@ -200,9 +288,9 @@ describe('sweeps run by hand', () => {
     const departures: Departure[] = [];
     const events = recording(departures);
     // One pass sees both offline; then three whose clock is two graces ahead find both due at once.
-    await sweep(events, 0).runOnce();
+    await sweepOn(events, 0).sweep();
     expect(departures).toEqual([]);
-    await Promise.all([0, 1, 2].map(() => sweep(events, 120_000).runOnce()));
+    await Promise.all([0, 1, 2].map(() => sweepOn(events, 120_000).sweep()));
     expect(departures.map((d) => d.userId).sort()).toEqual([leader.user.id, member.user.id].sort());
     expect(departures.filter((d) => d.ended)).toHaveLength(1);
     expect(await stateOf([party.id])).toEqual({ parties: [], members: [], invites: [] });

@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, heartbeat, registerUser } from '../helpers/accounts.js';
 import { buildTestApp, type TestApp, useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
+import { openedSockets } from '../helpers/ws-client.js';
 
 const lookup = (app: TestApp, token: string, userIds: unknown) =>
   app.http.inject({
@@ -222,5 +223,31 @@ describe('presence expiry', () => {
     } finally {
       await app.close();
     }
+  });
+});
+
+describe('listeners of presence ending', () => {
+  const app = useTestApp({ PRESENCE_TTL_SECONDS: 1 });
+  const sockets = openedSockets(() => app().wsUrl);
+  afterAll(() => sockets.closeAll());
+
+  it('hear of a closed last socket and of a lapsed REST heartbeat, once the user reads offline', async () => {
+    const told: { userId: string; online: boolean }[] = [];
+    const { presence } = app().modules;
+    presence.onWentOffline(async (userId) => {
+      told.push({ userId, online: (await presence.onlineAmong([userId])).size > 0 });
+    });
+    const socketUser = await registerUser(app());
+    const restUser = await registerUser(app());
+    const socket = await sockets.open(socketUser.access_token);
+    await heartbeat(app(), restUser.access_token);
+    socket.close();
+    const expected = [socketUser, restUser]
+      .map((user) => ({ userId: user.user.id, online: false }))
+      .sort((a, b) => a.userId.localeCompare(b.userId));
+    await vi.waitFor(
+      () => expect([...told].sort((a, b) => a.userId.localeCompare(b.userId))).toEqual(expected),
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });

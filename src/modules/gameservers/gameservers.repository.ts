@@ -8,6 +8,7 @@ import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed, lockNamed } from '../../platform/db.js';
 import { namedSql } from '../../platform/named-sql.js';
 import { worldOwnerSql } from '../worlds/index.js';
+import { type TakenFollow, takeFollowsSql } from './party-follows.js';
 
 /**
  * A game server's row (migration 0008). Token hashes travel as hex text (`decode($n, 'hex')`):
@@ -32,6 +33,11 @@ export interface GameServerRow {
   ready_deadline: Date;
   /** The node supervising a local server's process (migration 0028); null for Agones servers. */
   node_id: string | null;
+}
+
+/** A server as a report left it, with the party follows that report took (applyReport). */
+export interface ReportedServer extends GameServerRow {
+  follows: TakenFollow[];
 }
 
 const COLUMNS = `id, world_id, requested_by, access, backend, status::text as status, address, error, players,
@@ -167,28 +173,33 @@ export async function failOverdue(
  * never came). Reservations made while it started still count after the report that makes it
  * ready: nobody had its address before. A ready server is busy now
  * when it becomes ready, and when it has players or had some until this report (the idle clock).
- * Undefined when the server is not live.
+ * Undefined when the server is not live. The same statement takes the party follows owed for a
+ * server it leaves ready (party-follows.ts), for the caller to send: of two nodes hearing of it,
+ * the one whose statement made it ready has them.
  */
 export async function applyReport(
   data: DataAccess,
   serverId: string,
   report: { ready: boolean; address: string | null; players: number | null },
   now: Date,
-): Promise<GameServerRow | undefined> {
-  const [row] = await executeBound<GameServerRow>(
+): Promise<ReportedServer | undefined> {
+  const [row] = await executeBound<ReportedServer>(
     data,
-    `update game_servers set
-       status = case when $2 then 'ready'::game_server_status else status end,
-       address = case when $2 then $3 else address end,
-       ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
-       players = coalesce($4, players),
-       players_reported_at = case when $4::integer is null or status = 'starting' then players_reported_at else $5 end,
-       busy_at = case
-         when status = 'starting' and not $2 then busy_at
-         when players > 0 or coalesce($4, players) > 0 then $5
-         else coalesce(busy_at, $5) end
-     where id = $1 and (status = 'ready' or (status = 'starting' and ready_deadline > $5))
-     returning ${COLUMNS}`,
+    `with reported as (
+       update game_servers set
+         status = case when $2 then 'ready'::game_server_status else status end,
+         address = case when $2 then $3 else address end,
+         ready_at = case when $2 then coalesce(ready_at, $5) else ready_at end,
+         players = coalesce($4, players),
+         players_reported_at = case when $4::integer is null or status = 'starting' then players_reported_at else $5 end,
+         busy_at = case
+           when status = 'starting' and not $2 then busy_at
+           when players > 0 or coalesce($4, players) > 0 then $5
+           else coalesce(busy_at, $5) end
+       where id = $1 and (status = 'ready' or (status = 'starting' and ready_deadline > $5))
+       returning ${COLUMNS}),
+     ${takeFollowsSql('reported')}
+     select reported.*, coalesce((select json_agg(followed) from followed), '[]'::json) as follows from reported`,
     [serverId, report.ready, report.address, report.players, now],
   );
   return row;
@@ -200,7 +211,7 @@ export async function markReady(
   serverId: string,
   address: string,
   now: Date,
-): Promise<GameServerRow | undefined> {
+): Promise<ReportedServer | undefined> {
   return applyReport(data, serverId, { ready: true, address, players: null }, now);
 }
 

@@ -26,13 +26,20 @@ import {
   serverOfToken,
   stopIfIdle,
 } from './gameservers.repository.js';
+import { sendFollows, takeSettledFollows } from './party-follows.js';
 import { type PartyJoinDeps, PartyJoins } from './party-join.js';
 import { freshReservations, lockReservationsOnWorld } from './reservations.repository.js';
 import { ServerLifecycle, type ServerLifecycleDeps } from './server-lifecycle.js';
 import { hashServerToken, looksLikeServerToken } from './server-tokens.js';
 import { serverView } from './server-view.js';
 import type { SpawnAdmission } from './spawn-admission.js';
-import { type JoinTarget, type WorldJoinAnswer, WorldJoins, whileWorldExists } from './world-join.js';
+import {
+  type JoinTarget,
+  type WorldJoinAnswer,
+  WorldJoins,
+  type WorldJoinsDeps,
+  whileWorldExists,
+} from './world-join.js';
 
 export interface GameServersDeps extends ServerLifecycleDeps {
   worlds: WorldsApi;
@@ -44,8 +51,10 @@ export interface GameServersDeps extends ServerLifecycleDeps {
   idleStopMs: number;
   /** An admin's start or stop of a server of someone else's world is recorded in the audit log. */
   audit: Pick<AuditApi, 'record'>;
-  /** What a party join reads: the caller's party, its members' presence and blocks with the leader. */
-  party: Pick<PartyJoinDeps, 'parties' | 'presence' | 'social'>;
+  /** What a party join reads: the caller's party and its members' presence. */
+  party: Pick<PartyJoinDeps, 'parties' | 'presence'>;
+  /** Blocks, for the access of friends and invite servers (admission.ts). */
+  social: WorldJoinsDeps['social'];
 }
 
 const notFound = () => new AppError(ErrorCode.NOT_FOUND, 'No such game server.');
@@ -281,6 +290,8 @@ export class GameServersService {
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
     }
     await this.stopOrphaned(new Date());
+    // Follows of ready servers that nobody sent: the leader's node died before taking them.
+    await sendFollows(this.deps.bus, this.deps.log, await takeSettledFollows(data, null));
   }
 
   /** Stops the servers whose node's lease lapsed before `now`; returns the ones this call stopped. */

@@ -98,7 +98,12 @@ export interface GameServersApi {
  */
 export const gameServersModule = defineModule({
   name: 'gameservers',
-  tables: ['game_servers', 'game_server_reservations', 'game_server_invitations'],
+  tables: [
+    'game_servers',
+    'game_server_reservations',
+    'game_server_invitations',
+    'game_server_party_follows',
+  ],
   needs: ['users', 'social', 'worlds', 'discovery', 'audit', 'presence', 'parties'],
   async setup(
     platform,
@@ -155,7 +160,8 @@ export const gameServersModule = defineModule({
       nodes: presence,
       nodeLeaseMs: config.NODE_LEASE_SECONDS * 1000,
       outbox: platform.outbox,
-      party: { parties, presence, social },
+      party: { parties, presence },
+      social,
     });
     const invites = new ServerInvites({
       bus,

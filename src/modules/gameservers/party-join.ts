@@ -1,19 +1,17 @@
-import type { EventPayloads } from '../../../protocol/frames.js';
 import type { PartyPlacement } from '../../../protocol/gameservers.js';
-import { type EventBus, userTopic } from '../../platform/bus.js';
+import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import type { PartiesApi } from '../parties/index.js';
 import type { PresenceApi } from '../presence/index.js';
-import type { SocialApi } from '../social/index.js';
 import type { WorldAccess } from '../worlds/index.js';
+import { sendFollows, takeSettledFollows } from './party-follows.js';
 import type { JoinTarget, WorldJoinAnswer, WorldJoins } from './world-join.js';
 
 export interface PartyJoinDeps {
   joins: Pick<WorldJoins, 'placeParty'>;
   parties: Pick<PartiesApi, 'partyOf' | 'holdMembers'>;
   presence: Pick<PresenceApi, 'online'>;
-  social: Pick<SocialApi, 'relationsOf'>;
   bus: EventBus;
   /** GAMESERVER_MAX_PLAYERS: a party with more members to place is never split over servers. */
   maxPlayers: number;
@@ -22,7 +20,7 @@ export interface PartyJoinDeps {
 const restricted = () =>
   new AppError(
     ErrorCode.INSTANCE_RESTRICTED,
-    'No server of this access admits every member of your party: one may not read the world, or a block stands between you.',
+    'No server of this access admits every member of your party: one may not read the world.',
   );
 
 /**
@@ -31,7 +29,8 @@ const restricted = () =>
  * on refusal: in no party 409 NOT_IN_PARTY, not its leader 403 FORBIDDEN, more members to place
  * than a server holds 409 NO_ROOM_FOR_PARTY; then, by access, a member no server of that access
  * could admit 403 INSTANCE_RESTRICTED (with a server named, its room and access are checked in
- * the placement's turn). Once the server is ready, the other placed members get `party.follow`.
+ * the placement's turn). Once the server is ready, the other placed members get `party.follow`
+ * (party-follows.ts), whichever node sees it ready.
  */
 export class PartyJoins {
   constructor(private readonly deps: PartyJoinDeps) {}
@@ -57,36 +56,19 @@ export class PartyJoins {
       );
     // Every server's access starts from the world's rule: a private world is its owner's alone.
     const unreadable = world.visibility === 'private' ? userIds.filter((id) => id !== world.ownerId) : [];
-    if ('access' in target && (unreadable.length > 0 || (await this.blockedWithLeader(ctx, target, userIds))))
-      throw restricted();
+    // A member blocked with the leader is refused in the placement's turn, under the pair's lock.
+    if ('access' in target && unreadable.length > 0) throw restricted();
     const { answer, placed } = await this.deps.joins.placeParty(ctx, world, {
+      partyId: party.id,
       leaderId,
       userIds,
       holdMembers: (tx, ids) => this.deps.parties.holdMembers(tx, party.id, ids),
       target,
       unreadable,
     });
-    const followers = placed.userIds.filter((id) => id !== leaderId);
-    if (followers.length > 0) {
-      const d: EventPayloads['party.follow'] = {
-        party_id: party.id,
-        world_id: world.id,
-        server_id: placed.serverId,
-      };
-      await this.deps.bus.publishCommitted(followers.map(userTopic), { t: 'party.follow', d }, ctx.log);
-    }
+    // The server is ready: the follows its ready report did not take (it was ready already, or
+    // became so before the placement committed) are sent now.
+    await sendFollows(this.deps.bus, ctx.log, await takeSettledFollows(ctx.data, placed.serverId));
     return { ...answer, party_placement: { server_id: placed.serverId, user_ids: placed.userIds } };
-  }
-
-  /**
-   * Whether a block stands between the leader and a member to place: a friends or invite server
-   * the leader owns refuses them, invitation or not, so none of that access could take the party.
-   */
-  private async blockedWithLeader(ctx: Ctx, target: { access: string }, userIds: string[]): Promise<boolean> {
-    if (target.access === 'public') return false;
-    const leaderId = callerOf(ctx).id;
-    const others = userIds.filter((id) => id !== leaderId);
-    const relations = await this.deps.social.relationsOf(ctx.data, leaderId, others);
-    return [...relations.values()].some((relation) => relation.blocked);
   }
 }

@@ -18,6 +18,7 @@ import {
   stopServersOfNodes,
   supervisingNodes,
 } from './gameservers.repository.js';
+import { sendFollows, type TakenFollow } from './party-follows.js';
 import { newServerToken } from './server-tokens.js';
 import { serverView } from './server-view.js';
 import type { Spawner, SpawnListener } from './spawner.js';
@@ -269,13 +270,14 @@ export class ServerLifecycle {
     await this.publishStatus(row);
   }
 
-  /** Wakes the joins waiting for the server (on every node). */
-  async publishStatus(row: GameServerRow): Promise<void> {
+  /** Wakes the joins waiting for the server (on every node), and sends the follows a report took. */
+  async publishStatus(row: GameServerRow & { follows?: readonly TakenFollow[] }): Promise<void> {
     await this.deps.bus.publishCommitted(
       statusTopic(row.id),
       { t: 'gameserver.status', d: { server_id: row.id, status: row.status } },
       this.deps.log,
     );
+    if (row.follows?.length) await sendFollows(this.deps.bus, this.deps.log, row.follows);
   }
 
   /** Waits until a starting server is ready or ended (or its deadline passed), and returns it then. */

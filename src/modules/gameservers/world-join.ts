@@ -5,14 +5,17 @@ import { hasSqlState, SqlState } from '../../platform/db.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { KeyedTurns } from '../../platform/keyed-turns.js';
 import type { DiscoveryApi } from '../discovery/index.js';
+import type { SocialApi } from '../social/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
+import { blockedWithOwner, partyRestricted, refusedWithBlocksSettled, restricted } from './admission.js';
 import {
   findServer,
   type GameServerRow,
   liveServerOfWorld,
   lockWorldJoins,
 } from './gameservers.repository.js';
-import { inviteAll, refusedByAccess } from './invitations.repository.js';
+import { inviteAll } from './invitations.repository.js';
+import { recordFollows } from './party-follows.js';
 import {
   extendReservation,
   lockReservations,
@@ -54,6 +57,8 @@ export interface WorldJoinsDeps {
   lifecycle: ServerLifecycle;
   /** A ready server with no players and no live reservation for this long is stopped. */
   idleStopMs: number;
+  /** Blocks, read under the pair's lock where a friends or invite server's access decides (admission.ts). */
+  social: Pick<SocialApi, 'holdPair' | 'relationsOf'>;
 }
 
 /** Joins re-check for a ready server this many times at most before giving up. */
@@ -68,22 +73,16 @@ const RESERVATION_MS = 60_000;
 const noSuchWorld = () => new AppError(ErrorCode.NOT_FOUND, 'No such world.');
 const noSuchServer = () =>
   new AppError(ErrorCode.NOT_FOUND, 'No starting or ready game server of this world has this id.');
-const restricted = () =>
-  new AppError(ErrorCode.INSTANCE_RESTRICTED, "This server's access does not admit you.");
 const full = () => new AppError(ErrorCode.SERVER_FULL, 'This server has no room for you.');
 const noRoomForParty = () =>
   new AppError(ErrorCode.NO_ROOM_FOR_PARTY, 'This server has no room for every member of your party.');
-const partyRestricted = () =>
-  new AppError(
-    ErrorCode.INSTANCE_RESTRICTED,
-    "This server's access does not admit every member of your party.",
-  );
 
 /**
  * A party placement (docs/gameservers.md, "Joining together") as the checks before its turn left
  * it: the party is the leader's, and the members to place fit on one server.
  */
 export interface PartyPlacementRequest {
+  partyId: string;
   leaderId: string;
   /** The members to place, the leader included. */
   userIds: string[];
@@ -266,7 +265,8 @@ export class WorldJoins {
   ): Promise<Placed> {
     const server = await liveServerOfWorld(tx, serverId, request.worldId);
     if (!server) throw refusals.noServer();
-    if ((await refusedByAccess(tx, server.id, [request.userId])).length > 0) throw restricted();
+    if ((await refusedWithBlocksSettled(tx, this.deps.social, server, [request.userId])).length > 0)
+      throw restricted();
     const scoped = { ...request, scope: { access: null, ownerId: null, serverId: server.id } };
     const placed = (await extendReservation(tx, scoped)) ?? (await this.reserve(tx, scoped, false));
     if (!placed) throw full();
@@ -300,12 +300,15 @@ export class WorldJoins {
     if ('serverId' in party.target) {
       const server = await liveServerOfWorld(tx, party.target.serverId, request.worldId);
       if (!server) throw noSuchServer();
-      const refused = await refusedByAccess(tx, server.id, userIds);
+      const refused = await refusedWithBlocksSettled(tx, this.deps.social, server, userIds);
       slot = await reserveForParty(tx, { ...members, scope: onServer(server.id) });
       if (!slot) throw noRoomForParty();
       if (refused.length > 0 || unreadable.length > 0) throw partyRestricted();
     } else {
       const { access } = party.target;
+      // Invited to the leader's server, a member blocked either way with the leader is refused.
+      if (access !== 'public' && (await blockedWithOwner(tx, this.deps.social, party.leaderId, userIds)))
+        throw partyRestricted();
       const scope = { access, ownerId: access === 'public' ? null : party.leaderId, serverId: null };
       slot = await reserveForParty(tx, { ...members, scope });
       if (!slot) {
@@ -327,6 +330,12 @@ export class WorldJoins {
           at: request.now,
         });
     }
+    // Owed once the server is ready, whoever sees it so (party-follows.ts).
+    await recordFollows(tx, {
+      serverId: slot.id,
+      partyId: party.partyId,
+      userIds: userIds.filter((id) => id !== party.leaderId),
+    });
     for (const userId of slot.newcomers)
       await this.deps.visits.recordVisit(tx, {
         worldId: request.worldId,

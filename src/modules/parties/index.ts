@@ -77,12 +77,15 @@ export const partiesModule = defineModule({
     });
     const sweep = new OfflineSweep({
       data: () => db.data,
+      kv,
       presence,
       events,
       log,
       graceSeconds: config.PARTY_OFFLINE_GRACE_SECONDS,
       clock: () => new Date(),
     });
+    // The sweep hears of each user whose presence ends, so it need not read every member's.
+    presence.onWentOffline((userId) => sweep.wentOffline(userId));
     // A deleted account leaves its party as a leave does, in the deletion's transaction.
     account.onDeletion(async (ctx, tx, userId) => {
       const departure = await departFromOwnParty(tx, userId);

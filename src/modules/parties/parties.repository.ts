@@ -62,8 +62,13 @@ export const PARTY_ROSTER_SQL = `select ${PARTY_COLUMNS},
         from party_members m where m.party_id = parties.id) as members
      from parties where id = $1`;
 export const PARTY_MEMBER_IDS_SQL = `select user_id from party_members where party_id = $1 order by ${MEMBER_ORDER}`;
+/**
+ * A new member counts as offline since their join until a sweep finds them online (the next
+ * pass, which reads every member whose offline_since is set): one who joins offline and stays so
+ * is removed a grace after the join, with no presence change for the sweep to hear of.
+ */
 export const INSERT_MEMBER_SQL =
-  'insert into party_members (party_id, user_id, joined_at) values ($1, $2, $3)';
+  'insert into party_members (party_id, user_id, joined_at, offline_since) values ($1, $2, $3, $3)';
 export const DELETE_MEMBER_SQL = `delete from party_members where party_id = $1 and user_id = $2
        and ($3::timestamptz is null or offline_since <= $3::timestamptz)
      returning user_id`;
@@ -133,7 +138,7 @@ const INSERT_PARTY = namedSql<NewParty>(
      insert into parties (id, leader_id, open, max_size, created_at)
      values (:id, :leaderId, :open, :maxSize, :at) returning id
    )
-   insert into party_members (party_id, user_id, joined_at) select id, :leaderId, :at from party`,
+   insert into party_members (party_id, user_id, joined_at, offline_since) select id, :leaderId, :at, :at from party`,
 );
 
 export async function insertParty(data: DataAccess, party: NewParty): Promise<void> {
@@ -248,18 +253,44 @@ export async function pruneInvites(data: DataAccess, now: Date, limit: number): 
   return rows.length;
 }
 
-/** A page of memberships in user id order, as the offline sweep walks them. */
+/** The start of a walk in user id order: no id sorts before it. */
+export const NO_USER_ID = '00000000-0000-0000-0000-000000000000';
+
+/** A page of memberships after `afterUserId` in user id order, as the offline sweep walks them. */
 export async function membershipsAfter(
   data: DataAccess,
-  afterUserId: string | null,
+  afterUserId: string,
   limit: number,
 ): Promise<{ user_id: string; offline: boolean }[]> {
   return executeBound(
     data,
     `select user_id, offline_since is not null as offline from party_members
-     where $1::uuid is null or user_id > $1::uuid order by user_id limit $2`,
+     where user_id > $1 order by user_id limit $2`,
     [afterUserId, limit],
   );
+}
+
+export interface OfflineMember {
+  party_id: string;
+  user_id: string;
+  offline_since: Date;
+}
+
+/**
+ * A page of the members whose offline_since is set, after `after` in (offline_since, user_id)
+ * order (the longest absent first): read from party_members_offline_since_idx (migration 0039),
+ * so a page costs its rows whatever the number of members online.
+ */
+export const OFFLINE_MEMBERS_SQL = `select party_id, user_id, offline_since from party_members
+     where offline_since is not null and (offline_since, user_id) > ($1::timestamptz, $2::uuid)
+     order by offline_since, user_id limit $3`;
+
+export async function offlineMembersAfter(
+  data: DataAccess,
+  after: { offline_since: Date; user_id: string },
+  limit: number,
+): Promise<OfflineMember[]> {
+  return executeBound(data, OFFLINE_MEMBERS_SQL, [after.offline_since, after.user_id, limit]);
 }
 
 /**
@@ -279,19 +310,5 @@ export async function markPresence(
      where (user_id = any($1::uuid[]) and offline_since is null)
         or (user_id = any($2::uuid[]) and offline_since is not null)`,
     [offline, online, at],
-  );
-}
-
-/** Members offline since `cutoff` or before, the longest absent first. */
-export async function dueOffline(
-  data: DataAccess,
-  cutoff: Date,
-  limit: number,
-): Promise<{ party_id: string; user_id: string }[]> {
-  return executeBound(
-    data,
-    `select party_id, user_id from party_members where offline_since <= $1
-     order by offline_since, user_id limit $2`,
-    [cutoff, limit],
   );
 }

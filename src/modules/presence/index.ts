@@ -23,6 +23,14 @@ export interface PresenceApi {
    * for rules that act on presence (parties remove their offline members), not for showing it.
    */
   onlineAmong(userIds: readonly string[]): Promise<Set<string>>;
+  /**
+   * Calls `listener` each time this node ends a user's presence: their last socket here closed,
+   * their REST heartbeat's TTL lapsed unrefreshed (told by the node that saw that heartbeat), or a
+   * dead node's survivor ended it. After the presence key is gone, so the user reads offline then.
+   * Not told: a lapse whose heartbeat's node died first, and a key the KV store lost. A listener's
+   * failure is logged and delays nothing else.
+   */
+  onWentOffline(listener: (userId: string) => Promise<unknown>): void;
   /** Writes the coalesced last_seen_at sightings now instead of at the next interval. */
   flushLastSeen(): Promise<void>;
   /** Writes the coalesced status messages now instead of at the next interval. */
@@ -88,6 +96,7 @@ export const presenceModule = defineModule({
     const api: PresenceApi = {
       unflushed: (userId) => presence.unflushed(userId),
       onlineAmong: (userIds) => presence.onlineAmong(userIds),
+      onWentOffline: (listener) => presence.onWentOffline(listener),
       flushLastSeen: () => tracker.flushLastSeen(),
       flushStatusMessages: () => statusMessages.flush(),
       nodeId: tracker.lease.nodeId,

@@ -81,6 +81,8 @@ export interface PresenceServiceDeps {
 export class PresenceService {
   /** Users whose failed presence announcement is being tried again. */
   private readonly reannouncing = new Set<string>();
+  /** Told of each user whose presence this node ended (`onWentOffline`). */
+  private readonly offlineListeners: ((userId: string) => Promise<unknown>)[] = [];
 
   constructor(private readonly deps: PresenceServiceDeps) {}
 
@@ -105,15 +107,39 @@ export class PresenceService {
     if (cameOnline) await this.publish(ctx, userId, 'online');
   }
 
-  /** Ends presence now (the user's last connection closed) and tells subscribers. */
+  /**
+   * Ends presence now (the user's last connection here closed, or their dead node's survivor ends
+   * it) and tells subscribers. The listeners hear it even when the key was gone already: a
+   * takeover retried after a survivor died midway tells them what that one may not have.
+   */
   async markOffline(ctx: Ctx, userId: string, now = ctx.now()): Promise<void> {
     this.deps.sightings.recordSeen(userId, now);
-    if ((await this.deps.kv.del(presenceKey(userId))) > 0) await this.publish(ctx, userId, 'offline', now);
+    const deleted = await this.deps.kv.del(presenceKey(userId));
+    // After the delete, never with it: a listener reading presence at once must find it gone.
+    await this.wentOffline(ctx, userId);
+    if (deleted > 0) await this.publish(ctx, userId, 'offline', now);
   }
 
   /** The TTL lapsed without a heartbeat: the key is already gone, subscribers still need to hear it. */
   async announceLapse(ctx: Ctx, userId: string, lastSeen: Date): Promise<void> {
+    await this.wentOffline(ctx, userId);
     await this.publish(ctx, userId, 'offline', lastSeen);
+  }
+
+  /** Adds a listener told of each user whose presence this node ends (PresenceApi.onWentOffline). */
+  onWentOffline(listener: (userId: string) => Promise<unknown>): void {
+    this.offlineListeners.push(listener);
+  }
+
+  /** Tells the listeners; one that fails is logged, and neither the others nor presence wait on it. */
+  private async wentOffline(ctx: Ctx, userId: string): Promise<void> {
+    await Promise.all(
+      this.offlineListeners.map((listener) =>
+        listener(userId).catch((err: unknown) =>
+          ctx.log.warn({ err, userId }, 'a listener of presence ending could not be told'),
+        ),
+      ),
+    );
   }
 
   /**
