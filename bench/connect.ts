@@ -17,6 +17,7 @@ import {
 } from './realtime/servers.js';
 import { median } from './realtime/stats.js';
 import { tokenIssuer } from './realtime/tokens.js';
+import { profilingNodeArgs } from './service.js';
 
 /**
  * Connect + authenticate: sockets opened and sent their `auth` frame, `--in-flight` at a time, until
@@ -26,7 +27,8 @@ import { tokenIssuer } from './realtime/tokens.js';
  * WARM_UP_SOCKETS each, then interleaved rounds, each side's figure the median of its rounds; the
  * sockets are closed between windows and the next window waits until Atrium let them go. Usage:
  * npm run bench -- connect [--sockets N] (5000) [--in-flight N] (200) [--rounds N] (5)
- * [--env KEY=VALUE,...] (Atrium's settings, e.g. a gate's size). Writes bench/results/connect.md.
+ * [--env KEY=VALUE,...] (Atrium's settings, e.g. a gate's size) [--profile DIR] (a V8 CPU profile
+ * of Atrium into DIR). Writes bench/results/connect.md.
  */
 
 const WARM_UP_SOCKETS = 1_000;
@@ -45,6 +47,7 @@ export async function run(): Promise<string> {
       'in-flight': { type: 'string' },
       rounds: { type: 'string' },
       env: { type: 'string' },
+      profile: { type: 'string' },
     },
     allowPositionals: true,
     strict: false,
@@ -64,7 +67,7 @@ export async function run(): Promise<string> {
     let bare: BareServer | undefined;
     const load = new LoadProcess();
     try {
-      atrium = await startAtrium({ ...env, ...extraEnv });
+      atrium = await startAtrium({ ...env, ...extraEnv }, await profilingNodeArgs(values.profile));
       bare = await startBareServer('bench/bare-uws.ts');
       const issuer = await tokenIssuer(dataDir);
       const tokens = await issuer.issue(sockets, 'connect');

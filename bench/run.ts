@@ -60,8 +60,8 @@ import { parseArgs } from 'node:util';
  *                         takes --rounds N (3), --sockets N (15000) and --connect-in-flight N (200)
  *   connect               connect + authenticate N sockets on Postgres + Redis beside a bare uWS server
  *                         acking the auth frame, in interleaved rounds (bench/results/connect.md); takes
- *                         --sockets N (5000), --in-flight N (200), --rounds N (5) and --env KEY=VALUE,...
- *                         (the service's settings), not --seconds
+ *                         --sockets N (5000), --in-flight N (200), --rounds N (5), --env KEY=VALUE,...
+ *                         (the service's settings) and --profile DIR, not --seconds
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
  *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
