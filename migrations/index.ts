@@ -36,6 +36,7 @@ import { Migration0035Webhooks } from './0035_webhooks.js';
 import { Migration0036Parties } from './0036_parties.js';
 import { Migration0037InstanceAccess } from './0037_instance_access.js';
 import { Migration0038PartyChat } from './0038_party_chat.js';
+import { Migration0039NotificationInboxes } from './0039_notification_inboxes.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -81,4 +82,5 @@ export const migrationsList = [
   { name: '0036_parties', class: Migration0036Parties },
   { name: '0037_instance_access', class: Migration0037InstanceAccess },
   { name: '0038_party_chat', class: Migration0038PartyChat },
+  { name: '0039_notification_inboxes', class: Migration0039NotificationInboxes },
 ];
