@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { machineLine } from './backends.js';
 import { LoadProcess, measuredWindow, type PeerWindow, type Server } from './peers/load-client.js';
+import { codeLine, codeState } from './realtime/code-state.js';
 import { cores, pct, whole } from './realtime/format.js';
 import { withSharedBackends } from './realtime/phases.js';
 import { progress } from './realtime/progress.js';
@@ -62,6 +63,7 @@ export async function run(): Promise<string> {
       .map((pair) => pair.split('=') as [string, string]),
   );
   const environment = machineLine();
+  const before = codeState();
   return withSharedBackends('connect', async (env, dataDir) => {
     let atrium: Atrium | undefined;
     let bare: BareServer | undefined;
@@ -110,6 +112,7 @@ export async function run(): Promise<string> {
       const text = report({
         command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
         environment,
+        code: codeLine(before, codeState()),
         loadAtEnd: loadavg()[0] ?? 0,
         sockets,
         inFlight,
@@ -131,6 +134,7 @@ export async function run(): Promise<string> {
 function report(run: {
   command: string;
   environment: string;
+  code: string;
   loadAtEnd: number;
   sockets: number;
   inFlight: number;
@@ -147,7 +151,7 @@ function report(run: {
   const settings = Object.entries(run.extraEnv).map(([key, value]) => `${key}=${value}`);
   return `# Connect + authenticate benchmark
 
-\`${run.command}\` — ${run.environment} Load average ${run.loadAtEnd.toFixed(1)} at the end.
+\`${run.command}\` — ${run.environment} Load average ${run.loadAtEnd.toFixed(1)} at the end. ${run.code}
 ${whole(run.sockets)} sockets opened and authenticated, ${run.inFlight} in flight, in ${run.sides[0]?.windows.length} interleaved rounds after a warm-up of ${whole(WARM_UP_SOCKETS)} each (bench/connect.ts). Atrium: one process, Postgres + Redis${settings.length > 0 ? `, ${settings.join(', ')}` : ', default settings'}.
 
 | Server | Connect + auth (rounds) | Of the ceiling | p50 / p99 ms | Server cores | Errors |
