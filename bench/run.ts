@@ -58,6 +58,10 @@ import { parseArgs } from 'node:util';
  *                         echo rpc, connect + authenticate, memory per socket and at rest, with one process
  *                         and a worker per core (bench/results/peers.md); --seconds is each window; also
  *                         takes --rounds N (3), --sockets N (15000) and --connect-in-flight N (200)
+ *   connect               connect + authenticate N sockets on Postgres + Redis beside a bare uWS server
+ *                         acking the auth frame, in interleaved rounds (bench/results/connect.md); takes
+ *                         --sockets N (5000), --in-flight N (200), --rounds N (5), --env KEY=VALUE,...
+ *                         (the service's settings) and --profile DIR, not --seconds
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
  *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
@@ -84,6 +88,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   workers: () => import('./workers.js'),
   extensions: () => import('./extensions.js'),
   peers: () => import('./peers.js'),
+  connect: () => import('./connect.js'),
   failover: () => import('./failover.js'),
   soak: () => import('./soak.js'),
 };

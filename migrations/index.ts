@@ -38,6 +38,7 @@ import { Migration0037InstanceAccess } from './0037_instance_access.js';
 import { Migration0038PartyChat } from './0038_party_chat.js';
 import { Migration0039PartyOfflineIndex } from './0039_party_offline_index.js';
 import { Migration0040PartyFollows } from './0040_party_follows.js';
+import { Migration0041NotificationInboxes } from './0041_notification_inboxes.js';
 
 /**
  * Migrations in the order they apply. The name is what the migrations table records, so a name
@@ -85,4 +86,5 @@ export const migrationsList = [
   { name: '0038_party_chat', class: Migration0038PartyChat },
   { name: '0039_party_offline_index', class: Migration0039PartyOfflineIndex },
   { name: '0040_party_follows', class: Migration0040PartyFollows },
+  { name: '0041_notification_inboxes', class: Migration0041NotificationInboxes },
 ];

@@ -127,7 +127,7 @@ export const authenticate = operation('auth', {
   summary:
     'Bind the connection to the user of an access token; send again before it expires. With `recover`, the events missed since that position come first.',
   frame: true,
-  setup: true,
+  setup: 'auth',
   socketOnly: 'authenticates the connection itself; a REST call carries its token on every request',
   public: true,
   request: authFrameSchema,

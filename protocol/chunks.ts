@@ -173,7 +173,7 @@ export const chunksSubscribe = operation('chunks.subscribe', {
   summary:
     "Follow a world's commits (or one room's): the ack carries the content revision the stream starts after; every later commit arrives as a chunks.commit event, in commit order.",
   frame: true,
-  setup: true,
+  setup: 'database',
   socketOnly: eventsOnlyOnTheSocket,
   // A game server follows its own world's commits over a socket authenticated with its token.
   gameServer: true,

@@ -93,10 +93,17 @@ export interface Operation<
   /**
    * A frame every client sends as it connects or reconnects (authentication, joins,
    * subscriptions): a node taking over a dead node's clients gets thousands at once, so the gateway
-   * runs a bounded number of them at a time and queues the rest (WS_SETUP_CONCURRENCY).
+   * runs a bounded number of them at a time, at the gate named here, and queues the rest.
    */
-  readonly setup: boolean;
+  readonly setup: SetupGate | undefined;
 }
+
+/**
+ * The gateway's gates for setup frames: `database` for those that run statements on the database
+ * pool (WS_SETUP_CONCURRENCY at once, so clients already set up keep a share of the pool), `auth`
+ * for the auth frame, a few KV round trips with no pooled connection (WS_AUTH_CONCURRENCY).
+ */
+export type SetupGate = 'auth' | 'database';
 
 export interface OperationSpec<
   Request extends z.ZodType | undefined,
@@ -121,8 +128,8 @@ export interface OperationSpec<
    */
   role?: 'moderator' | 'admin';
   errors?: readonly number[];
-  /** Sent by every client as it (re)connects; see `Operation.setup`. Frames only. */
-  setup?: boolean;
+  /** Sent by every client as it (re)connects, and the gate it waits at; see `Operation.setup`. Frames only. */
+  setup?: SetupGate;
 }
 
 /** The OpenAPI security scheme of the operations that take a service token (declared `gameServer: true`). */
@@ -185,7 +192,7 @@ export function operation<
     serviceToken: spec.gameServer ?? false,
     role: spec.role,
     errors: spec.errors ?? [],
-    setup: spec.setup ?? false,
+    setup: spec.setup,
   };
 }
 

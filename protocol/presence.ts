@@ -81,7 +81,7 @@ export const presenceSubscribe = operation('presence.subscribe', {
   tag,
   summary: "Receive each visible user's presence events; the ack carries their current status.",
   frame: true,
-  setup: true,
+  setup: 'database',
   socketOnly: eventsOnlyOnTheSocket,
   request: presenceLookupRequestSchema,
   response: presenceLookupResponseSchema,

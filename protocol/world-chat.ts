@@ -131,7 +131,7 @@ export const chatJoin = operation('chat.join', {
   summary:
     "Receive the chat.message events of the world's chat, of one room's with room_id, or of a group's with group_id (members only; its roster events too), until chat.leave, the end of the connection or, for a group, the end of the membership. With `recover` (the `pos` of the last event of this chat an earlier connection received), the events missed since come first (docs/recovery.md).",
   frame: true,
-  setup: true,
+  setup: 'database',
   socketOnly: eventsOnlyOnTheSocket,
   request: z
     .object({ ...chatNames, recover })

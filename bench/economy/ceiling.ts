@@ -110,7 +110,6 @@ ${withValues(STORE_NOTIFICATIONS_SQL, [
       'subject', 'Your item Bench item sold for ' || :price || ' coin', 'created_at', now(),
       'content', jsonb_build_object('purchase_id', :purchase::uuid, 'item', jsonb_build_object('name', 'Bench item'),
         'price', :price::bigint, 'seller_amount', :price::bigint - :fee::bigint, 'currency', 'coin')))`,
-  `array[${seller}]`,
   String(INBOX_CAP),
 ])};
 with tx as (

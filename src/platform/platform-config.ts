@@ -83,12 +83,17 @@ export const platformConfig = {
   /** Authenticated sockets one user may hold at once, across every node; one more is closed with 4409. */
   WS_MAX_SOCKETS_PER_USER: positiveInt(10, 10_000),
   /**
-   * Setup frames (auth, chat.join, presence.subscribe, chunks.subscribe) one node runs at once; the
-   * rest wait their turn. Below DATABASE_POOL_SIZE, so that when another node's clients all
-   * reconnect here, the requests of clients already connected keep a share of the pool.
+   * Setup frames that use the database pool (chat.join, presence.subscribe, chunks.subscribe) one
+   * node runs at once; the rest wait their turn. Below DATABASE_POOL_SIZE, so that when another
+   * node's clients all reconnect here, the requests of clients already connected keep a share of the pool.
    */
   WS_SETUP_CONCURRENCY: positiveInt(4, 1000),
-  /** Setup frames that may wait for their turn on one node; one more is refused with SERVICE_UNAVAILABLE. */
+  /**
+   * Auth frames one node runs at once; the rest wait their turn. They take no pooled connection,
+   * only a few KV round trips each, so this is what bounds how fast a node authenticates sockets.
+   */
+  WS_AUTH_CONCURRENCY: positiveInt(64, 10_000),
+  /** Setup frames (both gates) that may wait for their turn on one node; one more is refused with SERVICE_UNAVAILABLE. */
   WS_SETUP_QUEUE: positiveInt(10_000, 1_000_000),
   SHUTDOWN_GRACE_MS: positiveInt(10_000, 300_000),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900, 86_400),

@@ -150,6 +150,38 @@ describe('the notification inbox', () => {
     expect(row?.n).toBe(5);
   });
 
+  it('keeps the cap exactly when stores and deletions for one user run at once, and counts what stays', async () => {
+    const alice = await registerUser(app());
+    await notify(alice, 5);
+    const first = (await list(alice)).body.items as { id: string }[];
+    const answers = await Promise.all([
+      ...Array.from({ length: 8 }, (_, i) =>
+        broadcast({ user_ids: [alice.user.id], code: 'news.update', subject: `Burst ${i}` }),
+      ),
+      ...first.slice(0, 3).map((n) => call('DELETE', `/api/notifications/${n.id}`, alice.access_token)),
+    ]);
+    // A deletion finds its notification unless a store's trim removed it first.
+    expect(answers.slice(0, 8).map((answer) => answer.status)).toEqual(Array(8).fill(202));
+    for (const answer of answers.slice(8)) expect([204, 404]).toContain(answer.status);
+    const stored = async () =>
+      (
+        await queryRows<{ n: number }>(
+          app().db,
+          'select count(*)::int as n from notifications where user_id = ?',
+          [alice.user.id],
+        )
+      )[0]?.n;
+    expect(await stored()).toBe(5);
+    // Had the count drifted from the rows, the next stores would keep fewer or more than they should.
+    const kept = (await list(alice)).body.items as { id: string }[];
+    for (const n of kept.slice(0, 2))
+      expect((await call('DELETE', `/api/notifications/${n.id}`, alice.access_token)).status).toBe(204);
+    await notify(alice, 1, 'news.after');
+    expect(await stored()).toBe(4);
+    await notify(alice, 2, 'news.after');
+    expect(await stored()).toBe(5);
+  });
+
   it('pushes each new notification live on the user’s recorded stream', async () => {
     const alice = await registerUser(app());
     const socket = await sockets.open(alice.access_token);

@@ -12,6 +12,7 @@ import { type FakeConnection, fakeConnection } from '../helpers/fake-connection.
 
 const ALLOWANCE = 4;
 const SETUP_CONCURRENCY = 2;
+const AUTH_CONCURRENCY = 3;
 const SETUP_QUEUE = 2;
 const user = userPrincipal({ id: 'u1', sessionId: 's1', roles: [] });
 const server = servicePrincipal({ id: 'gs1', scope: 'w1' });
@@ -40,7 +41,7 @@ describe('FrameDispatcher', () => {
       inFlight,
       maxFrameBytes: 1024,
       maxFramesPerSecond: ALLOWANCE,
-      setupConcurrency: SETUP_CONCURRENCY,
+      setupConcurrency: { auth: AUTH_CONCURRENCY, database: SETUP_CONCURRENCY },
       maxSetupWaiting: SETUP_QUEUE,
     });
     client = fakeConnection();
@@ -136,24 +137,30 @@ describe('FrameDispatcher', () => {
   });
 
   describe('setup frames (auth, joins, subscriptions)', () => {
-    /** Each started setup frame's number, and how to finish it, in the order they started. */
-    let started: { n: number; finish: () => void }[];
-    const clients = () =>
-      Array.from({ length: 5 }, () => {
+    /** Each started setup frame's type and number, and how to finish it, in the order they started. */
+    let started: { t: string; n: number; finish: () => void }[];
+    const clients = (count = 5) =>
+      Array.from({ length: count }, () => {
         const other = fakeConnection();
         other.connection.principal = user;
         return other;
       });
+    const startedOf = (t: string) => started.filter((s) => s.t === t).map((s) => s.n);
 
     beforeEach(() => {
       started = [];
-      frames.handle(
-        'setup',
-        z.object({ n: z.number() }),
-        (_connection, { n }) =>
-          new Promise<number>((resolve) => started.push({ n, finish: () => resolve(n) })),
-        { setup: true },
-      );
+      for (const [t, gate] of [
+        ['setup', 'database'],
+        ['login', 'auth'],
+      ] as const) {
+        frames.handle(
+          t,
+          z.object({ n: z.number() }),
+          (_connection, { n }) =>
+            new Promise<number>((resolve) => started.push({ t, n, finish: () => resolve(n) })),
+          { setup: gate, admits: 'anyone' },
+        );
+      }
     });
 
     it('run a bounded number at once and the rest in arrival order, while other frames run at once', async () => {
@@ -182,6 +189,59 @@ describe('FrameDispatcher', () => {
         expect(sender.sent).toEqual([{ t: 'ack', id: 1, d: i }]);
       });
       expect(started.map((s) => s.n)).toEqual([0, 1, 2, 3]);
+    });
+
+    it('run auth-gate frames at their own, wider gate: they never wait behind database-gate frames', async () => {
+      const senders = clients(SETUP_CONCURRENCY + 1 + AUTH_CONCURRENCY);
+      const joiners = senders.slice(0, SETUP_CONCURRENCY + 1);
+      const authenticating = senders.slice(SETUP_CONCURRENCY + 1);
+      for (const [n, sender] of joiners.entries()) receive({ t: 'setup', id: 1, d: { n } }, sender);
+      for (const [n, sender] of authenticating.entries()) receive({ t: 'login', id: 1, d: { n } }, sender);
+      // The database gate is full and one frame waits there; the auth gate runs its own at once.
+      expect(startedOf('setup')).toEqual([0, 1]);
+      expect(startedOf('login')).toEqual([0, 1, 2]);
+
+      for (const s of started.filter((s) => s.t === 'login')) s.finish();
+      await vi.waitFor(() =>
+        expect(authenticating.map((sender) => sender.sent.length)).toEqual(Array(AUTH_CONCURRENCY).fill(1)),
+      );
+      for (const [n, sender] of authenticating.entries())
+        expect(sender.sent).toEqual([{ t: 'ack', id: 1, d: n }]);
+      // Finishing auth frames gave no database-gate frame a turn.
+      expect(startedOf('setup')).toEqual([0, 1]);
+      for (const s of started.filter((s) => s.t === 'setup')) s.finish();
+      await vi.waitFor(() => expect(startedOf('setup')).toEqual([0, 1, 2]));
+      for (const s of started.filter((s) => s.t === 'setup')) s.finish();
+      await inFlight.idle(10_000);
+    });
+
+    it('count the frames waiting at both gates against one queue bound, refusing one more at either', async () => {
+      const senders = clients(SETUP_CONCURRENCY + AUTH_CONCURRENCY + SETUP_QUEUE + 3);
+      let next = 0;
+      const send = (t: string) => {
+        const n = next++;
+        receive({ t, id: 1, d: { n } }, senders[n] as FakeConnection);
+        return { n, sender: senders[n] as FakeConnection };
+      };
+      for (let i = 0; i < SETUP_CONCURRENCY; i++) send('setup');
+      for (let i = 0; i < AUTH_CONCURRENCY; i++) send('login');
+      const waitingJoin = send('setup');
+      const waitingAuth = send('login');
+      for (const refused of [send('setup'), send('login')]) {
+        await vi.waitFor(() => expect(refused.sender.sent).toHaveLength(1));
+        expect(refused.sender.sent[0]).toMatchObject({ t: 'error', id: 1, code: 'SERVICE_UNAVAILABLE' });
+      }
+
+      // A waiting frame that starts frees its place in the queue, whichever gate it waited at.
+      started.find((s) => s.t === 'login')?.finish();
+      await vi.waitFor(() => expect(startedOf('login')).toContain(waitingAuth.n));
+      const admitted = send('setup');
+      for (const s of started) s.finish();
+      await vi.waitFor(() => expect(startedOf('setup')).toContain(admitted.n));
+      for (const s of started) s.finish();
+      await inFlight.idle(10_000);
+      for (const { n, sender } of [waitingJoin, waitingAuth, admitted])
+        expect(sender.sent).toEqual([{ t: 'ack', id: 1, d: n }]);
     });
 
     it('skip a waiting frame whose connection closed meanwhile', async () => {

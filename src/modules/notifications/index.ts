@@ -56,7 +56,7 @@ export interface NotificationsApi {
 /** The notification inbox and admin broadcasts (docs/notifications.md). */
 export const notificationsModule = defineModule({
   name: 'notifications',
-  tables: ['notifications', 'notification_broadcasts'],
+  tables: ['notifications', 'notification_inboxes', 'notification_broadcasts'],
   needs: ['users', 'audit'],
   setup({ config, bus, db, log }, { users, audit }: { users: UsersApi; audit: AuditApi }) {
     const notifications = new NotificationsService({

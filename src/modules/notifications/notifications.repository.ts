@@ -1,11 +1,11 @@
-import type { DataAccess } from '../../platform/data-access.js';
+import { type DataAccess, transaction } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { userExistsSql } from '../users/index.js';
 
 /**
- * The SQL of the inbox (migration 0034). A user's notifications are written under a transaction
- * lock of that user (an advisory lock in the notifications' own class), so concurrent writes for
- * one user keep the cap exactly.
+ * The SQL of the inbox (migrations 0034 and 0039). A user's notifications are stored and deleted
+ * under a transaction lock of that user (an advisory lock in the notifications' own class), so
+ * concurrent writes for one user keep the cap and the user's count exactly.
  */
 
 export interface NotificationRow {
@@ -45,12 +45,15 @@ export const inboxLockSql = (idSql: string) =>
 const LOCK_SQL = `select ${inboxLockSql('u')} from unnest($1::uuid[]) as u order by u`;
 
 /**
- * Inserts the notifications of users that exist and, in the same statement, removes per user what
- * would be past `$3`: the rows kept are the unread newest first, then the read newest first, and
- * the new ones (unread, newest) come first of all, so of the existing rows those ranked past
- * `$3` minus the new ones' count go, the oldest read ones first, then the oldest unread ones.
- * The statement's snapshot is taken after the inbox lock was held, so it sees every row there is.
- * Exported for the purchase's pgbench ceiling (bench/economy/ceiling.ts), which runs it as is.
+ * Inserts the notifications of users that exist and, in the same statement, removes what would
+ * be past `$2` in each of their inboxes. The rows kept are the unread newest first, then the read
+ * newest first, and the new ones (unread, newest) come first of all, so what goes is the oldest
+ * read rows, then the oldest unread ones. How many go comes from the user's count
+ * (notification_inboxes, which this updates): an inbox under the cap costs one row read and one row
+ * write, and at the cap each row that goes is found through an index in the order it goes. The
+ * statement's snapshot is taken after the inbox lock was held, so it sees every row and count
+ * there is. Exported for the purchase's pgbench ceiling (bench/economy/ceiling.ts), which runs it
+ * as is.
  */
 export const STORE_NOTIFICATIONS_SQL = `
   with fresh as (
@@ -64,23 +67,42 @@ export const STORE_NOTIFICATIONS_SQL = `
     select * from fresh
     returning ${COLUMNS}
   ),
-  added as (select user_id, count(*) as n from fresh group by user_id),
+  inboxes as (
+    select added.user_id, coalesce(i.stored, 0) + added.n as total
+    from (select user_id, count(*) as n from fresh group by user_id) added
+    left join notification_inboxes i using (user_id)
+  ),
+  counted as (
+    insert into notification_inboxes (user_id, stored)
+    select user_id, least(total, $2::int) from inboxes
+    on conflict (user_id) do update set stored = excluded.stored
+  ),
+  over as (select user_id, total - $2::int as n from inboxes where total > $2::int),
+  read_gone as (
+    select over.user_id, gone.id from over cross join lateral (
+      select id from notifications
+      where user_id = over.user_id and read_at is not null
+      order by created_at, id limit over.n) gone
+  ),
+  unread_gone as (
+    select gone.id from over cross join lateral (
+      select id from notifications
+      where user_id = over.user_id and read_at is null
+      order by created_at, id
+      limit over.n - (select count(*) from read_gone where read_gone.user_id = over.user_id)) gone
+  ),
   trimmed as (
-    delete from notifications where id in (
-      select ranked.id from (
-        select id, user_id, row_number() over (
-          partition by user_id order by (read_at is null) desc, created_at desc, id desc) as kept
-        from notifications where user_id = any ($2::uuid[])
-      ) ranked join added using (user_id)
-      where ranked.kept > $3 - added.n)
+    delete from notifications
+    where id = any (array(select id from read_gone union all select id from unread_gone))
   )
   select * from stored`;
 
 /**
  * Stores notifications inside the caller's transaction and trims their users' inboxes to `cap`;
  * those for users that no longer exist are skipped. Answers the stored rows. Two statements: the
- * inbox lock of each user (concurrent writes for one user then keep the cap exactly), then the
- * insert with its trim; one when the caller's statement took the locks already (`inboxLockSql`).
+ * inbox lock of each user (concurrent writes for one user then keep the cap and the count exactly),
+ * then the insert with its trim; one when the caller's statement took the locks already
+ * (`inboxLockSql`).
  */
 export async function storeNotifications(
   tx: DataAccess,
@@ -99,8 +121,7 @@ export async function storeNotifications(
     })
     .reverse();
   if (kept.length === 0) return [];
-  const users = [...new Set(kept.map((note) => note.userId))];
-  if (!inboxLocked) await executeBound(tx, LOCK_SQL, [users]);
+  if (!inboxLocked) await lockInboxes(tx, [...new Set(kept.map((note) => note.userId))]);
   return executeBound<NotificationRow>(tx, STORE_NOTIFICATIONS_SQL, [
     JSON.stringify(
       kept.map((note) => ({
@@ -113,9 +134,13 @@ export async function storeNotifications(
         created_at: note.createdAt.toISOString(),
       })),
     ),
-    users,
     cap,
   ]);
+}
+
+/** Takes the inbox locks of these users until the transaction ends, in one order whoever asks. */
+function lockInboxes(tx: DataAccess, userIds: readonly string[]): Promise<unknown> {
+  return executeBound(tx, LOCK_SQL, [userIds]);
 }
 
 const PAGE_SQL = `
@@ -164,11 +189,24 @@ export async function markRead(
   else await executeBound(data, READ_IDS_SQL, [userId, ids, at]);
 }
 
-const DELETE_SQL = 'delete from notifications where id = $1 and user_id = $2 returning id';
+const DELETE_SQL = `
+  with gone as (delete from notifications where id = $1 and user_id = $2 returning id),
+  counted as (
+    update notification_inboxes set stored = stored - 1
+    where user_id = $2 and exists (select from gone)
+  )
+  select id from gone`;
 
-/** Deletes one of the user's notifications: false when it is not theirs or does not exist. */
+/**
+ * Deletes one of the user's notifications under the user's inbox lock, counting it out of the
+ * inbox (a store's trim, which deletes rows and sets the count, never runs beside it): false when
+ * it is not theirs or does not exist.
+ */
 export async function deleteNotification(data: DataAccess, userId: string, id: string): Promise<boolean> {
-  return (await executeBound(data, DELETE_SQL, [id, userId])).length > 0;
+  return transaction(data, async (tx) => {
+    await lockInboxes(tx, [userId]);
+    return (await executeBound(tx, DELETE_SQL, [id, userId])).length > 0;
+  });
 }
 
 export interface BroadcastRow {

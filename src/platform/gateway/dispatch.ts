@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { type ClientFrame, CloseCode } from '../../../protocol/frames.js';
+import type { SetupGate } from '../../../protocol/operation.js';
 import type { PrincipalKind } from '../auth/principal.js';
 import { AppError, asAppError, ErrorCode, toErrorFrame } from '../errors.js';
 import type { InFlight } from '../in-flight.js';
@@ -24,13 +25,13 @@ interface Registration {
   payload: z.ZodType;
   handler: FrameHandler<unknown>;
   admits: Admission;
-  /** Waits its turn in the node's SetupAdmission (the operation is declared `setup`). */
-  setup: boolean;
+  /** The gate of the node's SetupAdmission it waits its turn at (the operation is declared `setup`). */
+  setup: SetupGate | undefined;
 }
 
 export interface HandleOptions {
   admits?: Admission;
-  setup?: boolean;
+  setup?: SetupGate | undefined;
 }
 
 export interface DispatchDeps {
@@ -38,7 +39,8 @@ export interface DispatchDeps {
   metrics: Metrics;
   maxFrameBytes: number;
   maxFramesPerSecond: number;
-  setupConcurrency: number;
+  /** Setup frames run at once at each gate (WS_AUTH_CONCURRENCY, WS_SETUP_CONCURRENCY). */
+  setupConcurrency: Record<SetupGate, number>;
   maxSetupWaiting: number;
   /** The node's running work, which shutdown waits for: each asynchronous handler counts in it. */
   inFlight: InFlight;
@@ -68,7 +70,8 @@ export class FrameDispatcher {
 
   /**
    * Registers the handler of a frame type; its payload is validated against `payload` first, and
-   * by default only a user's connection may send it; a `setup` frame waits its turn (SetupAdmission).
+   * by default only a user's connection may send it; a `setup` frame waits its turn at its gate
+   * (SetupAdmission).
    * Modules register theirs through their operations (platform/operations.ts) rather than here.
    */
   handle<Payload>(
@@ -82,7 +85,7 @@ export class FrameDispatcher {
       payload,
       handler: handler as FrameHandler<unknown>,
       admits: options.admits ?? ['user'],
-      setup: options.setup ?? false,
+      setup: options.setup,
     });
   }
 
@@ -167,11 +170,12 @@ export class FrameDispatcher {
       return;
     }
     const invoke = () => registration.handler(connection, parsed.data, frame);
-    if (!registration.setup) this.run(connection, frame, invoke);
+    const gate = registration.setup;
+    if (!gate) this.run(connection, frame, invoke);
     // A connection that closed while its frame waited needs no answer.
     else
       this.run(connection, frame, () =>
-        this.setupAdmission.run(() => (connection.closed ? NO_ACK : invoke())),
+        this.setupAdmission.run(gate, () => (connection.closed ? NO_ACK : invoke())),
       );
   }
 

@@ -35,6 +35,7 @@ type GatewaySettings = Pick<
   | 'WS_MAX_FRAME_BYTES'
   | 'WS_MAX_FRAMES_PER_SECOND'
   | 'WS_SETUP_CONCURRENCY'
+  | 'WS_AUTH_CONCURRENCY'
   | 'WS_SETUP_QUEUE'
   | 'WS_MAX_SUBSCRIPTIONS'
   | 'WS_MAX_BUFFERED_BYTES'
@@ -90,7 +91,7 @@ export class Gateway {
       inFlight,
       maxFrameBytes: config.WS_MAX_FRAME_BYTES,
       maxFramesPerSecond: config.WS_MAX_FRAMES_PER_SECOND,
-      setupConcurrency: config.WS_SETUP_CONCURRENCY,
+      setupConcurrency: { auth: config.WS_AUTH_CONCURRENCY, database: config.WS_SETUP_CONCURRENCY },
       maxSetupWaiting: config.WS_SETUP_QUEUE,
     });
     this.subscriptions = new Subscriptions({

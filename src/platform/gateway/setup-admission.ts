@@ -1,28 +1,44 @@
+import type { SetupGate } from '../../../protocol/operation.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from '../errors.js';
 
+interface Gate {
+  readonly concurrency: number;
+  running: number;
+  readonly waiting: (() => void)[];
+}
+
 /**
- * Runs the frames every client sends as it connects (operations declared `setup`: authentication,
- * joins, subscriptions) at most `concurrency` at a time on this node, the rest in arrival order.
- * When a node dies, its clients reconnect to the others within a second or so; their setup frames,
- * several statements each, would otherwise take every pooled database connection for seconds, and
- * the steady requests of clients already set up would wait past the pool's acquire timeout. Once
- * `maxWaiting` frames wait, one more is refused at once with SERVICE_UNAVAILABLE: its client
- * retries later (AtriumClient reconnects with backoff), and the queue's memory stays bounded.
+ * Runs the frames every client sends as it connects (operations declared `setup`) a bounded number
+ * at a time on this node, the rest in arrival order. When a node dies, its clients reconnect to the
+ * others within a second or so. Their joins and subscriptions (gate `database`), several statements
+ * each, would otherwise take every pooled database connection for seconds, and the steady requests
+ * of clients already set up would wait past the pool's acquire timeout: WS_SETUP_CONCURRENCY of
+ * them run at once. Their auth frames (gate `auth`) take no pooled connection, only a few KV round
+ * trips each, so they have a gate of their own (WS_AUTH_CONCURRENCY, wider): behind the joins they
+ * would wait for the database for nothing, and a node could not authenticate sockets faster than
+ * a few per round trip. Once `maxWaiting` frames wait in all, one more is refused at once with
+ * SERVICE_UNAVAILABLE: its client retries later (AtriumClient reconnects with backoff), and the
+ * queues' memory stays bounded.
  */
 export class SetupAdmission {
-  private running = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly gates: Record<SetupGate, Gate>;
+  private waitingInAll = 0;
 
   constructor(
-    private readonly concurrency: number,
+    concurrency: Record<SetupGate, number>,
     private readonly maxWaiting: number,
-  ) {}
+  ) {
+    const gate = (size: number): Gate => ({ concurrency: size, running: 0, waiting: [] });
+    this.gates = { auth: gate(concurrency.auth), database: gate(concurrency.database) };
+  }
 
-  async run<T>(work: () => T | Promise<T>): Promise<T> {
-    if (this.running < this.concurrency) this.running++;
-    else if (this.waiting.length < this.maxWaiting)
-      await new Promise<void>((start) => this.waiting.push(start));
-    else {
+  async run<T>(name: SetupGate, work: () => T | Promise<T>): Promise<T> {
+    const gate = this.gates[name];
+    if (gate.running < gate.concurrency) gate.running++;
+    else if (this.waitingInAll < this.maxWaiting) {
+      this.waitingInAll++;
+      await new Promise<void>((start) => gate.waiting.push(start));
+    } else {
       throw new AppError(
         ErrorCode.SERVICE_UNAVAILABLE,
         'Too many connections are being set up on this node right now; retry shortly.',
@@ -32,10 +48,12 @@ export class SetupAdmission {
     try {
       return await work();
     } finally {
-      // A finished frame hands its place to the next waiting one, or gives it back.
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.running--;
+      // A finished frame hands its place to the next one waiting at its gate, or gives it back.
+      const next = gate.waiting.shift();
+      if (next) {
+        this.waitingInAll--;
+        next();
+      } else gate.running--;
     }
   }
 }
