@@ -96,16 +96,8 @@ export class Sessions {
     else this.tokenExpiry.schedule(connection, expiresAt);
     if (!user) return {};
     const first = this.usersHere.add(user.id, connection);
-    // The catch-up reads the topic's history once the subscription is live (so no event falls
-    // between the two), beside the listeners' round trips rather than after them.
-    const caughtUp = ownTopic?.then(() =>
-      this.deps.subscriptions.catchUpOwnTopic(connection, user.id, since),
-    );
-    const [caught] = await Promise.all([
-      caughtUp ?? {},
-      first === undefined ? undefined : this.announceConnected(user, first),
-    ]);
-    return caught;
+    await Promise.all([ownTopic, first === undefined ? undefined : this.announceConnected(user, first)]);
+    return joining ? this.deps.subscriptions.catchUpOwnTopic(connection, user.id, since) : {};
   }
 
   closed(connection: Connection): void {
