@@ -22,7 +22,6 @@ interface Gate {
  */
 export class SetupAdmission {
   private readonly gates: Record<SetupGate, Gate>;
-  private waitingInAll = 0;
 
   constructor(
     concurrency: Record<SetupGate, number>,
@@ -35,8 +34,7 @@ export class SetupAdmission {
   async run<T>(name: SetupGate, work: () => T | Promise<T>): Promise<T> {
     const gate = this.gates[name];
     if (gate.running < gate.concurrency) gate.running++;
-    else if (this.waitingInAll < this.maxWaiting) {
-      this.waitingInAll++;
+    else if (this.gates.auth.waiting.length + this.gates.database.waiting.length < this.maxWaiting) {
       await new Promise<void>((start) => gate.waiting.push(start));
     } else {
       throw new AppError(
@@ -50,10 +48,8 @@ export class SetupAdmission {
     } finally {
       // A finished frame hands its place to the next one waiting at its gate, or gives it back.
       const next = gate.waiting.shift();
-      if (next) {
-        this.waitingInAll--;
-        next();
-      } else gate.running--;
+      if (next) next();
+      else gate.running--;
     }
   }
 }
