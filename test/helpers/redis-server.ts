@@ -1,9 +1,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { concretePorts } from '../../src/platform/free-ports.js';
 import { untilOutputLine } from './child-output.js';
 
 /** Whether a `redis-server` binary is on PATH, for tests that start a Redis of their own. */
@@ -18,14 +18,8 @@ export function hasRedisServer(): boolean {
 
 /** A port nothing listens on right now, chosen by the kernel. */
 export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  server.close();
-  await once(server, 'close');
-  if (typeof address !== 'object' || !address) throw new Error('no port was assigned');
-  return address.port;
+  const [port] = await concretePorts('127.0.0.1', [0]);
+  return port as number;
 }
 
 export interface RedisServerOptions {
