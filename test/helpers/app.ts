@@ -39,6 +39,9 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     SHUTDOWN_GRACE_MS: 2000,
     // As the test databases are opened (test/helpers/database.ts), for apps that open their own.
     DATABASE_QUERY_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS,
+    // A loaded CI machine can take over production's 1 s to open a connection; the tests of a
+    // database that stops answering set their own (test/helpers/database-proxy.ts).
+    DATABASE_CONNECT_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS,
     // Every injected request comes from 127.0.0.1, so per-address limits would trip across tests;
     // the tests of those limits set their own values.
     REGISTER_IP_MAX_ATTEMPTS: 1_000_000,
@@ -48,10 +51,21 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
     DISCOVERY_FOLD_INTERVAL_SECONDS: 3600,
     DISCOVERY_RANK_INTERVAL_SECONDS: 3600,
     ...(testDb.url ? { DATABASE_URL: testDb.url } : {}),
-    ...(process.env.REDIS_URL && !namesRedis(overrides) ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...(process.env.REDIS_URL && !namesRedis(overrides) ? sharedRedis() : {}),
     ...overrides,
   });
 }
+
+/**
+ * The test run's Redis (REDIS_URL), with commands given seconds rather than production's 500 ms:
+ * on a loaded 2-core CI machine a command can wait past 500 ms and turn a test's call into a 503.
+ * No test breaks this Redis; the tests of command timeouts run their own behind a proxy.
+ */
+function sharedRedis(): ConfigOverrides {
+  return { REDIS_URL: process.env.REDIS_URL, REDIS_COMMAND_TIMEOUT_MS: TEST_REDIS_COMMAND_TIMEOUT_MS };
+}
+
+const TEST_REDIS_COMMAND_TIMEOUT_MS = 10_000;
 
 function namesRedis(overrides: ConfigOverrides): boolean {
   return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some(
@@ -271,7 +285,7 @@ export async function buildOwningApp(
     WS_PORT: 0,
     REDIS_KEY_PREFIX: `test:own:${basename(dataDir)}:`,
     ...(testDb?.url ? { DATABASE_URL: testDb.url, MIGRATE_ON_START: false } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+    ...(process.env.REDIS_URL && !namesRedis(settings) ? sharedRedis() : {}),
     ...settings,
   });
   const logged: LogLine[] = [];
