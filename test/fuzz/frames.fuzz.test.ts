@@ -11,7 +11,7 @@ import { memoryStart, overBound, runTarget, settings, summary, type TargetStats 
  * to the real gateway over real WebSockets (see docs/fuzzing.md). `npm test` runs a short pass
  * with a fixed seed; `npm run fuzz` runs FUZZ_CASES per frame type.
  */
-const CASES = settings.cases || 40;
+const CASES = settings.cases || 20;
 const MAX_FRAME_BYTES = 64 * 1024;
 /** The gateway lets uWS drop a connection only for messages above four times the frame limit. */
 const HARD_CEILING_BYTES = MAX_FRAME_BYTES * 4;

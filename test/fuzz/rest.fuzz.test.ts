@@ -15,7 +15,7 @@ import type { SchemaContext } from './schema-arbitrary.js';
  * (see docs/fuzzing.md). `npm test` runs a short pass with a fixed seed; `npm run fuzz` runs
  * FUZZ_CASES per operation.
  */
-const CASES = settings.cases || 20;
+const CASES = settings.cases || 8;
 
 const servers = silentCommand();
 const app = await buildTestApp(
