@@ -80,7 +80,7 @@ export async function createHttpServer(deps: {
   const app = Fastify({
     loggerInstance: log,
     bodyLimit: config.HTTP_BODY_LIMIT_BYTES,
-    maxParamLength: MAX_PATH_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
     trustProxy: fastifyTrustProxy(config.TRUST_PROXY),
     // Fastify's own 503 while closing is plain JSON; the onRequest hook answers a problem instead.
     return503OnClosing: false,
