@@ -58,15 +58,11 @@ export class TestSocket {
   /** Resolves with the first received frame (old or new) matching `match`, or rejects after `timeoutMs`. */
   async next(match: (frame: ReceivedFrame) => boolean, timeoutMs = 2000): Promise<ReceivedFrame> {
     const deadline = Date.now() + timeoutMs;
-    let seen = 0;
     for (;;) {
-      for (; seen < this.frames.length; seen++) {
-        const frame = this.frames[seen] as ReceivedFrame;
-        if (match(frame)) {
-          this.frames.splice(seen, 1);
-          return frame;
-        }
-      }
+      // From the start at every wake: another waiter on this socket may have taken a frame since,
+      // which shifts the ones after it down; an index kept across wakes would then skip one.
+      const index = this.frames.findIndex(match);
+      if (index !== -1) return this.frames.splice(index, 1)[0] as ReceivedFrame;
       const left = deadline - Date.now();
       if (left <= 0) {
         const unreadable = this.undecodable.map((f) => `${f.error}: ${f.hex}`).join('; ');
