@@ -154,14 +154,16 @@ describe('leaderboard periods and the reset scheduler', () => {
     await submit(id, alice, 7);
     vi.setSystemTime(nextMinute() + 1);
     await scheduler().runScheduler();
-    const periods = await queryRows<{ n: number }>(
-      app().db,
-      `select count(distinct r.period_start)::int as n from leaderboard_records r
-       join leaderboards b on b.ref = r.standings_ref where b.id = ?`,
-      [id],
-    );
+    const periods = () =>
+      queryRows<{ n: number }>(
+        app().db,
+        `select count(distinct r.period_start)::int as n from leaderboard_records r
+         join leaderboards b on b.ref = r.standings_ref where b.id = ?`,
+        [id],
+      );
     // LEADERBOARD_PERIODS_KEPT is 1: the previous period (score 7) stays, the two before it go.
-    expect(periods[0]?.n).toBe(1);
+    // The app's own pass may hold the board when this one runs: the board is then its to prune.
+    await vi.waitFor(async () => expect((await periods())[0]?.n).toBe(1), { timeout: 10_000 });
     const previous = await call('GET', `/api/leaderboards/${id}/records?period=previous`, alice.access_token);
     expect(previous.body.items.map((r: { score: number }) => r.score)).toEqual([7]);
     await vi.waitFor(() => expect(eventsOf(id)).toHaveLength(3), { timeout: 10_000 });
