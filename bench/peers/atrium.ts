@@ -76,7 +76,8 @@ export async function startSeededAtrium(
   );
   try {
     const restKiB = await settledTreeRssKiB(service.child.pid as number);
-    const issuer = await tokenIssuer(dataDir);
+    // A day, as Nakama's sessions here: the connect rounds before the rows can outlast 15 minutes.
+    const issuer = await tokenIssuer(dataDir, 86_400);
     const tokens = await issuer.issueFor(ids);
     const connectTokens = await issuer.issue(connectSockets, `atrium WORKERS=${workers}, connect`);
     const market = await openMarket(service, ids, issuer);

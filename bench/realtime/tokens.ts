@@ -18,15 +18,18 @@ export interface TokenIssuer {
   close(): Promise<void>;
 }
 
-/** Signs access tokens with the key in `<dataDir>/keys`, as the service that generated it would. */
-export async function tokenIssuer(dataDir: string): Promise<TokenIssuer> {
+/**
+ * Signs access tokens with the key in `<dataDir>/keys`, as the service that generated it would,
+ * valid for `ttlSeconds` (the service's ACCESS_TOKEN_TTL_SECONDS default when not given).
+ */
+export async function tokenIssuer(dataDir: string, ttlSeconds?: number): Promise<TokenIssuer> {
   const config = configFrom({ DATA_DIR: dataDir });
   const kv = new MemoryKv();
   const tokens = new AccessTokens({
     keys: await loadKeyRing(config),
     kv,
     issuer: config.JWT_ISSUER,
-    ttlSeconds: config.ACCESS_TOKEN_TTL_SECONDS,
+    ttlSeconds: ttlSeconds ?? config.ACCESS_TOKEN_TTL_SECONDS,
   });
   return {
     async issue(count, label) {
