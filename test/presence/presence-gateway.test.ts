@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { presenceKey } from '../../src/modules/presence/presence.service.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import {
   buildTestApp,
@@ -38,6 +39,29 @@ describe('presence on the gateway', () => {
     const socket = await open(user.access_token);
     const reply = await request(socket, 'presence.heartbeat');
     expect(reply).toMatchObject({ t: 'ack', d: { status: 'online', ttl_seconds: 60 } });
+  });
+
+  it('answers the heartbeat of a user whose socket is on this node from the node alone, recording the sighting', async () => {
+    const user = await registerUser(app());
+    const socket = await open(user.access_token);
+    const connectedAt = await app().kv.get(presenceKey(user.user.id));
+    expect(connectedAt).not.toBeNull();
+    const overSocket = await request(socket, 'presence.heartbeat');
+    const overRest = await app().http.inject({
+      method: 'POST',
+      url: '/api/presence/heartbeat',
+      headers: bearer(user.access_token),
+    });
+    expect(overSocket).toMatchObject({ t: 'ack', d: { status: 'online' } });
+    expect(overRest.json()).toMatchObject({ status: 'online' });
+    // The socket keeps the key alive: neither heartbeat rewrote it.
+    expect(await app().kv.get(presenceKey(user.user.id))).toBe(connectedAt);
+    const me = await app().http.inject({
+      method: 'GET',
+      url: '/api/users/me',
+      headers: bearer(user.access_token),
+    });
+    expect(me.json().last_seen_at).toBe(overRest.json().last_seen_at);
   });
 
   it('counts an authenticated socket as heartbeating, and its closing as going offline', async () => {

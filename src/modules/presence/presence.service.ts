@@ -61,6 +61,8 @@ export interface PresenceSightings {
   watchExpiry(userId: string, at: Date): void;
   /** A sighting recorded on this node and not written to the database yet. */
   pendingSighting(userId: string): Date | undefined;
+  /** Whether this node holds a socket of the user, and so keeps their presence key alive itself. */
+  keepsOnline(userId: string): boolean;
 }
 
 export interface PresenceServiceDeps {
@@ -90,11 +92,20 @@ export class PresenceService {
     return this.deps.ttlSeconds;
   }
 
+  /**
+   * A user with a socket on this node is online for as long as it is open (the node refreshes
+   * their key and ends their presence when it closes), so their heartbeat, on the socket or over
+   * REST, adds only the sighting: no KV round trip. Other nodes read that sighting once it is
+   * flushed (LAST_SEEN_FLUSH_MS) rather than from the presence key at once.
+   */
   async heartbeat(ctx: Ctx): Promise<{ status: 'online'; ttl_seconds: number; last_seen_at: string }> {
     const caller = callerOf(ctx);
     const now = ctx.now();
-    await this.markOnline(ctx, caller.id, now);
-    this.deps.sightings.watchExpiry(caller.id, now);
+    if (this.deps.sightings.keepsOnline(caller.id)) this.deps.sightings.recordSeen(caller.id, now);
+    else {
+      await this.markOnline(ctx, caller.id, now);
+      this.deps.sightings.watchExpiry(caller.id, now);
+    }
     return { status: 'online', ttl_seconds: this.deps.ttlSeconds, last_seen_at: now.toISOString() };
   }
 

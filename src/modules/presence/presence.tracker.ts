@@ -74,6 +74,10 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     return this.pendingSeen.get(userId);
   }
 
+  keepsOnline(userId: string): boolean {
+    return this.deps.gateway.isLocalUser(userId);
+  }
+
   /** Takes the node lease (rejecting when the KV store does not answer) and starts the timers. */
   async start(): Promise<void> {
     await this.lease.start();

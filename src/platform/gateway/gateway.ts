@@ -191,6 +191,10 @@ export class Gateway {
     return this.sessions.localUserIds();
   }
 
+  isLocalUser(userId: string): boolean {
+    return this.sessions.isLocalUser(userId);
+  }
+
   /**
    * Closes this node's connections whose principal matches with 4403, saying `reason`: revoked
    * sessions (principal.ts `ofSessions`), services whose tokens died (`ofServices`).

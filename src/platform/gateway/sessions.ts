@@ -57,6 +57,11 @@ export class Sessions {
     return this.usersHere.userIds();
   }
 
+  /** Whether the user has an authenticated connection on this node. */
+  isLocalUser(userId: string): boolean {
+    return this.usersHere.has(userId);
+  }
+
   /** A new connection that does not authenticate within WS_AUTH_TIMEOUT_MS is closed with 4401. */
   opened(connection: Connection): void {
     connection.authDeadline = setTimeout(() => {

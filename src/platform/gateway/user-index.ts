@@ -42,6 +42,11 @@ export class UserIndex<C> {
     return entry instanceof Set ? [...entry] : [entry];
   }
 
+  /** Whether the user has a connection on this node. */
+  has(userId: string): boolean {
+    return this.byUser.has(userId);
+  }
+
   userIds(): string[] {
     return [...this.byUser.keys()];
   }
