@@ -146,7 +146,7 @@ function report(run: {
   const rows = run.sides.map(({ name, windows }) => {
     const rates = windows.map((w) => w.perSecond);
     const errors = windows.reduce((sum, w) => sum + Object.values(w.errors).reduce((a, b) => a + b, 0), 0);
-    return `| ${name} | **${whole(rate(windows))}/s** (${rates.map(whole).join(', ')}) | ${pct(rate(windows) / ceiling)} | ${median(windows.map((w) => w.p50Ms)).toFixed(1)} / ${median(windows.map((w) => w.p99Ms)).toFixed(1)} | ${cores(median(windows.map((w) => w.serverCores)))} | ${errors} |`;
+    return `| ${name} | **${whole(rate(windows))}/s** (${rates.map(whole).join(', ')}) | ${pct(rate(windows) / ceiling)} | ${median(windows.map((w) => w.p50Ms)).toFixed(1)} / ${median(windows.map((w) => w.p99Ms)).toFixed(1)} | ${cores(median(windows.map((w) => w.serverCores)))} | ${whole(median(windows.map((w) => w.cpuUsPerOp)))} | ${errors} |`;
   });
   const settings = Object.entries(run.extraEnv).map(([key, value]) => `${key}=${value}`);
   return `# Connect + authenticate benchmark
@@ -154,8 +154,8 @@ function report(run: {
 \`${run.command}\` — ${run.environment} Load average ${run.loadAtEnd.toFixed(1)} at the end. ${run.code}
 ${whole(run.sockets)} sockets opened and authenticated, ${run.inFlight} in flight, in ${run.sides[0]?.windows.length} interleaved rounds after a warm-up of ${whole(WARM_UP_SOCKETS)} each (bench/connect.ts). Atrium: one process, Postgres + Redis${settings.length > 0 ? `, ${settings.join(', ')}` : ', default settings'}.
 
-| Server | Connect + auth (rounds) | Of the ceiling | p50 / p99 ms | Server cores | Errors |
-|---|---|---|---|---|---|
+| Server | Connect + auth (rounds) | Of the ceiling | p50 / p99 ms | Server cores | CPU µs per socket (server and Redis) | Errors |
+|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 `;
 }

@@ -24,8 +24,10 @@ import { interleavedRounds } from './realtime/rounds.js';
  * its defaults and the bench's runtime module. The rows of bench/peers/rows.ts in interleaved
  * rounds, then connect + authenticate N sockets, idle memory per socket and memory at rest. Load
  * comes from a process per server (bench/peers/load.ts). Usage: npm run bench -- peers
- * [--seconds 10] [--rounds 3] [--sockets 15000] [--connect-in-flight 200]; --seconds is each
- * window. Writes bench/results/peers.md.
+ * [--seconds 10] [--rounds 3] [--sockets 15000] [--connect-in-flight 200] [--rows ping,heartbeat]
+ * [--profile DIR]; --seconds is each window, --rows keeps the rows whose name contains one of the
+ * words (and then skips the connect rounds), --profile writes a CPU profile of each Atrium process
+ * into DIR. Writes bench/results/peers.md when it ran every row.
  */
 
 const run_ = promisify(execFile);
@@ -47,6 +49,8 @@ export async function run(seconds: number): Promise<string> {
       rounds: { type: 'string' },
       sockets: { type: 'string' },
       'connect-in-flight': { type: 'string' },
+      rows: { type: 'string' },
+      profile: { type: 'string' },
     },
     allowPositionals: true,
     strict: false,
@@ -54,6 +58,9 @@ export async function run(seconds: number): Promise<string> {
   const rounds = Number(values.rounds) || 3;
   const sockets = Number(values.sockets) || 15_000;
   const connectInFlight = Number(values['connect-in-flight']) || 200;
+  const words = typeof values.rows === 'string' ? values.rows.toLowerCase().split(',') : undefined;
+  const rowsRun = ROWS.filter((row) => !words || words.some((word) => row.name.toLowerCase().includes(word)));
+  const profile = typeof values.profile === 'string' ? values.profile : undefined;
   const schedule = { rounds, windowSeconds: seconds };
   const started = performance.now();
   const before = codeState();
@@ -77,7 +84,7 @@ export async function run(seconds: number): Promise<string> {
       [`Atrium, WORKERS=${cores}`, DATABASES.all, 12, cores],
     ] as const) {
       progress(`starting and seeding ${name}...`);
-      const atrium = await startSeededAtrium(database, redisDb, workers, sockets);
+      const atrium = await startSeededAtrium(database, redisDb, workers, sockets, profile);
       running.push({
         server: { name, pid: atrium.pid, database, usesRedis: true },
         side: 'atrium',
@@ -105,9 +112,9 @@ export async function run(seconds: number): Promise<string> {
     });
 
     // First, while the servers have done nothing since their seeding: the calmest memory readings.
-    const connect = await connectRounds(running, rounds, sockets, connectInFlight);
+    const connect = words ? [] : await connectRounds(running, rounds, sockets, connectInFlight);
     const rows: RowResult[] = [];
-    for (const row of ROWS) {
+    for (const row of rowsRun) {
       progress(`${row.name}...`);
       const prepared = [];
       for (const { load, side, target } of running) prepared.push(await load.prepare(row.spec(side, target)));
@@ -133,8 +140,10 @@ export async function run(seconds: number): Promise<string> {
       rows,
       connect,
     });
-    await mkdir('bench/results', { recursive: true });
-    await writeFile('bench/results/peers.md', text);
+    if (!words) {
+      await mkdir('bench/results', { recursive: true });
+      await writeFile('bench/results/peers.md', text);
+    }
     console.log(text);
     return text;
   } finally {

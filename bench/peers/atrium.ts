@@ -43,18 +43,26 @@ export interface RunningAtrium {
   stop(): Promise<void>;
 }
 
-/** npm start's node arguments with the compiled entry point instead of tsx and src/main.ts. */
-async function compiledArgs(): Promise<string[]> {
+/**
+ * npm start's node arguments with the compiled entry point instead of tsx and src/main.ts, and a
+ * V8 CPU profile written into `profileDir` when given.
+ */
+async function compiledArgs(profileDir?: string): Promise<string[]> {
   const args = (await npmStartArgs()).filter((arg) => arg !== '--import' && arg !== 'tsx');
-  return args.map((arg) => (arg === 'src/main.ts' ? 'dist/src/main.js' : arg));
+  const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  return [...profiling, ...args.map((arg) => (arg === 'src/main.ts' ? 'dist/src/main.js' : arg))];
 }
 
-/** Starts and seeds one Atrium: `workers` is WORKERS, `redisDb` keeps its keys apart from the other Atrium's. */
+/**
+ * Starts and seeds one Atrium: `workers` is WORKERS, `redisDb` keeps its keys apart from the other
+ * Atrium's, `profileDir` (optional) receives a CPU profile of each of its processes.
+ */
 export async function startSeededAtrium(
   database: string,
   redisDb: number,
   workers: number,
   connectSockets: number,
+  profileDir?: string,
 ): Promise<RunningAtrium> {
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-bench-peers-'));
   const env: Record<string, string> = {
@@ -66,7 +74,7 @@ export async function startSeededAtrium(
   };
   const ids = await seedUsers(env, USERS);
   const groupId = await seedSocial(env, ids, CLIQUE);
-  const service = await startService(env, await compiledArgs());
+  const service = await startService(env, await compiledArgs(profileDir));
   // Its logs go to the stdout startService reads; errors and an unexpected exit are worth seeing.
   createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     if (/"level":[56]0/.test(line)) console.error(line);
