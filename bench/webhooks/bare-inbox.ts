@@ -21,6 +21,7 @@ const data = rootHandle({
   acquire: async () => connection,
   release: async () => {},
   run: (_connection, text, params) => db.query(text, [...params]),
+  single: false,
 });
 const userId = process.env.BARE_INBOX_USER as string;
 const app = Fastify({ logger: false });

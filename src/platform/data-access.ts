@@ -11,6 +11,8 @@ export interface StatementPool {
   acquire(): Promise<PooledConnection>;
   release(connection: PooledConnection): Promise<void>;
   run: Runner;
+  /** One connection (the embedded database's): a transaction holding it leaves none to wait for. */
+  single: boolean;
 }
 
 declare const opaque: unique symbol;
@@ -45,18 +47,26 @@ const asData = (handle: Handle) => handle as unknown as DataAccess;
 export const rootHandle = (pool: StatementPool) => asData({ pool });
 
 /**
- * The transaction this async call chain runs in: a statement given the root handle inside a
- * transaction's work joins it, instead of waiting for a second pooled connection (forever, on the
- * embedded database's pool of one).
+ * On a pool of one connection, the transaction each async call chain runs in. A statement (or a
+ * transaction) given the root handle inside a transaction's work would wait forever for the only
+ * connection, which that transaction holds: it fails at once instead, naming the mistake
+ * (`refuseInsideTransaction`), so tests on the embedded database catch it. Larger pools do not
+ * track it, as AsyncLocalStorage turns on Node's promise hooks for the whole process and makes
+ * every await dearer (a status update frame cost 60% more CPU with it); there the root handle
+ * runs on a connection of its own, outside the transaction, as it says.
  */
 const transactionScope = new AsyncLocalStorage<Held>();
 
-function heldOf(data: DataAccess): Held | undefined {
-  const { pool, held } = data as unknown as Handle;
-  if (held) return held;
+function refuseInsideTransaction(pool: StatementPool): void {
+  if (!pool.single) return;
   const scoped = transactionScope.getStore();
-  return scoped && !scoped.released && scoped.pool === pool ? scoped : undefined;
+  if (scoped && !scoped.released && scoped.pool === pool)
+    throw new Error(
+      "The database's root handle was used inside a transaction's work, where it would wait forever for the transaction's connection: pass the transaction's handle.",
+    );
 }
+
+const heldOf = (data: DataAccess): Held | undefined => (data as unknown as Handle).held;
 
 /**
  * How many times a transaction runs when Postgres keeps rolling it back for a concurrent one (a
@@ -74,6 +84,7 @@ export async function runStatement(data: DataAccess, sql: string, params: readon
   const held = heldOf(data);
   if (held) return held.pool.run(held.connection, sql, params);
   const { pool } = data as unknown as Handle;
+  refuseInsideTransaction(pool);
   for (let run = 1; ; run++) {
     const connection = await pool.acquire();
     try {
@@ -127,6 +138,7 @@ export async function transaction<T>(
   const outer = heldOf(data);
   if (outer) return underSavepoint(outer, () => work(data));
   const { pool } = data as unknown as Handle;
+  refuseInsideTransaction(pool);
   for (let run = 1; ; run++) {
     try {
       return await runTransaction(pool, work, options);
@@ -148,7 +160,8 @@ async function runTransaction<T>(
     await send(`begin${mode}`);
     let result: T;
     try {
-      result = await transactionScope.run(held, () => work(asData({ pool, held })));
+      const tx = asData({ pool, held });
+      result = await (pool.single ? transactionScope.run(held, () => work(tx)) : work(tx));
     } catch (error) {
       await send('rollback').catch(() => undefined);
       throw error;

@@ -69,6 +69,7 @@ function wrap(
     acquire: () => client.acquireConnection(),
     release: (connection) => client.releaseConnection(connection),
     run,
+    single: poolSize === 1,
   });
   return {
     orm,

@@ -137,6 +137,7 @@ export function recordingData(data: () => DataAccess): { handle: DataAccess; ran
       ran.push({ sql, params });
       return runStatement(data(), sql, params);
     },
+    single: false,
   });
   return { handle, ran };
 }

@@ -124,8 +124,8 @@ describe('statements at once', () => {
 
 describe('batched statements', () => {
   let testDb: TestDatabase;
-  const contextOf = () =>
-    new CallContext(testDb.db.data, {
+  const contextOf = (data = testDb.db.data) =>
+    new CallContext(data, {
       user: null,
       log: pino({ level: 'silent' }),
       ip: '127.0.0.1',
@@ -167,8 +167,8 @@ describe('batched statements', () => {
     const write = revoke(sizes);
     const id = newId();
     await expect(
-      transaction(testDb.db.data, async () => {
-        expect(await write(contextOf(), id)).toEqual({ session_id: id });
+      transaction(testDb.db.data, async (tx) => {
+        expect(await write(contextOf(tx), id)).toEqual({ session_id: id });
         throw new Error('roll back');
       }),
     ).rejects.toThrow('roll back');

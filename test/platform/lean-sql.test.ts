@@ -331,28 +331,59 @@ describe('the lean SQL path (executeBound)', () => {
   };
 
   describe('inside a transaction', () => {
-    it("sees the transaction's own uncommitted writes, made with its handle or the root handle", async () => {
-      const viaRoot = revocationId();
+    it("sees the transaction's own uncommitted writes through its handle", async () => {
+      const revoked = revocationId();
       const viaTx = userId();
       const name = username();
       await transaction(data(), async (tx) => {
-        // The root handle, given inside the work, joins the transaction.
-        await executeBound(data(), insertRevocation, [viaRoot]);
+        await executeBound(tx, insertRevocation, [revoked]);
         expect(
           await executeBound(tx, 'select session_id from session_revocations where session_id = $1', [
-            viaRoot,
+            revoked,
           ]),
-        ).toEqual([{ session_id: viaRoot }]);
+        ).toEqual([{ session_id: revoked }]);
         await insertUser(tx, viaTx, name);
-        expect(await executeBound(data(), 'select username from users where id = $1', [viaTx])).toEqual([
+        expect(await executeBound(tx, 'select username from users where id = $1', [viaTx])).toEqual([
           { username: name },
         ]);
       });
-      expect(await revocationsAmong([viaRoot])).toEqual([viaRoot]);
+      expect(await revocationsAmong([revoked])).toEqual([revoked]);
       expect(await queryRows(db(), 'select username from users where id = ?', [viaTx])).toEqual([
         { username: name },
       ]);
     });
+
+    it("refuses the root handle inside a transaction's work on a pool of one connection, which it would wait for forever, and the transaction rolls back", async () => {
+      const viaTx = userId();
+      const viaRoot = revocationId();
+      await expect(
+        transaction(single.data, async (tx) => {
+          await insertUser(tx, viaTx);
+          await executeBound(single.data, insertRevocation, [viaRoot]);
+        }),
+      ).rejects.toThrow(/root handle was used inside a transaction's work/);
+      await expect(
+        transaction(single.data, (tx) =>
+          transaction(single.data, async () => executeBound(tx, 'select 1', [])),
+        ),
+      ).rejects.toThrow(/root handle was used inside a transaction's work/);
+      expect(await queryRows(db(), 'select id from users where id = ?', [viaTx])).toEqual([]);
+      expect(await revocationsAmong([viaRoot])).toEqual([]);
+    });
+
+    it.runIf(process.env.DATABASE_URL)(
+      "runs the root handle inside a transaction's work on a connection of its own, outside the transaction, on a larger pool",
+      async () => {
+        const viaRoot = revocationId();
+        await expect(
+          transaction(data(), async () => {
+            await executeBound(data(), insertRevocation, [viaRoot]);
+            throw new Error('roll back');
+          }),
+        ).rejects.toThrow('roll back');
+        expect(await revocationsAmong([viaRoot])).toEqual([viaRoot]);
+      },
+    );
 
     it('has its writes undone when the transaction rolls back', async () => {
       const revoked = revocationId();

@@ -388,6 +388,7 @@ describe('the outbox', () => {
       },
       release: async () => {},
       run: (_connection, sql, params) => runStatement(data(), sql, params),
+      single: false,
     });
     const seen: unknown[] = [];
     const outbox = new Outbox({ data: flaky, log, pollMs: 20 });
