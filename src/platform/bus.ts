@@ -197,15 +197,21 @@ export class EventBus {
   }
 
   /**
-   * Stores a KV value, then tells whether any node listens on `topic` and, only when one does,
-   * reads `readKey`, in one round trip (Kv.setAndPeek): for a change announced to listeners only.
+   * For each write: stores a KV value, then tells whether any node listens on `topic` and, only
+   * when one does, reads `readKey`; all in one round trip (Kv.setAndPeek), for changes announced to
+   * listeners only.
    */
   setAndPeek(
-    write: { key: string; value: string; ttlMs: number },
-    topic: string,
-    readKey: string,
-  ): Promise<Peeked> {
-    return this.kv.setAndPeek(write.key, write.value, write.ttlMs, { channel: channel(topic), key: readKey });
+    writes: readonly { key: string; value: string; ttlMs: number; topic: string; readKey: string }[],
+  ): Promise<Peeked[]> {
+    return this.kv.setAndPeek(
+      writes.map(({ key, value, ttlMs, topic, readKey }) => ({
+        key,
+        value,
+        ttlMs,
+        peek: { channel: channel(topic), key: readKey },
+      })),
+    );
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   MemoryKv,
   RedisKv,
 } from '../../src/platform/kv/index.js';
+import type { Peeked } from '../../src/platform/kv/kv.js';
 import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 type OnError = (error: unknown, context: string) => void;
@@ -23,6 +24,19 @@ async function waitUntil(condition: () => boolean, timeoutMs = 2_000): Promise<v
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
     await sleep(5);
   }
+}
+
+/** One write of `setAndPeek`, and what it found. */
+async function peekOne(
+  kv: Kv,
+  key: string,
+  value: string,
+  ttlMs: number,
+  peek: { channel: string; key: string },
+): Promise<Peeked | undefined> {
+  const found = await kv.setAndPeek([{ key, value, ttlMs, peek }]);
+  expect(found).toHaveLength(1);
+  return found[0];
 }
 
 /**
@@ -284,29 +298,68 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       const written = key('peek-written');
       const peek = { channel: watched, key: key('peek-read') };
       await kv.set(peek.key, 'online');
-      expect(await kv.setAndPeek(written, 'first', 10_000, peek)).toEqual({ listened: false, value: null });
+      expect(await peekOne(kv, written, 'first', 10_000, peek)).toEqual({ listened: false, value: null });
       expect(await kv.get(written)).toBe('first');
       const left = await kv.ttl(written);
       expect(left).toBeGreaterThan(9_000);
       expect(left).toBeLessThanOrEqual(10_000);
       const stop = await kv.subscribe(watched, () => {});
-      expect(await kv.setAndPeek(written, 'second', 10_000, peek)).toEqual({
+      expect(await peekOne(kv, written, 'second', 10_000, peek)).toEqual({
         listened: true,
         value: 'online',
       });
-      expect(await kv.setAndPeek(written, 'third', 10_000, { ...peek, key: key('peek-missing') })).toEqual({
+      expect(await peekOne(kv, written, 'third', 10_000, { ...peek, key: key('peek-missing') })).toEqual({
         listened: true,
         value: null,
       });
       expect(await kv.get(written)).toBe('third');
       await stop();
-      expect(await kv.setAndPeek(written, 'fourth', 10_000, peek)).toEqual({ listened: false, value: null });
+      expect(await peekOne(kv, written, 'fourth', 10_000, peek)).toEqual({ listened: false, value: null });
+    });
+
+    it('setAndPeek of several writes applies them in order and answers each, a later write of a key winning', async () => {
+      const watched = channel('peeked-many');
+      const quiet = channel('peeked-many-quiet');
+      const [first, second, read] = [key('peek-many-1'), key('peek-many-2'), key('peek-many-read')];
+      await kv.set(read, 'online');
+      const stop = await kv.subscribe(watched, () => {});
+      try {
+        expect(
+          await kv.setAndPeek([
+            { key: first, value: 'a', ttlMs: 10_000, peek: { channel: watched, key: read } },
+            { key: second, value: 'b', ttlMs: 10_000, peek: { channel: quiet, key: read } },
+            { key: first, value: 'c', ttlMs: 10_000, peek: { channel: watched, key: first } },
+            {
+              key: second,
+              value: 'd',
+              ttlMs: 10_000,
+              peek: { channel: watched, key: key('peek-many-none') },
+            },
+          ]),
+        ).toEqual([
+          { listened: true, value: 'online' },
+          { listened: false, value: null },
+          { listened: true, value: 'c' },
+          { listened: true, value: null },
+        ]);
+        expect(await kv.mget([first, second])).toEqual(['c', 'd']);
+        expect(await kv.setAndPeek([])).toEqual([]);
+      } finally {
+        await stop();
+      }
     });
 
     it('setAndPeek with a TTL that is not a positive number is rejected and writes nothing', async () => {
       const peek = { channel: channel('peek-bad-ttl'), key: key('peek-bad-ttl-read') };
-      await expect(kv.setAndPeek(key('peek-bad-ttl'), 'v', 0, peek)).rejects.toThrow(RangeError);
-      await expect(kv.setAndPeek(key('peek-bad-ttl'), 'v', Number.NaN, peek)).rejects.toThrow(RangeError);
+      await expect(peekOne(kv, key('peek-bad-ttl'), 'v', 0, peek)).rejects.toThrow(RangeError);
+      await expect(peekOne(kv, key('peek-bad-ttl'), 'v', Number.NaN, peek)).rejects.toThrow(RangeError);
+      await expect(
+        kv.setAndPeek([
+          { key: key('peek-bad-ttl-first'), value: 'v', ttlMs: 10_000, peek },
+          { key: key('peek-bad-ttl'), value: 'v', ttlMs: -1, peek },
+        ]),
+      ).rejects.toThrow(RangeError);
+      expect(await kv.get(key('peek-bad-ttl-first'))).toBeNull();
       expect(await kv.get(key('peek-bad-ttl'))).toBeNull();
     });
 
@@ -463,8 +516,8 @@ describe.skipIf(!REDIS_URL)('RedisKv namespaces', () => {
       const lonely = await RedisKv.connect(REDIS_URL as string, { namespace: `${run}:c:` });
       expect(await lonely.hasSubscribers('events')).toBe(false);
       const peek = { channel: 'events', key: 'shared-name' };
-      expect(await lonely.setAndPeek('peeked', 'v', 10_000, peek)).toEqual({ listened: false, value: null });
-      expect(await a.setAndPeek('peeked', 'v', 10_000, peek)).toEqual({ listened: true, value: 'from a' });
+      expect(await peekOne(lonely, 'peeked', 'v', 10_000, peek)).toEqual({ listened: false, value: null });
+      expect(await peekOne(a, 'peeked', 'v', 10_000, peek)).toEqual({ listened: true, value: 'from a' });
       await lonely.del('peeked');
       await lonely.close();
       await a.del('peeked');

@@ -176,6 +176,33 @@ describe('presence over REST', () => {
     expect(cleared.json()).toEqual({ status_message: null });
   });
 
+  it("stores each user's latest status message when many users set theirs at once", async () => {
+    const users = await Promise.all(Array.from({ length: 6 }, () => registerUser(app())));
+    // Users at once, so the node writes their messages in shared round trips; each user's in turn.
+    const answers = await Promise.all(
+      users.map(async (user, u) => {
+        const mine = [];
+        for (const n of [1, 2, 3])
+          mine.push(
+            (await setStatus(app(), user.access_token, { status_message: `user ${u} message ${n}` })).json(),
+          );
+        return mine;
+      }),
+    );
+    expect(answers).toEqual(
+      users.map((_, u) => [1, 2, 3].map((n) => ({ status_message: `user ${u} message ${n}` }))),
+    );
+    await app().modules.presence.flushStatusMessages();
+    const stored: { id: string; status_message: string }[] = await sql(
+      app(),
+      'select id, status_message from users where id in (?)',
+      [users.map((user) => user.user.id)],
+    );
+    expect(new Map(stored.map((row) => [row.id, row.status_message]))).toEqual(
+      new Map(users.map((user, u) => [user.user.id, `user ${u} message 3`])),
+    );
+  });
+
   it('accepts 140 characters after trimming and refuses 141 with 422, keeping the old message', async () => {
     const user = await registerUser(app());
     await setStatus(app(), user.access_token, { status_message: 'kept' });

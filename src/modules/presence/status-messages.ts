@@ -1,3 +1,4 @@
+import { batched } from '../../platform/batcher.js';
 import type { EventBus } from '../../platform/bus.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import type { Kv, Peeked } from '../../platform/kv/kv.js';
@@ -50,12 +51,23 @@ interface Unwritten {
   at: Date;
 }
 
+type PendingWrite = Parameters<EventBus['setAndPeek']>[0][number];
+
+/**
+ * The KV writes of concurrent status messages share one round trip: one runs at a time, and the
+ * messages that came meanwhile (from any of the node's users) go in the next, in their order.
+ */
+const WRITE_BATCH = { maxSize: 256, maxInFlight: 1 };
+
 export class StatusMessages {
   private readonly unwritten = new Map<string, Unwritten>();
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
+  private readonly write: (pending: PendingWrite) => Promise<Peeked>;
 
-  constructor(private readonly deps: StatusMessagesDeps) {}
+  constructor(private readonly deps: StatusMessagesDeps) {
+    this.write = batched((writes: readonly PendingWrite[]) => deps.bus.setAndPeek(writes), WRITE_BATCH);
+  }
 
   /**
    * Long enough to outlive every flush that may still write the message (a few intervals, and a
@@ -76,12 +88,13 @@ export class StatusMessages {
     at: Date,
     listeners: { topic: string; readKey: string },
   ): Promise<Peeked> {
-    const write = {
+    const peeked = await this.write({
       key: pendingStatusKey(userId),
       value: JSON.stringify({ m: message }),
       ttlMs: this.keyTtlMs,
-    };
-    const peeked = await this.deps.bus.setAndPeek(write, listeners.topic, listeners.readKey);
+      topic: listeners.topic,
+      readKey: listeners.readKey,
+    });
     this.unwritten.set(userId, { message, at });
     return peeked;
   }

@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import type { HistoryLimits, Peeked, StreamPosition } from './kv.js';
+import type { HistoryLimits, Peeked, PeekedWrite, StreamPosition } from './kv.js';
 import { checkTtl } from './memory-kv.js';
 import {
   asBuffer,
@@ -79,14 +79,16 @@ export class ClusterKv extends RedisBackedKv<Cluster> {
     return (await this.scripts.shardSubscribers(this.hashTagged(channel))) > 0;
   }
 
-  async setAndPeek(
-    key: string,
-    value: string,
-    ttlMs: number,
-    peek: { channel: string; key: string },
-  ): Promise<Peeked> {
-    const listened = () => this.hasSubscribers(peek.channel);
-    return setAndPeekOnCluster(this.redis, key, value, checkTtl(ttlMs), peek.key, listened);
+  /** Each write's keys and channel are in different slots: the writes go one by one, concurrently. */
+  async setAndPeek(writes: readonly PeekedWrite[]): Promise<Peeked[]> {
+    const ttls = writes.map(({ ttlMs }) => checkTtl(ttlMs));
+    return Promise.all(
+      writes.map(({ key, value, peek }, index) =>
+        setAndPeekOnCluster(this.redis, key, value, ttls[index] as number, peek.key, () =>
+          this.hasSubscribers(peek.channel),
+        ),
+      ),
+    );
   }
 
   /** A channel as a key ioredis prefixes with the namespace: its name in braces, its hash tag. */

@@ -134,17 +134,13 @@ export interface Kv {
   /** Whether any node has an active subscription to `channel` (Redis: PUBSUB NUMSUB). */
   hasSubscribers(channel: string): Promise<boolean>;
   /**
-   * Stores `value` with a TTL, then tells whether `peek.channel` has a subscriber on any node and,
-   * only when it has, reads `peek.key`: in one atomic step (one round trip on Redis), for a write
-   * announced to its listeners. A subscriber counted here subscribed before the write, so what
-   * it reads afterwards is the new value.
+   * For each write in order: stores `value` under `key` with a TTL, then tells whether
+   * `peek.channel` has a subscriber on any node and, only when it has, reads `peek.key`. Each write
+   * is one atomic step, and on one Redis server all of them share one script call (a node batches
+   * its callers' writes); for writes announced to their listeners. A subscriber counted here
+   * subscribed before the write, so what it reads afterwards is the new value.
    */
-  setAndPeek(
-    key: string,
-    value: string,
-    ttlMs: number,
-    peek: { channel: string; key: string },
-  ): Promise<Peeked>;
+  setAndPeek(writes: readonly PeekedWrite[]): Promise<Peeked[]>;
   /**
    * Calls `handler` for each message on `channel` until the returned function is called.
    * The subscription is active when the returned promise resolves.
@@ -238,6 +234,14 @@ function hashTag(key: string): string | undefined {
   const open = key.indexOf('{');
   const close = key.indexOf('}', open + 1);
   return open >= 0 && close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+/** One write of `setAndPeek`. */
+export interface PeekedWrite {
+  key: string;
+  value: string;
+  ttlMs: number;
+  peek: { channel: string; key: string };
 }
 
 /** What `setAndPeek` found: `value` is null when nobody listened (the key was not read). */

@@ -6,6 +6,7 @@ import {
   type Kv,
   newEpoch,
   type Peeked,
+  type PeekedWrite,
   type StreamPosition,
 } from './kv.js';
 import { MemoryKeyspace } from './memory-keyspace.js';
@@ -224,16 +225,14 @@ export class MemoryKv extends MemoryKeyspace implements Kv {
     return this.channels.has(channel);
   }
 
-  async setAndPeek(
-    key: string,
-    value: string,
-    ttlMs: number,
-    peek: { channel: string; key: string },
-  ): Promise<Peeked> {
+  async setAndPeek(writes: readonly PeekedWrite[]): Promise<Peeked[]> {
     this.assertOpen();
-    this.entries.set(key, { value, expiresAt: this.now() + checkTtl(ttlMs) });
-    if (!this.channels.has(peek.channel)) return { listened: false, value: null };
-    return { listened: true, value: this.liveString(peek.key)?.value ?? null };
+    const expiries = writes.map(({ ttlMs }) => this.now() + checkTtl(ttlMs));
+    return writes.map(({ key, value, peek }, index) => {
+      this.entries.set(key, { value, expiresAt: expiries[index] as number });
+      if (!this.channels.has(peek.channel)) return { listened: false, value: null };
+      return { listened: true, value: this.liveString(peek.key)?.value ?? null };
+    });
   }
 
   /** In process every message reaches its subscribers: they are never cut off, so never resubscribed. */

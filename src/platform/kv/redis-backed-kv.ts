@@ -4,7 +4,15 @@
  * lifecycle. RedisKv (one server or a Sentinel-watched primary) and ClusterKv (a Redis Cluster)
  * supply what differs: multi-key commands, channel names, publishing and subscribing.
  */
-import type { HistoryLimits, HistoryRead, Kv, Peeked, StreamPosition, VersionedMember } from './kv.js';
+import type {
+  HistoryLimits,
+  HistoryRead,
+  Kv,
+  Peeked,
+  PeekedWrite,
+  StreamPosition,
+  VersionedMember,
+} from './kv.js';
 import { checkInteger, checkMembers, checkVersioned, HISTORY_META_TTL_MS, newEpoch } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 import type { RedisClient } from './redis-client.js';
@@ -124,12 +132,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     limits: HistoryLimits,
   ): Promise<StreamPosition[]>;
   abstract hasSubscribers(channel: string): Promise<boolean>;
-  abstract setAndPeek(
-    key: string,
-    value: string,
-    ttlMs: number,
-    peek: { channel: string; key: string },
-  ): Promise<Peeked>;
+  abstract setAndPeek(writes: readonly PeekedWrite[]): Promise<Peeked[]>;
 
   /** A channel's full name on Redis, as the subscriber connection subscribes to it. */
   protected abstract channelName(channel: string): string;

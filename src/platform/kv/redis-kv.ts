@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { HistoryLimits, Peeked, StreamPosition } from './kv.js';
+import type { HistoryLimits, Peeked, PeekedWrite, StreamPosition } from './kv.js';
 import { checkTtl } from './memory-kv.js';
 import {
   asBuffer,
@@ -89,20 +89,19 @@ export class RedisKv extends RedisBackedKv<Redis> {
     return count > 0;
   }
 
-  async setAndPeek(
-    key: string,
-    value: string,
-    ttlMs: number,
-    peek: { channel: string; key: string },
-  ): Promise<Peeked> {
-    const [listened, read] = await this.scripts.setAndPeek(
-      key,
-      peek.key,
+  async setAndPeek(writes: readonly PeekedWrite[]): Promise<Peeked[]> {
+    if (writes.length === 0) return [];
+    const keys = writes.flatMap(({ key, peek }) => [key, peek.key]);
+    const args = writes.flatMap(({ value, ttlMs, peek }) => [
       value,
       checkTtl(ttlMs),
       this.channelName(peek.channel),
-    );
-    return { listened: listened === 1, value: read ?? null };
+    ]);
+    const found = await this.scripts.setAndPeek(keys.length, ...keys, ...args);
+    return writes.map((_, index) => ({
+      listened: found[2 * index] === 1,
+      value: (found[2 * index + 1] as string | null | undefined) ?? null,
+    }));
   }
 
   /** Channels are not keys to ioredis, so the namespace is prepended here. */

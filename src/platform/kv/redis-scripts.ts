@@ -14,13 +14,25 @@ if fresh and ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return value`;
 
 /**
- * Kv.setAndPeek: KEYS[1] is set to ARGV[1] for ARGV[2] ms, then KEYS[2] is read only when the
- * channel ARGV[3] has subscribers. A missing key's GET is Lua's false, a nil in the reply.
+ * Kv.setAndPeek, for each write i in order: KEYS[2i-1] is set to ARGV[3i-2] for ARGV[3i-1] ms, then
+ * KEYS[2i] is read only when the channel ARGV[3i] has subscribers. The reply is flat, two per
+ * write: 1 or 0 (listened), then the value read, nil when not read or missing (Lua's false: a nil
+ * inside the array, which does not end it as Lua's nil would).
  */
 const SET_AND_PEEK_SCRIPT = `
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if redis.call('PUBSUB', 'NUMSUB', ARGV[3])[2] == 0 then return {0} end
-return {1, redis.call('GET', KEYS[2])}`;
+local found = {}
+for i = 1, #KEYS / 2 do
+  local a = 3 * i - 2
+  redis.call('SET', KEYS[2 * i - 1], ARGV[a], 'PX', ARGV[a + 1])
+  if redis.call('PUBSUB', 'NUMSUB', ARGV[a + 2])[2] == 0 then
+    found[2 * i - 1] = 0
+    found[2 * i] = false
+  else
+    found[2 * i - 1] = 1
+    found[2 * i] = redis.call('GET', KEYS[2 * i])
+  end
+end
+return found`;
 
 export const EXPIRE_MANY_SCRIPT = `
 local existed = {}
@@ -130,8 +142,8 @@ export interface DefinedScripts {
   publishRecordedSharded(...args: (string | number | Buffer)[]): Promise<(number | string)[]>;
   shardSubscribers(channelTag: string): Promise<number>;
   readHistoryBuffer(...args: (string | number)[]): Promise<[Buffer, number, [Buffer, Buffer[]][]]>;
-  /** One element when nobody listened; else the key's value second (null when missing). */
-  setAndPeek(...args: (string | number)[]): Promise<[number, (string | null)?]>;
+  /** Two elements per write: 1 or 0 (listened), then the value read or null. */
+  setAndPeek(...args: (string | number)[]): Promise<(number | string | null)[]>;
   /** 1 or 0 per entry, whether it applied. */
   replaceVersioned(setKey: string, versionsKey: string, ...entries: string[]): Promise<number[]>;
 }
@@ -153,7 +165,7 @@ export function defineScripts(redis: RedisClient): void {
   redis.defineCommand('publishRecordedSharded', { lua: publishRecordedScript('SPUBLISH') });
   redis.defineCommand('shardSubscribers', { numberOfKeys: 1, lua: SHARD_SUBSCRIBERS_SCRIPT });
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
-  redis.defineCommand('setAndPeek', { numberOfKeys: 2, lua: SET_AND_PEEK_SCRIPT });
+  redis.defineCommand('setAndPeek', { lua: SET_AND_PEEK_SCRIPT });
   redis.defineCommand('replaceVersioned', { numberOfKeys: 2, lua: REPLACE_VERSIONED_SCRIPT });
 }
 
