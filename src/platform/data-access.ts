@@ -28,6 +28,12 @@ export interface DataAccess {
   readonly [opaque]: never;
 }
 
+/** A statement issued inside `inOneRoundTrip`, waiting for the round trip that carries it. */
+interface Pending extends StatementText {
+  resolve(rows: unknown[]): void;
+  reject(error: unknown): void;
+}
+
 /** A transaction's pooled connection, held until it ends (`released`), and its savepoints' depth. */
 interface Held {
   pool: StatementPool;
@@ -37,6 +43,10 @@ interface Held {
   /** The transaction's BEGIN, sent with its first statement (`begun` once it was). */
   begin: string;
   begun: boolean;
+  /** Committed by `inOneRoundTrip`: no statement may follow, and runTransaction sends no COMMIT. */
+  ended: boolean;
+  /** The statements `inOneRoundTrip` is collecting. */
+  batch?: Pending[];
   /** What runs once the transaction committed (`afterCommit`). */
   committed?: (() => void)[];
 }
@@ -103,8 +113,14 @@ export async function runStatement(data: DataAccess, sql: string, params: readon
   }
 }
 
-/** Runs a statement in the held transaction: its first statement goes in one round trip with its BEGIN. */
+/**
+ * Runs a statement in the held transaction: collected when `inOneRoundTrip` is gathering them, and
+ * the transaction's first statement goes in one round trip with its BEGIN.
+ */
 function runHeld(held: Held, sql: string, params: readonly unknown[]): Promise<unknown[]> {
+  if (held.ended) throw new Error('A statement was issued after its transaction committed.');
+  const { batch } = held;
+  if (batch) return new Promise((resolve, reject) => batch.push({ sql, params, resolve, reject }));
   if (held.begun) return held.pool.run(held.connection, sql, params);
   held.begun = true;
   return inOrder(held, [
@@ -129,6 +145,52 @@ async function inOrder(held: Held, statements: readonly StatementText[]): Promis
     }
   }
   return { rows };
+}
+
+/**
+ * Sends the statements `issue` makes on `data` at once (each module function called in it must
+ * start its statement before its first await) in one round trip, and with `commit` the COMMIT of
+ * the transaction after them: statements whose values are all known up front cost one round trip
+ * instead of one each. Each statement's promise settles as if it ran alone, up to the first that
+ * fails (those after it did not run, and reject with its error). Outside a transaction, or inside
+ * a savepoint (where `commit` is not this work's to send), `issue` runs as it would without it.
+ */
+export async function inOneRoundTrip<T>(
+  data: DataAccess,
+  issue: () => Promise<T>,
+  { commit = false }: { commit?: boolean } = {},
+): Promise<T> {
+  const held = heldOf(data);
+  if (!held || held.batch) return issue();
+  const batch: Pending[] = [];
+  held.batch = batch;
+  let result: Promise<T>;
+  try {
+    result = issue();
+  } finally {
+    held.batch = undefined;
+  }
+  const leading = held.begun ? [] : [{ sql: held.begin, params: [] }];
+  held.begun = true;
+  const committing = commit && held.savepoints === 0;
+  const outcome = await inOrder(held, [
+    ...leading,
+    ...batch,
+    ...(committing ? [{ sql: 'commit', params: [] }] : []),
+  ]);
+  for (const [i, pending] of batch.entries()) {
+    const index = i + leading.length;
+    if (outcome.failed && index >= outcome.failed.index) pending.reject(outcome.failed.error);
+    else pending.resolve(outcome.rows[index] as unknown[]);
+  }
+  if (!outcome.failed) {
+    held.ended = committing;
+    return result;
+  }
+  // The statements' own errors first (a repository maps its SQLSTATE); then the failure itself
+  // (the BEGIN's, or the COMMIT's: a deferred check).
+  await result;
+  throw outcome.failed.error;
 }
 
 /**
@@ -197,9 +259,10 @@ async function runTransaction<T>(
     savepoints: 0,
     begin: `begin${mode}`,
     begun: false,
+    ended: false,
   };
-  // Nothing to end when no statement began the transaction.
-  const end = (sql: string) => (held.begun ? pool.run(held.connection, sql, []) : undefined);
+  // Nothing to end when no statement began the transaction, or when inOneRoundTrip committed it.
+  const end = (sql: string) => (held.begun && !held.ended ? pool.run(held.connection, sql, []) : undefined);
   try {
     let result: T;
     try {
