@@ -126,16 +126,14 @@ with tx as (
 ), moved as (
   update economy_accounts a set balance = a.balance + m.amount, updated_at = now()
   from moves m where a.id = m.account_id
-  returning a.id, a.kind, a.user_id, a.balance
+  returning m.entry_id, m.n, m.kind as entry_kind, m.amount, a.id, a.kind, a.user_id, a.balance
 ), e as (
   insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
-  select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, now()
-  from moves m join moved on moved.id = m.account_id
-  returning *
+  select entry_id, (select id from tx), id, entry_kind::ledger_entry_kind, amount, balance, now() from moved
 )
-select e.id, e.transaction_id, e.account_id, a.kind::text as account, a.user_id, e.kind::text as kind,
-  e.amount::text as amount, e.balance_after::text as balance_after, e.created_at
-from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id order by m.n;
+select m.entry_id as id, (select id from tx) as transaction_id, m.id as account_id, m.kind::text as account,
+  m.user_id, m.entry_kind as kind, m.amount::text as amount, m.balance::text as balance_after, now() as created_at
+from moved m order by m.n;
 COMMIT;
 \\endpipeline`;
 }
