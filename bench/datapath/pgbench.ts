@@ -48,7 +48,8 @@ export async function pgbenchContender(
 ): Promise<Contender<PgbenchWindow> & { close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'atrium-pgbench-'));
   const script = join(dir, 'statement.sql');
-  await writeFile(script, `${statement};\n`);
+  // The statement's semicolon; a script that ends with a meta-command (`\endpipeline`) takes none.
+  await writeFile(script, /\n\\\w+$/.test(statement) ? `${statement}\n` : `${statement};\n`);
   const args = (seconds: number) => [
     ...['-n', '-M', 'prepared', '-c', String(clients), '-j', String(Math.min(clients, 2))],
     ...['-T', String(seconds), '-f', script],

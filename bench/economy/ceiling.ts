@@ -12,11 +12,12 @@ import { pgbenchUuid } from '../chat/ceiling.js';
  * sellers after them, one consumable listing each). Two differences, both of the same cost: the
  * listing is found by its seller (pgbench has numbers, not the listing's id), and the ids the
  * service makes in JavaScript (entries, purchase, transaction, idempotency key, event,
- * notification) are made in SQL. The event's statement and the seller's notification's are the
- * service's own text (recordEventsSql with the webhooks' condition, as the service records a
- * purchase's event; STORE_NOTIFICATIONS_SQL) with the parameters pgbench cannot bind written in.
- * With no webhook endpoint (as in the bench) the condition holds for none, and neither writes the
- * event.
+ * notification) are made in SQL. The statements go in the service's three round trips (pgbench's
+ * pipelines): BEGIN with the key's claim, the sale, and the rest with the COMMIT. The event's
+ * statement and the seller's notification's are the service's own text (recordEventsSql with the
+ * webhooks' condition, as the service records a purchase's event; STORE_NOTIFICATIONS_SQL) with
+ * the parameters pgbench cannot bind written in. With no webhook endpoint (as in the bench) the
+ * condition holds for none, and neither writes the event.
  */
 
 const REVENUE = `'00000000-0000-8000-8000-000000000002'::uuid`;
@@ -52,10 +53,12 @@ export function purchaseScript(buyers: number, sellers: number, prefix: string, 
   return `\\set b random(1, ${buyers})
 \\set s random(${buyers + 1}, ${buyers + sellers})
 \\set k random(1, 1000000000000000)
+\\startpipeline
 BEGIN;
 insert into economy_idempotency_keys (user_id, key, fingerprint, created_at) values (${buyer}, :k::text, 'bench', now())
   on conflict (user_id, key) do update set fingerprint = excluded.fingerprint, response = null, created_at = excluded.created_at
   where economy_idempotency_keys.created_at < now() - interval '24 hours' returning 1;
+\\endpipeline
 with listing as (
   select l.id, l.item_id, l.seller_id, l.price, l.state, i.consumable,
     ${userAccountIdSql('l.seller_id', 'creator_pending')} as pending_account_id,
@@ -98,6 +101,7 @@ select l.state::text as listing_state, l.seller_id as listing_seller_id, l.price
   f.added, f.balance::text as wallet_balance, p.id as purchase, p.transaction_id as tx, p.fee::text as fee,
   p.seller_pending_account_id as pending, (select count(*) from inbox) as inbox_locked
 from funds f left join listing l on true left join p on true \\gset
+\\startpipeline
 update economy_idempotency_keys set response = :answer::jsonb where user_id = ${buyer} and key = :k::text;
 ${withValues(recordEventsSql([SUBSCRIBED_ENDPOINT_EXISTS_SQL]), [
   'array[gen_random_uuid()]',
@@ -122,15 +126,14 @@ with tx as (
 ), moved as (
   update economy_accounts a set balance = a.balance + m.amount, updated_at = now()
   from moves m where a.id = m.account_id
-  returning a.id, a.kind, a.user_id, a.balance
+  returning m.entry_id, m.n, m.kind as entry_kind, m.amount, a.id, a.kind, a.user_id, a.balance
 ), e as (
   insert into economy_entries (id, transaction_id, account_id, kind, amount, balance_after, created_at)
-  select m.entry_id, (select id from tx), m.account_id, m.kind::ledger_entry_kind, m.amount, moved.balance, now()
-  from moves m join moved on moved.id = m.account_id
-  returning *
+  select entry_id, (select id from tx), id, entry_kind::ledger_entry_kind, amount, balance, now() from moved
 )
-select e.id, e.transaction_id, e.account_id, a.kind::text as account, a.user_id, e.kind::text as kind,
-  e.amount::text as amount, e.balance_after::text as balance_after, e.created_at
-from e join moved a on a.id = e.account_id join moves m on m.entry_id = e.id order by m.n;
-COMMIT`;
+select m.entry_id as id, (select id from tx) as transaction_id, m.id as account_id, m.kind::text as account,
+  m.user_id, m.entry_kind as kind, m.amount::text as amount, m.balance::text as balance_after, now() as created_at
+from moved m order by m.n;
+COMMIT;
+\\endpipeline`;
 }

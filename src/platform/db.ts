@@ -4,7 +4,7 @@ import { type DataAccess, rootHandle, runStatement } from './data-access.js';
 import type { EmbeddedOptions, EmbeddedPostgres } from './embedded-postgres.js';
 import { type NamedSql, valuesOf } from './named-sql.js';
 import { type DatabaseSettings, openEmbeddedOrm, openServerOrm } from './orm-config.js';
-import type { Runner } from './statement-runners.js';
+import type { PipelineRunner, Runner } from './statement-runners.js';
 import { postgresRunner } from './statement-runners.js';
 
 export interface Database {
@@ -50,7 +50,13 @@ export async function openDatabase(config: DatabaseSettings, options: OpenDataba
     options.embedded ?? { dataDir: join(config.DATA_DIR, 'pgdata') },
   );
   try {
-    return wrap(await openEmbeddedOrm(embedded), 'embedded', 1, embeddedRunner(embedded.pglite), embedded);
+    return wrap(
+      await openEmbeddedOrm(embedded),
+      'embedded',
+      1,
+      { run: embeddedRunner(embedded.pglite) },
+      embedded,
+    );
   } catch (error) {
     await embedded.close();
     throw error;
@@ -61,7 +67,8 @@ function wrap(
   orm: Orm,
   kind: Database['kind'],
   poolSize: number,
-  run: Runner,
+  // The embedded database runs in process: it has no round trips to save, so no pipeline.
+  { run, pipeline }: { run: Runner; pipeline?: PipelineRunner },
   embedded?: EmbeddedPostgres,
 ): Database {
   const { client } = orm.em.getKnex();
@@ -70,6 +77,7 @@ function wrap(
     release: (connection) => client.releaseConnection(connection),
     run,
     single: poolSize === 1,
+    ...(pipeline ? { pipeline } : {}),
   });
   return {
     orm,

@@ -82,7 +82,7 @@ describe('economy notifications', () => {
   };
 
   describe('economy.item_sold', () => {
-    it('tells the seller alone of each purchase, from nobody, with the sale in the content, live on their socket', async () => {
+    it('tells the seller alone of each purchase, from nobody, with the sale in the content, live on their socket after the sale and balance events', async () => {
       const { seller, buyer, item, listing } = await market(100, 500);
       const socket = await sockets.open(seller.access_token);
       const purchase = await sent(app(), buyer, 'POST', '/api/economy/purchases', { listing_id: listing.id });
@@ -109,6 +109,11 @@ describe('economy notifications', () => {
       expect(await inbox(buyer)).toEqual([]);
       const live = await socket.next((frame) => frame.t === 'notification', 5_000);
       expect(live).toMatchObject({ d: note, pos: expect.anything() });
+      // The sale and the balances are published before it, in the same pipeline: already here.
+      expect(await socket.next((frame) => frame.t === 'economy.sale', 0)).toMatchObject({
+        d: { id: purchase.id },
+      });
+      expect(await socket.next((frame) => frame.t === 'economy.balance', 0)).toBeDefined();
       sockets.closeAll();
     });
 

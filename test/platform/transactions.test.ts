@@ -11,7 +11,8 @@ import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
  * `transaction` (src/platform/data-access.ts) on real databases, the one kind there is: BEGIN,
- * the work's statements and COMMIT on one held connection, savepoints for nested ones.
+ * the work's statements and COMMIT on one held connection (BEGIN in one round trip with the first
+ * statement), savepoints for nested ones.
  */
 describe('transactions', () => {
   let testDb: TestDatabase;
@@ -75,6 +76,15 @@ describe('transactions', () => {
     );
     expect(error.code).toBe('23505');
     expect(await ids()).toEqual([1]);
+  });
+
+  it('rolls back when the first statement, sent with the BEGIN, fails, and answers a work that ran none', async () => {
+    await insert(data(), 1);
+    const error = await failure(transaction(data(), (tx) => insert(tx, 1)));
+    expect(error.code).toBe('23505');
+    expect(await transaction(data(), async () => 'nothing ran')).toBe('nothing ran');
+    await transaction(data(), (tx) => insert(tx, 2));
+    expect(await ids()).toEqual([1, 2]);
   });
 
   it('rolls back only a nested transaction that throws when the caller catches it', async () => {

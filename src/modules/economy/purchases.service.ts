@@ -6,6 +6,7 @@ import { purchasesCreate } from '../../../protocol/marketplace.js';
 import { type Announcement, type EventBus, userTopic } from '../../platform/bus.js';
 import { type Ctx, callerOf, hasRole, requireRole } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeIdKeyParams } from '../../platform/cursor.js';
+import { inOneRoundTrip } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { idOr, newId } from '../../platform/ids.js';
 import type { Outbox } from '../../platform/outbox.js';
@@ -61,8 +62,9 @@ export class PurchasesService {
    * A purchase, its steps in the order of the walk in docs/economy.md: under the key's claim
    * (idempotency.ts), one point of the purchase rate, the sale in one statement (recordSale:
    * the listing read, the inventory's unit, the accounts' locks, the listing's count, the
-   * purchase), the answer stored under the key, the seller's notification, and last the ledger
-   * transaction, which locks the revenue account every purchase moves.
+   * purchase), then in one round trip with the COMMIT the answer stored under the key, the event,
+   * the seller's notification, and last the ledger transaction, which locks the revenue account
+   * every purchase moves.
    */
   buy(ctx: Ctx, input: KeyedInput & { listing_id: string }): Promise<Purchase> {
     const buyer = callerOf(ctx).id;
@@ -104,44 +106,57 @@ export class PurchasesService {
         const now = await listingById(tx, listingId);
         throw conflictIn('This listing is not active.', now?.state ?? 'cancelled');
       }
-      // Stored (and the event recorded) before the ledger transaction, so the revenue account it
-      // locks is held the shortest. A replayed retry never comes here, so it records nothing.
-      const answer = await key.store(toPurchase(row));
-      if (this.deps.outbox.hasConsumers(PURCHASE_COMPLETED)) {
-        const event: DomainEventData[typeof PURCHASE_COMPLETED] = { purchase: answer.value };
-        await this.deps.outbox.record(tx, PURCHASE_COMPLETED, event);
-      }
-      // The seller's notification, in one statement: its lock (the seller's inbox) was the sale
-      // statement's last, after the accounts and the listing, before the revenue account.
-      const notes = await this.deps.notifications.store(
+      // The answer stored, the event recorded, the seller's notification and the ledger
+      // transaction go with the COMMIT in one round trip: their values are all known now. The
+      // posting comes last, so the revenue account it locks (every purchase's) is held only while
+      // the server runs it and commits, with no round trip in between. The notification's lock
+      // (the seller's inbox) was the sale statement's last, after the accounts and the listing.
+      const purchase = toPurchase(row);
+      const event: DomainEventData[typeof PURCHASE_COMPLETED] = { purchase };
+      const [answer, , notes, { entries }] = await inOneRoundTrip(
         tx,
-        [
-          itemSoldNote(
-            { ...answer.value, seller_id: sellerId },
-            { id: row.item_id, name: listing.item_name },
-          ),
-        ],
-        at,
-        true,
-      );
-      const { entries } = await post(
-        tx,
-        { kind: 'purchase', purchaseId: row.id, at },
-        [
-          { accountId: wallet.id, kind: 'purchase', amount: -price },
-          { accountId: row.seller_pending_account_id, kind: 'sale', amount: Number(row.seller_amount) },
-          { accountId: REVENUE.id, kind: 'fee', amount: Number(row.fee) },
-        ],
-        row.transaction_id,
+        () =>
+          Promise.all([
+            key.store(purchase),
+            this.deps.outbox.hasConsumers(PURCHASE_COMPLETED)
+              ? this.deps.outbox.record(tx, PURCHASE_COMPLETED, event)
+              : undefined,
+            this.deps.notifications.store(
+              tx,
+              [
+                itemSoldNote(
+                  { ...purchase, seller_id: sellerId },
+                  { id: row.item_id, name: listing.item_name },
+                ),
+              ],
+              at,
+              true,
+            ),
+            post(
+              tx,
+              { kind: 'purchase', purchaseId: row.id, at },
+              [
+                { accountId: wallet.id, kind: 'purchase', amount: -price },
+                { accountId: row.seller_pending_account_id, kind: 'sale', amount: Number(row.seller_amount) },
+                { accountId: REVENUE.id, kind: 'fee', amount: Number(row.fee) },
+              ],
+              row.transaction_id,
+            ),
+          ]),
+        { commit: true },
       );
       return {
         answer,
+        // Both calls issue their events in this turn, in this order, so Redis gets them all in
+        // one pipeline (auto-pipelining): one round trip where awaiting the first took two.
         afterCommit: async () => {
-          await this.deps.bus.publishAllCommitted(
-            [...balanceAnnouncements(entries), ...saleAnnouncement(sellerId, answer.value)],
-            ctx.log,
-          );
-          await this.deps.notifications.announce(notes, ctx.log);
+          await Promise.all([
+            this.deps.bus.publishAllCommitted(
+              [...balanceAnnouncements(entries), ...saleAnnouncement(sellerId, answer.value)],
+              ctx.log,
+            ),
+            this.deps.notifications.announce(notes, ctx.log),
+          ]);
         },
       };
     });
