@@ -44,20 +44,18 @@ describe("a call's data handle", () => {
     await transaction(contextOf().data, (tx) => executeBound(tx, 'select 1', []));
   });
 
-  it("joins the transaction a statement given the call's handle runs in, seeing its rows and rolling back with it", async () => {
+  it("runs a statement given the transaction's handle in the transaction, seeing its rows and rolling back with it", async () => {
     const ctx = contextOf();
     const sessionId = newId();
     const rollback = new Error('roll back');
     await expect(
-      transaction(ctx.data, async () => {
-        expect(inTransaction(ctx.data)).toBe(true);
-        await executeBound(ctx.data, insertRevocation, [sessionId]);
+      transaction(ctx.data, async (tx) => {
+        expect(inTransaction(tx)).toBe(true);
+        await executeBound(tx, insertRevocation, [sessionId]);
         expect(
-          await executeBound(
-            ctx.data,
-            'select count(*)::int as n from session_revocations where session_id = $1',
-            [sessionId],
-          ),
+          await executeBound(tx, 'select count(*)::int as n from session_revocations where session_id = $1', [
+            sessionId,
+          ]),
         ).toEqual([{ n: 1 }]);
         throw rollback;
       }),

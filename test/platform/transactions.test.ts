@@ -31,8 +31,8 @@ describe('transactions', () => {
 
   const insert = (on: DataAccess, id: number, note = 'x') =>
     executeBound(on, 'insert into tx_probe (id, note) values ($1, $2)', [id, note]);
-  const ids = async () =>
-    (await executeBound<{ id: number }>(data(), 'select id from tx_probe order by id', [])).map((r) => r.id);
+  const ids = async (on: DataAccess = data()) =>
+    (await executeBound<{ id: number }>(on, 'select id from tx_probe order by id', [])).map((r) => r.id);
   const failure = async (promise: Promise<unknown>) => {
     const outcome = await promise.then(
       () => undefined,
@@ -102,26 +102,23 @@ describe('transactions', () => {
   });
 
   it('undoes a nested transaction that committed when the outer one rolls back', async () => {
-    await failure(
+    const error = await failure(
       transaction(data(), async (tx) => {
         await transaction(tx, (inner) => insert(inner, 1));
-        expect(await ids()).toEqual([1]);
+        expect(await ids(tx)).toEqual([1]);
         throw new Error('refused');
       }),
     );
+    expect(error.message).toBe('refused');
     expect(await ids()).toEqual([]);
   });
 
-  it("runs a statement given the call's own handle inside the work in the transaction, so it rolls back with it", async () => {
+  it("tells the call's own handle, which is not the transaction's, from the transaction's inside the work", async () => {
     const call = data();
-    await failure(
-      transaction(call, async () => {
-        await insert(call, 1);
-        expect(inTransaction(call)).toBe(true);
-        throw new Error('refused');
-      }),
-    );
-    expect(await ids()).toEqual([]);
+    await transaction(call, async (tx) => {
+      expect(inTransaction(tx)).toBe(true);
+      expect(inTransaction(call)).toBe(false);
+    });
   });
 
   it('runs a statement chained in the work but issued after the commit outside the ended transaction', async () => {
