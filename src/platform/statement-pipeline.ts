@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type pg from 'pg';
+import pg from 'pg';
 
 /**
  * Several statements sent to Postgres in one round trip (the extended protocol's pipelining: each
@@ -72,6 +72,7 @@ class Pipeline {
     if (name && this.connection) this.connection.parsedStatements[name] = this.textOf(name);
   };
   private connection: ProtocolConnection | undefined;
+  private settled = false;
 
   constructor(
     private readonly statements: readonly PipelinedStatement[],
@@ -138,17 +139,25 @@ class Pipeline {
 
   handleCopyData(): void {}
 
-  /** node-pg gives the first error here, then the connection's ReadyForQuery to nobody. */
+  /**
+   * node-pg gives a server's error here, then the connection's ReadyForQuery to nobody: the
+   * exchange is over. Its read timeout (query_timeout) comes here too, but the exchange goes on:
+   * the server may still parse this pipeline's statements, and their names must be recorded until
+   * its ReadyForQuery, or their next use would prepare them again (42P05, "already exists").
+   */
   handleError(error: unknown): void {
     this.finish({ index: Math.min(this.current, this.statements.length - 1), error });
+    if (error instanceof pg.DatabaseError) this.connection?.off('parseComplete', this.onParsed);
   }
 
   handleReadyForQuery(): void {
     this.finish(undefined);
+    this.connection?.off('parseComplete', this.onParsed);
   }
 
   private finish(failed: PipelineOutcome['failed']): void {
-    this.connection?.off('parseComplete', this.onParsed);
+    if (this.settled) return;
+    this.settled = true;
     const rows = this.results.slice(0, failed ? failed.index : this.results.length).map((r) => r.rows);
     this.settle(failed ? { rows, failed } : { rows });
   }

@@ -1,6 +1,8 @@
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type DataAccess, inOneRoundTrip, transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
+import { runPipeline } from '../../src/platform/statement-pipeline.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 
 /**
@@ -144,5 +146,32 @@ describe('statements in one round trip', () => {
       [{ id: 2 }],
     ]);
     expect(await ids()).toEqual([1, 2]);
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('a pipeline on a node-pg connection', () => {
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: process.env.DATABASE_URL, query_timeout: 100 });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.end();
+  });
+
+  it('records the statements it prepared after its read timeout, so their next use does not prepare them again', async () => {
+    const sleep = (seconds: number) => ({
+      text: 'select pg_sleep($1::float) is null as slept',
+      name: 'pipeline_timeout_probe',
+      values: [seconds],
+    });
+    const timedOut = await runPipeline(client, [sleep(0.3)], pg.types);
+    expect(timedOut.failed?.error).toMatchObject({ message: 'Query read timeout' });
+    // A query queued behind it answers once the server ended it (its ReadyForQuery).
+    await client.query({ text: 'select 1', query_timeout: 10_000 });
+    const again = await runPipeline(client, [sleep(0)], pg.types);
+    expect(again.failed?.error).toBeUndefined();
+    expect(again.rows).toEqual([[{ slept: false }]]);
   });
 });
