@@ -7,6 +7,7 @@ import {
 } from '../../src/modules/extensions/storage.js';
 import { MAX_VALUE_BYTES, MAX_VALUE_DEPTH } from '../../src/modules/extensions/storage-arguments.js';
 import { queryRows } from '../helpers/database.js';
+import { failureOf } from '../helpers/rejections.js';
 import { useServices } from '../helpers/services.js';
 
 /**
@@ -43,14 +44,8 @@ describe('extension storage', () => {
         )
       )[0]?.records ?? 0,
   });
-  const failure = async (promise: Promise<unknown>) => {
-    const outcome = await promise.then(
-      () => undefined,
-      (error: unknown) => error as Error & { code?: string; current_version?: number | null },
-    );
-    if (!outcome) throw new Error('expected a rejection');
-    return outcome;
-  };
+  const failure = (promise: Promise<unknown>) =>
+    failureOf<{ code?: string; current_version?: number | null }>(promise);
 
   it('creates a record at version 1, gives back what was put, and raises the version by one on every put', async () => {
     const storage = storageOf();

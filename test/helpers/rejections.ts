@@ -11,3 +11,15 @@ export async function rejectionOf(promise: Promise<unknown>): Promise<AtriumErro
   }
   throw new Error('expected the promise to reject');
 }
+
+/** Resolves with the error `promise` rejects with, failing when it resolves. */
+export async function failureOf<Fields extends object = { code?: string }>(
+  promise: Promise<unknown>,
+): Promise<Error & Fields> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error & Fields;
+  }
+  throw new Error('expected a rejection');
+}

@@ -8,6 +8,7 @@ import {
 } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { failureOf } from '../helpers/rejections.js';
 
 /**
  * `transaction` (src/platform/data-access.ts) on real databases, the one kind there is: BEGIN,
@@ -33,14 +34,7 @@ describe('transactions', () => {
     executeBound(on, 'insert into tx_probe (id, note) values ($1, $2)', [id, note]);
   const ids = async (on: DataAccess = data()) =>
     (await executeBound<{ id: number }>(on, 'select id from tx_probe order by id', [])).map((r) => r.id);
-  const failure = async (promise: Promise<unknown>) => {
-    const outcome = await promise.then(
-      () => undefined,
-      (error: unknown) => error as Error & { code?: string },
-    );
-    if (!outcome) throw new Error('expected a rejection');
-    return outcome;
-  };
+  const failure = failureOf;
 
   it('commits every statement of the work when it resolves, and answers what the work answered', async () => {
     const answer = await transaction(data(), async (tx) => {
