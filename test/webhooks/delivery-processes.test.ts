@@ -161,7 +161,9 @@ describe('webhook delivery by a service process', () => {
         last_error: null,
         next_attempt_at: null,
       });
-      expect(delivered?.attempts).toBeGreaterThan(2);
+      // The second attempt may have been under way when the first read saw it counted: it then
+      // found the receiver back and delivered.
+      expect(delivered?.attempts).toBeGreaterThanOrEqual(2);
       // Only attempts after the receiver came back reached it (one, unless an answer outlasted the timeout).
       const hooks = receiver.at('/down');
       expect(hooks.length).toBeGreaterThanOrEqual(1);
