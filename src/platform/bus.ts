@@ -53,6 +53,15 @@ export interface PublishOptions {
 const encoder = new Encoder({ ignoreUndefined: true });
 const decoder = new Decoder();
 
+/** A KV write of `setAndPeek`; after it, `readKey` is read only when `topic` has listeners. */
+export interface AnnouncedWrite {
+  key: string;
+  value: string;
+  ttlMs: number;
+  topic: string;
+  readKey: string;
+}
+
 /**
  * Events go out on topics (`user:<id>`, `presence:<id>`, `world:<id>`, `room:<id>`) over the KV
  * store's pub/sub: Redis with REDIS_URL, so every node's gateway sees every event; in-process
@@ -201,9 +210,7 @@ export class EventBus {
    * when one does, reads `readKey`; all in one round trip (Kv.setAndPeek), for changes announced to
    * listeners only.
    */
-  setAndPeek(
-    writes: readonly { key: string; value: string; ttlMs: number; topic: string; readKey: string }[],
-  ): Promise<Peeked[]> {
+  setAndPeek(writes: readonly AnnouncedWrite[]): Promise<Peeked[]> {
     return this.kv.setAndPeek(
       writes.map(({ key, value, ttlMs, topic, readKey }) => ({
         key,

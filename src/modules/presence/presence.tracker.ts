@@ -163,12 +163,11 @@ export class PresenceTracker implements SessionListener, PresenceSightings {
     const lapsedBefore = Date.now() - this.deps.ttlSeconds * 1000;
     const due = [...this.restHeartbeats].filter(([, at]) => at.getTime() <= lapsedBefore);
     if (due.length === 0) return;
-    const connectedHere = new Set(this.deps.gateway.localUserIds());
     const stillOnline = await this.deps.kv.mget(due.map(([id]) => presenceKey(id)));
     for (const [index, [userId, lastHeartbeat]] of due.entries()) {
       this.restHeartbeats.delete(userId);
       // Refreshed meanwhile by a socket here or a heartbeat elsewhere: whoever saw it last announces the lapse.
-      if (connectedHere.has(userId) || stillOnline[index]) continue;
+      if (this.keepsOnline(userId) || stillOnline[index]) continue;
       await this.service.announceLapse(this.deps.systemCtx(), userId, lastHeartbeat);
     }
   }

@@ -1,5 +1,5 @@
 import { batched } from '../../platform/batcher.js';
-import type { EventBus } from '../../platform/bus.js';
+import type { AnnouncedWrite, EventBus } from '../../platform/bus.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import type { Kv, Peeked } from '../../platform/kv/kv.js';
 import type { Logger } from '../../platform/log.js';
@@ -51,8 +51,6 @@ interface Unwritten {
   at: Date;
 }
 
-type PendingWrite = Parameters<EventBus['setAndPeek']>[0][number];
-
 /**
  * The KV writes of concurrent status messages share one round trip: one runs at a time, and the
  * messages that came meanwhile (from any of the node's users) go in the next, in their order.
@@ -63,10 +61,10 @@ export class StatusMessages {
   private readonly unwritten = new Map<string, Unwritten>();
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
-  private readonly write: (pending: PendingWrite) => Promise<Peeked>;
+  private readonly write: (pending: AnnouncedWrite) => Promise<Peeked>;
 
   constructor(private readonly deps: StatusMessagesDeps) {
-    this.write = batched((writes: readonly PendingWrite[]) => deps.bus.setAndPeek(writes), WRITE_BATCH);
+    this.write = batched((writes: readonly AnnouncedWrite[]) => deps.bus.setAndPeek(writes), WRITE_BATCH);
   }
 
   /**
