@@ -8,15 +8,16 @@ export type Backend = 'embedded' | 'postgres';
  * The options scenarios share: `--backends embedded,postgres` (both by default) and `--profile DIR`
  * (a V8 CPU profile of each atrium instance; scenarios without profiling ignore it).
  */
-export function scenarioOptions(): { backends: Backend[]; profile: string | undefined } {
+export function scenarioOptions(): { backends: Backend[]; profile: string | undefined; compiled: boolean } {
   const { values } = parseArgs({
-    options: { backends: { type: 'string' }, profile: { type: 'string' } },
+    options: { backends: { type: 'string' }, profile: { type: 'string' }, compiled: { type: 'boolean' } },
     allowPositionals: true,
     strict: false,
   });
   return {
     backends: String(values.backends ?? 'embedded,postgres').split(',') as Backend[],
     profile: typeof values.profile === 'string' ? values.profile : undefined,
+    compiled: values.compiled === true,
   };
 }
 

@@ -18,7 +18,7 @@ import {
 } from './realtime/servers.js';
 import { median } from './realtime/stats.js';
 import { tokenIssuer } from './realtime/tokens.js';
-import { profilingNodeArgs } from './service.js';
+import { serviceNodeArgs } from './service.js';
 
 /**
  * Connect + authenticate: sockets opened and sent their `auth` frame, `--in-flight` at a time, until
@@ -69,7 +69,7 @@ export async function run(): Promise<string> {
     let bare: BareServer | undefined;
     const load = new LoadProcess();
     try {
-      atrium = await startAtrium({ ...env, ...extraEnv }, await profilingNodeArgs(values.profile));
+      atrium = await startAtrium({ ...env, ...extraEnv }, await serviceNodeArgs(values.profile));
       bare = await startBareServer('bench/bare-uws.ts');
       const issuer = await tokenIssuer(dataDir);
       const tokens = await issuer.issue(sockets, 'connect');

@@ -6,7 +6,7 @@ import { datapathReport } from './datapath/report.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
 import { roundSchedule } from './realtime/rounds.js';
-import { profilingNodeArgs } from './service.js';
+import { serviceNodeArgs } from './service.js';
 
 /**
  * Data-path benchmark: database-backed operations of the service beside ceilings measured in the
@@ -17,7 +17,7 @@ import { profilingNodeArgs } from './service.js';
  */
 export async function run(seconds: number): Promise<string> {
   const { backends, profile } = scenarioOptions();
-  const nodeArgs = await profilingNodeArgs(profile);
+  const nodeArgs = await serviceNodeArgs(profile);
   const schedule = roundSchedule(seconds);
   const before = codeState();
   progress(

@@ -5,7 +5,7 @@ import { measureEconomy } from './economy/measure.js';
 import { economyReport } from './economy/report.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { roundSchedule } from './realtime/rounds.js';
-import { profilingNodeArgs } from './service.js';
+import { serviceNodeArgs } from './service.js';
 
 /**
  * Purchases on Postgres + Redis beside a pgbench ceiling of the same statements, `economy verify`
@@ -19,7 +19,7 @@ export async function run(seconds: number): Promise<string> {
   const started = performance.now();
   const before = codeState();
   const environment = machineLine();
-  const nodeArgs = await profilingNodeArgs(scenarioOptions().profile);
+  const nodeArgs = await serviceNodeArgs(scenarioOptions().profile);
   const results = await measureEconomy(schedule, seconds, nodeArgs);
   const report = economyReport(results, {
     command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,

@@ -3,7 +3,7 @@ import { type Backend, machineLine, scenarioOptions } from './backends.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { progress } from './realtime/progress.js';
 import { type RoundSchedule, roundSchedule } from './realtime/rounds.js';
-import { profilingNodeArgs } from './service.js';
+import { buildService, serviceNodeArgs } from './service.js';
 
 /** What every report of a per-backend scenario says of its run, besides its figures. */
 export interface RunContext {
@@ -15,7 +15,8 @@ export interface RunContext {
 }
 
 /**
- * Runs a scenario measured once per backend (`--backends`, `--profile`) in interleaved rounds of
+ * Runs a scenario measured once per backend (`--backends`, `--profile`, `--compiled`: the compiled
+ * build as production runs it, built first, instead of the sources through tsx) in interleaved rounds of
  * `seconds`, writes its report to bench/results/<name>.md and prints it: the frame the chat,
  * groups and discovery benches share.
  */
@@ -30,8 +31,9 @@ export async function runPerBackend<Results>(
   ) => Promise<Results>,
   report: (results: Partial<Record<Backend, Results>>, context: RunContext) => string,
 ): Promise<string> {
-  const { backends, profile } = scenarioOptions();
-  const nodeArgs = await profilingNodeArgs(profile);
+  const { backends, profile, compiled } = scenarioOptions();
+  if (compiled) await buildService();
+  const nodeArgs = await serviceNodeArgs(profile, compiled);
   const schedule = roundSchedule(seconds);
   const started = performance.now();
   const before = codeState();

@@ -1,6 +1,7 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
 
 export interface RunningService {
   child: ChildProcess;
@@ -29,12 +30,31 @@ export async function npmStartArgs(): Promise<string[]> {
 }
 
 /**
- * The node arguments that make the service write a V8 CPU profile into `dir` (a benchmark's
- * `--profile DIR`), on top of npm start's own; undefined (npm start's) without a directory.
+ * npm start's node arguments with the compiled entry point (`npm run build`'s dist/src/main.js)
+ * instead of tsx and src/main.ts: what production runs.
  */
-export async function profilingNodeArgs(dir: unknown): Promise<string[] | undefined> {
-  if (typeof dir !== 'string') return undefined;
-  return ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(await npmStartArgs())];
+export async function compiledStartArgs(): Promise<string[]> {
+  const args = (await npmStartArgs()).filter((arg) => arg !== '--import' && arg !== 'tsx');
+  return args.map((arg) => (arg === 'src/main.ts' ? COMPILED_ENTRY : arg));
+}
+
+/** The compiled service's entry point, relative to a checkout. */
+export const COMPILED_ENTRY = 'dist/src/main.js';
+
+/** `npm run build` in a checkout (this one by default), so its COMPILED_ENTRY is its sources'. */
+export async function buildService(cwd?: string): Promise<void> {
+  await promisify(execFile)('npm', ['run', 'build'], { cwd });
+}
+
+/**
+ * The node arguments of a benchmark's service: npm start's (the sources through tsx), or with
+ * `compiled` the compiled build's, with a V8 CPU profile written into `dir` when given (a
+ * benchmark's `--profile DIR`); undefined for npm start's own.
+ */
+export async function serviceNodeArgs(dir: unknown, compiled = false): Promise<string[] | undefined> {
+  if (typeof dir !== 'string' && !compiled) return undefined;
+  const profiling = typeof dir === 'string' ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+  return [...profiling, ...(compiled ? await compiledStartArgs() : await npmStartArgs())];
 }
 
 /**

@@ -10,7 +10,7 @@ import { seedUsers } from '../datapath/seed.js';
 import { openMarket } from '../economy/measure.js';
 import { SERVICE_ENV, stopAtrium } from '../realtime/servers.js';
 import { tokenIssuer } from '../realtime/tokens.js';
-import { npmStartArgs, startService } from '../service.js';
+import { serviceNodeArgs, startService } from '../service.js';
 import { settledTreeRssKiB } from './memory.js';
 import { CLIQUE, type Population, USERS } from './population.js';
 import { progress } from './progress.js';
@@ -44,16 +44,6 @@ export interface RunningAtrium {
 }
 
 /**
- * npm start's node arguments with the compiled entry point instead of tsx and src/main.ts, and a
- * V8 CPU profile written into `profileDir` when given.
- */
-async function compiledArgs(profileDir?: string): Promise<string[]> {
-  const args = (await npmStartArgs()).filter((arg) => arg !== '--import' && arg !== 'tsx');
-  const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  return [...profiling, ...args.map((arg) => (arg === 'src/main.ts' ? 'dist/src/main.js' : arg))];
-}
-
-/**
  * Starts and seeds one Atrium: `workers` is WORKERS, `redisDb` keeps its keys apart from the other
  * Atrium's, `profileDir` (optional) receives a CPU profile of each of its processes.
  */
@@ -74,7 +64,7 @@ export async function startSeededAtrium(
   };
   const ids = await seedUsers(env, USERS);
   const groupId = await seedSocial(env, ids, CLIQUE);
-  const service = await startService(env, await compiledArgs(profileDir));
+  const service = await startService(env, (await serviceNodeArgs(profileDir, true)) as string[]);
   // Its logs go to the stdout startService reads; errors and an unexpected exit are worth seeing.
   createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     if (/"level":[56]0/.test(line)) console.error(line);

@@ -83,10 +83,10 @@ export async function cpuWindow(serverPid: number): Promise<() => Promise<CpuUse
 }
 
 /** The RSS and CPU figures must be the node process itself, not a wrapper (npm, tsx CLI, a shell). */
-export async function assertNodeProcess(pid: number, script: string): Promise<void> {
+export async function assertNodeProcess(pid: number, scripts: readonly string[]): Promise<void> {
   const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-  if (!basename(argv[0] ?? '').startsWith('node') || !argv.includes(script)) {
-    throw new Error(`pid ${pid} is not the node process running ${script}: ${argv.join(' ')}`);
+  if (!basename(argv[0] ?? '').startsWith('node') || !scripts.some((script) => argv.includes(script))) {
+    throw new Error(`pid ${pid} is not the node process running ${scripts.join(' or ')}: ${argv.join(' ')}`);
   }
 }
 

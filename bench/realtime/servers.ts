@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type RunningService, startService } from '../service.js';
+import { COMPILED_ENTRY, type RunningService, startService } from '../service.js';
 import { inspectorEnv } from './inspector.js';
 import { assertNodeProcess } from './process-stats.js';
 import { progress } from './progress.js';
@@ -64,7 +64,7 @@ export async function startBareServer(script: string, env: Record<string, string
         }
       });
     });
-    await assertNodeProcess(child.pid as number, script);
+    await assertNodeProcess(child.pid as number, [script]);
     return {
       pid: child.pid as number,
       port: announced.port as number,
@@ -92,7 +92,7 @@ export async function startAtrium(
   const inspector = await inspectorEnv();
   const service = await startService({ ...SERVICE_ENV, ...inspector.env, ...env }, nodeArgs, cwd);
   try {
-    await assertNodeProcess(service.child.pid as number, 'src/main.ts');
+    await assertNodeProcess(service.child.pid as number, ['src/main.ts', COMPILED_ENTRY]);
   } catch (error) {
     await stopAtrium(service);
     throw error;
