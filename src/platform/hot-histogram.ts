@@ -6,7 +6,7 @@ type Labels = Readonly<Record<string, string | number>>;
  * One sample as prom-client's registry formats it: `metricName{labels,sharedLabels} value`. The
  * registry caches the formatted shared labels per object, so a child's labels go there.
  */
-interface Sample {
+export interface Sample {
   metricName: string;
   labels: Labels;
   sharedLabels: Labels;

@@ -1,6 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { hostMetricsText } from './cluster/host-metrics.js';
 import { workerSlot } from './cluster/worker-messages.js';
+import { HotCounter } from './hot-counter.js';
 import { HotHistogram } from './hot-histogram.js';
 
 let processRegistry: Registry | undefined;
@@ -45,7 +46,8 @@ export function createMetrics() {
       help: 'Open gateway WebSocket connections.',
       registers: [registry],
     }),
-    wsFramesReceived: new Counter({
+    // Counted on every frame: see HotCounter for why it is not prom-client's Counter.
+    wsFramesReceived: new HotCounter({
       name: 'atrium_ws_frames_received_total',
       help: 'Frames received on the gateway, by frame type (invalid: undecodable; unknown: no handler for the type).',
       labelNames: ['type'] as const,

@@ -1,5 +1,7 @@
-import { Counter, Histogram, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import { AppError, asAppError, ErrorCode } from '../../platform/errors.js';
+import { HotCounter } from '../../platform/hot-counter.js';
+import { HotHistogram } from '../../platform/hot-histogram.js';
 import type { LogSink } from '../../platform/log.js';
 import { ExtensionRefusal } from './refusal.js';
 
@@ -58,10 +60,12 @@ class CallDeadline implements Deadline {
  * refusal as given, or a lost dependency's 503), logged with its site, and counted.
  */
 export class ExtensionCalls {
-  private readonly calls: Counter<'extension' | 'kind' | 'name' | 'outcome'>;
-  private readonly duration: Histogram<'extension' | 'kind' | 'name'>;
+  // Counted and timed on every call: see HotCounter and HotHistogram for why not prom-client's own.
+  private readonly calls: HotCounter<'extension' | 'kind' | 'name' | 'outcome'>;
+  private readonly duration: HotHistogram<'extension' | 'kind' | 'name'>;
   private readonly inFlight = new Set<RunningCall>();
-  private readonly meters = new Map<string, Meters>();
+  /** By site object: the registry makes each rpc's and hook's site once. */
+  private readonly meters = new WeakMap<CallSite, Meters>();
 
   constructor(
     registry: Registry,
@@ -69,13 +73,13 @@ export class ExtensionCalls {
     /** Told of each call that ended, so a stall its synchronous code caused can name it. */
     private readonly ended: (call: RunningCall) => void = () => {},
   ) {
-    this.calls = new Counter({
+    this.calls = new HotCounter({
       name: 'atrium_extension_calls_total',
       help: "Calls of extensions' functions by extension, kind (rpc, before, after, event), name and outcome (ok, refused, error, timeout).",
       labelNames: ['extension', 'kind', 'name', 'outcome'],
       registers: [registry],
     });
-    this.duration = new Histogram({
+    this.duration = new HotHistogram({
       name: 'atrium_extension_duration_seconds',
       help: "Duration of calls of extensions' functions by extension, kind and name.",
       labelNames: ['extension', 'kind', 'name'],
@@ -92,7 +96,7 @@ export class ExtensionCalls {
   /** Counts by outcome of one site, for the console. */
   async countsOf(site: CallSite): Promise<Record<Outcome, number>> {
     const counts: Record<Outcome, number> = { ok: 0, refused: 0, error: 0, timeout: 0 };
-    for (const value of (await this.calls.get()).values) {
+    for (const value of this.calls.get().values) {
       const { extension, kind, name, outcome } = value.labels;
       if (extension === site.extension && kind === site.kind && name === site.name) {
         counts[outcome as Outcome] += value.value;
@@ -162,20 +166,19 @@ export class ExtensionCalls {
     });
   }
 
-  /** The counters and the histogram of one site, made once: labelled lookups cost every call. */
+  /** The counters and the histogram of one site, looked up once per site object. */
   private metersOf(site: CallSite): Meters {
-    const key = `${site.extension}\n${site.kind}\n${site.name}`;
-    let meters = this.meters.get(key);
+    let meters = this.meters.get(site);
     if (!meters) {
       const labels = { extension: site.extension, kind: site.kind, name: site.name };
       meters = {
-        ok: this.calls.labels({ ...labels, outcome: 'ok' }),
-        refused: this.calls.labels({ ...labels, outcome: 'refused' }),
-        error: this.calls.labels({ ...labels, outcome: 'error' }),
-        timeout: this.calls.labels({ ...labels, outcome: 'timeout' }),
-        duration: this.duration.labels(labels),
+        ok: this.calls.child({ ...labels, outcome: 'ok' }),
+        refused: this.calls.child({ ...labels, outcome: 'refused' }),
+        error: this.calls.child({ ...labels, outcome: 'error' }),
+        timeout: this.calls.child({ ...labels, outcome: 'timeout' }),
+        duration: this.duration.child(labels),
       };
-      this.meters.set(key, meters);
+      this.meters.set(site, meters);
     }
     return meters;
   }

@@ -6,9 +6,9 @@ import type { LogSink } from '../../platform/log.js';
 import type { OperationHook } from '../../platform/operation-hooks.js';
 import type { DomainEvent } from '../../platform/outbox.js';
 import type { CallerDirectory } from './callers.js';
-import type { CallSite, ExtensionCalls } from './calls.js';
+import type { ExtensionCalls } from './calls.js';
 import { type CtxServices, extensionCtx } from './extension-ctx.js';
-import type { AfterFn, BeforeFn, EventFn, Hook, Registry, Rpc } from './registry.js';
+import type { AfterFn, BeforeFn, EventFn, Hook, Registry } from './registry.js';
 
 /** Where an rpc call came in: the users' path (REST /api or the socket) or the game servers'. */
 export type RpcPath = 'api' | 'socket' | 'internal';
@@ -39,7 +39,7 @@ export class ExtensionsService {
     if (!before && !after) return undefined;
     return {
       ...(before ? { before: (ctx, input) => this.runBefore(op, before, ctx, input) } : {}),
-      ...(after ? { after: (ctx, input, answer) => this.runAfter(op, after, ctx, input, answer) } : {}),
+      ...(after ? { after: (ctx, input, answer) => this.runAfter(after, ctx, input, answer) } : {}),
     };
   }
 
@@ -65,7 +65,7 @@ export class ExtensionsService {
       rpc.auth === 'server' && ctx.service
         ? { server_id: ctx.service.id, world_id: ctx.service.scope }
         : null;
-    const site = siteOf(rpc);
+    const { site } = rpc;
     return this.deps.calls.run(site, ctx.log, (deadline) => {
       const result = rpc.handler(
         extensionCtx(this.deps.services, site, deadline, { caller, server, log: ctx.log }),
@@ -82,7 +82,7 @@ export class ExtensionsService {
     event: DomainEvent,
     log: LogSink,
   ): Promise<void> {
-    const site: CallSite = { extension: handler.extension, kind: 'event', name: handler.type };
+    const { site } = handler;
     await this.deps.calls.run(site, log, (deadline) =>
       handler.fn(
         extensionCtx(this.deps.services, site, deadline, { caller: null, server: null, log }),
@@ -95,8 +95,7 @@ export class ExtensionsService {
     const known = this.deps.callers.of(ctx);
     const caller = known instanceof Promise ? await known : known;
     let current = input;
-    for (const { extension, fn } of hooks) {
-      const site: CallSite = { extension, kind: 'before', name: op.name };
+    for (const { fn, site } of hooks) {
       const given = current;
       const admitted = (replacement: unknown) =>
         replacement === undefined ? given : replacementOf(op, replacement);
@@ -114,19 +113,12 @@ export class ExtensionsService {
     return current;
   }
 
-  private runAfter(
-    op: Operation,
-    hooks: readonly Hook<AfterFn>[],
-    ctx: Ctx,
-    input: unknown,
-    answer: unknown,
-  ): void {
+  private runAfter(hooks: readonly Hook<AfterFn>[], ctx: Ctx, input: unknown, answer: unknown): void {
     // Copied now, before the transport sends the answer: what a hook does to them cannot reach it.
     const seen = structuredClone({ input, answer });
     void (async () => {
       const caller = await Promise.resolve(this.deps.callers.of(ctx)).catch(() => null);
-      for (const { extension, fn } of hooks) {
-        const site: CallSite = { extension, kind: 'after', name: op.name };
+      for (const { fn, site } of hooks) {
         await this.deps.calls
           .run(site, ctx.log, (deadline) =>
             fn(
@@ -141,8 +133,6 @@ export class ExtensionsService {
     })();
   }
 }
-
-const siteOf = (rpc: Rpc): CallSite => ({ extension: rpc.extension, kind: 'rpc', name: rpc.name });
 
 /** The input as the rpc's schema parses it, or 422 naming each field under the transport's prefix. */
 function parseInput(schema: z.ZodType, input: unknown, prefix: string): unknown {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { domainEventTypes } from '../../../protocol/domain-events.js';
 import { RPC_NAME } from '../../../protocol/extensions.js';
 import { operations } from '../../../protocol/operations.js';
+import type { CallSite } from './calls.js';
 import type { ExtensionCtx } from './extension-ctx.js';
 import { refuse } from './refusal.js';
 import { StorageConflictError } from './storage.js';
@@ -14,11 +15,15 @@ export interface Rpc {
   auth: RpcAuth;
   input: z.ZodType | undefined;
   handler: (ctx: ExtensionCtx, input: unknown) => unknown;
+  /** Its calls' site, made once: ExtensionCalls keeps a site's meters by the object. */
+  site: CallSite;
 }
 
 export interface Hook<F> {
   extension: string;
   fn: F;
+  /** Its calls' site, made once, as Rpc's. */
+  site: CallSite;
 }
 export type BeforeFn = (ctx: ExtensionCtx, input: unknown) => unknown;
 export type AfterFn = (ctx: ExtensionCtx, input: unknown, result: unknown) => unknown;
@@ -71,7 +76,8 @@ export function extensionApi(extension: string, registry: Registry) {
     }
     isFunction(fn, `api.${method}(${operation}, fn): fn`);
     const hooks = registry[method] as Map<string, Hook<F>[]>;
-    hooks.set(operation, [...(hooks.get(operation) ?? []), { extension, fn }]);
+    const site: CallSite = { extension, kind: method, name: operation };
+    hooks.set(operation, [...(hooks.get(operation) ?? []), { extension, fn, site }]);
   };
   const api = {
     z,
@@ -92,7 +98,8 @@ export function extensionApi(extension: string, registry: Registry) {
       }
       const { auth, input } = rpcOptions(name, options);
       isFunction(handler, `api.rpc(${name}): the handler`);
-      registry.rpcs.set(name, { extension, name, auth, input, handler: handler as Rpc['handler'] });
+      const site: CallSite = { extension, kind: 'rpc', name };
+      registry.rpcs.set(name, { extension, name, auth, input, handler: handler as Rpc['handler'], site });
     },
     before: (operation: unknown, fn: BeforeFn) => hookOn('before', operation, fn),
     after: (operation: unknown, fn: AfterFn) => hookOn('after', operation, fn),
@@ -102,7 +109,12 @@ export function extensionApi(extension: string, registry: Registry) {
         throw new RegistrationError(`api.on: there is no domain event type ${String(type)}.`);
       }
       isFunction(fn, `api.on(${type}, fn): fn`);
-      registry.events.push({ extension, type, fn: fn as EventFn });
+      registry.events.push({
+        extension,
+        type,
+        fn: fn as EventFn,
+        site: { extension, kind: 'event', name: type },
+      });
     },
   };
   return { api, close: () => (open = false) };

@@ -27,6 +27,8 @@ interface Registration {
   admits: Admission;
   /** The gate of the node's SetupAdmission it waits its turn at (the operation is declared `setup`). */
   setup: SetupGate | undefined;
+  /** Its frames' counter, looked up once. */
+  received: { inc(): void };
 }
 
 export interface HandleOptions {
@@ -86,6 +88,7 @@ export class FrameDispatcher {
       handler: handler as FrameHandler<unknown>,
       admits: options.admits ?? ['user'],
       setup: options.setup,
+      received: this.deps.metrics.wsFramesReceived.child({ type }),
     });
   }
 
@@ -137,8 +140,8 @@ export class FrameDispatcher {
 
   private dispatch(connection: Connection, frame: ClientFrame): void {
     const registration = this.handlers.get(frame.t);
-    this.deps.metrics.wsFramesReceived.inc({ type: registration ? frame.t : 'unknown' });
     if (!registration) {
+      this.deps.metrics.wsFramesReceived.inc({ type: 'unknown' });
       this.sendError(
         connection,
         new AppError(ErrorCode.UNKNOWN_FRAME_TYPE, `Unknown frame type ${frame.t}.`),
@@ -146,6 +149,7 @@ export class FrameDispatcher {
       );
       return;
     }
+    registration.received.inc();
     const { admits } = registration;
     const principal = connection.principal;
     if (admits !== 'anyone' && !(principal && admits.includes(principal.kind))) {
