@@ -86,9 +86,15 @@ export class StandingsReader {
     private readonly friendsPage: FriendsPage,
   ) {}
 
-  /** The 1-based rank of a record, exact now. */
+  /** The 1-based rank of a record, exact now; the index is asked beside its ready check. */
   async rankOf(ctx: Ctx, period: StandingsPeriod, row: RecordRow): Promise<number> {
-    return (await this.positions(ctx, period)).position(keyOfRow(row)).then((position) => position + 1);
+    const key = keyOfRow(row);
+    const [isReady, fromIndex] = await Promise.all([
+      this.index.ready(period),
+      this.index.position(period, key).catch(() => undefined),
+    ]);
+    if (isReady && fromIndex !== undefined) return fromIndex + 1;
+    return (await this.positionsOf(ctx, period, isReady).position(key)) + 1;
   }
 
   async page(
@@ -108,12 +114,20 @@ export class StandingsReader {
     if (query.cursor !== undefined && !after) throw refuse('cursor', 'is not a cursor of this list');
     if (callerId === null && (selector === 'around' || selector === 'friends'))
       throw refuse(selector, 'names the caller, and this read has none');
-    const positions = await this.positions(ctx, period);
+    // The index's ready check goes out beside each path's first read (one Redis write with
+    // auto-pipelining, one stage less to wait for); an index read the check refuses is dropped.
+    const ready = this.index.ready(period);
 
-    if (selector === 'user_ids')
+    if (selector === 'user_ids') {
+      const positions = this.positionsOf(ctx, period, await ready);
       return { items: await this.ofUsers(ctx, period, positions, query), next_cursor: null };
+    }
     if (selector === 'friends') {
-      const rows = await this.friendsPage(ctx.data, period, callerId as string, after, query.limit + 1);
+      const [isReady, rows] = await Promise.all([
+        ready,
+        this.friendsPage(ctx.data, period, callerId as string, after, query.limit + 1),
+      ]);
+      const positions = this.positionsOf(ctx, period, isReady);
       const page = rows.slice(0, query.limit);
       const items = await Promise.all(
         page.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)),
@@ -125,29 +139,37 @@ export class StandingsReader {
     }
     if (selector !== undefined) {
       const target = selector === 'around' ? (callerId as string) : (query.around_user_id as string);
-      const around = await this.around(ctx, period, positions, target, query.limit);
-      if (around) return around;
+      const [isReady, row] = await Promise.all([ready, this.recordOf(ctx, period, target)]);
+      const positions = this.positionsOf(ctx, period, isReady);
+      if (row) return this.around(ctx, period, positions, row, query.limit);
+      // No record: the top page is answered instead.
+      return this.fromKeys(ctx, period, positions, await positions.keysAfter(undefined, query.limit + 1), {
+        limit: query.limit,
+        fromTop: true,
+      });
     }
-    return this.fromKeys(
-      ctx,
-      period,
-      positions,
-      await positions.keysAfter(after, query.limit + 1),
-      query.limit,
-    );
+    const fromIndex = this.index.keysAfter(period, after, query.limit + 1).catch(() => undefined);
+    const [isReady, indexKeys] = await Promise.all([ready, fromIndex]);
+    const positions = this.positionsOf(ctx, period, isReady);
+    const keys = isReady && indexKeys ? indexKeys : await positions.keysAfter(after, query.limit + 1);
+    return this.fromKeys(ctx, period, positions, keys, { limit: query.limit, fromTop: after === undefined });
   }
 
-  /** The page centred on the user's record; undefined when they have none (the top page is answered instead). */
+  /** The user's record in the period, or undefined (none, or not an id). */
+  private async recordOf(ctx: Ctx, period: StandingsPeriod, userId: string) {
+    if (!isId(userId)) return undefined;
+    const [row] = await recordsOfUsers(ctx.data, period, [canonicalId(userId)]);
+    return row;
+  }
+
+  /** The page centred on the user's record. */
   private async around(
     ctx: Ctx,
     period: StandingsPeriod,
     positions: Positions,
-    userId: string,
+    row: RecordRow,
     limit: number,
   ) {
-    if (!isId(userId)) return undefined;
-    const [row] = await recordsOfUsers(ctx.data, period, [canonicalId(userId)]);
-    if (!row) return undefined;
     const [position, total] = await Promise.all([positions.position(keyOfRow(row)), positions.count()]);
     const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
     const keys = await positions.keysFrom(start, limit);
@@ -167,18 +189,21 @@ export class StandingsReader {
     return Promise.all(rows.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)));
   }
 
-  /** A page from keys read with limit + 1: the first `limit` records with their ranks, and the cursor after them. */
+  /**
+   * A page from keys read with limit + 1: the first `limit` records with their ranks, and the
+   * cursor after them. From the top (no cursor) the first key's position is 0, with no read.
+   */
   private async fromKeys(
     ctx: Ctx,
     period: StandingsPeriod,
     positions: Positions,
     keys: RankKey[],
-    limit: number,
+    { limit, fromTop }: { limit: number; fromTop: boolean },
   ) {
     const page = keys.slice(0, limit);
     if (page.length === 0) return { items: [], next_cursor: null };
     const [first, rows] = await Promise.all([
-      positions.position(page[0] as RankKey),
+      fromTop ? 0 : positions.position(page[0] as RankKey),
       this.rowsInOrder(ctx, period, page),
     ]);
     return {
@@ -201,9 +226,10 @@ export class StandingsReader {
     return keys.map((key) => byUser.get(key.userId));
   }
 
-  private async positions(ctx: Ctx, period: StandingsPeriod): Promise<Positions> {
+  /** The index's positions when it is ready, else SQL's over the records alone. */
+  private positionsOf(ctx: Ctx, period: StandingsPeriod, ready: boolean): Positions {
     const index = this.index;
-    if (await index.ready(period)) {
+    if (ready) {
       return {
         count: () => index.count(period),
         position: (key) => index.position(period, key),
