@@ -108,9 +108,10 @@ export class ExtensionCalls {
   /**
    * Runs `fn` for `site` within the deadline. Resolves with its value; rejects with the refusal it
    * threw, or with the AppError the caller's client gets for its failure or its timeout (the
-   * value it settles with later is ignored). A function that answers synchronously needs no timer.
+   * value it settles with later is ignored). A function that answers synchronously is answered so,
+   * with no timer and no promise: it returns its value or throws its refusal or error.
    */
-  run<T>(site: CallSite, log: LogSink, fn: (deadline: Deadline) => T | Promise<T>): Promise<T> {
+  run<T>(site: CallSite, log: LogSink, fn: (deadline: Deadline) => T | Promise<T>): T | Promise<T> {
     const meters = this.metersOf(site);
     const call: RunningCall = { ...site, startedAt: Date.now() };
     const deadline = new CallDeadline();
@@ -133,11 +134,11 @@ export class ExtensionCalls {
     try {
       value = fn(deadline);
     } catch (error) {
-      return Promise.reject(failure(error));
+      throw failure(error);
     }
     if (!(value instanceof Promise)) {
       settle('ok');
-      return Promise.resolve(value);
+      return value;
     }
     const pending = value;
     return new Promise<T>((resolve, reject) => {

@@ -7,8 +7,8 @@ import type { OperationHook } from '../../platform/operation-hooks.js';
 import type { DomainEvent } from '../../platform/outbox.js';
 import type { CallerDirectory } from './callers.js';
 import type { ExtensionCalls } from './calls.js';
-import { type CtxServices, extensionCtx } from './extension-ctx.js';
-import type { AfterFn, BeforeFn, EventFn, Hook, Registry } from './registry.js';
+import { type CtxServices, type ExtensionCaller, extensionCtx } from './extension-ctx.js';
+import type { AfterFn, BeforeFn, EventFn, Hook, Registry, Rpc } from './registry.js';
 
 /** Where an rpc call came in: the users' path (REST /api or the socket) or the game servers'. */
 export type RpcPath = 'api' | 'socket' | 'internal';
@@ -45,9 +45,11 @@ export class ExtensionsService {
 
   /**
    * Calls the rpc `name` for a caller on `path`: 404 for a name not served there (before any
-   * other check), the rpc's own auth, its input schema, then its handler within its deadline.
+   * other check), the rpc's own auth, its input schema, then its handler within its deadline. An
+   * rpc answering synchronously for a caller already known is answered synchronously (no promise),
+   * as the socket's dispatch then acks it.
    */
-  async call(ctx: Ctx, path: RpcPath, name: string, input: unknown): Promise<RpcAnswer> {
+  call(ctx: Ctx, path: RpcPath, name: string, input: unknown): RpcAnswer | Promise<RpcAnswer> {
     const rpc = this.deps.registry.rpcs.get(name);
     if (!rpc || (rpc.auth === 'server') !== (path === 'internal')) {
       throw new AppError(ErrorCode.NOT_FOUND, `No rpc named ${name} is served on this path.`);
@@ -60,7 +62,12 @@ export class ExtensionsService {
     }
     const parsed = rpc.input ? parseInput(rpc.input, input, path === 'socket' ? 'd.input' : 'body') : input;
     const known = this.deps.callers.of(ctx);
-    const caller = known instanceof Promise ? await known : known;
+    return known instanceof Promise
+      ? known.then((caller) => this.invoke(rpc, ctx, parsed, caller))
+      : this.invoke(rpc, ctx, parsed, known);
+  }
+
+  private invoke(rpc: Rpc, ctx: Ctx, input: unknown, caller: ExtensionCaller | null) {
     const server =
       rpc.auth === 'server' && ctx.service
         ? { server_id: ctx.service.id, world_id: ctx.service.scope }
@@ -69,7 +76,7 @@ export class ExtensionsService {
     return this.deps.calls.run(site, ctx.log, (deadline) => {
       const result = rpc.handler(
         extensionCtx(this.deps.services, site, deadline, { caller, server, log: ctx.log }),
-        parsed,
+        input,
       );
       // An rpc that answers synchronously is answered without a timer (ExtensionCalls.run).
       return result instanceof Promise ? result.then(answerOf) : answerOf(result);
@@ -119,16 +126,17 @@ export class ExtensionsService {
     void (async () => {
       const caller = await Promise.resolve(this.deps.callers.of(ctx)).catch(() => null);
       for (const { fn, site } of hooks) {
-        await this.deps.calls
-          .run(site, ctx.log, (deadline) =>
+        try {
+          await this.deps.calls.run(site, ctx.log, (deadline) =>
             fn(
               extensionCtx(this.deps.services, site, deadline, { caller, server: null, log: ctx.log }),
               seen.input,
               seen.answer,
             ),
-          )
+          );
+        } catch {
           // Counted and logged by run; the next after hook runs all the same.
-          .catch(() => {});
+        }
       }
     })();
   }
