@@ -114,7 +114,7 @@ module.exports = {
       comment:
         'Modules import no MikroORM (@mikro-orm/*): their statements are SQL in their repositories ' +
         '(*.repository.ts), run with executeBound on the opaque data handle (src/platform/db.ts), and ' +
-        'MikroORM only opens the pool and migrates (src/platform/orm-config.ts; docs/modules.md, "Data access").',
+        'MikroORM only migrates (src/platform/orm-config.ts, loaded by migrate.ts; docs/modules.md, "Data access").',
       from: { path: '^src/modules/' },
       to: { path: '(^|/)node_modules/@mikro-orm/' },
     },

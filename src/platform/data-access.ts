@@ -1,13 +1,17 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { IsolationLevel } from '@mikro-orm/core';
 import { lostToConcurrentTransaction } from './errors.js';
 import type { PipelineOutcome } from './statement-pipeline.js';
 import type { PipelineRunner, PooledConnection, Runner, StatementText } from './statement-runners.js';
 
-/** Isolation levels for `transaction`, so a service need not import the ORM for them. */
-export { IsolationLevel } from '@mikro-orm/core';
+/** Isolation levels for `transaction`, as BEGIN names them. */
+export const IsolationLevel = {
+  READ_COMMITTED: 'read committed',
+  REPEATABLE_READ: 'repeatable read',
+  SERIALIZABLE: 'serializable',
+} as const;
+export type IsolationLevel = (typeof IsolationLevel)[keyof typeof IsolationLevel];
 
-/** The database's pool as statements use it (db.ts builds it on the ORM's). */
+/** The database's pool as statements use it (db.ts builds it on db-pool.ts's). */
 export interface StatementPool {
   acquire(): Promise<PooledConnection>;
   release(connection: PooledConnection): Promise<void>;

@@ -1,21 +1,30 @@
 import { join } from 'node:path';
-import type { MikroORM as Orm } from '@mikro-orm/postgresql';
 import { type DataAccess, rootHandle, runStatement } from './data-access.js';
+import {
+  ConnectionPool,
+  type ConnectionTarget,
+  type DatabaseSettings,
+  embeddedTimeouts,
+  type PoolUsage,
+  serverTimeouts,
+} from './db-pool.js';
 import type { EmbeddedOptions, EmbeddedPostgres } from './embedded-postgres.js';
 import { type NamedSql, valuesOf } from './named-sql.js';
-import { type DatabaseSettings, openEmbeddedOrm, openServerOrm } from './orm-config.js';
 import type { PipelineRunner, Runner } from './statement-runners.js';
 import { postgresRunner } from './statement-runners.js';
 
 export interface Database {
-  /** MikroORM: it opens the pool and migrates (src/platform/migrate.ts); no statement goes through it. */
-  orm: Orm;
   /** The root handle every statement starts from: `ctx.data` of every call, and jobs', commands', tests'. */
   data: DataAccess;
   /** `postgres` with DATABASE_URL, `embedded` (PGlite) otherwise. */
   kind: 'postgres' | 'embedded';
   /** Set for the embedded database only. */
   embedded?: EmbeddedPostgres;
+  /**
+   * The pool every statement's connection comes from (db-pool.ts); `pool.target` is where the
+   * database is, for what opens connections of its own (migrate.ts).
+   */
+  pool: ConnectionPool;
   /** Connections in the pool: DATABASE_POOL_SIZE, or 1 for the embedded database (one session). */
   poolSize: number;
   /** The pool now: connections lent out, connections idle, and callers waiting for one. */
@@ -23,12 +32,6 @@ export interface Database {
   /** Throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
-}
-
-export interface PoolUsage {
-  inUse: number;
-  idle: number;
-  waiting: number;
 }
 
 export interface OpenDatabaseOptions {
@@ -39,7 +42,12 @@ export interface OpenDatabaseOptions {
 /** The database of DATABASE_URL, or the embedded one under DATA_DIR (or from `options.embedded`). */
 export async function openDatabase(config: DatabaseSettings, options: OpenDatabaseOptions = {}) {
   if (config.DATABASE_URL) {
-    return wrap(await openServerOrm(config), 'postgres', config.DATABASE_POOL_SIZE, postgresRunner());
+    const pool = new ConnectionPool(
+      { connectionString: config.DATABASE_URL },
+      config.DATABASE_POOL_SIZE,
+      serverTimeouts(config),
+    );
+    return wrap(pool, 'postgres', postgresRunner());
   }
   // Imported here: a process on Postgres need not load PGlite (a megabyte of heap, more of code).
   const [{ startEmbeddedPostgres }, { embeddedRunner }] = await Promise.all([
@@ -49,55 +57,48 @@ export async function openDatabase(config: DatabaseSettings, options: OpenDataba
   const embedded = await startEmbeddedPostgres(
     options.embedded ?? { dataDir: join(config.DATA_DIR, 'pgdata') },
   );
-  try {
-    return wrap(
-      await openEmbeddedOrm(embedded),
-      'embedded',
-      1,
-      { run: embeddedRunner(embedded.pglite) },
-      embedded,
-    );
-  } catch (error) {
-    await embedded.close();
-    throw error;
-  }
+  // One connection, as PGlite is one session: whoever holds it owns the database.
+  const target: ConnectionTarget = {
+    host: embedded.socketDir,
+    port: embedded.port,
+    user: 'postgres',
+    database: 'postgres',
+  };
+  const pool = new ConnectionPool(target, 1, embeddedTimeouts);
+  return wrap(pool, 'embedded', { run: embeddedRunner(embedded.pglite) }, embedded);
 }
 
 function wrap(
-  orm: Orm,
+  pool: ConnectionPool,
   kind: Database['kind'],
-  poolSize: number,
   // The embedded database runs in process: it has no round trips to save, so no pipeline.
   { run, pipeline }: { run: Runner; pipeline?: PipelineRunner },
   embedded?: EmbeddedPostgres,
 ): Database {
-  const { client } = orm.em.getKnex();
   const data = rootHandle({
-    acquire: () => client.acquireConnection(),
-    release: (connection) => client.releaseConnection(connection),
+    acquire: () => pool.acquire(),
+    release: (connection) => pool.release(connection),
     run,
-    single: poolSize === 1,
+    single: pool.size === 1,
     ...(pipeline ? { pipeline } : {}),
   });
   return {
-    orm,
     data,
     kind,
-    poolSize,
-    poolUsage() {
-      // knex's tarn pool; absent before knex initialised it and after close.
-      const pool = client.pool as
-        | { numUsed(): number; numFree(): number; numPendingAcquires(): number }
-        | undefined;
-      if (!pool) return { inUse: 0, idle: 0, waiting: 0 };
-      return { inUse: pool.numUsed(), idle: pool.numFree(), waiting: pool.numPendingAcquires() };
-    },
+    pool,
+    poolSize: pool.size,
+    poolUsage: () => pool.usage(),
     ...(embedded ? { embedded } : {}),
     async ping() {
-      await orm.em.getConnection().execute('select 1');
+      const connection = await pool.acquire();
+      try {
+        await connection.query('select 1');
+      } finally {
+        await pool.release(connection);
+      }
     },
     async close() {
-      await orm.close(true);
+      await pool.close();
       await embedded?.close();
     },
   };

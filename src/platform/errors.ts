@@ -202,8 +202,9 @@ export function lostToConcurrentTransaction(error: unknown): boolean {
 }
 
 /**
- * Error names of the drivers' own connection and timeout errors: MikroORM's ConnectionException,
- * knex's pool acquire timeout and ioredis's give-up after a dropped connection.
+ * Error names of the drivers' own connection and timeout errors: MikroORM's ConnectionException
+ * and knex's pool acquire timeout (migrations still run through them, migrate.ts), and ioredis's
+ * give-up after a dropped connection.
  */
 const dependencyErrorNames = new Set([
   'ConnectionException',
@@ -230,7 +231,12 @@ const dependencyErrorMessages = [
   'Connection terminated',
   'Client has encountered a connection error and is not queryable',
   'Client was closed and is not queryable',
-  // knex: the pool timed out handing out a connection, or was already destroyed.
+  // pg.Pool (db-pool.ts): no connection freed up in time, a connect over the pool's own bound, a
+  // statement started while the pool closes (shutdown).
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+  'Cannot use a pool after calling end on the pool',
+  // knex (the migrations' pool): it timed out handing out a connection, or was already destroyed.
   'Knex: Timeout acquiring a connection. The pool is probably full. Are you missing a .transacting(trx) call?',
   'Unable to acquire a connection',
 ];

@@ -1,9 +1,10 @@
 import { readdir } from 'node:fs/promises';
 import type { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
-import { configFrom } from '../config.js';
-import { type Database, executeBound, openDatabase } from './db.js';
-import { MIGRATIONS_TABLE } from './orm-config.js';
+import { type Database, executeBound } from './db.js';
+
+/** Where the names of the applied migrations are recorded. */
+export const MIGRATIONS_TABLE = 'atrium_migrations';
 
 /** Any fixed 64-bit number works; it only has to be the same in every process of the service. */
 const MIGRATION_LOCK_KEY = 7_406_196_117_001n;
@@ -18,58 +19,62 @@ export interface MigrationStatus {
  * Against a shared Postgres, several processes may start at once: a session-level advisory lock,
  * held on a connection of its own, lets one of them migrate while the others wait and then find
  * nothing left to do. The embedded database belongs to one process, so it needs no lock.
+ * `databaseUrl` is where the lock is taken, the database's own by default.
  *
- * On Postgres the migrations run on connections of their own without the per-query bound that
- * service requests have (DATABASE_QUERY_TIMEOUT_MS): building an index on a large table may
- * rightly take minutes, and a migration cut off at one second would stop every start.
+ * The migrations run through MikroORM on a connection of its own (withMigrator), without the
+ * per-query bound that service requests have (DATABASE_QUERY_TIMEOUT_MS).
  */
 export async function migrateUp(db: Database, databaseUrl?: string): Promise<string[]> {
   if (!(await anyPending(db))) return [];
-  if (db.kind === 'embedded' || !databaseUrl) return applyPending(db);
-  const lockClient = new pg.Client({ connectionString: databaseUrl });
+  const { target } = db.pool;
+  const lockUrl = databaseUrl ?? ('connectionString' in target ? target.connectionString : undefined);
+  if (db.kind === 'embedded' || !lockUrl) return applyPending(db);
+  const lockClient = new pg.Client({ connectionString: lockUrl });
   await lockClient.connect();
   try {
     await lockClient.query('select pg_advisory_lock($1)', [MIGRATION_LOCK_KEY.toString()]);
-    const unbounded = await openDatabase(
-      configFrom({ DATABASE_URL: databaseUrl, DATABASE_QUERY_TIMEOUT_MS: 0, DATABASE_POOL_SIZE: 1 }),
-    );
-    try {
-      return await applyPending(unbounded);
-    } finally {
-      await unbounded.close();
-    }
+    return await applyPending(db);
   } finally {
     await lockClient.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY.toString()]).catch(() => {});
     await lockClient.end();
   }
 }
 
-async function applyPending(db: Database): Promise<string[]> {
-  return (await (await migratorOf(db)).up()).map((m) => m.name);
+function applyPending(db: Database): Promise<string[]> {
+  return withMigrator(db, async (migrator) => (await migrator.up()).map((m) => m.name));
 }
 
-export async function migrationStatus(db: Database): Promise<MigrationStatus> {
-  const migrator = await migratorOf(db);
-  const executed = await migrator.getExecutedMigrations();
-  const pending = await migrator.getPendingMigrations();
-  return { executed: executed.map((m) => m.name), pending: pending.map((m) => m.name) };
+export function migrationStatus(db: Database): Promise<MigrationStatus> {
+  return withMigrator(db, async (migrator) => {
+    const executed = await migrator.getExecutedMigrations();
+    const pending = await migrator.getPendingMigrations();
+    return { executed: executed.map((m) => m.name), pending: pending.map((m) => m.name) };
+  });
 }
 
 /**
- * The ORM's Migrator with the migrations (migrations/index.ts), loaded on first use: together
- * they weigh megabytes of heap that a process whose database is up to date never needs.
+ * Runs `work` with MikroORM's Migrator and the migrations (migrations/index.ts), loaded for it
+ * and closed after it: together they weigh tens of megabytes of RSS that a process whose
+ * database is up to date never needs. On Postgres the ORM opens a connection of its own; the
+ * embedded database lends it the pool's only connection (orm-config.ts says why), held meanwhile.
  */
-export async function migratorOf(db: Database): Promise<Migrator> {
-  const [{ Migrator }, { migrationsList }] = await Promise.all([
-    import('@mikro-orm/migrations'),
+export async function withMigrator<T>(db: Database, work: (migrator: Migrator) => Promise<T>): Promise<T> {
+  const [{ openMigrationOrm }, { migrationsList }] = await Promise.all([
+    import('./orm-config.js'),
     import('../../migrations/index.js'),
   ]);
-  const { config } = db.orm;
-  if (!config.get('migrations').migrationsList) {
-    config.set('migrations', { ...config.get('migrations'), migrationsList });
-    Migrator.register(db.orm);
+  const options = { tableName: MIGRATIONS_TABLE, migrationsList, connectMs: db.pool.timeouts.connectMs };
+  const lent = db.kind === 'embedded' ? await db.pool.acquire() : undefined;
+  try {
+    const orm = await openMigrationOrm(db.pool.target, options, lent);
+    try {
+      return await work(orm.migrator as Migrator);
+    } finally {
+      await orm.close(true);
+    }
+  } finally {
+    if (lent) await db.pool.release(lent);
   }
-  return db.orm.migrator as Migrator;
 }
 
 /** SQLSTATE of a statement on a table that does not exist (a database never migrated). */

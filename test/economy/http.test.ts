@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { type TestApp, useTestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 import { requestedPayout } from './rest.js';
 
@@ -30,13 +31,11 @@ function client(app: () => TestApp) {
 }
 
 async function counts(app: TestApp) {
-  const rows = (await app.db.orm.em
-    .fork()
-    .getConnection()
-    .execute(
-      `select (select count(*) from economy_entries)::int as entries, (select count(*) from economy_idempotency_keys)::int as keys,
-              (select count(*) from catalog_items)::int as items`,
-    )) as { entries: number; keys: number; items: number }[];
+  const rows = await queryRows<{ entries: number; keys: number; items: number }>(
+    app.db,
+    `select (select count(*) from economy_entries)::int as entries, (select count(*) from economy_idempotency_keys)::int as keys,
+            (select count(*) from catalog_items)::int as items`,
+  );
   return rows[0];
 }
 

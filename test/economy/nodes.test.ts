@@ -3,6 +3,7 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { buildTestCluster, type TestCluster } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 import { openedSockets } from '../helpers/ws-client.js';
 import { sent } from './rest.js';
 
@@ -68,12 +69,10 @@ describe('the economy on several nodes', () => {
       releases.add((event.d as { transaction_id: string }).transaction_id);
     }
     expect(releases.size).toBe(30);
-    const rows = (await node(0)
-      .db.orm.em.fork()
-      .getConnection()
-      .execute(`select count(*)::int as n from economy_transactions where kind = 'release'`)) as {
-      n: number;
-    }[];
+    const rows = await queryRows<{ n: number }>(
+      node(0).db,
+      `select count(*)::int as n from economy_transactions where kind = 'release'`,
+    );
     expect(rows[0]?.n).toBe(30);
 
     const payout = await send(creator, 'POST', '/api/economy/payouts', { amount: 2000 });

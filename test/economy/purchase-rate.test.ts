@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 import { useServices } from '../helpers/services.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 import { balanceOf, buy, fundedUser, key, ledgerCounts, listedItem } from './economy.js';
@@ -76,13 +77,11 @@ describe('the purchase rate over REST and the socket', () => {
 
   const entries = async () =>
     (
-      (await app()
-        .db.orm.em.fork()
-        .getConnection()
-        .execute(
-          `select (select count(*) from economy_entries)::int as entries, (select count(*) from purchases)::int as purchases,
-                  (select count(*) from economy_idempotency_keys)::int as keys`,
-        )) as { entries: number; purchases: number; keys: number }[]
+      await queryRows<{ entries: number; purchases: number; keys: number }>(
+        app().db,
+        `select (select count(*) from economy_entries)::int as entries, (select count(*) from purchases)::int as purchases,
+                (select count(*) from economy_idempotency_keys)::int as keys`,
+      )
     )[0];
   const marketWithBuyer = async (): Promise<{ buyer: TokenResponse; listingId: string }> => {
     const admin = await registerWithRole(app(), 'admin');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { SELLER_ACCOUNTS_SQL } from '../../migrations/0029_economy_seller_accounts.js';
 import { USER_ACCOUNT_KINDS, userAccountId, userAccountIdSql } from '../../src/modules/economy/accounts.js';
 import { verifyLedger } from '../../src/modules/economy/index.js';
-import { migratorOf } from '../../src/platform/migrate.js';
+import { withMigrator } from '../../src/platform/migrate.js';
 import { createEmptyDatabase, insertUser, queryRows } from '../helpers/database.js';
 import { useServices } from '../helpers/services.js';
 import { buy, fundedUser, listedItem } from './economy.js';
@@ -32,7 +32,7 @@ describe('migration 0029_economy_seller_accounts', () => {
   it("makes the missing accounts of active listings' sellers, with the ids the service names them by", async () => {
     const { db, drop } = await createEmptyDatabase();
     try {
-      await (await migratorOf(db)).up({ to: '0028_game_server_nodes' });
+      await withMigrator(db, (migrator) => migrator.up({ to: '0028_game_server_nodes' }));
       const [bare, half, cancelled] = [await insertUser(db), await insertUser(db), await insertUser(db)];
       for (const [seller, state] of [
         [bare, 'active'],
@@ -60,7 +60,7 @@ describe('migration 0029_economy_seller_accounts', () => {
         [userAccountId(half, 'creator_pending'), half],
       );
 
-      await (await migratorOf(db)).up();
+      await withMigrator(db, (migrator) => migrator.up());
 
       const accounts = await queryRows<{ id: string; user_id: string; kind: string; balance: string }>(
         db,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { configFrom } from '../../src/config.js';
 import { openDatabase } from '../../src/platform/db.js';
 import { migrateUp } from '../../src/platform/migrate.js';
+import { queryRows } from '../helpers/database.js';
 import { PROCESS_TEST_TIMEOUT_MS, preparedDataDir, runCli } from '../helpers/service-process.js';
 
 /**
@@ -27,10 +28,10 @@ describe('atrium economy verify', () => {
         const db = await openDatabase(configFrom({ DATA_DIR: dataDir }));
         try {
           await migrateUp(db, undefined);
-          await db.orm.em
-            .fork()
-            .getConnection()
-            .execute(`update economy_accounts set balance = balance + 5 where kind = 'platform_revenue'`);
+          await queryRows(
+            db,
+            `update economy_accounts set balance = balance + 5 where kind = 'platform_revenue'`,
+          );
         } finally {
           await db.close();
         }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bearer, registerUser, registerWithRole } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
+import { queryRows } from '../helpers/database.js';
 
 /** GET /api/economy/admin/verify: `atrium economy verify` for admins, over the API. */
 describe('GET /api/economy/admin/verify', () => {
@@ -8,10 +9,9 @@ describe('GET /api/economy/admin/verify', () => {
   const verify = (token: string, query = '') =>
     app().http.inject({ method: 'GET', url: `/api/economy/admin/verify${query}`, headers: bearer(token) });
   const shiftRevenue = (by: number) =>
-    app()
-      .db.orm.em.fork()
-      .getConnection()
-      .execute(`update economy_accounts set balance = balance + ? where kind = 'platform_revenue'`, [by]);
+    queryRows(app().db, `update economy_accounts set balance = balance + ? where kind = 'platform_revenue'`, [
+      by,
+    ]);
 
   it('tells an admin the ledger is consistent when every balance is the sum of its entries', async () => {
     const admin = await registerWithRole(app(), 'admin');

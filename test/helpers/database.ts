@@ -1,5 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { PostgreSqlPlatform } from '@mikro-orm/postgresql';
+import pg from 'pg';
 import { inject } from 'vitest';
 import { configFrom } from '../../src/config.js';
 import { type DataAccess, rootHandle, runStatement } from '../../src/platform/data-access.js';
@@ -73,13 +75,37 @@ async function postgresDatabase(serverUrl: string, prefix: string, template?: st
   };
 }
 
-/** Runs raw SQL on a test database, for assertions on what was (or was not) written. */
-export function queryRows<Row = Record<string, unknown>>(
+/**
+ * How queryRows writes `?` parameters into its SQL and reads rows: as MikroORM's `execute` did,
+ * which the tests were written against (values formatted into the text, `in (?)` taking a list;
+ * dates, timestamps and intervals returned as Postgres' text). Only tests load MikroORM for it.
+ */
+const formatter = new PostgreSqlPlatform();
+const textDates = new pg.TypeOverrides();
+for (const oid of [1082, 1114, 1184, 1186]) textDates.setTypeParser(oid, (text: string) => text);
+const TEXT_ARRAY = 1009 as Parameters<typeof pg.types.getTypeParser>[0];
+const textArray = pg.types.getTypeParser(TEXT_ARRAY);
+for (const oid of [1182, 1115, 1185, 1187]) textDates.setTypeParser(oid, textArray);
+
+/**
+ * Runs raw SQL on a test database, for assertions on what was (or was not) written: on a
+ * connection of its pool, `?` standing for each of `params`. Several statements separated by
+ * semicolons answer a list of row lists.
+ */
+export async function queryRows<Row = Record<string, unknown>>(
   db: Database,
   sql: string,
   params: unknown[] = [],
 ): Promise<Row[]> {
-  return db.orm.em.fork().getConnection().execute(sql, params) as Promise<Row[]>;
+  const connection = await db.pool.acquire();
+  try {
+    const result = (await connection.query({ text: formatter.formatQuery(sql, params), types: textDates })) as
+      | pg.QueryResult
+      | pg.QueryResult[];
+    return (Array.isArray(result) ? result.map((each) => each.rows) : result.rows) as Row[];
+  } finally {
+    await db.pool.release(connection);
+  }
 }
 
 /** A user row written directly, for tests of the schema below any service; returns its id. */

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
 import { storeNotifications } from '../../src/modules/notifications/notifications.repository.js';
 import { transaction } from '../../src/platform/data-access.js';
-import { migratorOf } from '../../src/platform/migrate.js';
+import { withMigrator } from '../../src/platform/migrate.js';
 import { createEmptyDatabase, insertUser, queryRows } from '../helpers/database.js';
 
 /** Migration 0039 on a database that already holds notifications: the counts a store trims by. */
@@ -13,7 +13,7 @@ describe('migration 0041 on a database that already holds notifications', () => 
     try {
       const { db } = empty;
       const index = migrationsList.findIndex((m) => m.name === '0041_notification_inboxes');
-      await (await migratorOf(db)).up({ to: migrationsList[index - 1]?.name as string });
+      await withMigrator(db, (migrator) => migrator.up({ to: migrationsList[index - 1]?.name as string }));
       const [full, some, none] = [await insertUser(db), await insertUser(db), await insertUser(db)];
       const insert = (userId: string, count: number, read: number) =>
         queryRows(
@@ -27,7 +27,7 @@ describe('migration 0041 on a database that already holds notifications', () => 
       await insert(full, 4, 2);
       await insert(some, 2, 0);
 
-      await (await migratorOf(db)).up();
+      await withMigrator(db, (migrator) => migrator.up());
 
       const counts = await queryRows<{ user_id: string; stored: number }>(
         db,

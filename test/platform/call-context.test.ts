@@ -26,9 +26,9 @@ describe("a call's data handle", () => {
   it('runs each lean statement on a pooled connection acquired for it and released at once', async () => {
     const ctx = contextOf();
     expect(ctx.data).toBe(testDb.db.data);
-    const { client } = testDb.db.orm.em.getKnex();
-    const acquired = vi.spyOn(client, 'acquireConnection');
-    const released = vi.spyOn(client, 'releaseConnection');
+    const { pool } = testDb.db;
+    const acquired = vi.spyOn(pool, 'acquire');
+    const released = vi.spyOn(pool, 'release');
     try {
       expect(await executeBound(ctx.data, 'select 1 as one', [])).toEqual([{ one: 1 }]);
       expect([acquired.mock.calls.length, released.mock.calls.length]).toEqual([1, 1]);

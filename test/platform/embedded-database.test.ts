@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
+import { queryRows } from '../helpers/database.js';
 import { preparedDataDir } from '../helpers/service-process.js';
 
 /** Embedded mode regardless of DATABASE_URL: these tests are about PGlite under DATA_DIR. */
@@ -23,18 +24,16 @@ describe('embedded database', () => {
   it('keeps data across a stop and a start of the service', { timeout: 120_000 }, async () => {
     const first = await buildApp(config());
     expect(first.db.kind).toBe('embedded');
-    await first.db.orm.em
-      .fork()
-      .getConnection()
-      .execute(
-        `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
+    await queryRows(
+      first.db,
+      `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
        values ('0190a000-0000-7000-8000-00000000abcd', 'persisted_user', 'x', now(), now())`,
-      );
+    );
     await first.close();
 
     const second = await buildApp(config());
     try {
-      const rows = await second.db.orm.em.fork().getConnection().execute('select username from users');
+      const rows = await queryRows(second.db, 'select username from users');
       expect(rows).toEqual([{ username: 'persisted_user' }]);
     } finally {
       await second.close();

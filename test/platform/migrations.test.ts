@@ -2,8 +2,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
-import { migrateUp, migrationFileNames, migrationStatus, migratorOf } from '../../src/platform/migrate.js';
-import { createEmptyDatabase, type TestDatabase } from '../helpers/database.js';
+import { migrateUp, migrationFileNames, migrationStatus, withMigrator } from '../../src/platform/migrate.js';
+import { createEmptyDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 
 const allNames = migrationsList.map((m) => m.name);
 
@@ -70,14 +70,13 @@ describe('database migrations', () => {
   it('do nothing when run again', async () => {
     const { db, url } = await migratedDatabase();
     expect(await migrateUp(db, url)).toEqual([]);
-    const rows: { name: string }[] = await db.orm.em
-      .fork()
-      .getConnection()
-      .execute('select name from atrium_migrations order by id');
+    const rows = await queryRows<{ name: string }>(db, 'select name from atrium_migrations order by id');
     expect(rows.map((r) => r.name)).toEqual(allNames);
   });
 
-  it('leave the migrator unloaded when a process finds its database up to date', async () => {
+  // That such a process loads no MikroORM at all is checked on a service process
+  // (test/platform/lean-start.test.ts).
+  it('find nothing to do when a process opens an up-to-date database, and leave it serving', async () => {
     const { db, url } = await migratedDatabase();
     // Opened anew, as a starting process would: the one that migrated has the migrator loaded.
     const again = url
@@ -87,7 +86,7 @@ describe('database migrations', () => {
         });
     try {
       expect(await migrateUp(again, url)).toEqual([]);
-      expect(again.orm.config.getExtension('@mikro-orm/migrator')).toBeUndefined();
+      expect(await queryRows(again, 'select 1 as one')).toEqual([{ one: 1 }]);
     } finally {
       await again.close();
     }
@@ -95,23 +94,21 @@ describe('database migrations', () => {
 
   it('create each enumeration type exactly once', async () => {
     const { db } = await migratedDatabase();
-    const rows: { typname: string; n: string }[] = await db.orm.em
-      .fork()
-      .getConnection()
-      .execute(
-        `select t.typname, count(*) as n from pg_type t join pg_namespace s on s.oid = t.typnamespace
-         where t.typtype = 'e' and s.nspname = 'public' group by t.typname order by t.typname`,
-      );
+    const rows = await queryRows<{ typname: string; n: string }>(
+      db,
+      `select t.typname, count(*) as n from pg_type t join pg_namespace s on s.oid = t.typnamespace
+       where t.typtype = 'e' and s.nspname = 'public' group by t.typname order by t.typname`,
+    );
     expect(rows.map((r) => r.typname)).toEqual([...enumTypes].sort());
     expect(rows.every((r) => Number(r.n) === 1)).toBe(true);
   });
 
   it('store no date of birth anywhere in the schema', async () => {
     const { db } = await migratedDatabase();
-    const rows: { column_name: string }[] = await db.orm.em
-      .fork()
-      .getConnection()
-      .execute(`select column_name from information_schema.columns where table_schema = 'public'`);
+    const rows = await queryRows<{ column_name: string }>(
+      db,
+      `select column_name from information_schema.columns where table_schema = 'public'`,
+    );
     const names = rows.map((r) => r.column_name);
     expect(names).toContain('adult_confirmed_at');
     expect(names.filter((n) => /birth|dob|(^|_)age$/.test(n))).toEqual([]);
@@ -119,9 +116,9 @@ describe('database migrations', () => {
 
   it('enforce case-insensitive username uniqueness in the database itself', async () => {
     const { db } = await migratedDatabase();
-    const connection = db.orm.em.fork().getConnection();
     const insert = (id: string, username: string) =>
-      connection.execute(
+      queryRows(
+        db,
         `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
          values (?, ?, 'x', now(), now())`,
         [id, username],
@@ -133,40 +130,37 @@ describe('database migrations', () => {
     await expect(insert('0190a000-0000-7000-8000-000000000003', 'bad name!')).rejects.toThrow(
       /users_username_format/,
     );
-    const count: { n: number }[] = await connection.execute('select count(*)::int as n from users');
+    const count = await queryRows<{ n: number }>(db, 'select count(*)::int as n from users');
     expect(count).toEqual([{ n: 1 }]);
   });
 
   it('give the ranking rows taken before 0026 the tags and category their worlds have', async () => {
     const { db } = await emptyDatabase();
-    await (await migratorOf(db)).up({ to: '0025_admin_indexes' });
-    const connection = db.orm.em.fork().getConnection();
+    await withMigrator(db, (migrator) => migrator.up({ to: '0025_admin_indexes' }));
+    const execute = (sql: string, params: unknown[] = []) => queryRows(db, sql, params);
     const [owner, tagged, bare] = [1, 2, 3].map((n) => `0190a000-0000-7000-8000-00000000002${n}`);
-    await connection.execute(
+    await execute(
       `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
        values (?, 'rank_owner', 'x', now(), now())`,
       [owner],
     );
     for (const world of [tagged, bare]) {
-      await connection.execute('insert into worlds (id, owner_id, name) values (?, ?, ?)', [
-        world,
-        owner,
-        world,
-      ]);
-      await connection.execute(
+      await execute('insert into worlds (id, owner_id, name) values (?, ?, ?)', [world, owner, world]);
+      await execute(
         `insert into discovery_ranks (snapshot_at, world_id, popular, trending, world_created_at)
          values ('2026-11-28T10:00:00Z', ?, 1, 1, now())`,
         [world],
       );
     }
-    await connection.execute(
+    await execute(
       `insert into world_discovery (world_id, tags, category, updated_at) values (?, '{racing,co_op}', 'competitive', now())`,
       [tagged],
     );
 
-    await (await migratorOf(db)).up();
+    await withMigrator(db, (migrator) => migrator.up());
 
-    const rows: { world_id: string; tags: string[]; category: string | null }[] = await connection.execute(
+    const rows = await queryRows<{ world_id: string; tags: string[]; category: string | null }>(
+      db,
       'select world_id, tags, category from discovery_ranks order by world_id',
     );
     expect(rows).toEqual([
@@ -181,7 +175,7 @@ describe('database migrations', () => {
       const { url } = await emptyDatabase();
       const bounded = await openDatabase(configFrom({ DATABASE_URL: url, DATABASE_QUERY_TIMEOUT_MS: 5 }));
       try {
-        await expect(bounded.orm.em.fork().getConnection().execute('select pg_sleep(0.2)')).rejects.toThrow();
+        await expect(queryRows(bounded, 'select pg_sleep(0.2)')).rejects.toThrow();
         expect(await migrateUp(bounded, url)).toEqual(allNames);
       } finally {
         await bounded.close();
@@ -198,7 +192,7 @@ describe('database migrations', () => {
         const results = await Promise.all([migrateUp(first, url), migrateUp(second, url)]);
         expect(results.flat().sort()).toEqual([...allNames].sort());
         expect(results.some((applied) => applied.length === 0)).toBe(true);
-        const rows = await first.orm.em.fork().getConnection().execute('select name from atrium_migrations');
+        const rows = await queryRows(first, 'select name from atrium_migrations');
         expect(rows).toHaveLength(allNames.length);
       } finally {
         await second.close();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrationsList } from '../../migrations/index.js';
 import { transaction } from '../../src/platform/data-access.js';
 import { executeBound } from '../../src/platform/db.js';
-import { migrateUp, migrationStatus, migratorOf } from '../../src/platform/migrate.js';
+import { migrateUp, migrationStatus, withMigrator } from '../../src/platform/migrate.js';
 import {
   createEmptyDatabase,
   createTestDatabase,
@@ -238,7 +238,7 @@ describe('migration 0019 on a database that already holds worlds', () => {
         [full, room, full, room, full, room],
       );
 
-      const applied = await (await migratorOf(db)).up({ to: '0019_world_content_limits' });
+      const applied = await withMigrator(db, (migrator) => migrator.up({ to: '0019_world_content_limits' }));
       expect(applied.map((m) => m.name)).toEqual(['0019_world_content_limits']);
       const rows = await run<{ id: string; content_bytes: string; due: boolean }>(
         'select id, content_bytes::text as content_bytes, history_due_at is not null as due from worlds',
@@ -263,7 +263,7 @@ describe('migration 0027 on a database that already holds worlds', () => {
       const run = <Row = Record<string, unknown>>(text: string, params: unknown[] = []) =>
         queryRows<Row>(db, text, params);
       const index = migrationsList.findIndex((m) => m.name === '0027_world_stored_bytes');
-      await (await migratorOf(db)).up({ to: migrationsList[index - 1]?.name as string });
+      await withMigrator(db, (migrator) => migrator.up({ to: migrationsList[index - 1]?.name as string }));
       const owner = randomUUID();
       await run(
         `insert into users (id, username, password_hash, terms_accepted_at, adult_confirmed_at)
@@ -300,7 +300,7 @@ describe('migration 0027 on a database that already holds worlds', () => {
         [edited, main, edited, main, edited, main, edited, main, edited, hall],
       );
 
-      await (await migratorOf(db)).up();
+      await withMigrator(db, (migrator) => migrator.up());
 
       const rows = await run<{ id: string; stored_bytes: string }>(
         'select id, stored_bytes::text as stored_bytes from worlds',

@@ -1,0 +1,50 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/database.js';
+import {
+  PROCESS_TEST_TIMEOUT_MS,
+  preparedDataDir,
+  registerOver,
+  startService,
+} from '../helpers/service-process.js';
+
+const preload = fileURLToPath(new URL('../helpers/loaded-modules.cjs', import.meta.url));
+
+/**
+ * MikroORM (with knex) only migrates: a service process whose database is up to date serves on
+ * node-pg's pool and never loads them (docs/performance.md, "Process memory and start time").
+ */
+describe('a service process on an up-to-date database', () => {
+  it(
+    'serves statements and transactions without loading MikroORM or knex',
+    async () => {
+      const dataDir = await preparedDataDir('atrium-lean-');
+      const listFile = join(await mkdtemp(join(tmpdir(), 'atrium-modules-')), 'loaded.txt');
+      // Postgres mode: a migrated clone of its own (the run's DATABASE_URL is not migrated).
+      const testDb = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
+      try {
+        const service = startService(dataDir, {
+          NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require ${preload}`,
+          LOADED_MODULES_FILE: listFile,
+          ...(testDb?.url ? { DATABASE_URL: testDb.url } : {}),
+        });
+        const { httpPort } = await service.listening;
+        // Registering writes the account and its session in a transaction.
+        await registerOver(`http://127.0.0.1:${httpPort}`);
+        service.child.kill('SIGTERM');
+        expect(await service.exited).toBe(0);
+        const loaded = (await readFile(listFile, 'utf8')).split('\n');
+        expect(loaded.filter((path) => path.includes('/node_modules/pg/')).length).toBeGreaterThan(0);
+        expect(loaded.filter((path) => /[\\/](@mikro-orm|knex|umzug)[\\/]/.test(path))).toEqual([]);
+      } finally {
+        await testDb?.drop();
+        await rm(dataDir, { recursive: true, force: true });
+        await rm(join(listFile, '..'), { recursive: true, force: true });
+      }
+    },
+    PROCESS_TEST_TIMEOUT_MS,
+  );
+});
