@@ -205,6 +205,27 @@ describe('leaderboard ranks', () => {
     await kv.close();
   });
 
+  it("answers a submission's exact rank from SQL when the rank index cannot take its change", async () => {
+    await indexReady();
+    // The best-ranked user falls to the bottom, and the index refuses the change (its versions
+    // key made another type): it still holds their old member above everyone, so a rank it
+    // answered would be one too far down.
+    const [best] = ranked(await reference());
+    const falling = users.find((user) => user.user.id === best?.user_id) as TokenResponse;
+    const keys = await indexKeys();
+    await app().kv.del(keys.versions);
+    await app().kv.set(keys.versions, 'not a hash of versions');
+    const answer = await call('POST', `/api/leaderboards/${boardId}/records`, falling.access_token, {
+      score: -1,
+      subscore: 0,
+    });
+    expect(answer.status).toBe(200);
+    const expected = ranked(await reference());
+    expect(answer.body.rank).toBe(expected.length);
+    expect(expected.at(-1)?.user_id).toBe(falling.user.id);
+    await expectExactStandings();
+  });
+
   it("closes the ranks up when an account is deleted, its records gone from every period's index", async () => {
     await indexReady();
     const stored = await reference();

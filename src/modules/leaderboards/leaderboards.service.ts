@@ -172,8 +172,15 @@ export class LeaderboardsService {
         'The sum would leave ±(2^53-1); the record is unchanged.',
       );
     }
-    const applied = await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
-    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
+    // The rank's reads leave right behind the index's change, in the same tick: the KV runs them
+    // in order, so they see it, and it costs one round trip. When the change did not take, the
+    // period's epoch was bumped and those reads are dropped for SQL's rank.
+    const applying = this.deps.index.apply(period, userId, row.version, keyOfRow(row));
+    const ranking = this.deps.reader.rankOf(ctx, period, row);
+    const applied = await applying;
+    if (applied !== period) ranking.catch(() => {});
+    const rank = applied === period ? await ranking : await this.deps.reader.rankOf(ctx, applied, row);
+    return this.recordView(board, rankedOf(row, rank));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
