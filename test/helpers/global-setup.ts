@@ -6,6 +6,7 @@ import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { configFrom } from '../../src/config.js';
 import { type Database, openDatabase } from '../../src/platform/db.js';
+import { clusterTarball } from '../../src/platform/embedded-cluster.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 
 declare module 'vitest' {
@@ -48,9 +49,14 @@ export default async function setup(project: TestProject) {
     };
   }
   const dir = await mkdtemp(join(tmpdir(), 'atrium-test-'));
-  const db = await openDatabase(configFrom({}), { embedded: {} });
-  // initdb costs seconds: the migration tests' empty databases start from this dump too.
-  project.provide('embeddedEmptyPath', await dumpTo(db, join(dir, 'empty.tar')));
+  // initdb costs seconds: the cluster cache beside PGlite (src/platform/embedded-cluster.ts) keeps
+  // its result across runs, and the migration tests' empty databases start from it too.
+  const emptyPath = join(dir, 'empty.tar');
+  await writeFile(emptyPath, await clusterTarball());
+  project.provide('embeddedEmptyPath', emptyPath);
+  const db = await openDatabase(configFrom({}), {
+    embedded: { loadDataDir: new Blob([await readFile(emptyPath)]) },
+  });
   await migrateUp(db);
   const templatePath = await dumpTo(db, join(dir, 'template.tar'));
   project.provide('embeddedTemplatePath', templatePath);
