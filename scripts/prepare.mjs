@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 /**
  * `npm install`'s and `npm ci`'s `prepare` step for this package: makes the embedded database's
  * cluster cache (src/platform/embedded-cluster.ts) so that the first `npm start` on a new machine
- * unpacks a cluster instead of running initdb (several seconds). It never fails the install: without
+ * unpacks a migrated cluster instead of running initdb and the migrations (several seconds). It never fails the install: without
  * the cache, the first start makes it. An install without the sources (the Dockerfile's dependency
  * layer) has nothing to prepare.
  */
@@ -23,9 +23,12 @@ try {
   if (module) {
     const started = performance.now();
     const { clusterCacheFile, clusterTarball } = await import(pathToFileURL(module).href);
-    await clusterTarball();
+    // The migrated cluster is made from the empty one, so this makes both.
+    await clusterTarball({ stage: 'migrated' });
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
-    console.log(`embedded database cluster cache ready in ${seconds} s: ${await clusterCacheFile()}`);
+    console.log(
+      `embedded database cluster cache ready in ${seconds} s: ${await clusterCacheFile(undefined, 'migrated')}`,
+    );
   }
 } catch (error) {
   console.warn(`The embedded database's cluster cache was not made (the first start will make it): ${error}`);

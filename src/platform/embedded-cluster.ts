@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve, sep } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 
 /**
@@ -45,9 +45,44 @@ async function installedPgliteVersion(): Promise<string> {
   return pgliteVersion;
 }
 
-/** The cache file: one per PGlite version (a cluster is only valid for the Postgres build that made it). */
-export async function clusterCacheFile(cacheDir = defaultClusterCacheDir()): Promise<string> {
-  return join(cacheDir, `pglite-${await installedPgliteVersion()}-cluster-v${CACHE_FORMAT}.tar.gz`);
+/**
+ * A cluster right after initdb (`empty`), or with every migration applied (`migrated`): what a new
+ * DATA_DIR gets, so that a first start neither runs the migrations nor loads the Migrator.
+ */
+export type ClusterStage = 'empty' | 'migrated';
+
+/** The migrations this code applies: migrations/ of the sources, or of dist/ for the build. */
+const migrationsDir = fileURLToPath(new URL('../../migrations/', import.meta.url));
+/** Written into dist/migrations by `npm run build`: the sources' fingerprint, so both share one cache file. */
+export const FINGERPRINT_FILE = 'fingerprint';
+
+/**
+ * What the migrations are, as 16 hex digits: the file written at build time, else a hash of every
+ * migration file's name and text (an edited migration gets a new migrated cluster, not a stale one).
+ */
+export async function migrationsFingerprint(dir = migrationsDir): Promise<string> {
+  const written = await readFile(join(dir, FINGERPRINT_FILE), 'utf8').catch(() => undefined);
+  if (written?.trim()) return written.trim();
+  // The sources' .ts files, or the build's .js files when it was compiled without the fingerprint.
+  const files = (await readdir(dir)).filter((name) => !/\.(test|d)\.ts$/.test(name)).sort();
+  const sources = files.filter((name) => name.endsWith('.ts'));
+  const names = sources.length > 0 ? sources : files.filter((name) => name.endsWith('.js'));
+  const hash = createHash('sha256');
+  for (const name of names)
+    hash
+      .update(`${name}\0`)
+      .update(await readFile(join(dir, name)))
+      .update('\0');
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** The cache file of a stage: per PGlite version (a cluster belongs to the Postgres build that made it) and migrations. */
+export async function clusterCacheFile(
+  cacheDir = defaultClusterCacheDir(),
+  stage: ClusterStage = 'empty',
+): Promise<string> {
+  const what = stage === 'empty' ? 'empty' : `migrated-${await migrationsFingerprint()}`;
+  return join(cacheDir, `pglite-${await installedPgliteVersion()}-${what}-v${CACHE_FORMAT}.tar.gz`);
 }
 
 export interface TarEntry {
@@ -107,12 +142,15 @@ export type ClusterSource = 'existing' | 'cache' | 'made';
 export interface ClusterOptions {
   /** Where the cluster tarball is kept; defaultClusterCacheDir() unless a test says otherwise. */
   cacheDir?: string;
+  /** prepareClusterDir: `migrated` unless said; clusterTarball: `empty` unless said. */
+  stage?: ClusterStage;
 }
 
 /**
  * Makes `dataDir` hold an initialised cluster unless it holds one already (it has PG_VERSION):
- * unpacks the cached tarball, made first when missing or damaged. Anything else in a data
- * directory without PG_VERSION is what an unpacking or an initdb cut short left behind, and goes.
+ * unpacks the cached tarball (migrated unless `options.stage` says), made first when missing or
+ * damaged. Anything else in a data directory without PG_VERSION is what an unpacking or an initdb
+ * cut short left behind, and goes.
  */
 export async function prepareClusterDir(
   dataDir: string,
@@ -120,7 +158,7 @@ export async function prepareClusterDir(
 ): Promise<ClusterSource> {
   const target = resolve(dataDir);
   if (await exists(join(target, MARKER))) return 'existing';
-  const { entries, source } = await clusterEntries(options);
+  const { entries, source } = await clusterEntries(options.cacheDir, options.stage ?? 'migrated');
   await mkdir(target, { recursive: true, mode: 0o700 });
   for (const name of await readdir(target)) {
     if (!KEPT_ON_CLEAR.has(name)) await rm(join(target, name), { recursive: true, force: true });
@@ -142,16 +180,28 @@ export async function prepareClusterDir(
 
 /** The cluster as an uncompressed tarball (PGlite's `loadDataDir` for an in-memory database). */
 export async function clusterTarball(options: ClusterOptions = {}): Promise<Uint8Array> {
-  return (await clusterEntries(options)).tar;
+  return (await clusterEntries(options.cacheDir, options.stage ?? 'empty')).tar;
 }
 
 async function clusterEntries(
-  options: ClusterOptions,
+  cacheDir: string | undefined,
+  stage: ClusterStage,
 ): Promise<{ tar: Uint8Array; entries: TarEntry[]; source: 'cache' | 'made' }> {
-  const file = await clusterCacheFile(options.cacheDir);
+  const file = await clusterCacheFile(cacheDir, stage);
   const cached = readClusterTar(await readFile(file).catch(() => new Uint8Array()));
   if (cached) return { ...cached, source: 'cache' };
-  return { ...(await makeClusterCache(file)), source: 'made' };
+  if (stage === 'empty') return { ...(await makeClusterCache(file, runInitdbChild)), source: 'made' };
+  // The migrated cluster is the empty one, migrated by a child process that loads the Migrator.
+  const empty = await clusterEntries(cacheDir, 'empty');
+  const made = await makeClusterCache(file, async (out) => {
+    await writeFile(`${out}.empty.tar`, empty.tar);
+    try {
+      await runChild(migrateChildArgs(`${out}.empty.tar`, out));
+    } finally {
+      await unlink(`${out}.empty.tar`).catch(() => {});
+    }
+  });
+  return { ...made, source: 'made' };
 }
 
 /**
@@ -160,7 +210,10 @@ async function clusterEntries(
  * each rename a whole one. When the cache directory cannot be written (a read-only install), the
  * tarball is made in a temp dir and used once.
  */
-async function makeClusterCache(file: string): Promise<{ tar: Uint8Array; entries: TarEntry[] }> {
+async function makeClusterCache(
+  file: string,
+  produce: (out: string) => Promise<void>,
+): Promise<{ tar: Uint8Array; entries: TarEntry[] }> {
   let temp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
   let cacheable = true;
   try {
@@ -171,9 +224,9 @@ async function makeClusterCache(file: string): Promise<{ tar: Uint8Array; entrie
     temp = join(await mkdtemp(join(tmpdir(), 'atrium-cluster-')), 'cluster.tar.gz');
   }
   try {
-    await runInitdbChild(temp);
+    await produce(temp);
     const made = readClusterTar(await readFile(temp));
-    if (!made) throw new Error('The embedded database cluster made by initdb could not be read back.');
+    if (!made) throw new Error(`The embedded database cluster made for ${file} could not be read back.`);
     if (cacheable) {
       await rename(temp, file);
       await pruneCacheDir(file);
@@ -185,17 +238,30 @@ async function makeClusterCache(file: string): Promise<{ tar: Uint8Array; entrie
   }
 }
 
+/** Other migrations' clusters are kept this long: checkouts sharing node_modules may each use one. */
+const OTHER_MIGRATIONS_KEPT_MS = 24 * 3600_000;
+
 /**
- * Removes what the cache directory holds besides `file`: other PGlite versions' clusters and the
- * temp files of processes that died while making one (their pid is in the name).
+ * Removes from the cache directory other PGlite versions' clusters, other migrations' clusters a
+ * day old, and the temp files of processes that died while making one (their pid is in the name).
  */
 async function pruneCacheDir(file: string): Promise<void> {
   const dir = dirname(file);
+  const version = await installedPgliteVersion();
   for (const name of await readdir(dir).catch(() => [])) {
-    const match = /^pglite-.+-cluster-v\d+\.tar\.gz(?:\.(\d+)-[0-9a-f]+\.tmp)?$/.exec(name);
-    if (!match || join(dir, name) === file) continue;
-    if (match[1] && isAlive(Number(match[1]))) continue;
-    await unlink(join(dir, name)).catch(() => {});
+    const path = join(dir, name);
+    const match = /^pglite-(.+?)-(empty|migrated-[0-9a-f]+)-v\d+\.tar\.gz(?:\.(\d+)-[0-9a-f]+\.tmp)?$/.exec(
+      name,
+    );
+    if (!match || path === file) continue;
+    const [, ofVersion, what, pid] = match;
+    if (pid && isAlive(Number(pid))) continue;
+    if (!pid && ofVersion === version && what?.startsWith('migrated-')) {
+      const { mtimeMs } = await stat(path).catch(() => ({ mtimeMs: Date.now() }));
+      if (Date.now() - mtimeMs < OTHER_MIGRATIONS_KEPT_MS) continue;
+    }
+    if (!pid && ofVersion === version && what === 'empty') continue;
+    await unlink(path).catch(() => {});
   }
 }
 
@@ -222,8 +288,20 @@ await writeFile(out, gzipSync(new Uint8Array(await dump.arrayBuffer())));
 
 function runInitdbChild(out: string): Promise<void> {
   const pgliteModule = pathToFileURL(join(pgliteDir, 'dist', 'index.js')).href;
+  return runChild(['--input-type=module', '-e', INITDB_CHILD, pgliteModule, out]);
+}
+
+/** embedded-cluster-child: the sources through tsx, or the build as it is. */
+function migrateChildArgs(emptyTar: string, out: string): string[] {
+  const source = import.meta.url.endsWith('.ts');
+  const child = fileURLToPath(new URL(`./embedded-cluster-child.${source ? 'ts' : 'js'}`, import.meta.url));
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  return [...(source ? ['--import', tsx] : []), child, emptyTar, out];
+}
+
+function runChild(args: string[]): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--input-type=module', '-e', INITDB_CHILD, pgliteModule, out], {
+    const child = spawn(process.execPath, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
     });
@@ -237,7 +315,7 @@ function runInitdbChild(out: string): Promise<void> {
       else
         fail(
           new Error(
-            `initdb for the embedded database failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`,
+            `Making the embedded database cluster failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`,
           ),
         );
     });
