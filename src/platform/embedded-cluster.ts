@@ -164,15 +164,24 @@ export async function prepareClusterDir(
     if (!KEPT_ON_CLEAR.has(name)) await rm(join(target, name), { recursive: true, force: true });
   }
   const marker = entries.find((entry) => entry.name === MARKER) as TarEntry;
+  // About 1,300 files, most of a page or empty: creating them is the cost (0.3 to 1 ms each on this
+  // machine's disk, busier or not), so they are written 32 at a time through the thread pool.
+  const files: TarEntry[] = [];
+  const directories = new Set<string>();
   for (const entry of entries) {
     if (entry === marker || SKIPPED.has(entry.name)) continue;
-    const path = join(target, ...entry.name.split('/'));
-    if (!path.startsWith(target + sep)) continue;
-    if (entry.directory) await mkdir(path, { recursive: true, mode: 0o700 });
+    if (!join(target, entry.name).startsWith(target + sep)) continue;
+    if (entry.directory) directories.add(join(target, entry.name));
     else {
-      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
-      await writeFile(path, entry.data, { mode: 0o600 });
+      directories.add(dirname(join(target, entry.name)));
+      files.push(entry);
     }
+  }
+  for (const directory of directories) await mkdir(directory, { recursive: true, mode: 0o700 });
+  for (let i = 0; i < files.length; i += 32) {
+    await Promise.all(
+      files.slice(i, i + 32).map((file) => writeFile(join(target, file.name), file.data, { mode: 0o600 })),
+    );
   }
   await writeFile(join(target, MARKER), marker.data, { mode: 0o600 });
   return source;
