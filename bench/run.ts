@@ -10,6 +10,9 @@ import { parseArgs } from 'node:util';
  *                         covers: bench/realtime/options.ts); --seconds is the measured time per server
  *   node-flags            REST heartbeats after a quiet spell and idle-socket memory with different V8
  *                         young-generation flags (bench/results/node-flags.md); also takes --connections N
+ *   embedded-start        embedded mode's first start (cluster cache absent, present) and restart: time
+ *                         to /healthz 200, RSS at rest and peak (bench/results/embedded-start.md); takes
+ *                         --runs N, not --seconds
  *   datapath              GET /api/users/me, presence.status frames and PUT /api/avatar/loadout beside
  *                         bare Fastify/uWS + pg and pgbench ceilings (bench/results/datapath.md); also
  *                         takes --backends embedded,postgres and --profile DIR
@@ -74,6 +77,7 @@ const scenarios: Record<string, () => Promise<{ run(seconds: number): Promise<st
   auth: () => import('./auth.js'),
   realtime: () => import('./realtime.js'),
   'node-flags': () => import('./node-flags.js'),
+  'embedded-start': () => import('./embedded-start.js'),
   datapath: () => import('./datapath.js'),
   worlds: () => import('./worlds.js'),
   'worlds-rollback': () => import('./worlds-rollback.js'),

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { clusterTarball, prepareClusterDir } from './embedded-cluster.js';
 import { StartupError } from './startup-error.js';
 
 /**
@@ -44,9 +45,13 @@ export async function startEmbeddedPostgres(options: EmbeddedOptions): Promise<E
   // Unix socket paths are limited to ~107 bytes, so the socket lives in a short temp dir, not in DATA_DIR.
   const socketDir = await mkdtemp(join(tmpdir(), 'atrium-pg-'));
   try {
+    // Never initdb here (embedded-cluster.ts says why): a new database starts from the cached cluster.
+    let loadDataDir = options.loadDataDir;
+    if (options.dataDir && !loadDataDir) await prepareClusterDir(options.dataDir);
+    if (!options.dataDir && !loadDataDir) loadDataDir = new Blob([await clusterTarball()]);
     pglite = await PGlite.create({
       ...(options.dataDir ? { dataDir: resolve(options.dataDir) } : {}),
-      ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+      ...(loadDataDir ? { loadDataDir } : {}),
       startParams: [...PGlite.defaultStartParams, ...EMBEDDED_SETTINGS],
     });
     server = new PGLiteSocketServer({ db: pglite, path: join(socketDir, `.s.PGSQL.${SOCKET_PORT}`) });

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { configFrom } from '../../src/config.js';
-import { type Database, openDatabase } from '../../src/platform/db.js';
+import { openDatabase } from '../../src/platform/db.js';
+import { clusterTarball, prepareClusterDir } from '../../src/platform/embedded-cluster.js';
 import { migrateUp } from '../../src/platform/migrate.js';
 
 declare module 'vitest' {
@@ -48,18 +49,18 @@ export default async function setup(project: TestProject) {
     };
   }
   const dir = await mkdtemp(join(tmpdir(), 'atrium-test-'));
-  const db = await openDatabase(configFrom({}), { embedded: {} });
-  // initdb costs seconds: the migration tests' empty databases start from this dump too.
-  project.provide('embeddedEmptyPath', await dumpTo(db, join(dir, 'empty.tar')));
-  await migrateUp(db);
-  const templatePath = await dumpTo(db, join(dir, 'template.tar'));
+  // initdb and the migrations cost seconds: the cluster cache beside PGlite
+  // (src/platform/embedded-cluster.ts) keeps both results across runs, made again when the
+  // migrations change. The migration tests' empty databases start from the empty one.
+  const emptyPath = join(dir, 'empty.tar');
+  await writeFile(emptyPath, await clusterTarball({ stage: 'empty' }));
+  project.provide('embeddedEmptyPath', emptyPath);
+  const templatePath = join(dir, 'template.tar');
+  await writeFile(templatePath, await clusterTarball({ stage: 'migrated' }));
   project.provide('embeddedTemplatePath', templatePath);
-  await db.close();
+  // What a service's first start on an empty DATA_DIR unpacks, as it unpacks it.
   const seed = join(dir, 'data-dir-seed');
-  const seeded = await openDatabase(configFrom({}), {
-    embedded: { dataDir: join(seed, 'pgdata'), loadDataDir: new Blob([await readFile(templatePath)]) },
-  });
-  await seeded.close();
+  await prepareClusterDir(join(seed, 'pgdata'), { stage: 'migrated' });
   project.provide('embeddedDataDirSeed', seed);
   project.provide('postgresTemplateDb', '');
   return async () => {
@@ -82,13 +83,6 @@ async function useRunTempDir(): Promise<() => Promise<void>> {
   await chmod(runTemp, 0o711);
   process.env.TMPDIR = runTemp;
   return () => rm(runTemp, { recursive: true, force: true });
-}
-
-async function dumpTo(db: Database, path: string): Promise<string> {
-  const dump = await db.embedded?.pglite.dumpDataDir('none');
-  if (!dump) throw new Error('The embedded database did not produce a dump.');
-  await writeFile(path, Buffer.from(await dump.arrayBuffer()));
-  return path;
 }
 
 export function withDatabase(databaseUrl: string, name: string): string {

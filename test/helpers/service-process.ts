@@ -20,15 +20,15 @@ export type ServiceProcess = ReturnType<typeof startService>;
 
 /**
  * The timeout of a test that runs the service or the CLI as a process: tsx compiles the source
- * and a fresh DATA_DIR gets initdb and every migration, seconds on a quiet machine and tens of
- * seconds on a loaded two-core one.
+ * and the embedded database opens (a fresh DATA_DIR also unpacks the cached cluster, or makes it),
+ * seconds on a quiet machine and tens of seconds on a loaded two-core one.
  */
 export const PROCESS_TEST_TIMEOUT_MS = 120_000;
 
 /**
  * A fresh DATA_DIR for a service or CLI process. In embedded mode it already holds the migrated
- * database of the run's template, so the child skips initdb and the migrations (seconds each on a
- * loaded two-core machine); a test of what a first start does uses an empty `mkdtemp` instead.
+ * database of the run's template, so the child skips unpacking it; a test of what a first start
+ * does uses an empty `mkdtemp` instead.
  */
 export async function preparedDataDir(prefix: string): Promise<string> {
   const dataDir = await mkdtemp(join(tmpdir(), prefix));

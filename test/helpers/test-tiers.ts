@@ -2,12 +2,14 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
- * What a test file names when it starts the service or the CLI as a process, a browser or a
- * compiler. Such files wait on other processes for most of their time (tsx compiling the sources,
- * an embedded database opening, a browser starting), so they are a tier of their own: `npm test`
+ * What a test file names when it starts the service or the CLI as a process, a browser, a
+ * compiler or initdb (the embedded cluster cache's tests make clusters in child processes). Such
+ * files wait on other processes for most of their time (tsx compiling the sources, an embedded
+ * database opening, a browser starting), so they are a tier of their own: `npm test`
  * runs every other file, and `npm run test:all` (CI) runs both (docs/architecture.md, "Two tiers").
  */
-const startsProcesses = /service-process\.js|node:child_process|chromium|esbuild|from 'typescript'/;
+const startsProcesses =
+  /service-process\.js|node:child_process|chromium|esbuild|from 'typescript'|platform\/embedded-cluster\.js/;
 
 /** Whether a test file is of the process tier. */
 export function isProcessTest(path: string, source = readFileSync(path, 'utf8')): boolean {
