@@ -1,8 +1,9 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { gzipSync } from 'node:zlib';
-import { configFrom } from '../config.js';
+import { z } from 'zod';
 import { openDatabase } from './db.js';
 import { migrateUp } from './migrate.js';
+import { platformConfig } from './platform-config.js';
 
 /**
  * Run as a child process by embedded-cluster.ts: loads the empty cluster tarball at argv[2] into an
@@ -12,7 +13,19 @@ import { migrateUp } from './migrate.js';
  */
 const [emptyTar, out] = process.argv.slice(2);
 if (!emptyTar || !out) throw new Error('usage: embedded-cluster-child <empty cluster tar> <out.tar.gz>');
-const db = await openDatabase(configFrom({}), {
+// The database settings' defaults, not the environment's: this opens an in-memory database only.
+const { DATA_DIR, DATABASE_URL, DATABASE_POOL_SIZE, DATABASE_CONNECT_TIMEOUT_MS, DATABASE_QUERY_TIMEOUT_MS } =
+  platformConfig;
+const settings = z
+  .object({
+    DATA_DIR,
+    DATABASE_URL,
+    DATABASE_POOL_SIZE,
+    DATABASE_CONNECT_TIMEOUT_MS,
+    DATABASE_QUERY_TIMEOUT_MS,
+  })
+  .parse({});
+const db = await openDatabase(settings, {
   embedded: { loadDataDir: new Blob([await readFile(emptyTar)]) },
 });
 try {

@@ -14,6 +14,7 @@ const OWN_SENSE: Record<string, string> = {
   auth: 'authentication is the platform\'s (its auth/ folder, the "auth" frame)',
   users: 'a signed-in user is the principal the platform knows',
   discovery: "MikroORM's `discovery` option",
+  extensions: "MikroORM's `extensions` option, which loads its Migrator",
   settings: 'a setting is a configuration variable, which the platform reads and validates',
   console: "JavaScript's `console`, which the KV stores warn through",
   admin: 'a role the access tokens carry (auth/access-tokens.ts), ranked by requireRole',
