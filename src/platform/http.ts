@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
   type FastifyBaseLogger,
@@ -15,6 +14,7 @@ import Fastify, {
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { serviceTokenScheme } from '../../protocol/operation.js';
+import { registerDocsPage } from './docs-page.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
 import {
@@ -204,11 +204,14 @@ export async function createHttpServer(deps: {
     transform: documentRoute,
     transformObject: documentObject,
   });
-  // The reference page is served by the UI plugin, which hides its routes; the page itself is described.
+  // The reference page's routes are hidden, as the UI plugin's are; the page itself is described.
   app.addHook('onRoute', (route) => {
     if (route.url === DOCS_PATH && route.method === 'GET') route.schema = documentationPage;
   });
-  await app.register(fastifySwaggerUi, { routePrefix: DOCS_PATH });
+  // Swagger UI loads on the page's first request (docs-page.ts).
+  registerDocsPage(app as unknown as FastifyInstance, (options) =>
+    options?.yaml ? app.swagger({ yaml: true }) : app.swagger(),
+  );
   app.get(
     '/openapi.json',
     { schema: openApiDocument },
