@@ -228,14 +228,22 @@ export async function createHttpServer(deps: {
  * but it does not re-validate every response, which cost a cheap route a tenth of its time. The
  * functions are pure, so routes answering with one schema share one, as do the servers of a
  * process that builds several (the test suite): compiling is most of what building a server costs.
+ * A schema is compiled on its first response, not when its route is added: the generated code of
+ * every route's serializers (114 functions, about 0.9 MiB of source text alone) stayed in the heap
+ * of every process, most of them for routes it never answers (docs/performance.md, "Process memory
+ * and start time").
  */
 const compiledSerializers = new WeakMap<z.ZodType, (value: unknown) => string>();
 const fastSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }) => {
   let serialize = compiledSerializers.get(schema);
   if (!serialize) {
-    serialize = fastJson(
-      z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema,
-    );
+    let compiled: ((value: unknown) => string) | undefined;
+    serialize = (value) => {
+      compiled ??= fastJson(
+        z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema,
+      );
+      return compiled(value);
+    };
     compiledSerializers.set(schema, serialize);
   }
   return serialize;
