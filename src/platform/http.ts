@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import fastifySwagger from '@fastify/swagger';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
   type FastifyBaseLogger,
@@ -29,6 +28,7 @@ import {
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
 import { InFlight } from './in-flight.js';
+import { registerLazyOpenApi } from './lazy-openapi.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { DOCS_PATH, documentationPage, documentObject, documentRoute, openApiDocument } from './openapi.js';
@@ -177,7 +177,8 @@ export async function createHttpServer(deps: {
     done();
   });
 
-  await app.register(fastifySwagger, {
+  // The document's builder loads on its first use (lazy-openapi.ts), as @fastify/swagger answers it.
+  registerLazyOpenApi(app as unknown as FastifyInstance, {
     openapi: {
       openapi: '3.1.0',
       info: {
