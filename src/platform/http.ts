@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import fastifySwagger from '@fastify/swagger';
-import fastifySwaggerUi from '@fastify/swagger-ui';
 import fastJson, { type Schema } from 'fast-json-stringify';
 import Fastify, {
   type FastifyBaseLogger,
@@ -15,6 +13,7 @@ import Fastify, {
 import { validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { serviceTokenScheme } from '../../protocol/operation.js';
+import { registerDocsPage } from './docs-page.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from './errors.js';
 import type { HistogramChild } from './hot-histogram.js';
 import {
@@ -29,6 +28,7 @@ import {
 import { LingeringClose } from './http-linger.js';
 import { fastifyTrustProxy } from './http-proxy.js';
 import { InFlight } from './in-flight.js';
+import { registerLazyOpenApi } from './lazy-openapi.js';
 import { LazyChildLogger, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import { DOCS_PATH, documentationPage, documentObject, documentRoute, openApiDocument } from './openapi.js';
@@ -177,7 +177,8 @@ export async function createHttpServer(deps: {
     done();
   });
 
-  await app.register(fastifySwagger, {
+  // The document's builder loads on its first use (lazy-openapi.ts), as @fastify/swagger answers it.
+  registerLazyOpenApi(app as unknown as FastifyInstance, {
     openapi: {
       openapi: '3.1.0',
       info: {
@@ -204,11 +205,14 @@ export async function createHttpServer(deps: {
     transform: documentRoute,
     transformObject: documentObject,
   });
-  // The reference page is served by the UI plugin, which hides its routes; the page itself is described.
+  // The reference page's routes are hidden, as the UI plugin's are; the page itself is described.
   app.addHook('onRoute', (route) => {
     if (route.url === DOCS_PATH && route.method === 'GET') route.schema = documentationPage;
   });
-  await app.register(fastifySwaggerUi, { routePrefix: DOCS_PATH });
+  // Swagger UI loads on the page's first request (docs-page.ts).
+  registerDocsPage(app as unknown as FastifyInstance, (options) =>
+    options?.yaml ? app.swagger({ yaml: true }) : app.swagger(),
+  );
   app.get(
     '/openapi.json',
     { schema: openApiDocument },
@@ -225,14 +229,22 @@ export async function createHttpServer(deps: {
  * but it does not re-validate every response, which cost a cheap route a tenth of its time. The
  * functions are pure, so routes answering with one schema share one, as do the servers of a
  * process that builds several (the test suite): compiling is most of what building a server costs.
+ * A schema is compiled on its first response, not when its route is added: the generated code of
+ * every route's serializers (114 functions, about 0.9 MiB of source text alone) stayed in the heap
+ * of every process, most of them for routes it never answers (docs/performance.md, "Process memory
+ * and start time").
  */
 const compiledSerializers = new WeakMap<z.ZodType, (value: unknown) => string>();
 const fastSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }) => {
   let serialize = compiledSerializers.get(schema);
   if (!serialize) {
-    serialize = fastJson(
-      z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema,
-    );
+    let compiled: ((value: unknown) => string) | undefined;
+    serialize = (value) => {
+      compiled ??= fastJson(
+        z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema,
+      );
+      return compiled(value);
+    };
     compiledSerializers.set(schema, serialize);
   }
   return serialize;

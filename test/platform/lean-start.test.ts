@@ -15,11 +15,12 @@ const preload = fileURLToPath(new URL('../helpers/loaded-modules.cjs', import.me
 
 /**
  * MikroORM (with knex) only migrates: a service process whose database is up to date serves on
- * node-pg's pool and never loads them (docs/performance.md, "Process memory and start time").
+ * node-pg's pool and never loads them; nor does it load the OpenAPI document's builder or Swagger
+ * UI before someone asks for them (docs/performance.md, "Process memory and start time").
  */
 describe('a service process on an up-to-date database', () => {
   it(
-    'serves statements and transactions without loading MikroORM or knex',
+    'serves statements and transactions without loading MikroORM, knex or the OpenAPI machinery',
     async () => {
       const dataDir = await preparedDataDir('atrium-lean-');
       const listFile = join(await mkdtemp(join(tmpdir(), 'atrium-modules-')), 'loaded.txt');
@@ -39,6 +40,12 @@ describe('a service process on an up-to-date database', () => {
         const loaded = (await readFile(listFile, 'utf8')).split('\n');
         expect(loaded.filter((path) => path.includes('/node_modules/pg/')).length).toBeGreaterThan(0);
         expect(loaded.filter((path) => /[\\/](@mikro-orm|knex|umzug)[\\/]/.test(path))).toEqual([]);
+        // The OpenAPI document's builder and the reference page load on their first request.
+        expect(
+          loaded.filter((path) =>
+            /[\\/]node_modules[\\/](@fastify[\\/]swagger|@fastify[\\/]static|yaml)/.test(path),
+          ),
+        ).toEqual([]);
       } finally {
         await testDb?.drop();
         await rm(dataDir, { recursive: true, force: true });
