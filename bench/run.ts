@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 
 /**
- * Benchmark runner. Usage: `npm run bench [-- [scenario] [--seconds N]]`.
+ * Benchmark runner. Usage: `npm run bench [-- [scenario] [--seconds N]]`. The scenarios that take
+ * --backends also take --compiled: `npm run build` first, then the service from dist/ as production
+ * runs it (by default they run the sources through tsx, so a stale build never decides a figure).
  *   (none) | foundation   cold start, /healthz throughput, gateway ping (bench/results/foundation.md)
  *   auth                  login, refresh and token verification cost (bench/results/auth.md)
  *   realtime              idle sockets per instance, heartbeat frames/s and REST heartbeats in rounds
