@@ -274,7 +274,8 @@ async function pruneCacheDir(file: string): Promise<void> {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid runs (one of another user's too): a lock or a temp file's owner. */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { clusterTarball, prepareClusterDir } from './embedded-cluster.js';
+import { clusterTarball, isAlive, prepareClusterDir } from './embedded-cluster.js';
 import { StartupError } from './startup-error.js';
 
 /**
@@ -103,13 +103,4 @@ async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
     }
   }
   throw new Error(`Could not lock the embedded database in ${dataDir}.`);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

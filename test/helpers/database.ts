@@ -46,6 +46,19 @@ async function openTemplateClone(): Promise<Database> {
   return db;
 }
 
+/**
+ * One pooled connection on a file's database, so consecutive statements share it (and its
+ * prepared statements): the embedded database itself (one session), on Postgres a second handle
+ * on the clone opened with DATABASE_POOL_SIZE 1. `close` closes only what this opened.
+ */
+export async function singleConnection(
+  testDb: TestDatabase,
+): Promise<{ db: Database; close(): Promise<void> }> {
+  if (!testDb.url) return { db: testDb.db, close: async () => {} };
+  const db = await openDatabase(configFrom({ DATABASE_URL: testDb.url, DATABASE_POOL_SIZE: 1 }));
+  return { db, close: () => db.close() };
+}
+
 /** An empty, unmigrated database (for migration tests): in-memory PGlite from the run's empty dump, or a new Postgres database. */
 export async function createEmptyDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;

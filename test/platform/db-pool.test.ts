@@ -2,24 +2,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFrom } from '../../src/config.js';
 import { type Database, executeBound, openDatabase } from '../../src/platform/db.js';
 import { asAppError } from '../../src/platform/errors.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, singleConnection, type TestDatabase } from '../helpers/database.js';
 import { TcpProxy } from '../helpers/tcp-proxy.js';
 
 /** The service's own pool (src/platform/db-pool.ts): node-pg's pool with the service's bounds. */
 describe('the database pool', () => {
   let testDb: TestDatabase;
   let single: Database;
+  let oneConnection: Awaited<ReturnType<typeof singleConnection>> | undefined;
 
   beforeAll(async () => {
     testDb = await createTestDatabase();
     // One connection: the embedded database's own pool, and on Postgres one opened for these tests.
-    single = testDb.url
-      ? await openDatabase(configFrom({ DATABASE_URL: testDb.url, DATABASE_POOL_SIZE: 1 }))
-      : testDb.db;
+    oneConnection = await singleConnection(testDb);
+    single = oneConnection.db;
   });
 
   afterAll(async () => {
-    if (single !== testDb?.db) await single?.close();
+    await oneConnection?.close();
     await testDb?.drop();
   });
 

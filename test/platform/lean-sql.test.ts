@@ -5,7 +5,7 @@ import { configFrom } from '../../src/config.js';
 import { type DataAccess, transaction } from '../../src/platform/data-access.js';
 import { type Database, executeBound, openDatabase } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
-import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
+import { createTestDatabase, queryRows, singleConnection, type TestDatabase } from '../helpers/database.js';
 
 const onPostgres = Boolean(process.env.DATABASE_URL);
 
@@ -17,10 +17,11 @@ describe('the lean SQL path (executeBound)', () => {
   let testDb: TestDatabase;
   /**
    * One pooled connection on the same database: the embedded database always has exactly one, and
-   * on Postgres a second ORM opened with DATABASE_POOL_SIZE 1, so consecutive calls are known to
+   * on Postgres a second handle opened with DATABASE_POOL_SIZE 1, so consecutive calls are known to
    * share a connection (and its prepared statements).
    */
   let single: Database;
+  let oneConnection: Awaited<ReturnType<typeof singleConnection>> | undefined;
   const db = () => testDb.db;
   const data = (): DataAccess => db().data;
 
@@ -29,12 +30,11 @@ describe('the lean SQL path (executeBound)', () => {
 
   beforeAll(async () => {
     testDb = await createTestDatabase();
-    single = testDb.url
-      ? await openDatabase(configFrom({ DATABASE_URL: testDb.url, DATABASE_POOL_SIZE: 1 }))
-      : testDb.db;
+    oneConnection = await singleConnection(testDb);
+    single = oneConnection.db;
   });
   afterAll(async () => {
-    if (single && single !== testDb?.db) await single.close();
+    await oneConnection?.close();
     await testDb?.drop();
   });
   // Cleanup goes through the ORM's own path, so it does not depend on what is under test.
