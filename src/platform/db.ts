@@ -90,12 +90,7 @@ function wrap(
     poolUsage: () => pool.usage(),
     ...(embedded ? { embedded } : {}),
     async ping() {
-      const connection = await pool.acquire();
-      try {
-        await connection.query('select 1');
-      } finally {
-        await pool.release(connection);
-      }
+      await runStatement(data, 'select 1', []);
     },
     async close() {
       await pool.close();
