@@ -178,9 +178,9 @@ export class LeaderboardsService {
     const applying = this.deps.index.apply(period, userId, row.version, keyOfRow(row));
     const ranking = this.deps.reader.rankOf(ctx, period, row);
     const applied = await applying;
-    if (applied !== period) ranking.catch(() => {});
-    const rank = applied === period ? await ranking : await this.deps.reader.rankOf(ctx, applied, row);
-    return this.recordView(board, rankedOf(row, rank));
+    if (applied === period) return this.recordView(board, rankedOf(row, await ranking));
+    ranking.catch(() => {});
+    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
