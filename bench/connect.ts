@@ -18,7 +18,7 @@ import {
 } from './realtime/servers.js';
 import { median } from './realtime/stats.js';
 import { tokenIssuer } from './realtime/tokens.js';
-import { serviceNodeArgs } from './service.js';
+import { buildService, serviceNodeArgs } from './service.js';
 
 /**
  * Connect + authenticate: sockets opened and sent their `auth` frame, `--in-flight` at a time, until
@@ -29,7 +29,8 @@ import { serviceNodeArgs } from './service.js';
  * sockets are closed between windows and the next window waits until Atrium let them go. Usage:
  * npm run bench -- connect [--sockets N] (5000) [--in-flight N] (200) [--rounds N] (5)
  * [--env KEY=VALUE,...] (Atrium's settings, e.g. a gate's size) [--profile DIR] (a V8 CPU profile
- * of Atrium into DIR). Writes bench/results/connect.md.
+ * of Atrium into DIR) [--compiled] (the compiled build, as production and the peers bench run it).
+ * Writes bench/results/connect.md.
  */
 
 const WARM_UP_SOCKETS = 1_000;
@@ -49,6 +50,7 @@ export async function run(): Promise<string> {
       rounds: { type: 'string' },
       env: { type: 'string' },
       profile: { type: 'string' },
+      compiled: { type: 'boolean' },
     },
     allowPositionals: true,
     strict: false,
@@ -62,6 +64,7 @@ export async function run(): Promise<string> {
       .filter(Boolean)
       .map((pair) => pair.split('=') as [string, string]),
   );
+  if (values.compiled) await buildService();
   const environment = machineLine();
   const before = codeState();
   return withSharedBackends('connect', async (env, dataDir) => {
@@ -69,7 +72,10 @@ export async function run(): Promise<string> {
     let bare: BareServer | undefined;
     const load = new LoadProcess();
     try {
-      atrium = await startAtrium({ ...env, ...extraEnv }, await serviceNodeArgs(values.profile));
+      atrium = await startAtrium(
+        { ...env, ...extraEnv },
+        await serviceNodeArgs(values.profile, values.compiled === true),
+      );
       bare = await startBareServer('bench/bare-uws.ts');
       const issuer = await tokenIssuer(dataDir);
       const tokens = await issuer.issue(sockets, 'connect');

@@ -47,12 +47,30 @@ interface Wire {
 const encoder = new Encoder();
 const decoder = new Decoder();
 
+/** The frame types that answer a request; any other is an event. */
+const ANSWER_TYPES = new Set(['ack', 'pong', 'error']);
+
+/**
+ * The `t` of an Atrium frame read off its first bytes, without decoding the rest: a msgpack fixmap
+ * whose first key is the fixstr `t` and its value a fixstr, as the service writes every frame.
+ * Undefined for any other layout, which is then decoded whole.
+ */
+function frameType(data: Buffer): string | undefined {
+  const header = data[3] ?? 0;
+  if (((data[0] ?? 0) & 0xf0) !== 0x80 || data[1] !== 0xa1 || data[2] !== 0x74 || (header & 0xe0) !== 0xa0)
+    return undefined;
+  return data.toString('latin1', 4, 4 + (header & 0x1f));
+}
+
 const WIRES: Record<Side, Wire> = {
   atrium: {
     url: (base) => base,
     authFrame: (token) => ({ t: 'auth', d: { token } }),
     encode: (frame, id) => encoder.encode({ ...frame, id }),
     answer(data) {
+      // Events are not parsed, as on Nakama's side: group chat sends 50 per message.
+      const type = frameType(data);
+      if (type !== undefined && !ANSWER_TYPES.has(type)) return undefined;
       const frame = decoder.decode(data) as { t?: string; id?: number; code?: string };
       if (frame.id === undefined) return undefined;
       return frame.t === 'ack' || frame.t === 'pong'
