@@ -280,6 +280,32 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       await stopMarker();
     });
 
+    it('subscriptions asked for together each receive their own channel, and a channel left and joined again in one turn stays subscribed', async () => {
+      const names = Array.from({ length: 30 }, (_, i) => channel(`together-${i}`));
+      const collectors = names.map(() => collector());
+      const stops = await Promise.all(collectors.map((c, i) => kv.subscribe(names[i] as string, c.handler)));
+      const again = collector();
+      const first = kv.subscribe(channel('rejoined'), () => {});
+      const rejoined = first.then(async (stop) => {
+        const stopped = stop();
+        const next = kv.subscribe(channel('rejoined'), again.handler);
+        await stopped;
+        return next;
+      });
+      await Promise.all(names.map((name, i) => kv.publish(name, new Uint8Array([i]))));
+      await waitUntil(() => collectors.every((c) => c.received.length === 1));
+      expect(collectors.map((c) => Array.from(c.received[0] as Uint8Array))).toEqual(
+        names.map((_, i) => [i]),
+      );
+      const stopRejoined = await rejoined;
+      await kv.publish(channel('rejoined'), new Uint8Array([9]));
+      await waitUntil(() => again.received.length === 1);
+      expect(await kv.hasSubscribers(channel('rejoined'))).toBe(true);
+      await Promise.all([...stops.map((stop) => stop()), stopRejoined()]);
+      expect(await kv.hasSubscribers(channel('rejoined'))).toBe(false);
+      expect(await kv.hasSubscribers(names[0] as string)).toBe(false);
+    });
+
     it('hasSubscribers is true while a channel has a subscriber and false before and after', async () => {
       const listened = channel('listened');
       expect(await kv.hasSubscribers(listened)).toBe(false);
