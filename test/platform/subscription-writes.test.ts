@@ -28,13 +28,21 @@ describe("the subscriber connection's changes", () => {
     ]);
   });
 
-  it('gather the changes asked for in promise chains that run before the next tick', async () => {
+  it('gather the changes asked for by separate callbacks of one turn of the event loop, and their promise chains', async () => {
     const { sent, writes } = recorder(async () => undefined);
-    const later = Promise.resolve().then(() => writes.change('subscribe', 'after-a-microtask'));
-    await Promise.all([writes.change('subscribe', 'first'), later]);
+    const asked: Promise<void>[] = [];
+    // Two callbacks of one check phase, as two sockets' close callbacks are of one I/O phase.
+    await new Promise<void>((resolve) => {
+      setImmediate(() => asked.push(writes.change('unsubscribe', 'first-callback')));
+      setImmediate(() => {
+        asked.push(Promise.resolve().then(() => writes.change('unsubscribe', 'second-callback, later')));
+        resolve();
+      });
+    });
+    await Promise.all(asked);
     await writes.change('subscribe', 'next-turn');
     expect(sent).toEqual([
-      ['subscribe', ['first', 'after-a-microtask']],
+      ['unsubscribe', ['first-callback', 'second-callback, later']],
       ['subscribe', ['next-turn']],
     ]);
   });

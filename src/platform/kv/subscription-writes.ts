@@ -1,3 +1,5 @@
+import { setImmediate as afterIo } from 'node:timers';
+
 /** Whether a queued change adds a channel to the subscriber connection or removes it. */
 export type SubscriptionChange = 'subscribe' | 'unsubscribe';
 
@@ -18,13 +20,14 @@ interface Queued {
 }
 
 /**
- * The subscriber connection's changes, gathered while the current callbacks and their promise
- * chains run (until the next `process.nextTick` turn, as ioredis' auto-pipelining gathers commands)
- * and sent as one command per run of the same change, in the order they were asked for. A socket
- * joins its user's topic on connect and leaves it on close: one command each was a socket write
- * each, which on a connect storm cost the gateway more than any other single call (docs/performance.md).
- * The order is kept because Redis runs one connection's commands in order: a subscription asked
- * after an unsubscription of the same channel must still win.
+ * The subscriber connection's changes, gathered until the event loop's I/O callbacks of this turn
+ * have run (`setImmediate`) and sent as one command per run of the same change, in the order they
+ * were asked for. A socket joins its user's topic on connect and leaves it on close: one command
+ * each was a socket write each, which on a connect storm cost the gateway more than any other
+ * single call (docs/performance.md). A tick would not do: every socket's close is a callback of its
+ * own, and Node runs the ticks after each. The order is kept because Redis runs one connection's
+ * commands in order: a subscription asked after an unsubscription of the same channel must still
+ * win. (`node:timers`' own setImmediate: a test's fake timers replace only the global one.)
  */
 export class SubscriptionWrites {
   private queued: Queued[] = [];
@@ -34,7 +37,7 @@ export class SubscriptionWrites {
   /** Settles when the command carrying the change is answered, and rejects with its failure. */
   change(change: SubscriptionChange, channel: string): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (this.queued.length === 0) process.nextTick(() => this.flush());
+      if (this.queued.length === 0) afterIo(() => this.flush());
       this.queued.push({ change, channel, resolve, reject });
     });
   }
