@@ -21,8 +21,8 @@ import { interleavedRounds } from './realtime/rounds.js';
  * Atrium beside Nakama (the newest release the Go module proxy serves, built once into
  * ~/.cache/atrium-bench) on the same PostgreSQL, each on its own database: Atrium in production
  * mode (compiled build, Postgres + Redis) as one process and with a worker per core, Nakama with
- * its defaults and the bench's runtime module. The rows of bench/peers/rows.ts in interleaved
- * rounds, then connect + authenticate N sockets, idle memory per socket and memory at rest. Load
+ * its defaults (but a longer session and outgoing queue, bench/peers/nakama.ts) and the bench's
+ * runtime module. The rows of bench/peers/rows.ts in interleaved rounds, then connect + authenticate N sockets, idle memory per socket and memory at rest. Load
  * comes from a process per server (bench/peers/load.ts). Usage: npm run bench -- peers
  * [--seconds 10] [--rounds 3] [--sockets 15000] [--connect-in-flight 200] [--rows ping,heartbeat]
  * [--profile DIR]; --seconds is each window, --rows keeps the rows whose name contains one of the

@@ -127,7 +127,10 @@ is the median of the rounds with the lowest and highest round in brackets. Each 
 load process of its own (bench/peers/load.ts, the same code for both: \`ws\` with msgpack frames
 for Atrium, Nakama's JSON envelopes; autocannon for REST), on the same cores as the servers.
 CPU per operation counts the server's process (and its workers), the PostgreSQL backends
-of its database and, for Atrium, Redis.
+of its database and, for Atrium, Redis. Nakama runs with its defaults but a session of a day and
+1,024 messages waiting per socket before it closes one as too slow (its default 64 closed sockets
+of the status update's load; Atrium's limit is 1 MiB). Neither load process parses events (a
+frame's type is read off its first bytes): only answers to requests.
 
 ## Atrium / Nakama
 
