@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
 import { SUBMIT_SQL } from '../../src/modules/leaderboards/guarded.repository.js';
 import { memberOf } from '../../src/modules/leaderboards/rank-key.js';
-import { usernameSql } from '../../src/modules/users/index.js';
+import { COLUMNS, ORDER } from '../../src/modules/leaderboards/records.repository.js';
+import { timeOfKey } from '../../src/platform/cursor.js';
 import { valuesOf } from '../../src/platform/named-sql.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { openBareDb } from '../datapath/bare-db.js';
@@ -52,15 +53,13 @@ interface Row {
   user_id: string;
   rank_score: string;
   rank_subscore: string;
-  updated_at: Date;
+  updated_key: string;
 }
 
-const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
-  r.rank_subscore, r.num_submissions, r.metadata, r.created_at, r.updated_at, r.version`;
 const BY_USERS_SQL = `
   select ${COLUMNS} from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2 and r.user_id = any($3::uuid[])
-  order by r.rank_score, r.rank_subscore, r.updated_at, r.user_id`;
+  order by ${ORDER}`;
 /** The service's own `best` statement (guarded.repository.ts): the copy is a board too. */
 const SUBMIT_BEST_SQL = SUBMIT_SQL.best;
 const WARM_UP_MS = 1000;
@@ -76,7 +75,7 @@ const memberOfRow = (row: Row) =>
   memberOf({
     rankScore: Number(row.rank_score),
     rankSubscore: Number(row.rank_subscore),
-    updatedAt: row.updated_at.getTime(),
+    updatedAt: Date.parse(timeOfKey(row.updated_key)),
     userId: row.user_id,
   });
 const before = (member: string) => redis.zlexcount(set, '-', `(${member}`);

@@ -3,6 +3,7 @@ import { executeBound, executeNamed } from '../../platform/db.js';
 import { namedSql } from '../../platform/named-sql.js';
 import type { RankKey } from './rank-key.js';
 import {
+  COLUMN_NAMES,
   COLUMNS,
   KEY_AFTER,
   keyParams,
@@ -36,11 +37,12 @@ const standingSql = (ref: string, periodStart: string) => `
     or exists (select 1 from tournaments t where t.ref = ${ref})`;
 
 /**
- * Records selected by `records` (scoped to `$1`, `$2`), each row with the epoch, in standings
- * order; one row of nulls but the epoch when there are none, no row when the standings are gone.
+ * Records selected by `records` (scoped to `$1`, `$2`; COLUMNS and updated_at, which orders them),
+ * each row with the epoch, in standings order; one row of nulls but the epoch when there are none,
+ * no row when the standings are gone.
  */
 const guardedRecords = (records: string) => `
-  select s.epoch, r.* from (${standingSql('$1::uuid', '$2::timestamptz')}) s
+  select s.epoch, ${COLUMN_NAMES.replaceAll(/\w+/g, 'r.$&')} from (${standingSql('$1::uuid', '$2::timestamptz')}) s
   left join (${records}) r on true
   order by ${ORDER}`;
 
@@ -53,7 +55,7 @@ function guardedRows(rows: GuardedRaw[]): Guarded<RecordRow[]> | undefined {
 }
 
 const BY_USERS_SQL = guardedRecords(`
-  select ${COLUMNS} from leaderboard_records r
+  select ${COLUMNS}, r.updated_at from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2 and r.user_id = any($3::uuid[])`);
 
 /** The records of some users (those that have one, none for no ids), in standings order. */
@@ -68,7 +70,7 @@ export async function guardedRecordsOfUsers(
 }
 
 const AFTER_KEY_SQL = guardedRecords(`
-  select ${COLUMNS} from leaderboard_records r
+  select ${COLUMNS}, r.updated_at from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2 and ($3::bigint is null or ${KEY_AFTER})
   order by ${ORDER} limit $7`);
 
@@ -90,7 +92,7 @@ export async function guardedRecordsAfter(
 }
 
 const FRIENDS_SQL = guardedRecords(`
-  select ${COLUMNS} from leaderboard_records r
+  select ${COLUMNS}, r.updated_at from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2
     and r.user_id in (select $7::uuid union all ${'FRIENDS'})
     and ($3::bigint is null or ${KEY_AFTER})

@@ -1,3 +1,4 @@
+import { timeKeySql, timeOfKey } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound } from '../../platform/db.js';
 import { usernameSql } from '../users/index.js';
@@ -30,8 +31,12 @@ export interface RecordRow {
   rank_subscore: number;
   num_submissions: number;
   metadata: Record<string, unknown>;
-  created_at: Date;
-  updated_at: Date;
+  /**
+   * created_at and updated_at to the microsecond, as text (`timeKeySql`): a page shows them with
+   * `timeOfKey`, without parsing a Date per row and writing it back.
+   */
+  created_key: string;
+  updated_key: string;
   version: number;
 }
 
@@ -44,7 +49,11 @@ export type RawRecord = Omit<RecordRow, 'score' | 'subscore' | 'rank_score' | 'r
 };
 
 export const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
-  r.rank_subscore, r.num_submissions, r.metadata, r.created_at, r.updated_at, r.version`;
+  r.rank_subscore, r.num_submissions, r.metadata, ${timeKeySql('r.created_at')} as created_key,
+  ${timeKeySql('r.updated_at')} as updated_key, r.version`;
+/** The names COLUMNS answers, for a statement that selects them from a subquery. */
+export const COLUMN_NAMES = `user_id, username, score, subscore, rank_score, rank_subscore, num_submissions, metadata,
+  created_key, updated_key, version`;
 export const ORDER = 'r.rank_score, r.rank_subscore, r.updated_at, r.user_id';
 export const KEY_AFTER = '(r.rank_score, r.rank_subscore, r.updated_at, r.user_id) > ($3, $4, $5, $6)';
 
@@ -60,7 +69,8 @@ export const recordOf = (row: RawRecord): RecordRow => ({
 export const keyOfRow = (row: RecordRow): RankKey => ({
   rankScore: row.rank_score,
   rankSubscore: row.rank_subscore,
-  updatedAt: row.updated_at.getTime(),
+  // The service writes updated_at in milliseconds: the key's time is exact.
+  updatedAt: Date.parse(timeOfKey(row.updated_key)),
   userId: row.user_id,
 });
 

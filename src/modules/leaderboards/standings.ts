@@ -1,4 +1,5 @@
 import type { Ctx } from '../../platform/context.js';
+import { timeOfKey } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import {
@@ -102,8 +103,8 @@ export const rankedOf = (row: RecordRow, rank: number): RankedRecord => ({
   num_submissions: row.num_submissions,
   rank,
   metadata: row.metadata,
-  created_at: row.created_at.toISOString(),
-  updated_at: row.updated_at.toISOString(),
+  created_at: timeOfKey(row.created_key),
+  updated_at: timeOfKey(row.updated_key),
 });
 
 /**
