@@ -24,13 +24,7 @@ import {
   type ResetSchedule,
   ResetScheduleError,
 } from './reset-schedule.js';
-import {
-  type RankedRecord,
-  type RecordsQuery,
-  rankedOf,
-  StandingsGone,
-  type StandingsReader,
-} from './standings.js';
+import { boardRecordView, type RecordsQuery, StandingsGone, type StandingsReader } from './standings.js';
 import type { Writer, Writers } from './writers.js';
 
 export interface LeaderboardsDeps {
@@ -183,9 +177,10 @@ export class LeaderboardsService {
     const applying = this.deps.index.apply(period, userId, row.version, keyOfRow(row));
     const ranking = this.deps.reader.rankOf(ctx, period, row);
     const applied = await applying;
-    if (applied === period) return this.recordView(board, rankedOf(row, await ranking));
+    const view = boardRecordView(board.id);
+    if (applied === period) return view(row, await ranking);
     ranking.catch(() => {});
-    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
+    return view(row, await this.deps.reader.rankOf(ctx, applied, row));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
@@ -207,9 +202,15 @@ export class LeaderboardsService {
         if ((await this.boards.read(ctx, id)).ref !== board.ref) throw new StandingsGone();
         return { items: [], next_cursor: null, period_started_at: null, period_ended_at: null };
       }
-      const page = await this.deps.reader.page(ctx, chosen.period, query, callerId);
+      const page = await this.deps.reader.page(
+        ctx,
+        chosen.period,
+        query,
+        callerId,
+        boardRecordView(board.id),
+      );
       return {
-        items: page.items.map((record) => this.recordView(board, record)),
+        items: page.items,
         next_cursor: page.next_cursor,
         period_started_at: chosen.period.periodStart.toISOString(),
         period_ended_at: chosen.endedAt?.toISOString() ?? null,
@@ -223,10 +224,16 @@ export class LeaderboardsService {
       const chosen = this.periodChosen(board, ctx.now(), period);
       const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this period.');
       if (!chosen || !isId(userId)) throw noRecord();
-      const page = await this.deps.reader.page(ctx, chosen.period, { limit: 1, user_ids: userId }, caller.id);
+      const page = await this.deps.reader.page(
+        ctx,
+        chosen.period,
+        { limit: 1, user_ids: userId },
+        caller.id,
+        boardRecordView(board.id),
+      );
       const [found] = page.items;
       if (!found) throw noRecord();
-      return this.recordView(board, found);
+      return found;
     });
   }
 
@@ -310,10 +317,6 @@ export class LeaderboardsService {
       period_started_at: period.startedAt.toISOString(),
       next_reset_at: period.nextResetAt?.toISOString() ?? null,
     };
-  }
-
-  private recordView(board: BoardRow, record: RankedRecord) {
-    return { leaderboard_id: board.id, ...record };
   }
 }
 

@@ -31,8 +31,8 @@ export interface RecordsQuery {
   friends?: 'true';
 }
 
-/** A record as the API shows it, before the standings' own id field is added. */
-export interface RankedRecord {
+/** A record as the API shows it, with its standings' id field (`leaderboard_id`, `tournament_id`) first. */
+interface RankedRecord {
   user_id: string;
   username: string;
   score: number;
@@ -73,9 +73,48 @@ const MAX_USER_IDS = 100;
 const refuse = (path: string, message: string) =>
   new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
 
+/** Builds a record's answer at its rank: one object per record, its standings' id field included. */
+export type RecordView<T> = (row: RecordRow, rank: number) => T;
+
+export const boardRecordView =
+  (leaderboardId: string): RecordView<RankedRecord & { leaderboard_id: string }> =>
+  (row, rank) => ({
+    leaderboard_id: leaderboardId,
+    user_id: row.user_id,
+    username: row.username,
+    score: row.score,
+    subscore: row.subscore,
+    num_submissions: row.num_submissions,
+    rank,
+    metadata: row.metadata,
+    created_at: timeOfKey(row.created_key),
+    updated_at: timeOfKey(row.updated_key),
+  });
+
+export const tournamentRecordView =
+  (tournamentId: string): RecordView<RankedRecord & { tournament_id: string }> =>
+  (row, rank) => ({
+    tournament_id: tournamentId,
+    user_id: row.user_id,
+    username: row.username,
+    score: row.score,
+    subscore: row.subscore,
+    num_submissions: row.num_submissions,
+    rank,
+    metadata: row.metadata,
+    created_at: timeOfKey(row.created_key),
+    updated_at: timeOfKey(row.updated_key),
+  });
+
 /** Records at consecutive positions from `start` (0-based), those deleted meanwhile left out. */
-const ranked = (rows: readonly (RecordRow | undefined)[], start: number) =>
-  rows.flatMap((row, i) => (row ? [rankedOf(row, start + i + 1)] : []));
+function ranked<T>(rows: readonly (RecordRow | undefined)[], start: number, view: RecordView<T>): T[] {
+  const items: T[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    if (row) items.push(view(row, start + i + 1));
+  }
+  return items;
+}
 
 /** The records of `keys` in the keys' order: one changed since is shown as it is now, at its key's rank; one deleted meanwhile is undefined (left out). */
 const inKeyOrder = (keys: readonly RankKey[], rows: readonly RecordRow[]) => {
@@ -84,8 +123,8 @@ const inKeyOrder = (keys: readonly RankKey[], rows: readonly RecordRow[]) => {
 };
 
 /** Records each at the rank `positions` gives it. */
-const rankedAt = (positions: Positions, rows: readonly RecordRow[]) =>
-  Promise.all(rows.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)));
+const rankedAt = <T>(positions: Positions, rows: readonly RecordRow[], view: RecordView<T>) =>
+  Promise.all(rows.map(async (row) => view(row, (await positions.position(keyOfRow(row))) + 1)));
 
 /** The ids of a `user_ids` selector that can name a user, canonical. */
 function userIdsOf(text: string): string[] {
@@ -94,18 +133,6 @@ function userIdsOf(text: string): string[] {
     throw refuse('user_ids', `must be 1-${MAX_USER_IDS} comma-separated user ids`);
   return ids.filter(isId).map(canonicalId);
 }
-
-export const rankedOf = (row: RecordRow, rank: number): RankedRecord => ({
-  user_id: row.user_id,
-  username: row.username,
-  score: row.score,
-  subscore: row.subscore,
-  num_submissions: row.num_submissions,
-  rank,
-  metadata: row.metadata,
-  created_at: timeOfKey(row.created_key),
-  updated_at: timeOfKey(row.updated_key),
-});
 
 /**
  * The reads of standings shared by boards and tournaments: pages from the top, around a user, of
@@ -129,12 +156,13 @@ export class StandingsReader {
     return (await this.positionsOf(ctx, period, isReady).position(key)) + 1;
   }
 
-  async page(
+  async page<T>(
     ctx: Ctx,
     period: StandingsPeriod,
     query: RecordsQuery,
     callerId: string | null,
-  ): Promise<{ items: RankedRecord[]; next_cursor: string | null }> {
+    view: RecordView<T>,
+  ): Promise<{ items: T[]; next_cursor: string | null }> {
     const selectors = (['around_user_id', 'around', 'user_ids', 'friends'] as const).filter(
       (field) => query[field] !== undefined,
     );
@@ -157,7 +185,7 @@ export class StandingsReader {
       const [mark, read] = await Promise.all([marker, guardedRecordsOfUsers(ctx.data, period, ids)]);
       const { epoch, value: rows } = present(read);
       const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
-      return { items: await rankedAt(positions, rows), next_cursor: null };
+      return { items: await rankedAt(positions, rows, view), next_cursor: null };
     }
     if (selector === 'friends') {
       const [mark, read] = await Promise.all([
@@ -168,7 +196,7 @@ export class StandingsReader {
       const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
       const page = rows.slice(0, query.limit);
       return {
-        items: await rankedAt(positions, page),
+        items: await rankedAt(positions, page, view),
         next_cursor: rows.length > query.limit ? cursorOf(keyOfRow(page.at(-1) as RecordRow)) : null,
       };
     }
@@ -179,16 +207,16 @@ export class StandingsReader {
       const { epoch, value: rows } = present(read);
       const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
       const [row] = rows;
-      if (row) return this.around(ctx, period, positions, row, query.limit);
+      if (row) return this.around(ctx, period, positions, row, query.limit, view);
       // No record: the top page is answered instead.
       const keys = await positions.keysAfter(undefined, query.limit + 1);
       const page = keys.slice(0, query.limit);
       return {
-        items: ranked(await this.rowsInOrder(ctx, period, page), 0),
+        items: ranked(await this.rowsInOrder(ctx, period, page), 0, view),
         next_cursor: keys.length > query.limit ? cursorOf(page.at(-1) as RankKey) : null,
       };
     }
-    return this.list(ctx, period, marker, after, query.limit);
+    return this.list(ctx, period, marker, after, query.limit, view);
   }
 
   /**
@@ -196,12 +224,13 @@ export class StandingsReader {
    * page's guarded statement reads their records; when its epoch refuses the index (or the index
    * has no marker, or failed), the page is read from SQL alone.
    */
-  private async list(
+  private async list<T>(
     ctx: Ctx,
     period: StandingsPeriod,
     marker: Promise<string | null | undefined>,
     after: RankKey | undefined,
     limit: number,
+    view: RecordView<T>,
   ) {
     const fromIndex = this.index.keysAfter(period, after, limit + 1).catch(() => undefined);
     const [mark, keys] = await Promise.all([marker, fromIndex]);
@@ -225,7 +254,7 @@ export class StandingsReader {
       checked = true;
       if (this.index.readyAt(period, mark, epoch) && start !== undefined)
         return {
-          items: ranked(inKeyOrder(page, rows), start),
+          items: ranked(inKeyOrder(page, rows), start, view),
           next_cursor: keys.length > limit ? cursorOf(page.at(-1) as RankKey) : null,
         };
     }
@@ -238,18 +267,19 @@ export class StandingsReader {
         ? 0
         : await countBefore(ctx.data, period, keyOfRow(page[0] as RecordRow));
     return {
-      items: ranked(page, start),
+      items: ranked(page, start, view),
       next_cursor: rows.length > limit ? cursorOf(keyOfRow(page.at(-1) as RecordRow)) : null,
     };
   }
 
   /** The page centred on the user's record. */
-  private async around(
+  private async around<T>(
     ctx: Ctx,
     period: StandingsPeriod,
     positions: Positions,
     row: RecordRow,
     limit: number,
+    view: RecordView<T>,
   ) {
     const [position, total] = await Promise.all([positions.position(keyOfRow(row)), positions.count()]);
     const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
@@ -257,7 +287,7 @@ export class StandingsReader {
     const page = await this.rowsInOrder(ctx, period, keys);
     const more = start + keys.length < total;
     return {
-      items: ranked(page, start),
+      items: ranked(page, start, view),
       next_cursor: more && keys.length > 0 ? cursorOf(keys.at(-1) as RankKey) : null,
     };
   }

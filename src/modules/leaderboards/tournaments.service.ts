@@ -8,8 +8,8 @@ import type { AuditApi } from '../audit/index.js';
 import { submitRecord } from './guarded.repository.js';
 import type { RankIndex } from './rank-index.js';
 import { deleteStandings, keyOfRow, type StandingsPeriod } from './records.repository.js';
-import type { RankedRecord, RecordsQuery, StandingsReader } from './standings.js';
-import { rankedOf, StandingsGone } from './standings.js';
+import type { RecordsQuery, StandingsReader } from './standings.js';
+import { StandingsGone, tournamentRecordView } from './standings.js';
 import {
   deleteTournament,
   findTournament,
@@ -228,7 +228,7 @@ export class TournamentsService {
     });
     const { record: row, epoch } = written;
     const applied = await this.deps.index.apply({ ...period, epoch }, userId, row.version, keyOfRow(row));
-    return recordView(tournament, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
+    return tournamentRecordView(tournament.id)(row, await this.deps.reader.rankOf(ctx, applied, row));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery) {
@@ -238,9 +238,11 @@ export class TournamentsService {
   /** A records list for `callerId`, or for server code (no caller: `around=me` and `friends` name no one). */
   async recordsFor(ctx: Ctx, id: string, query: RecordsQuery, callerId: string | null) {
     const tournament = await this.tournament(ctx, id);
-    const page = await this.deps.reader.page(ctx, standingsOf(tournament), query, callerId).catch(goneAs(id));
+    const page = await this.deps.reader
+      .page(ctx, standingsOf(tournament), query, callerId, tournamentRecordView(tournament.id))
+      .catch(goneAs(id));
     return {
-      items: page.items.map((record) => recordView(tournament, record)),
+      items: page.items,
       next_cursor: page.next_cursor,
     };
   }
@@ -251,11 +253,17 @@ export class TournamentsService {
     const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this tournament.');
     if (!isId(userId)) throw noRecord();
     const page = await this.deps.reader
-      .page(ctx, standingsOf(tournament), { limit: 1, user_ids: canonicalId(userId) }, caller.id)
+      .page(
+        ctx,
+        standingsOf(tournament),
+        { limit: 1, user_ids: canonicalId(userId) },
+        caller.id,
+        tournamentRecordView(tournament.id),
+      )
       .catch(goneAs(id));
     const [found] = page.items;
     if (!found) throw noRecord();
-    return recordView(tournament, found);
+    return found;
   }
 
   private async tournament(ctx: Ctx, id: string): Promise<TournamentRow> {
@@ -283,11 +291,6 @@ export function view(row: TournamentRow, now: Date) {
     state: stateAt(row, now),
   };
 }
-
-export const recordView = (tournament: TournamentRow, record: RankedRecord) => ({
-  tournament_id: tournament.id,
-  ...record,
-});
 
 const joinView = (tournament: TournamentRow, userId: string, at: Date) => ({
   tournament_id: tournament.id,
