@@ -15,11 +15,11 @@ import {
 } from './records.repository.js';
 
 /**
- * The statements a read or a submission starts with (migration 0033). Services keep a board's
- * settings in memory (they never change), so these statements are what sees that its standings
- * are gone (a board or tournament deleted, on any node) and what reads the period's rank index
- * epoch (bumped at any time): each one answers nothing at all when no board or tournament holds
- * the standings' ref, and the period's epoch with its rows otherwise.
+ * The statements a read or a submission starts with (migration 0033). The boards' service keeps
+ * their settings in memory (they never change, board-copies.ts), so these statements are what sees
+ * that the standings are gone (a board or tournament deleted, on any node) and what reads the
+ * period's rank index epoch (bumped at any time): each one answers nothing at all when no board or
+ * tournament holds the standings' ref, and the period's epoch with its rows otherwise.
  */
 
 /** What a guarded statement answered for standings that still exist. */

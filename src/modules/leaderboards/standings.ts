@@ -73,7 +73,10 @@ const MAX_USER_IDS = 100;
 const refuse = (path: string, message: string) =>
   new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
 
-/** Builds a record's answer at its rank: one object per record, its standings' id field included. */
+/**
+ * Builds a record's answer at its rank, its standings' id field included: one object per record,
+ * written out field by field for boards and for tournaments rather than spread from a shared one.
+ */
 export type RecordView<T> = (row: RecordRow, rank: number) => T;
 
 export const boardRecordView =
@@ -116,7 +119,10 @@ function ranked<T>(rows: readonly (RecordRow | undefined)[], start: number, view
   return items;
 }
 
-/** The records of `keys` in the keys' order: one changed since is shown as it is now, at its key's rank; one deleted meanwhile is undefined (left out). */
+/**
+ * The records of `keys` in the keys' order: one changed since its key was read is shown as it is
+ * now, at the rank its key had; one deleted meanwhile is undefined (left out).
+ */
 const inKeyOrder = (keys: readonly RankKey[], rows: readonly RecordRow[]) => {
   const byUser = new Map(rows.map((row) => [row.user_id, row]));
   return keys.map((key) => byUser.get(key.userId));
