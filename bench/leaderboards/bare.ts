@@ -1,7 +1,8 @@
 import { Redis } from 'ioredis';
+import { SUBMIT_SQL } from '../../src/modules/leaderboards/guarded.repository.js';
 import { memberOf } from '../../src/modules/leaderboards/rank-key.js';
-import { SUBMIT_SQL } from '../../src/modules/leaderboards/records.repository.js';
-import { usernameSql } from '../../src/modules/users/index.js';
+import { COLUMNS, ORDER } from '../../src/modules/leaderboards/records.repository.js';
+import { timeOfKey } from '../../src/platform/cursor.js';
 import { valuesOf } from '../../src/platform/named-sql.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { openBareDb } from '../datapath/bare-db.js';
@@ -14,7 +15,8 @@ import { anySubmitter, submittedScore } from './scores.js';
  * board's lookup, the rate limit or the index's ready check. `clients` loops at once over `pg`
  * (BARE_POOL_SIZE connections to DATABASE_URL, named prepared statements, datapath/bare-db.ts) and
  * one ioredis connection whose commands of a tick share a write (auto-pipelining), as the
- * service's do. The statements are the service's, copied from records.repository.ts; members are
+ * service's do. The page's SELECT is the service's (guarded.repository.ts) without the check of
+ * its board and period epoch; the submission is the service's own statement; members are
  * rank-key.ts's.
  * - top: ZRANGE of the first LIMIT + 1 members, then the first one's rank (ZLEXCOUNT) beside the
  *   page's rows (recordsOfUsers' SELECT).
@@ -51,16 +53,14 @@ interface Row {
   user_id: string;
   rank_score: string;
   rank_subscore: string;
-  updated_at: Date;
+  updated_key: string;
 }
 
-const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
-  r.rank_subscore, r.num_submissions, r.metadata, r.created_at, r.updated_at, r.version`;
 const BY_USERS_SQL = `
   select ${COLUMNS} from leaderboard_records r
   where r.standings_ref = $1 and r.period_start = $2 and r.user_id = any($3::uuid[])
-  order by r.rank_score, r.rank_subscore, r.updated_at, r.user_id`;
-/** The service's own `best` statement (records.repository.ts). */
+  order by ${ORDER}`;
+/** The service's own `best` statement (guarded.repository.ts): the copy is a board too. */
 const SUBMIT_BEST_SQL = SUBMIT_SQL.best;
 const WARM_UP_MS = 1000;
 
@@ -75,7 +75,7 @@ const memberOfRow = (row: Row) =>
   memberOf({
     rankScore: Number(row.rank_score),
     rankSubscore: Number(row.rank_subscore),
-    updatedAt: row.updated_at.getTime(),
+    updatedAt: Date.parse(timeOfKey(row.updated_key)),
     userId: row.user_id,
   });
 const before = (member: string) => redis.zlexcount(set, '-', `(${member}`);

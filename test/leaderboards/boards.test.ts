@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { silentCommand } from '../gameservers/gameservers.js';
@@ -306,6 +307,38 @@ describe('leaderboards', () => {
   describe('reads', () => {
     const records = (id: string, query: string, user: TokenResponse = alice) =>
       call('GET', `/api/leaderboards/${id}/records?${query}`, user.access_token);
+
+    it("shows a record's times as Date.toISOString writes the stored ones, in every answer", async () => {
+      const id = await board();
+      const submitted = await submit(id, alice, { score: 3 });
+      // A time stored with microseconds (written by hand) shows its milliseconds, as a Date would.
+      await queryRows(
+        app().db,
+        `update leaderboard_records r set created_at = '2026-01-02T03:04:05.678999Z'
+         from leaderboards b where b.ref = r.standings_ref and b.id = ? and r.user_id = ?`,
+        [id, alice.user.id],
+      );
+      const [stored] = await queryRows<{ created_at: string; updated_at: string }>(
+        app().db,
+        `select r.created_at, r.updated_at from leaderboard_records r join leaderboards b on b.ref = r.standings_ref
+         where b.id = ? and r.user_id = ?`,
+        [id, alice.user.id],
+      );
+      // What node-pg's Date of each column writes back (the service's answers before they took text).
+      const asDate = pg.types.getTypeParser(1184) as (text: string) => Date;
+      const times = {
+        created_at: asDate(stored?.created_at as string).toISOString(),
+        updated_at: asDate(stored?.updated_at as string).toISOString(),
+      };
+      expect(times.created_at).toBe('2026-01-02T03:04:05.678Z');
+      expect(submitted.body.updated_at).toBe(times.updated_at);
+      for (const query of ['', 'around=me', `user_ids=${alice.user.id}`, 'friends=true'])
+        expect((await records(id, query)).body.items[0]).toMatchObject(times);
+      expect(
+        (await call('GET', `/api/leaderboards/${id}/records/${alice.user.id}`, alice.access_token)).body,
+      ).toMatchObject(times);
+      expect((await submit(id, alice, { score: 1 })).body).toMatchObject(times);
+    });
 
     it("pages the caller's and their accepted friends' records with their ranks among all", async () => {
       const [carol, dave, erin] = [

@@ -1,7 +1,6 @@
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed } from '../../platform/db.js';
 import { namedSql } from '../../platform/named-sql.js';
-import { epochsSql } from './records.repository.js';
 
 /** The SQL of boards (migration 0033): settings fixed at creation, `ref` naming this incarnation. */
 
@@ -14,8 +13,6 @@ export interface BoardRow {
   authoritative: boolean;
   metadata: Record<string, unknown>;
   created_at: Date;
-  /** With findBoard: the bumped index epochs of its periods (records.repository.ts, epochsSql). */
-  epochs?: Record<string, number>;
 }
 
 const COLUMNS = 'id, ref, sort, operator, reset_schedule, authoritative, metadata, created_at';
@@ -47,7 +44,7 @@ export async function insertBoard(data: DataAccess, board: NewBoard): Promise<Bo
   return row;
 }
 
-const FIND_SQL = `select ${COLUMNS}, ${epochsSql('leaderboards.ref')} as epochs from leaderboards where id = $1`;
+const FIND_SQL = `select ${COLUMNS} from leaderboards where id = $1`;
 
 export async function findBoard(data: DataAccess, id: string): Promise<BoardRow | undefined> {
   const [row] = await executeBound<BoardRow>(data, FIND_SQL, [id]);

@@ -5,23 +5,17 @@ import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuditApi } from '../audit/index.js';
+import { BoardCopies, notFound } from './board-copies.js';
 import {
   type BoardRow,
   boardsPage,
   deleteBoard,
-  findBoard,
   insertBoard,
   periodsWithRecords,
 } from './boards.repository.js';
+import { submitRecord } from './guarded.repository.js';
 import type { RankIndex } from './rank-index.js';
-import {
-  deleteRecord,
-  deleteStandings,
-  epochOf,
-  keyOfRow,
-  type StandingsPeriod,
-  submitRecord,
-} from './records.repository.js';
+import { deleteRecord, deleteStandings, keyOfRow, type StandingsPeriod } from './records.repository.js';
 import {
   BoardPeriods,
   type Period,
@@ -30,7 +24,7 @@ import {
   type ResetSchedule,
   ResetScheduleError,
 } from './reset-schedule.js';
-import { type RankedRecord, type RecordsQuery, rankedOf, type StandingsReader } from './standings.js';
+import { boardRecordView, type RecordsQuery, StandingsGone, type StandingsReader } from './standings.js';
 import type { Writer, Writers } from './writers.js';
 
 export interface LeaderboardsDeps {
@@ -58,8 +52,6 @@ export interface SubmissionInput {
 /** The most boards whose periods a node keeps computed. */
 const PERIOD_CACHE_MAX = 10_000;
 
-const notFound = (id: string) => new AppError(ErrorCode.NOT_FOUND, `No leaderboard ${id}.`);
-
 /**
  * Boards and their records (docs/leaderboards.md). Periods follow from the time of each answer
  * (`ctx.now()`), so a reset takes effect at its exact time on every node whether or not the
@@ -68,6 +60,7 @@ const notFound = (id: string) => new AppError(ErrorCode.NOT_FOUND, `No leaderboa
 export class LeaderboardsService {
   /** Each board incarnation's schedule and current period, computed once per period. */
   private readonly periods = new Map<string, { schedule: ResetSchedule | null; periods: BoardPeriods }>();
+  private readonly boards = new BoardCopies((board) => this.periods.delete(board.ref));
 
   constructor(private readonly deps: LeaderboardsDeps) {}
 
@@ -99,6 +92,7 @@ export class LeaderboardsService {
       return row;
     });
     if (!created) throw new AppError(ErrorCode.CONFLICT, `A leaderboard ${input.id} exists already.`);
+    this.boards.remember(created);
     return this.view(created, now);
   }
 
@@ -120,7 +114,7 @@ export class LeaderboardsService {
       return { row, periods };
     });
     if (!deleted) throw notFound(id);
-    this.periods.delete(deleted.row.ref);
+    this.boards.forget(deleted.row);
     await this.deps.index
       .drop(deleted.periods.map((periodStart) => ({ ref: deleted.row.ref, periodStart })))
       .catch((error: unknown) => ctx.log.warn({ err: error }, 'a deleted board kept its rank index keys'));
@@ -140,7 +134,7 @@ export class LeaderboardsService {
 
   async get(ctx: Ctx, id: string) {
     callerOf(ctx);
-    return this.view(await this.board(ctx, id), ctx.now());
+    return this.view(await this.boards.read(ctx, id), ctx.now());
   }
 
   /**
@@ -148,15 +142,17 @@ export class LeaderboardsService {
    * authoritative (users only), the rate (users only), then the operator's range.
    */
   async submit(ctx: Ctx, id: string, input: SubmissionInput, writer: Writer) {
-    const board = await this.board(ctx, id);
+    return this.boards.with(ctx, id, (board) => this.submitTo(ctx, board, input, writer));
+  }
+
+  private async submitTo(ctx: Ctx, board: BoardRow, input: SubmissionInput, writer: Writer) {
     const userId = await this.deps.writers.submitter(ctx, writer, board.authoritative);
     // One time for the whole answer: the period and the record's updated_at agree.
     const now = ctx.now();
     const current = this.periodOf(board, now);
-    const period = this.currentPeriod(board, now);
-    const row = await submitRecord(ctx.data, board.operator, {
+    const written = await submitRecord(ctx.data, board.operator, {
       ref: board.ref,
-      periodStart: period.periodStart,
+      periodStart: current.startedAt,
       periodEnd: current.nextResetAt,
       userId,
       score: input.score,
@@ -165,8 +161,10 @@ export class LeaderboardsService {
       sign: board.sort === 'asc' ? 1 : -1,
       now,
     });
+    const row = written?.value;
     if (!row) {
       await this.deps.writers.refund(writer, userId);
+      if (!written) throw new StandingsGone();
       throw new AppError(
         ErrorCode.SCORE_OUT_OF_RANGE,
         'The sum would leave ±(2^53-1); the record is unchanged.',
@@ -175,12 +173,14 @@ export class LeaderboardsService {
     // The rank's reads leave right behind the index's change, in the same tick: the KV runs them
     // in order, so they see it, and it costs one round trip. When the change did not take, the
     // period's epoch was bumped and those reads are dropped for SQL's rank.
+    const period = { ref: board.ref, periodStart: current.startedAt, epoch: written.epoch };
     const applying = this.deps.index.apply(period, userId, row.version, keyOfRow(row));
     const ranking = this.deps.reader.rankOf(ctx, period, row);
     const applied = await applying;
-    if (applied === period) return this.recordView(board, rankedOf(row, await ranking));
+    const view = boardRecordView(board.id);
+    if (applied === period) return view(row, await ranking);
     ranking.catch(() => {});
-    return this.recordView(board, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
+    return view(row, await this.deps.reader.rankOf(ctx, applied, row));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery & { period?: 'current' | 'previous' }) {
@@ -194,34 +194,52 @@ export class LeaderboardsService {
     query: RecordsQuery & { period?: 'current' | 'previous' },
     callerId: string | null,
   ) {
-    const board = await this.board(ctx, id);
-    const now = ctx.now();
-    const chosen = this.periodChosen(board, now, query.period);
-    if (!chosen) return { items: [], next_cursor: null, period_started_at: null, period_ended_at: null };
-    const page = await this.deps.reader.page(ctx, chosen.period, query, callerId);
-    return {
-      items: page.items.map((record) => this.recordView(board, record)),
-      next_cursor: page.next_cursor,
-      period_started_at: chosen.period.periodStart.toISOString(),
-      period_ended_at: chosen.endedAt?.toISOString() ?? null,
-    };
+    return this.boards.with(ctx, id, async (board) => {
+      const now = ctx.now();
+      const chosen = this.periodChosen(board, now, query.period);
+      if (!chosen) {
+        // No statement reads standings here: the board's row is read instead.
+        if ((await this.boards.read(ctx, id)).ref !== board.ref) throw new StandingsGone();
+        return { items: [], next_cursor: null, period_started_at: null, period_ended_at: null };
+      }
+      const page = await this.deps.reader.page(
+        ctx,
+        chosen.period,
+        query,
+        callerId,
+        boardRecordView(board.id),
+      );
+      return {
+        items: page.items,
+        next_cursor: page.next_cursor,
+        period_started_at: chosen.period.periodStart.toISOString(),
+        period_ended_at: chosen.endedAt?.toISOString() ?? null,
+      };
+    });
   }
 
   async record(ctx: Ctx, id: string, userId: string, period?: 'current' | 'previous') {
     const caller = callerOf(ctx);
-    const board = await this.board(ctx, id);
-    const chosen = this.periodChosen(board, ctx.now(), period);
-    const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this period.');
-    if (!chosen || !isId(userId)) throw noRecord();
-    const page = await this.deps.reader.page(ctx, chosen.period, { limit: 1, user_ids: userId }, caller.id);
-    const [found] = page.items;
-    if (!found) throw noRecord();
-    return this.recordView(board, found);
+    return this.boards.with(ctx, id, async (board) => {
+      const chosen = this.periodChosen(board, ctx.now(), period);
+      const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this period.');
+      if (!chosen || !isId(userId)) throw noRecord();
+      const page = await this.deps.reader.page(
+        ctx,
+        chosen.period,
+        { limit: 1, user_ids: userId },
+        caller.id,
+        boardRecordView(board.id),
+      );
+      const [found] = page.items;
+      if (!found) throw noRecord();
+      return found;
+    });
   }
 
   /** Deletes a user's record in the current period (none is no error); the others move up. */
   async deleteRecord(ctx: Ctx, id: string, writer: Writer): Promise<void> {
-    const board = await this.board(ctx, id);
+    const board = await this.boards.read(ctx, id);
     const userId = await this.deps.writers.deleter(ctx, writer, board.authoritative);
     const period = this.currentPeriod(board, ctx.now());
     const deleted = await deleteRecord(ctx.data, period, userId);
@@ -231,7 +249,7 @@ export class LeaderboardsService {
   /** An admin's deletion of a user's record in the current period (a cheater's), audited with the reason. */
   async adminDeleteRecord(ctx: Ctx, id: string, userId: string, reason: string): Promise<void> {
     const caller = requireRole(ctx, 'admin');
-    const board = await this.board(ctx, id);
+    const board = await this.boards.read(ctx, id);
     if (!isId(userId)) return;
     const user = canonicalId(userId);
     const period = this.currentPeriod(board, ctx.now());
@@ -257,12 +275,6 @@ export class LeaderboardsService {
     if (deleted) await this.deps.index.apply(period, user, deleted.version, undefined);
   }
 
-  private async board(ctx: Ctx, id: string): Promise<BoardRow> {
-    const board = await findBoard(ctx.data, id);
-    if (!board) throw notFound(id);
-    return board;
-  }
-
   private periodsOf(board: BoardRow) {
     let entry = this.periods.get(board.ref);
     if (!entry) {
@@ -281,8 +293,7 @@ export class LeaderboardsService {
   }
 
   private currentPeriod(board: BoardRow, now: Date): StandingsPeriod {
-    const periodStart = this.periodOf(board, now).startedAt;
-    return { ref: board.ref, periodStart, epoch: epochOf(board.epochs, periodStart) };
+    return { ref: board.ref, periodStart: this.periodOf(board, now).startedAt };
   }
 
   /** The period a read asks for, with its end; undefined for a previous period that does not exist yet. */
@@ -290,11 +301,7 @@ export class LeaderboardsService {
     if (which === 'current') return { period: this.currentPeriod(board, now), endedAt: null };
     const previous = previousPeriodAt(this.periodsOf(board).schedule, board.created_at, now);
     if (!previous) return undefined;
-    const periodStart = previous.startedAt;
-    return {
-      period: { ref: board.ref, periodStart, epoch: epochOf(board.epochs, periodStart) },
-      endedAt: previous.endedAt,
-    };
+    return { period: { ref: board.ref, periodStart: previous.startedAt }, endedAt: previous.endedAt };
   }
 
   private view(board: BoardRow, now: Date) {
@@ -310,10 +317,6 @@ export class LeaderboardsService {
       period_started_at: period.startedAt.toISOString(),
       next_reset_at: period.nextResetAt?.toISOString() ?? null,
     };
-  }
-
-  private recordView(board: BoardRow, record: RankedRecord) {
-    return { leaderboard_id: board.id, ...record };
   }
 }
 

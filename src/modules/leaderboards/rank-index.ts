@@ -42,19 +42,37 @@ export class RankIndex {
    * background (if no node runs one) and the caller answers from SQL.
    */
   async ready(period: StandingsPeriod): Promise<boolean> {
-    try {
-      const [marker, epoch] = await Promise.all([
-        this.kv.get(this.keys(period).ready),
-        period.epoch ?? indexEpoch(this.data(), period),
-      ]);
-      if (marker === String(epoch)) return true;
-      this.rebuildInBackground(period, epoch);
-    } catch (error) {
-      this.log.warn(
-        { err: error, ref: period.ref },
-        'the rank index could not be checked; answering from SQL',
-      );
-    }
+    const [marker, epoch] = await Promise.all([
+      this.marker(period),
+      period.epoch ??
+        indexEpoch(this.data(), period).catch((error: unknown) => this.unchecked(period, error)),
+    ]);
+    return epoch !== undefined && this.readyAt(period, marker, epoch);
+  }
+
+  /**
+   * The period's ready marker: null when there is none, undefined when the KV could not be read
+   * (then the index answers nothing and no rebuild is started: the KV is what failed). Read it
+   * beside a statement that answers the epoch, and give both to readyAt.
+   */
+  marker(period: StandingsPeriod): Promise<string | null | undefined> {
+    return this.kv.get(this.keys(period).ready).catch((error: unknown) => this.unchecked(period, error));
+  }
+
+  private unchecked(period: StandingsPeriod, error: unknown): undefined {
+    this.log.warn({ err: error, ref: period.ref }, 'the rank index could not be checked; answering from SQL');
+    return undefined;
+  }
+
+  /**
+   * Whether a marker read for the period holds `epoch`, the period's epoch in PostgreSQL. The
+   * order of the two reads does not matter: a marker holds an epoch only once the epoch is that.
+   * When it does not, a rebuild is started in the background (if no node runs one).
+   */
+  readyAt(period: StandingsPeriod, marker: string | null | undefined, epoch: number): boolean {
+    if (marker === undefined) return false;
+    if (marker === String(epoch)) return true;
+    this.rebuildInBackground(period, epoch);
     return false;
   }
 

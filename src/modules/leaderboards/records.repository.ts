@@ -1,6 +1,6 @@
+import { timeKeySql, timeOfKey } from '../../platform/cursor.js';
 import type { DataAccess } from '../../platform/data-access.js';
-import { executeBound, executeNamed } from '../../platform/db.js';
-import { namedSql } from '../../platform/named-sql.js';
+import { executeBound } from '../../platform/db.js';
 import { usernameSql } from '../users/index.js';
 import type { RankKey } from './rank-key.js';
 
@@ -15,23 +15,12 @@ import type { RankKey } from './rank-key.js';
 export interface StandingsPeriod {
   ref: string;
   periodStart: Date;
-  /** The period's rank index epoch when it was read with its standings (saves the rank index a statement). */
+  /**
+   * The period's rank index epoch when a statement read it with the standings (a submission's,
+   * guarded.repository.ts): the rank index's ready check then needs no statement of its own.
+   */
   epoch?: number;
 }
-
-/**
- * SQL whose value is a JSON object of the bumped index epochs of the standings `refSql` names, by
- * period start in milliseconds (a period missing from it is at epoch 0): read with a board or a
- * tournament, it spares each answer the epoch's own statement. A bump committed between that read
- * and the answer's ready check is seen by the next answer, as one committed during the answer is.
- */
-export const epochsSql = (refSql: string) =>
-  `coalesce((select jsonb_object_agg(((extract(epoch from p.period_start) * 1000)::bigint)::text, p.index_epoch)
-     from leaderboard_periods p where p.standings_ref = ${refSql} and p.index_epoch > 0), '{}'::jsonb)`;
-
-/** A period's epoch from the object epochsSql answered. */
-export const epochOf = (epochs: Record<string, number | string> | undefined, periodStart: Date) =>
-  epochs === undefined ? undefined : Number(epochs[String(periodStart.getTime())] ?? 0);
 
 export interface RecordRow {
   user_id: string;
@@ -42,12 +31,16 @@ export interface RecordRow {
   rank_subscore: number;
   num_submissions: number;
   metadata: Record<string, unknown>;
-  created_at: Date;
-  updated_at: Date;
+  /**
+   * created_at and updated_at to the microsecond, as text (`timeKeySql`): a page shows them with
+   * `timeOfKey`, without parsing a Date per row and writing it back.
+   */
+  created_key: string;
+  updated_key: string;
   version: number;
 }
 
-type RawRecord = Omit<RecordRow, 'score' | 'subscore' | 'rank_score' | 'rank_subscore' | 'version'> & {
+export type RawRecord = Omit<RecordRow, 'score' | 'subscore' | 'rank_score' | 'rank_subscore' | 'version'> & {
   score: string | number;
   subscore: string | number;
   rank_score: string | number;
@@ -55,12 +48,16 @@ type RawRecord = Omit<RecordRow, 'score' | 'subscore' | 'rank_score' | 'rank_sub
   version: string | number;
 };
 
-const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
-  r.rank_subscore, r.num_submissions, r.metadata, r.created_at, r.updated_at, r.version`;
-const ORDER = 'r.rank_score, r.rank_subscore, r.updated_at, r.user_id';
-const KEY_AFTER = '(r.rank_score, r.rank_subscore, r.updated_at, r.user_id) > ($3, $4, $5, $6)';
+export const COLUMNS = `r.user_id, ${usernameSql('r.user_id')} as username, r.score, r.subscore, r.rank_score,
+  r.rank_subscore, r.num_submissions, r.metadata, ${timeKeySql('r.created_at')} as created_key,
+  ${timeKeySql('r.updated_at')} as updated_key, r.version`;
+/** The names COLUMNS answers, for a statement that selects them from a subquery. */
+export const COLUMN_NAMES = `user_id, username, score, subscore, rank_score, rank_subscore, num_submissions, metadata,
+  created_key, updated_key, version`;
+export const ORDER = 'r.rank_score, r.rank_subscore, r.updated_at, r.user_id';
+export const KEY_AFTER = '(r.rank_score, r.rank_subscore, r.updated_at, r.user_id) > ($3, $4, $5, $6)';
 
-const recordOf = (row: RawRecord): RecordRow => ({
+export const recordOf = (row: RawRecord): RecordRow => ({
   ...row,
   score: Number(row.score),
   subscore: Number(row.subscore),
@@ -72,98 +69,17 @@ const recordOf = (row: RawRecord): RecordRow => ({
 export const keyOfRow = (row: RecordRow): RankKey => ({
   rankScore: row.rank_score,
   rankSubscore: row.rank_subscore,
-  updatedAt: row.updated_at.getTime(),
+  // The service writes updated_at in milliseconds: the key's time is exact.
+  updatedAt: Date.parse(timeOfKey(row.updated_key)),
   userId: row.user_id,
 });
 
-const keyParams = (key: RankKey) => [key.rankScore, key.rankSubscore, new Date(key.updatedAt), key.userId];
-
-export interface Submission {
-  ref: string;
-  periodStart: Date;
-  /** The period's end; null for a board without schedule (and a tournament). */
-  periodEnd: Date | null;
-  userId: string;
-  score: number;
-  subscore: number;
-  /** null: keep the stored metadata (a first submission stores `{}`). */
-  metadataJson: string | null;
-  /** 1 for a board sorted asc, -1 for desc: rank_score = sign * score. */
-  sign: 1 | -1;
-  now: Date;
-}
-
-/**
- * Every submission first notes its period as one holding records (a no-op after the first), which
- * is what the scheduler reads to find the ended periods it owes a `leaderboard.reset` for.
- */
-const NOTE_PERIOD = `with noted as (
-    insert into leaderboard_periods (standings_ref, period_start, period_end)
-    values (:ref, :periodStart, :periodEnd::timestamptz)
-    on conflict do nothing)`;
-const INSERT_COLUMNS = `(standings_ref, period_start, user_id, score, subscore, rank_score, rank_subscore,
-  num_submissions, metadata, created_at, updated_at)`;
-const INSERT_VALUES = `(:ref, :periodStart, :userId, :score, :subscore, :sign::bigint * :score::bigint,
-  :sign::bigint * :subscore::bigint, 1,
-  coalesce(:metadataJson::jsonb, '{}'::jsonb), :now, :now)`;
-const CHANGED = `updated_at = excluded.updated_at, metadata = coalesce(:metadataJson::jsonb, r.metadata),
-  version = nextval('leaderboard_record_versions')`;
-
-/**
- * Each operator as one statement: concurrent submissions of a user apply one after another on the
- * row. Exported for the leaderboards bench's ceiling, which runs the same statement.
- */
-export const SUBMIT_SQL = {
-  // The stored record changes only for a strictly better (score, subscore) in the board's order.
-  best: namedSql<Submission>(
-    `
-    ${NOTE_PERIOD}
-    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
-    on conflict (standings_ref, period_start, user_id) do update set
-      num_submissions = r.num_submissions + 1,
-      score = case when better then excluded.score else r.score end,
-      subscore = case when better then excluded.subscore else r.subscore end,
-      rank_score = case when better then excluded.rank_score else r.rank_score end,
-      rank_subscore = case when better then excluded.rank_subscore else r.rank_subscore end,
-      updated_at = case when better then excluded.updated_at else r.updated_at end,
-      metadata = case when better then coalesce(:metadataJson::jsonb, r.metadata) else r.metadata end,
-      version = case when better then nextval('leaderboard_record_versions') else r.version end
-    returning ${COLUMNS}`.replaceAll(
-      'better',
-      '(excluded.rank_score, excluded.rank_subscore) < (r.rank_score, r.rank_subscore)',
-    ),
-  ),
-  set: namedSql<Submission>(`
-    ${NOTE_PERIOD}
-    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
-    on conflict (standings_ref, period_start, user_id) do update set
-      num_submissions = r.num_submissions + 1, score = excluded.score, subscore = excluded.subscore,
-      rank_score = excluded.rank_score, rank_subscore = excluded.rank_subscore, ${CHANGED}
-    returning ${COLUMNS}`),
-  // A sum outside ±(2^53-1) updates nothing and returns no row: the caller refuses it.
-  incr: namedSql<Submission>(`
-    ${NOTE_PERIOD}
-    insert into leaderboard_records as r ${INSERT_COLUMNS} values ${INSERT_VALUES}
-    on conflict (standings_ref, period_start, user_id) do update set
-      num_submissions = r.num_submissions + 1,
-      score = r.score + excluded.score, subscore = r.subscore + excluded.subscore,
-      rank_score = :sign::bigint * (r.score + excluded.score),
-      rank_subscore = :sign::bigint * (r.subscore + excluded.subscore),
-      ${CHANGED}
-    where abs(r.score + excluded.score) <= 9007199254740991
-      and abs(r.subscore + excluded.subscore) <= 9007199254740991
-    returning ${COLUMNS}`),
-};
-
-/** Applies a submission with the operator; undefined when an `incr` would leave the exact range. */
-export async function submitRecord(
-  data: DataAccess,
-  operator: keyof typeof SUBMIT_SQL,
-  submission: Submission,
-): Promise<RecordRow | undefined> {
-  const [row] = await executeNamed<RawRecord, Submission>(data, SUBMIT_SQL[operator], submission);
-  return row && recordOf(row);
-}
+export const keyParams = (key: RankKey) => [
+  key.rankScore,
+  key.rankSubscore,
+  new Date(key.updatedAt),
+  key.userId,
+];
 
 const DELETE_SQL = `
   delete from leaderboard_records
@@ -214,37 +130,6 @@ export async function recordsOfUsers(
   if (userIds.length === 0) return [];
   const rows = await executeBound<RawRecord>(data, BY_USERS_SQL, [period.ref, period.periodStart, userIds]);
   return rows.map(recordOf);
-}
-
-const FRIENDS_SQL = `
-  select ${COLUMNS} from leaderboard_records r
-  where r.standings_ref = $1 and r.period_start = $2
-    and r.user_id in (select $7::uuid union all ${'FRIENDS'})
-    and ($3::bigint is null or ${KEY_AFTER})
-  order by ${ORDER} limit $8`;
-
-/**
- * A page of the records of `userId` and their friends, in standings order after `after`.
- * `friendIdsSql` is social's fragment naming the friends of the user bound at `$7`.
- */
-export function friendsPageStatement(friendIdsSql: (user: string) => string) {
-  const sql = FRIENDS_SQL.replace('FRIENDS', friendIdsSql('$7::uuid'));
-  return async (
-    data: DataAccess,
-    period: StandingsPeriod,
-    userId: string,
-    after: RankKey | undefined,
-    limit: number,
-  ): Promise<RecordRow[]> => {
-    const rows = await executeBound<RawRecord>(data, sql, [
-      period.ref,
-      period.periodStart,
-      ...(after ? keyParams(after) : [null, null, null, null]),
-      userId,
-      limit,
-    ]);
-    return rows.map(recordOf);
-  };
 }
 
 // The standings by SQL alone: what the rank index answers, used while it is not ready.

@@ -13,7 +13,7 @@ import {
 import type { RankIndex } from './rank-index.js';
 import { recordsAfter } from './records.repository.js';
 import { parseResetSchedule, periodAt, previousPeriodAt, type ResetSchedule } from './reset-schedule.js';
-import { rankedOf } from './standings.js';
+import { tournamentRecordView } from './standings.js';
 import { claimEndedTournament, type EndedTournament, endedTournaments } from './tournaments.repository.js';
 import { standingsOf } from './tournaments.service.js';
 
@@ -93,12 +93,13 @@ export class LeaderboardScheduler {
       const size = await claimEndedTournament(tx, tournament.ref, now);
       if (size === undefined) return;
       const top = await recordsAfter(tx, standingsOf(tournament), undefined, ENDED_STANDINGS);
+      const view = tournamentRecordView(tournament.id);
       await this.options.outbox.record(tx, TOURNAMENT_ENDED, {
         tournament_id: tournament.id,
         start_at: tournament.start_at.toISOString(),
         end_at: tournament.end_at.toISOString(),
         size,
-        standings: top.map((row, i) => ({ tournament_id: tournament.id, ...rankedOf(row, i + 1) })),
+        standings: top.map((row, i) => view(row, i + 1)),
       });
     });
   }

@@ -1,7 +1,13 @@
 import type { Ctx } from '../../platform/context.js';
-import type { DataAccess } from '../../platform/data-access.js';
+import { timeOfKey } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
+import {
+  type FriendsPage,
+  type Guarded,
+  guardedRecordsAfter,
+  guardedRecordsOfUsers,
+} from './guarded.repository.js';
 import type { RankIndex } from './rank-index.js';
 import { cursorOf, keyOfCursor, type RankKey } from './rank-key.js';
 import {
@@ -25,8 +31,8 @@ export interface RecordsQuery {
   friends?: 'true';
 }
 
-/** A record as the API shows it, before the standings' own id field is added. */
-export interface RankedRecord {
+/** A record as the API shows it, with its standings' id field (`leaderboard_id`, `tournament_id`) first. */
+interface RankedRecord {
   user_id: string;
   username: string;
   score: number;
@@ -38,13 +44,21 @@ export interface RankedRecord {
   updated_at: string;
 }
 
-export type FriendsPage = (
-  data: DataAccess,
-  period: StandingsPeriod,
-  userId: string,
-  after: RankKey | undefined,
-  limit: number,
-) => Promise<RecordRow[]>;
+/**
+ * The standings a read was asked for are gone: their board or tournament was deleted (on any node)
+ * since the service read it. Its service answers as if it had read that first.
+ */
+export class StandingsGone extends Error {
+  constructor() {
+    super('the standings were deleted');
+  }
+}
+
+/** A guarded statement's answer, or StandingsGone. */
+function present<T>(answer: Guarded<T> | undefined): Guarded<T> {
+  if (!answer) throw new StandingsGone();
+  return answer;
+}
 
 /** Where ranks come from: the rank index when it is ready, else SQL over the records alone. */
 interface Positions {
@@ -59,21 +73,72 @@ const MAX_USER_IDS = 100;
 const refuse = (path: string, message: string) =>
   new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
 
-/** Records at consecutive positions from `start` (0-based), those deleted meanwhile left out. */
-const ranked = (rows: readonly (RecordRow | undefined)[], start: number) =>
-  rows.flatMap((row, i) => (row ? [rankedOf(row, start + i + 1)] : []));
+/**
+ * Builds a record's answer at its rank, its standings' id field included: one object per record,
+ * written out field by field for boards and for tournaments rather than spread from a shared one.
+ */
+export type RecordView<T> = (row: RecordRow, rank: number) => T;
 
-export const rankedOf = (row: RecordRow, rank: number): RankedRecord => ({
-  user_id: row.user_id,
-  username: row.username,
-  score: row.score,
-  subscore: row.subscore,
-  num_submissions: row.num_submissions,
-  rank,
-  metadata: row.metadata,
-  created_at: row.created_at.toISOString(),
-  updated_at: row.updated_at.toISOString(),
-});
+export const boardRecordView =
+  (leaderboardId: string): RecordView<RankedRecord & { leaderboard_id: string }> =>
+  (row, rank) => ({
+    leaderboard_id: leaderboardId,
+    user_id: row.user_id,
+    username: row.username,
+    score: row.score,
+    subscore: row.subscore,
+    num_submissions: row.num_submissions,
+    rank,
+    metadata: row.metadata,
+    created_at: timeOfKey(row.created_key),
+    updated_at: timeOfKey(row.updated_key),
+  });
+
+export const tournamentRecordView =
+  (tournamentId: string): RecordView<RankedRecord & { tournament_id: string }> =>
+  (row, rank) => ({
+    tournament_id: tournamentId,
+    user_id: row.user_id,
+    username: row.username,
+    score: row.score,
+    subscore: row.subscore,
+    num_submissions: row.num_submissions,
+    rank,
+    metadata: row.metadata,
+    created_at: timeOfKey(row.created_key),
+    updated_at: timeOfKey(row.updated_key),
+  });
+
+/** Records at consecutive positions from `start` (0-based), those deleted meanwhile left out. */
+function ranked<T>(rows: readonly (RecordRow | undefined)[], start: number, view: RecordView<T>): T[] {
+  const items: T[] = [];
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    if (row) items.push(view(row, start + i + 1));
+  }
+  return items;
+}
+
+/**
+ * The records of `keys` in the keys' order: one changed since its key was read is shown as it is
+ * now, at the rank its key had; one deleted meanwhile is undefined (left out).
+ */
+const inKeyOrder = (keys: readonly RankKey[], rows: readonly RecordRow[]) => {
+  const byUser = new Map(rows.map((row) => [row.user_id, row]));
+  return keys.map((key) => byUser.get(key.userId));
+};
+
+/** Records each at the rank `positions` gives it. */
+const rankedAt = <T>(positions: Positions, rows: readonly RecordRow[], view: RecordView<T>) =>
+  Promise.all(rows.map(async (row) => view(row, (await positions.position(keyOfRow(row))) + 1)));
+
+/** The ids of a `user_ids` selector that can name a user, canonical. */
+function userIdsOf(text: string): string[] {
+  const ids = [...new Set(text.split(','))];
+  if (ids.length > MAX_USER_IDS || ids.some((id) => id === ''))
+    throw refuse('user_ids', `must be 1-${MAX_USER_IDS} comma-separated user ids`);
+  return ids.filter(isId).map(canonicalId);
+}
 
 /**
  * The reads of standings shared by boards and tournaments: pages from the top, around a user, of
@@ -97,12 +162,13 @@ export class StandingsReader {
     return (await this.positionsOf(ctx, period, isReady).position(key)) + 1;
   }
 
-  async page(
+  async page<T>(
     ctx: Ctx,
     period: StandingsPeriod,
     query: RecordsQuery,
     callerId: string | null,
-  ): Promise<{ items: RankedRecord[]; next_cursor: string | null }> {
+    view: RecordView<T>,
+  ): Promise<{ items: T[]; next_cursor: string | null }> {
     const selectors = (['around_user_id', 'around', 'user_ids', 'friends'] as const).filter(
       (field) => query[field] !== undefined,
     );
@@ -114,61 +180,112 @@ export class StandingsReader {
     if (query.cursor !== undefined && !after) throw refuse('cursor', 'is not a cursor of this list');
     if (callerId === null && (selector === 'around' || selector === 'friends'))
       throw refuse(selector, 'names the caller, and this read has none');
-    // The index's ready check goes out beside each path's first read (one Redis write with
-    // auto-pipelining, one stage less to wait for); an index read the check refuses is dropped.
-    const ready = this.index.ready(period);
+    // Each path's first statement is guarded (guarded.repository.ts): it answers the period's
+    // epoch, compared with the index's ready marker read beside it (one stage for both), and
+    // StandingsGone when the board or tournament was deleted. An index read the marker refuses is
+    // dropped.
+    const marker = this.index.marker(period);
 
     if (selector === 'user_ids') {
-      const positions = this.positionsOf(ctx, period, await ready);
-      return { items: await this.ofUsers(ctx, period, positions, query), next_cursor: null };
+      const ids = userIdsOf(query.user_ids as string);
+      const [mark, read] = await Promise.all([marker, guardedRecordsOfUsers(ctx.data, period, ids)]);
+      const { epoch, value: rows } = present(read);
+      const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
+      return { items: await rankedAt(positions, rows, view), next_cursor: null };
     }
     if (selector === 'friends') {
-      const [isReady, rows] = await Promise.all([
-        ready,
+      const [mark, read] = await Promise.all([
+        marker,
         this.friendsPage(ctx.data, period, callerId as string, after, query.limit + 1),
       ]);
-      const positions = this.positionsOf(ctx, period, isReady);
+      const { epoch, value: rows } = present(read);
+      const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
       const page = rows.slice(0, query.limit);
-      const items = await Promise.all(
-        page.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)),
-      );
       return {
-        items,
+        items: await rankedAt(positions, page, view),
         next_cursor: rows.length > query.limit ? cursorOf(keyOfRow(page.at(-1) as RecordRow)) : null,
       };
     }
     if (selector !== undefined) {
       const target = selector === 'around' ? (callerId as string) : (query.around_user_id as string);
-      const [isReady, row] = await Promise.all([ready, this.recordOf(ctx, period, target)]);
-      const positions = this.positionsOf(ctx, period, isReady);
-      if (row) return this.around(ctx, period, positions, row, query.limit);
+      const ids = isId(target) ? [canonicalId(target)] : [];
+      const [mark, read] = await Promise.all([marker, guardedRecordsOfUsers(ctx.data, period, ids)]);
+      const { epoch, value: rows } = present(read);
+      const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
+      const [row] = rows;
+      if (row) return this.around(ctx, period, positions, row, query.limit, view);
       // No record: the top page is answered instead.
-      return this.fromKeys(ctx, period, positions, await positions.keysAfter(undefined, query.limit + 1), {
-        limit: query.limit,
-        fromTop: true,
-      });
+      const keys = await positions.keysAfter(undefined, query.limit + 1);
+      const page = keys.slice(0, query.limit);
+      return {
+        items: ranked(await this.rowsInOrder(ctx, period, page), 0, view),
+        next_cursor: keys.length > query.limit ? cursorOf(page.at(-1) as RankKey) : null,
+      };
     }
-    const fromIndex = this.index.keysAfter(period, after, query.limit + 1).catch(() => undefined);
-    const [isReady, indexKeys] = await Promise.all([ready, fromIndex]);
-    const positions = this.positionsOf(ctx, period, isReady);
-    const keys = isReady && indexKeys ? indexKeys : await positions.keysAfter(after, query.limit + 1);
-    return this.fromKeys(ctx, period, positions, keys, { limit: query.limit, fromTop: after === undefined });
+    return this.list(ctx, period, marker, after, query.limit, view);
   }
 
-  /** The user's record in the period, or undefined (none, or not an id). */
-  private async recordOf(ctx: Ctx, period: StandingsPeriod, userId: string) {
-    if (!isId(userId)) return undefined;
-    const [row] = await recordsOfUsers(ctx.data, period, [canonicalId(userId)]);
-    return row;
+  /**
+   * A page from the top or after a cursor. The index's keys are read beside its marker, and the
+   * page's guarded statement reads their records; when its epoch refuses the index (or the index
+   * has no marker, or failed), the page is read from SQL alone.
+   */
+  private async list<T>(
+    ctx: Ctx,
+    period: StandingsPeriod,
+    marker: Promise<string | null | undefined>,
+    after: RankKey | undefined,
+    limit: number,
+    view: RecordView<T>,
+  ) {
+    const fromIndex = this.index.keysAfter(period, after, limit + 1).catch(() => undefined);
+    const [mark, keys] = await Promise.all([marker, fromIndex]);
+    let checked = false;
+    if (typeof mark === 'string' && keys) {
+      const page = keys.slice(0, limit);
+      // From the top the first record is rank 1 on the index as on SQL: no position to read.
+      const first =
+        after === undefined || page.length === 0
+          ? 0
+          : this.index.position(period, page[0] as RankKey).catch(() => undefined);
+      const [read, start] = await Promise.all([
+        guardedRecordsOfUsers(
+          ctx.data,
+          period,
+          page.map((key) => key.userId),
+        ),
+        first,
+      ]);
+      const { epoch, value: rows } = present(read);
+      checked = true;
+      if (this.index.readyAt(period, mark, epoch) && start !== undefined)
+        return {
+          items: ranked(inKeyOrder(page, rows), start, view),
+          next_cursor: keys.length > limit ? cursorOf(page.at(-1) as RankKey) : null,
+        };
+    }
+    const { epoch, value: rows } = present(await guardedRecordsAfter(ctx.data, period, after, limit + 1));
+    // Starts the index's rebuild when it is due (once per answer).
+    if (!checked) this.index.readyAt(period, mark, epoch);
+    const page = rows.slice(0, limit);
+    const start =
+      after === undefined || page.length === 0
+        ? 0
+        : await countBefore(ctx.data, period, keyOfRow(page[0] as RecordRow));
+    return {
+      items: ranked(page, start, view),
+      next_cursor: rows.length > limit ? cursorOf(keyOfRow(page.at(-1) as RecordRow)) : null,
+    };
   }
 
   /** The page centred on the user's record. */
-  private async around(
+  private async around<T>(
     ctx: Ctx,
     period: StandingsPeriod,
     positions: Positions,
     row: RecordRow,
     limit: number,
+    view: RecordView<T>,
   ) {
     const [position, total] = await Promise.all([positions.position(keyOfRow(row)), positions.count()]);
     const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
@@ -176,54 +293,19 @@ export class StandingsReader {
     const page = await this.rowsInOrder(ctx, period, keys);
     const more = start + keys.length < total;
     return {
-      items: ranked(page, start),
+      items: ranked(page, start, view),
       next_cursor: more && keys.length > 0 ? cursorOf(keys.at(-1) as RankKey) : null,
     };
   }
 
-  private async ofUsers(ctx: Ctx, period: StandingsPeriod, positions: Positions, query: RecordsQuery) {
-    const ids = [...new Set((query.user_ids as string).split(','))];
-    if (ids.length > MAX_USER_IDS || ids.some((id) => id === ''))
-      throw refuse('user_ids', `must be 1-${MAX_USER_IDS} comma-separated user ids`);
-    const rows = await recordsOfUsers(ctx.data, period, ids.filter(isId).map(canonicalId));
-    return Promise.all(rows.map(async (row) => rankedOf(row, (await positions.position(keyOfRow(row))) + 1)));
-  }
-
-  /**
-   * A page from keys read with limit + 1: the first `limit` records with their ranks, and the
-   * cursor after them. From the top (no cursor) the first key's position is 0, with no read.
-   */
-  private async fromKeys(
-    ctx: Ctx,
-    period: StandingsPeriod,
-    positions: Positions,
-    keys: RankKey[],
-    { limit, fromTop }: { limit: number; fromTop: boolean },
-  ) {
-    const page = keys.slice(0, limit);
-    if (page.length === 0) return { items: [], next_cursor: null };
-    const [first, rows] = await Promise.all([
-      fromTop ? 0 : positions.position(page[0] as RankKey),
-      this.rowsInOrder(ctx, period, page),
-    ]);
-    return {
-      items: ranked(rows, first),
-      next_cursor: keys.length > limit ? cursorOf(page.at(-1) as RankKey) : null,
-    };
-  }
-
-  /**
-   * The records of `keys`, in their order. A record that changed since its key was read is shown
-   * as it is now, at the rank its key had; one deleted meanwhile is undefined (left out).
-   */
+  /** The records of `keys`, in their order (inKeyOrder). */
   private async rowsInOrder(ctx: Ctx, period: StandingsPeriod, keys: readonly RankKey[]) {
     const rows = await recordsOfUsers(
       ctx.data,
       period,
       keys.map((key) => key.userId),
     );
-    const byUser = new Map(rows.map((row) => [row.user_id, row]));
-    return keys.map((key) => byUser.get(key.userId));
+    return inKeyOrder(keys, rows);
   }
 
   /** The index's positions when it is ready, else SQL's over the records alone. */

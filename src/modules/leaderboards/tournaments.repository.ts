@@ -1,7 +1,6 @@
 import type { DataAccess } from '../../platform/data-access.js';
 import { executeBound, executeNamed } from '../../platform/db.js';
 import { namedSql } from '../../platform/named-sql.js';
-import { epochsSql } from './records.repository.js';
 
 /**
  * The SQL of tournaments and their participants (migration 0033). A tournament's records are
@@ -23,8 +22,6 @@ export interface TournamentRow {
   metadata: Record<string, unknown>;
   created_at: Date;
   size: number;
-  /** With findTournament: the bumped index epoch of its one period, as epochsSql answers it. */
-  epochs?: Record<string, number>;
 }
 
 const COLUMNS = `id, ref, title, description, sort, operator, start_at, end_at, max_size, join_required,
@@ -63,7 +60,7 @@ export async function insertTournament(
   return created;
 }
 
-const FIND_SQL = `select ${COLUMNS}, ${epochsSql('tournaments.ref')} as epochs from tournaments where id = $1`;
+const FIND_SQL = `select ${COLUMNS} from tournaments where id = $1`;
 
 export async function findTournament(data: DataAccess, id: string): Promise<TournamentRow | undefined> {
   const [row] = await executeBound<TournamentRow>(data, FIND_SQL, [id]);

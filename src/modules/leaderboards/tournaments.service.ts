@@ -5,16 +5,11 @@ import { transaction } from '../../platform/data-access.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import type { AuditApi } from '../audit/index.js';
+import { submitRecord } from './guarded.repository.js';
 import type { RankIndex } from './rank-index.js';
-import {
-  deleteStandings,
-  epochOf,
-  keyOfRow,
-  type StandingsPeriod,
-  submitRecord,
-} from './records.repository.js';
-import type { RankedRecord, RecordsQuery, StandingsReader } from './standings.js';
-import { rankedOf } from './standings.js';
+import { deleteStandings, keyOfRow, type StandingsPeriod } from './records.repository.js';
+import type { RecordsQuery, StandingsReader } from './standings.js';
+import { StandingsGone, tournamentRecordView } from './standings.js';
 import {
   deleteTournament,
   findTournament,
@@ -53,6 +48,10 @@ type State = 'upcoming' | 'active' | 'ended';
 const TEN_YEARS_MS = 10 * 365.25 * 24 * 3600 * 1000;
 
 const notFound = (id: string) => new AppError(ErrorCode.NOT_FOUND, `No tournament ${id}.`);
+/** A read of a tournament deleted since it was found is answered as if it had been found gone. */
+const goneAs = (id: string) => (error: unknown) => {
+  throw error instanceof StandingsGone ? notFound(id) : error;
+};
 const invalid = (path: string, message: string) =>
   new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
 
@@ -60,12 +59,9 @@ export const stateAt = (tournament: Pick<TournamentRow, 'start_at' | 'end_at'>, 
   now < tournament.start_at ? 'upcoming' : now < tournament.end_at ? 'active' : 'ended';
 
 /** A tournament's one period of standings: its records hang on its ref and its start. */
-export const standingsOf = (
-  tournament: Pick<TournamentRow, 'ref' | 'start_at'> & { epochs?: TournamentRow['epochs'] },
-): StandingsPeriod => ({
+export const standingsOf = (tournament: Pick<TournamentRow, 'ref' | 'start_at'>): StandingsPeriod => ({
   ref: tournament.ref,
   periodStart: tournament.start_at,
-  epoch: epochOf(tournament.epochs, tournament.start_at),
 });
 
 /**
@@ -200,13 +196,13 @@ export class TournamentsService {
       throw closed(tournament, now, 'Submissions are accepted from start_at until end_at.');
     }
     const period = standingsOf(tournament);
-    const row = await transaction(ctx.data, async (tx) => {
+    const written = await transaction(ctx.data, async (tx) => {
       if (!(await joinedAt(tx, tournament.ref, userId))) {
         if (tournament.join_required)
           throw new AppError(ErrorCode.NOT_JOINED, 'Join the tournament before submitting to it.');
         if ((await joinTournament(tx, tournament.ref, userId, now)) === 'full') throw full(tournament);
       }
-      const record = await submitRecord(tx, tournament.operator, {
+      const submitted = await submitRecord(tx, tournament.operator, {
         ref: tournament.ref,
         periodStart: period.periodStart,
         periodEnd: null,
@@ -217,18 +213,22 @@ export class TournamentsService {
         sign: tournament.sort === 'asc' ? 1 : -1,
         now,
       });
+      // Deleted since it was read: answered as if it had been read after.
+      if (!submitted) throw notFound(id);
+      const record = submitted.value;
       if (!record)
         throw new AppError(
           ErrorCode.SCORE_OUT_OF_RANGE,
           'The sum would leave ±(2^53-1); the record is unchanged.',
         );
-      return record;
+      return { record, epoch: submitted.epoch };
     }).catch(async (error: unknown) => {
       await this.deps.writers.refund(writer, userId);
       throw error;
     });
-    const applied = await this.deps.index.apply(period, userId, row.version, keyOfRow(row));
-    return recordView(tournament, rankedOf(row, await this.deps.reader.rankOf(ctx, applied, row)));
+    const { record: row, epoch } = written;
+    const applied = await this.deps.index.apply({ ...period, epoch }, userId, row.version, keyOfRow(row));
+    return tournamentRecordView(tournament.id)(row, await this.deps.reader.rankOf(ctx, applied, row));
   }
 
   async records(ctx: Ctx, id: string, query: RecordsQuery) {
@@ -238,9 +238,11 @@ export class TournamentsService {
   /** A records list for `callerId`, or for server code (no caller: `around=me` and `friends` name no one). */
   async recordsFor(ctx: Ctx, id: string, query: RecordsQuery, callerId: string | null) {
     const tournament = await this.tournament(ctx, id);
-    const page = await this.deps.reader.page(ctx, standingsOf(tournament), query, callerId);
+    const page = await this.deps.reader
+      .page(ctx, standingsOf(tournament), query, callerId, tournamentRecordView(tournament.id))
+      .catch(goneAs(id));
     return {
-      items: page.items.map((record) => recordView(tournament, record)),
+      items: page.items,
       next_cursor: page.next_cursor,
     };
   }
@@ -250,15 +252,18 @@ export class TournamentsService {
     const tournament = await this.tournament(ctx, id);
     const noRecord = () => new AppError(ErrorCode.NOT_FOUND, 'That user has no record in this tournament.');
     if (!isId(userId)) throw noRecord();
-    const page = await this.deps.reader.page(
-      ctx,
-      standingsOf(tournament),
-      { limit: 1, user_ids: canonicalId(userId) },
-      caller.id,
-    );
+    const page = await this.deps.reader
+      .page(
+        ctx,
+        standingsOf(tournament),
+        { limit: 1, user_ids: canonicalId(userId) },
+        caller.id,
+        tournamentRecordView(tournament.id),
+      )
+      .catch(goneAs(id));
     const [found] = page.items;
     if (!found) throw noRecord();
-    return recordView(tournament, found);
+    return found;
   }
 
   private async tournament(ctx: Ctx, id: string): Promise<TournamentRow> {
@@ -286,11 +291,6 @@ export function view(row: TournamentRow, now: Date) {
     state: stateAt(row, now),
   };
 }
-
-export const recordView = (tournament: TournamentRow, record: RankedRecord) => ({
-  tournament_id: tournament.id,
-  ...record,
-});
 
 const joinView = (tournament: TournamentRow, userId: string, at: Date) => ({
   tournament_id: tournament.id,
