@@ -39,5 +39,9 @@ export default defineConfig(({ mode }) => ({
     // embedded, the previous file's reset to the template (test/helpers/embedded-reuse.ts).
     isolate: false,
     sequence: { sequencer: LongFilesFirst },
+    // Transformed modules kept under node_modules between runs, keyed by each file's content: a run
+    // after the first transforms only what changed. Three files took 11.7 s instead of 13.5 to
+    // 15.8 (import 7.5 s instead of 12 to 16) and 3 s less CPU (docs/architecture.md, "Test time").
+    experimental: { fsModuleCache: true },
   },
 }));

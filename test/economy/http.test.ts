@@ -39,8 +39,10 @@ async function counts(app: TestApp) {
   return rows[0];
 }
 
+// One app for the file: its parts need the same settings, and each test makes its own users.
+const app = useTestApp();
+
 describe('Idempotency-Key on economy writes', () => {
-  const app = useTestApp();
   const send = client(app);
 
   it.each([
@@ -155,7 +157,6 @@ describe('Idempotency-Key on economy writes', () => {
 });
 
 describe('admin routes', () => {
-  const app = useTestApp();
   const send = client(app);
 
   it('checks the body before the role: 422 for a bad body, then 403 for a moderator', async () => {
@@ -221,7 +222,6 @@ describe('admin routes', () => {
 });
 
 describe('economy events and frames', () => {
-  const app = useTestApp();
   const send = client(app);
   const { open, closeAll } = openedSockets(() => app().wsUrl);
   afterAll(() => closeAll());

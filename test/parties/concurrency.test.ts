@@ -7,8 +7,10 @@ import { useTestApp } from '../helpers/app.js';
 import { queryRows } from '../helpers/database.js';
 import { partyCalls } from './parties.js';
 
+// One app for the file: its parts need the same settings, and each test makes its own users.
+const app = useTestApp();
+
 describe('parties under concurrent requests', () => {
-  const app = useTestApp();
   const { call, users, createParty, joined, stateOf } = partyCalls(app);
   const outcomes = (responses: { statusCode: number; body: string }[]) =>
     responses
@@ -89,7 +91,6 @@ describe('parties under concurrent requests', () => {
 });
 
 describe('holding a party’s members (PartiesApi.holdMembers, for placing them together)', () => {
-  const app = useTestApp();
   const { call, users, partyOf } = partyCalls(app);
   const parties = () => (app().modules as unknown as { parties: PartiesApi }).parties;
 

@@ -91,8 +91,11 @@ describe('removing offline members', () => {
   });
 });
 
+/** One app for the two parts below that need a grace no test waits out. */
+const longGraceApp = useTestApp({ PARTY_OFFLINE_GRACE_SECONDS: 30 });
+
 describe('absences presence did not tell', () => {
-  const app = useTestApp({ PARTY_OFFLINE_GRACE_SECONDS: 30 });
+  const app = longGraceApp;
   const { users, createParty, joined } = partyCalls(app);
 
   it('are found by the walk over the memberships', async () => {
@@ -111,7 +114,7 @@ describe('absences presence did not tell', () => {
 });
 
 describe('the offline clock', () => {
-  const app = useTestApp({ PARTY_OFFLINE_GRACE_SECONDS: 30 });
+  const app = longGraceApp;
   const { users, createParty, joined } = partyCalls(app);
 
   it('runs from the join for a member who was offline before joining', async () => {

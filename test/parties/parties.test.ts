@@ -6,8 +6,10 @@ import { partyCalls } from './parties.js';
 
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
 
+// One app for the file: its parts need the same settings, and each test makes its own users.
+const app = useTestApp();
+
 describe('creating and reading parties', () => {
-  const app = useTestApp();
   const { call, expectStatus, users, createParty, joined, stateOf, refused } = partyCalls(app);
 
   it('creates a closed party of 8 by default, with the caller as its leader and only member', async () => {
@@ -102,7 +104,6 @@ describe('creating and reading parties', () => {
 });
 
 describe('changing a party: PATCH, kicks and leader handover', () => {
-  const app = useTestApp();
   const { expectStatus, users, partyOf, stateOf, refused } = partyCalls(app);
 
   it('lets the leader change open and max_size', async () => {
@@ -186,7 +187,6 @@ describe('changing a party: PATCH, kicks and leader handover', () => {
 });
 
 describe('leaving and ending parties', () => {
-  const app = useTestApp();
   const { call, expectStatus, users, createParty, partyOf, invited, stateOf, refused } = partyCalls(app);
 
   it('promotes the longest-standing remaining member when the leader leaves', async () => {

@@ -10,13 +10,19 @@ import {
 } from '../../src/modules/presence/node-lease.js';
 import { presenceKey } from '../../src/modules/presence/presence.service.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
-import { buildTestApp, buildTestCluster, type TestCluster } from '../helpers/app.js';
+import { buildTestCluster, type TestCluster, useTestApp } from '../helpers/app.js';
 import { authedSocket, request, type TestSocket } from '../helpers/ws-client.js';
 
 // A short lease: renewed, and other nodes checked, every third of a second.
 const LEASE = { NODE_LEASE_SECONDS: 1 };
 
 type Node = App & { wsUrl: string };
+
+/**
+ * One node for the tests of a single node: each makes its own users and dead nodes, and the one
+ * that removes the node's own records runs last.
+ */
+const leased = useTestApp(LEASE);
 
 /**
  * Writes what a node killed with -9 leaves behind: a registry entry and a user set, but no lease,
@@ -51,57 +57,45 @@ async function watch(node: Node, userIds: string[]): Promise<{ socket: TestSocke
 
 describe('a node whose lease lapsed', () => {
   it('has its users ended by a survivor, which tells their subscribers and removes its records', async () => {
-    const app = await buildTestApp(LEASE);
-    try {
-      const subject = await registerUser(app);
-      const { socket, viewer } = await watch(app, [subject.user.id]);
-      const deadId = await leaveDeadNode(app, [subject.user.id]);
-      const offline = await socket.next(isStatus('offline'), 3000);
-      expect(offline.d).toMatchObject({ user_id: subject.user.id, status: 'offline' });
-      expect(typeof (offline.d as { last_seen_at: string }).last_seen_at).toBe('string');
-      expect(await statusOf(app, viewer, subject.user.id)).toBe('offline');
-      await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY)).not.toContain(deadId);
-      expect(await app.kv.smembers(nodeUsersKey(deadId))).toEqual([]);
-      socket.close();
-    } finally {
-      await app.close();
-    }
+    const app = leased();
+    const subject = await registerUser(app);
+    const { socket, viewer } = await watch(app, [subject.user.id]);
+    const deadId = await leaveDeadNode(app, [subject.user.id]);
+    const offline = await socket.next(isStatus('offline'), 3000);
+    expect(offline.d).toMatchObject({ user_id: subject.user.id, status: 'offline' });
+    expect(typeof (offline.d as { last_seen_at: string }).last_seen_at).toBe('string');
+    expect(await statusOf(app, viewer, subject.user.id)).toBe('offline');
+    await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY)).not.toContain(deadId);
+    expect(await app.kv.smembers(nodeUsersKey(deadId))).toEqual([]);
+    socket.close();
   });
 
   it('leaves online its user who still has a socket on a live node', async () => {
-    const app = await buildTestApp(LEASE);
-    try {
-      const subject = await registerUser(app);
-      const held = await authedSocket(app.wsUrl, subject.access_token);
-      const { socket, viewer } = await watch(app, [subject.user.id]);
-      const deadId = await leaveDeadNode(app, [subject.user.id]);
-      await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY), { timeout: 3000 }).not.toContain(deadId);
-      expect(await statusOf(app, viewer, subject.user.id)).toBe('online');
-      expect(socket.frames.filter(isStatus('offline'))).toEqual([]);
-      socket.close();
-      held.close();
-    } finally {
-      await app.close();
-    }
+    const app = leased();
+    const subject = await registerUser(app);
+    const held = await authedSocket(app.wsUrl, subject.access_token);
+    const { socket, viewer } = await watch(app, [subject.user.id]);
+    const deadId = await leaveDeadNode(app, [subject.user.id]);
+    await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY), { timeout: 3000 }).not.toContain(deadId);
+    expect(await statusOf(app, viewer, subject.user.id)).toBe('online');
+    expect(socket.frames.filter(isStatus('offline'))).toEqual([]);
+    socket.close();
+    held.close();
   });
 
   it('is left to the survivor that claimed it, and taken over by another once that claim lapses', async () => {
-    const app = await buildTestApp(LEASE);
-    try {
-      const subject = await registerUser(app);
-      const { socket, viewer } = await watch(app, [subject.user.id]);
-      const deadId = `dead-${randomUUID()}`;
-      // Another survivor claimed the dead node and then died itself before finishing.
-      await app.kv.set(nodeClaimKey(deadId), 'another-survivor', { ttlMs: 1500 });
-      await leaveDeadNode(app, [subject.user.id], deadId);
-      const claimedAt = Date.now();
-      await socket.next(isStatus('offline'), 4000);
-      expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(1000);
-      expect(await statusOf(app, viewer, subject.user.id)).toBe('offline');
-      socket.close();
-    } finally {
-      await app.close();
-    }
+    const app = leased();
+    const subject = await registerUser(app);
+    const { socket, viewer } = await watch(app, [subject.user.id]);
+    const deadId = `dead-${randomUUID()}`;
+    // Another survivor claimed the dead node and then died itself before finishing.
+    await app.kv.set(nodeClaimKey(deadId), 'another-survivor', { ttlMs: 1500 });
+    await leaveDeadNode(app, [subject.user.id], deadId);
+    const claimedAt = Date.now();
+    await socket.next(isStatus('offline'), 4000);
+    expect(Date.now() - claimedAt).toBeGreaterThanOrEqual(1000);
+    expect(await statusOf(app, viewer, subject.user.id)).toBe('offline');
+    socket.close();
   });
 });
 
@@ -131,25 +125,21 @@ describe('a node lease', () => {
   });
 
   it('registers again with its users when it finds its own lease lapsed and its records removed', async () => {
-    const app = await buildTestApp(LEASE);
-    try {
-      const nodeId = app.modules.presence.nodeId;
-      const subject = await registerUser(app);
-      const held = await authedSocket(app.wsUrl, subject.access_token);
-      const { socket, viewer } = await watch(app, [subject.user.id]);
-      // What a survivor does to a node it believed dead, say after a long pause of this one.
-      await app.kv.del(nodeLeaseKey(nodeId), nodeUsersKey(nodeId), presenceKey(subject.user.id));
-      await app.kv.srem(NODE_REGISTRY_KEY, nodeId);
-      await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY)).toContain(nodeId);
-      await expect
-        .poll(async () => (await app.kv.smembers(nodeUsersKey(nodeId))).sort())
-        .toEqual([subject.user.id, viewer.user.id].sort());
-      const online = await socket.next(isStatus('online'), 3000);
-      expect(online.d).toMatchObject({ user_id: subject.user.id });
-      socket.close();
-      held.close();
-    } finally {
-      await app.close();
-    }
+    const app = leased();
+    const nodeId = app.modules.presence.nodeId;
+    const subject = await registerUser(app);
+    const held = await authedSocket(app.wsUrl, subject.access_token);
+    const { socket, viewer } = await watch(app, [subject.user.id]);
+    // What a survivor does to a node it believed dead, say after a long pause of this one.
+    await app.kv.del(nodeLeaseKey(nodeId), nodeUsersKey(nodeId), presenceKey(subject.user.id));
+    await app.kv.srem(NODE_REGISTRY_KEY, nodeId);
+    await expect.poll(() => app.kv.smembers(NODE_REGISTRY_KEY)).toContain(nodeId);
+    await expect
+      .poll(async () => (await app.kv.smembers(nodeUsersKey(nodeId))).sort())
+      .toEqual([subject.user.id, viewer.user.id].sort());
+    const online = await socket.next(isStatus('online'), 3000);
+    expect(online.d).toMatchObject({ user_id: subject.user.id });
+    socket.close();
+    held.close();
   });
 });

@@ -20,8 +20,18 @@ const lookupOver = async (app: { http: TestApp['http'] }, token: string, id: str
   return (response.json() as { presence: Record<string, string> }).presence[id];
 };
 
+// One app and one two-node cluster with the default settings for every test that needs no other:
+// each test makes its own users.
+const app = useTestApp();
+let cluster: TestCluster;
+beforeAll(async () => {
+  cluster = await buildTestCluster(2);
+});
+afterAll(async () => {
+  await cluster?.close();
+});
+
 describe('presence on the gateway', () => {
-  const app = useTestApp();
   const { open, closeAll } = openedSockets(() => app().wsUrl);
 
   afterAll(async () => {
@@ -265,14 +275,6 @@ describe('gateway limits', () => {
 });
 
 describe('presence across two instances sharing one KV store', () => {
-  let cluster: TestCluster;
-  beforeAll(async () => {
-    cluster = await buildTestCluster(2);
-  });
-  afterAll(async () => {
-    await cluster?.close();
-  });
-
   it('shows a heartbeat made on one instance to a lookup on the other', async () => {
     const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
     const user = await registerUser(a);
@@ -307,26 +309,21 @@ describe('presence across two instances sharing one KV store', () => {
 
 describe('socket sessions', () => {
   it('closes a socket with 4403 when its session logs out, on every node', async () => {
-    const cluster = await buildTestCluster(2);
-    try {
-      const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
-      const user = await registerUser(a);
-      const other = await registerUser(a);
-      const onA = await authedSocket(a.wsUrl, user.access_token);
-      const onB = await authedSocket(b.wsUrl, user.access_token);
-      const unrelated = await authedSocket(b.wsUrl, other.access_token);
-      await a.http.inject({
-        method: 'POST',
-        url: '/api/auth/logout',
-        payload: { refresh_token: user.refresh_token },
-      });
-      expect((await onA.closed).code).toBe(4403);
-      expect((await onB.closed).code).toBe(4403);
-      expect((await request(unrelated, 'presence.heartbeat')).t).toBe('ack');
-      unrelated.close();
-    } finally {
-      await cluster.close();
-    }
+    const [a, b] = cluster.nodes as [TestCluster['nodes'][0], TestCluster['nodes'][0]];
+    const user = await registerUser(a);
+    const other = await registerUser(a);
+    const onA = await authedSocket(a.wsUrl, user.access_token);
+    const onB = await authedSocket(b.wsUrl, user.access_token);
+    const unrelated = await authedSocket(b.wsUrl, other.access_token);
+    await a.http.inject({
+      method: 'POST',
+      url: '/api/auth/logout',
+      payload: { refresh_token: user.refresh_token },
+    });
+    expect((await onA.closed).code).toBe(4403);
+    expect((await onB.closed).code).toBe(4403);
+    expect((await request(unrelated, 'presence.heartbeat')).t).toBe('ack');
+    unrelated.close();
   });
 
   it('closes a socket with 4403 when its access token expires, unless a fresh auth frame came first', async () => {
@@ -355,28 +352,23 @@ describe('socket sessions', () => {
   });
 
   it('drops the subscriptions of the previous user when a socket authenticates as someone else', async () => {
-    const app = await buildTestApp();
-    try {
-      const first = await registerUser(app);
-      const second = await registerUser(app);
-      const subject = await registerUser(app);
-      const socket = await authedSocket(app.wsUrl, first.access_token);
-      await request(socket, 'presence.subscribe', { user_ids: [subject.user.id] });
-      expect((await request(socket, 'auth', { token: second.access_token })).t).toBe('ack');
-      const watcher = await authedSocket(app.wsUrl, first.access_token);
-      await request(watcher, 'presence.subscribe', { user_ids: [subject.user.id] });
-      await app.http.inject({
-        method: 'POST',
-        url: '/api/presence/heartbeat',
-        headers: bearer(subject.access_token),
-      });
-      await watcher.next((f) => f.t === 'presence');
-      expect(socket.frames.filter((f) => f.t === 'presence')).toEqual([]);
-      socket.close();
-      watcher.close();
-    } finally {
-      await app.close();
-    }
+    const first = await registerUser(app());
+    const second = await registerUser(app());
+    const subject = await registerUser(app());
+    const socket = await authedSocket(app().wsUrl, first.access_token);
+    await request(socket, 'presence.subscribe', { user_ids: [subject.user.id] });
+    expect((await request(socket, 'auth', { token: second.access_token })).t).toBe('ack');
+    const watcher = await authedSocket(app().wsUrl, first.access_token);
+    await request(watcher, 'presence.subscribe', { user_ids: [subject.user.id] });
+    await app().http.inject({
+      method: 'POST',
+      url: '/api/presence/heartbeat',
+      headers: bearer(subject.access_token),
+    });
+    await watcher.next((f) => f.t === 'presence');
+    expect(socket.frames.filter((f) => f.t === 'presence')).toEqual([]);
+    socket.close();
+    watcher.close();
   });
 });
 

@@ -3,8 +3,10 @@ import { bearer, registerUser } from '../helpers/accounts.js';
 import { useTestApp } from '../helpers/app.js';
 import { openedSockets, request } from '../helpers/ws-client.js';
 
+// One app for the file: its parts need the same settings, and each test makes its own users.
+const app = useTestApp();
+
 describe('user ids in upper case', () => {
-  const app = useTestApp();
   const { open, closeAll } = openedSockets(() => app().wsUrl);
 
   afterAll(async () => {
@@ -68,7 +70,6 @@ describe('user ids in upper case', () => {
 });
 
 describe('user ids that are prototype keys', () => {
-  const app = useTestApp();
   let token: string;
   const { open, closeAll } = openedSockets(() => app().wsUrl);
 
