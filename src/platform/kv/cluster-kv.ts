@@ -12,7 +12,6 @@ import { clusterClient, shardedSubscriberClient } from './redis-client.js';
 import { whenShardsResubscribed } from './redis-connection.js';
 import { expireManyOnCluster, perSlot, setAndPeekOnCluster, setManyOnCluster } from './redis-slots.js';
 import type { ClusterTopology } from './redis-topology.js';
-import type { SubscriptionChange } from './subscription-writes.js';
 
 /**
  * `Kv` on a Redis Cluster, shared by every node of the service. A command or script may touch only
@@ -109,16 +108,11 @@ export class ClusterKv extends RedisBackedKv<Cluster> {
     return subscriber;
   }
 
-  /** One command per channel: the channels of one change are in different slots, on different primaries. */
-  protected sendSubscriptionChange(
-    subscriber: Cluster,
-    change: SubscriptionChange,
-    channels: readonly string[],
-  ): Promise<unknown> {
-    return Promise.all(
-      channels.map((channel) =>
-        change === 'subscribe' ? subscriber.ssubscribe(channel) : subscriber.sunsubscribe(channel),
-      ),
-    );
+  protected subscribeTo(subscriber: Cluster, channel: string): Promise<unknown> {
+    return subscriber.ssubscribe(channel);
+  }
+
+  protected unsubscribeFrom(subscriber: Cluster, channel: string): Promise<unknown> {
+    return subscriber.sunsubscribe(channel);
   }
 }

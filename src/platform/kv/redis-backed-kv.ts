@@ -25,7 +25,6 @@ import {
   historyStreamKey,
   INCR_SCRIPT,
 } from './redis-scripts.js';
-import { type SubscriptionChange, SubscriptionWrites } from './subscription-writes.js';
 
 export interface RedisKvOptions {
   /** Called for connection errors and for subscribers that throw; defaults to console.error. */
@@ -89,11 +88,6 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   private readonly pingTimeoutMs: number;
   protected readonly namespace: string;
   private closing: Promise<void> | undefined;
-  private readonly subscriptionWrites = new SubscriptionWrites((change, channels) => {
-    // A change sent after close() would open a new subscriber connection, which would leak.
-    if (this.closing) throw new Error('RedisKv is closed');
-    return this.sendSubscriptionChange(this.subscriberConnection(), change, channels);
-  });
 
   protected constructor(
     protected readonly redis: Client,
@@ -144,12 +138,9 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   protected abstract channelName(channel: string): string;
   /** Creates the subscriber connection, reporting to `events`. */
   protected abstract openSubscriber(events: SubscriberEvents): Client;
-  /** Subscribes `subscriber` to channels' full names, or unsubscribes it; settles when Redis confirmed it. */
-  protected abstract sendSubscriptionChange(
-    subscriber: Client,
-    change: SubscriptionChange,
-    channels: readonly string[],
-  ): Promise<unknown>;
+  /** Subscribes `subscriber` to a channel's full name; settles when Redis confirmed it. */
+  protected abstract subscribeTo(subscriber: Client, channel: string): Promise<unknown>;
+  protected abstract unsubscribeFrom(subscriber: Client, channel: string): Promise<unknown>;
 
   get(key: string): Promise<string | null> {
     return this.redis.get(key);
@@ -244,7 +235,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     let entry = this.channels.get(channel);
     if (!entry) {
       // One Redis subscription per channel, however many local handlers share it.
-      entry = { subscriptions: new Set(), ready: this.subscriptionWrites.change('subscribe', channel) };
+      entry = { subscriptions: new Set(), ready: this.subscribeTo(this.subscriberConnection(), channel) };
       this.channels.set(channel, entry);
     }
     entry.subscriptions.add(subscription);
@@ -319,7 +310,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     if (this.channels.get(channel) !== entry) return;
     this.channels.delete(channel);
     // Commands on one connection run in order, so a subscription issued after this one still wins.
-    if (this.subscriber) await this.subscriptionWrites.change('unsubscribe', channel);
+    if (this.subscriber) await this.unsubscribeFrom(this.subscriber, channel);
   }
 
   // SADD and SREM without members are Redis errors; like del(), an empty call is simply a no-op.

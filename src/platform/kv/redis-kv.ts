@@ -12,7 +12,6 @@ import { serverClient, subscriberClient } from './redis-client.js';
 import { whenResubscribed } from './redis-connection.js';
 import { EXPIRE_MANY_SCRIPT } from './redis-scripts.js';
 import type { SentinelTopology, ServerTopology } from './redis-topology.js';
-import type { SubscriptionChange } from './subscription-writes.js';
 
 /**
  * Keys per EXPIRE_MANY_SCRIPT call: one command for a whole batch instead of a pipelined command
@@ -117,11 +116,11 @@ export class RedisKv extends RedisBackedKv<Redis> {
     return subscriber;
   }
 
-  protected sendSubscriptionChange(
-    subscriber: Redis,
-    change: SubscriptionChange,
-    channels: readonly string[],
-  ): Promise<unknown> {
-    return change === 'subscribe' ? subscriber.subscribe(...channels) : subscriber.unsubscribe(...channels);
+  protected subscribeTo(subscriber: Redis, channel: string): Promise<unknown> {
+    return subscriber.subscribe(channel);
+  }
+
+  protected unsubscribeFrom(subscriber: Redis, channel: string): Promise<unknown> {
+    return subscriber.unsubscribe(channel);
   }
 }
