@@ -17,7 +17,7 @@ const preload = fileURLToPath(new URL('../helpers/loaded-modules.cjs', import.me
  * Starts a service process on an up-to-date database, lets `use` talk to it, stops it and answers
  * the CommonJS modules it loaded.
  */
-async function modulesLoadedBy(use: (httpUrl: string) => Promise<void>): Promise<string[]> {
+async function modulesLoadedBy(use: (httpUrl: string) => Promise<unknown>): Promise<string[]> {
   const dataDir = await preparedDataDir('atrium-lean-');
   const listFile = join(await mkdtemp(join(tmpdir(), 'atrium-modules-')), 'loaded.txt');
   // Postgres mode: a migrated clone of its own (the run's DATABASE_URL is not migrated).
