@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import fastJson, { type Schema } from 'fast-json-stringify';
+import { createRequire } from 'node:module';
+import type fastJsonType from 'fast-json-stringify';
+import type { Schema } from 'fast-json-stringify';
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifySerializerCompiler,
+  type FastifyServerOptions,
   type HTTPMethods,
   LogController,
   type onResponseHookHandler,
@@ -90,6 +93,10 @@ export async function createHttpServer(deps: {
     // store it verbatim, and every other body's zod schema drops or refuses unknown keys.
     onProtoPoisoning: 'ignore',
     logController: new QuietRequestLog(),
+    // Without factories Fastify loads its ajv and fast-json-stringify compilers when it starts,
+    // only for the service to replace them (below): given these, a process that answered nothing
+    // has loaded neither ajv nor fast-json-stringify (docs/performance.md, "Process memory").
+    schemaController: { compilersFactory: zodCompilersFactory },
     // Fastify hands over the pino child it made of loggerInstance; a route with its own log level gets a real child.
     childLoggerFactory: (logger, bindings, options) =>
       options.level ? logger.child(bindings, options) : new LazyChildLogger(logger as Logger, bindings),
@@ -235,12 +242,22 @@ export async function createHttpServer(deps: {
  * and start time").
  */
 const compiledSerializers = new WeakMap<z.ZodType, (value: unknown) => string>();
+/**
+ * fast-json-stringify, loaded with the first serializer compiled: it brings ajv, ajv-formats and
+ * fast-uri (about 0.6 MiB of source text), which a process that answered nothing yet does not
+ * need. CommonJS, so loaded synchronously, inside the first response's serialization.
+ */
+let fastJson: typeof fastJsonType | undefined;
+const loadFastJson = () => {
+  fastJson ??= createRequire(import.meta.url)('fast-json-stringify') as typeof fastJsonType;
+  return fastJson;
+};
 const fastSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }) => {
   let serialize = compiledSerializers.get(schema);
   if (!serialize) {
     let compiled: ((value: unknown) => string) | undefined;
     serialize = (value) => {
-      compiled ??= fastJson(
+      compiled ??= loadFastJson()(
         z.toJSONSchema(schema, { target: 'draft-7', io: 'output', unrepresentable: 'any' }) as Schema,
       );
       return compiled(value);
@@ -249,6 +266,12 @@ const fastSerializerCompiler: FastifySerializerCompiler<z.ZodType> = ({ schema }
   }
   return serialize;
 };
+
+/** The factories of the two compilers, typed by Fastify for ajv's schemas; these take zod's. */
+const zodCompilersFactory = {
+  buildValidator: () => validatorCompiler,
+  buildSerializer: () => fastSerializerCompiler,
+} as unknown as NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
 
 /**
  * Records a route's request durations through one histogram child per method and status, looked

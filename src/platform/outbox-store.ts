@@ -2,6 +2,7 @@ import type { Backlog } from './backlog-gauges.js';
 import type { DataAccess } from './data-access.js';
 import { executeBound } from './db.js';
 import { toUuidArray } from './ids.js';
+import type { Logger } from './log.js';
 
 /**
  * The outbox's statements (migration 0031): events with one delivery row per consumer, claimed by
@@ -182,6 +183,32 @@ export async function pruneOrphanEvents(data: DataAccess, limit: number): Promis
     [limit],
   );
   return rows.length;
+}
+
+/** The most rows one prune statement deletes. */
+const PRUNE_BATCH = 1000;
+
+/**
+ * Drops the deliveries no node claimed for `abandonAfterSeconds` past their due time (saying for
+ * which consumers), then events left without deliveries; never rejects.
+ */
+export async function pruneOutbox(
+  data: DataAccess,
+  log: Pick<Logger, 'warn'>,
+  abandonAfterSeconds: number,
+): Promise<void> {
+  try {
+    const dropped = await dropAbandoned(data, abandonAfterSeconds, PRUNE_BATCH);
+    if (dropped.length > 0) {
+      log.warn(
+        { count: dropped.length, consumers: [...new Set(dropped)] },
+        'outbox: dropped deliveries no node claimed; no node takes their consumer',
+      );
+    }
+    await pruneOrphanEvents(data, PRUNE_BATCH);
+  } catch (err) {
+    log.warn({ err }, 'outbox: pruning failed; it runs again later');
+  }
 }
 
 /** The deliveries due and not claimed (a claim's lease pushes its due time ahead), and the oldest one's wait. */

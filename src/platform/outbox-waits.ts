@@ -1,4 +1,4 @@
-/** The outbox's two bounded waits: on a handler, and on stop(). */
+/** The outbox's timers: its two bounded waits (on a handler, and on stop()) and its retries' wake-ups. */
 
 /**
  * The handler's outcome, or a failure once its lease is over: another node may be running it by
@@ -27,4 +27,25 @@ export async function settledWithin(tasks: readonly Promise<unknown>[], ms: numb
     }),
   ]);
   clearTimeout(timer);
+}
+
+/** Timers that each call `wake` once, and none after clear(); they do not keep the process alive. */
+export class WakeTimers {
+  private readonly timers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly wake: () => void) {}
+
+  after(ms: number): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.wake();
+    }, ms);
+    timer.unref();
+    this.timers.add(timer);
+  }
+
+  clear(): void {
+    for (const timer of this.timers) clearTimeout(timer);
+    this.timers.clear();
+  }
 }

@@ -7,15 +7,14 @@ import { type DomainEvent, eventOf, type OutboxConsumer } from './outbox-consume
 import {
   type ClaimedDelivery,
   claimDue,
-  dropAbandoned,
   type FinishedDelivery,
   finishDeliveries,
   insertEvents,
-  pruneOrphanEvents,
+  pruneOutbox,
   recordEventsSql,
   retryLater,
 } from './outbox-store.js';
-import { settledWithin, withinLease } from './outbox-waits.js';
+import { settledWithin, WakeTimers, withinLease } from './outbox-waits.js';
 
 export type { DomainEvent, OutboxConsumer } from './outbox-consumer.js';
 
@@ -28,7 +27,11 @@ export interface OutboxOptions {
    * consumers claims them at once rather than at its next poll; without it only this node is woken.
    */
   bus?: Pick<EventBus, 'publish' | 'subscribe'>;
-  /** How often a node with consumers looks for due deliveries when nothing woke it. */
+  /**
+   * How often a node with consumers looks for due deliveries when nothing woke it: the safety net
+   * for an announcement lost with Redis, a retry scheduled by a node that stopped, and a lease
+   * that lapsed. Announcements and this node's own retries wake it without waiting for it.
+   */
   pollMs?: number;
   /** The least time between two announcements of committed events from one node. */
   announceEveryMs?: number;
@@ -46,9 +49,6 @@ export interface OutboxOptions {
   abandonAfterSeconds?: number;
 }
 
-/** The most rows one prune statement deletes. */
-const PRUNE_BATCH = 1000;
-
 /** Where nodes announce committed events; the payload is the announcing outbox's own token. */
 export const OUTBOX_DUE_TOPIC = 'outbox:due';
 
@@ -60,8 +60,10 @@ export const OUTBOX_DUE_TOPIC = 'outbox:due';
  * leaves it to any node once the lease lapses, so delivery is at least once. Every node with
  * consumers polls; a node without any runs no statement at all, and recording for a type nobody
  * consumes costs nothing. A node that records events announces them on the bus once committed (at
- * most once per `announceEveryMs`, the last of a burst included), which wakes every node's claim:
- * the poll is only the fallback for an announcement lost with Redis.
+ * most once per `announceEveryMs`, the last of a burst included), which wakes every node's claim,
+ * and a node that makes a failed delivery due again later wakes itself at that time: the poll is
+ * only the fallback for what neither wakes (an announcement lost with Redis, a retry whose node
+ * stopped, a lapsed lease), so a node at rest runs a claim only every `pollMs`.
  */
 export class Outbox {
   private readonly consumers = new Map<string, OutboxConsumer>();
@@ -74,6 +76,8 @@ export class Outbox {
   private claimNames: string[] = [];
   private claimLeases: number[] = [];
   private pollTimer: NodeJS.Timeout | undefined;
+  /** One per retry this node wrote: each wakes the claim once the retry is due. */
+  private readonly retryWakes = new WakeTimers(() => this.wake());
   private pruneTimer: NodeJS.Timeout | undefined;
   /** The claim in flight, if any: polls never overlap, and stop() waits for it. */
   private claiming: Promise<void> | undefined;
@@ -105,7 +109,7 @@ export class Outbox {
   constructor({ data, log, bus, ...options }: OutboxOptions) {
     this.deps = { data, log, bus };
     this.options = {
-      pollMs: 250,
+      pollMs: 5000,
       announceEveryMs: 10,
       batchSize: 32,
       concurrency: 16,
@@ -242,6 +246,7 @@ export class Outbox {
     }
     this.state = 'stopping';
     clearTimeout(this.pollTimer);
+    this.retryWakes.clear();
     clearInterval(this.pruneTimer);
     await (await this.unsubscribe)?.().catch(() => undefined);
     const deadline = performance.now() + this.options.stopTimeoutMs;
@@ -368,6 +373,8 @@ export class Outbox {
           'outbox: delivery failed; retrying',
         );
         await retryLater(this.deps.data, delivery, delayMs);
+        // Started after the write, so the retry is due by the database's clock when it fires.
+        this.retryWakes.after(delayMs);
       }
     } catch (err) {
       this.deps.log.warn({ ...about, err }, 'outbox: could not write a delivery outcome; its lease lapses');
@@ -376,21 +383,10 @@ export class Outbox {
 
   private prune(): void {
     if (this.pruning || this.state !== 'running') return;
-    this.pruning = (async () => {
-      try {
-        const dropped = await dropAbandoned(this.deps.data, this.options.abandonAfterSeconds, PRUNE_BATCH);
-        if (dropped.length > 0) {
-          this.deps.log.warn(
-            { count: dropped.length, consumers: [...new Set(dropped)] },
-            'outbox: dropped deliveries no node claimed; no node takes their consumer',
-          );
-        }
-        await pruneOrphanEvents(this.deps.data, PRUNE_BATCH);
-      } catch (err) {
-        this.deps.log.warn({ err }, 'outbox: pruning failed; it runs again later');
-      }
-    })().finally(() => {
-      this.pruning = undefined;
-    });
+    this.pruning = pruneOutbox(this.deps.data, this.deps.log, this.options.abandonAfterSeconds).finally(
+      () => {
+        this.pruning = undefined;
+      },
+    );
   }
 }

@@ -43,6 +43,11 @@ export class RepeatingPass {
     return this.stopped;
   }
 
+  /** Resolves once no pass runs (the one under way, if any, ended). */
+  async idle(): Promise<void> {
+    while (this.running) await this.running;
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.started = false;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { NotificationsApi } from '../../src/modules/notifications/index.js';
 import { bearer, PASSWORD, registerUser, registerWithRole } from '../helpers/accounts.js';
@@ -241,6 +241,14 @@ describe('the notification inbox', () => {
         target_type: 'notification_broadcast',
         after: { code: 'news.maintenance', subject: 'Maintenance tonight', recipients: 2 },
       });
+    });
+
+    it('starts notifying everyone as soon as a broadcast to all is accepted, without waiting for the job’s next pass', async () => {
+      const user = await registerUser(app());
+      const sent = await broadcast({ all: true, code: 'news.prompt', subject: 'Right away' });
+      expect(sent.status).toBe(202);
+      // Well within the job's 30 s between passes: the accepting node's job was woken.
+      await vi.waitFor(async () => expect(await unread(user)).toBe(1), { timeout: 10_000, interval: 50 });
     });
 
     it('notifies every account once when broadcasting to all, nobody again on a later pass, and no account created after it', async () => {

@@ -544,6 +544,24 @@ describe('the outbox', () => {
       await vi.waitFor(() => expect(seen).toHaveLength(22), WAIT);
       expect(published).toBeLessThanOrEqual(1 + Math.ceil((Date.now() - started) / every));
     });
+
+    it('claims a failed delivery again when its retry is due, without waiting for the poll', async () => {
+      const type = freshType();
+      const attempts: unknown[] = [];
+      const outbox = node(
+        [
+          consumer(type, async (event) => {
+            attempts.push(event.data);
+            if (attempts.length < 3) throw new Error('not yet');
+          }),
+        ],
+        NEVER,
+      );
+      outbox.start();
+      await recorded(outbox, type, { n: 1 });
+      await vi.waitFor(() => expect(attempts).toEqual([{ n: 1 }, { n: 1 }, { n: 1 }]), WAIT);
+      await vi.waitFor(async () => expect((await rowsOf(type)).events).toEqual([]), WAIT);
+    });
   });
 
   it('refuses a consumer added twice or after start, and a second start', () => {

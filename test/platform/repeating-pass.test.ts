@@ -26,6 +26,23 @@ describe('RepeatingPass', () => {
     return { repeating, passes: () => begun, finish: () => finishPass?.() };
   };
 
+  it('resolves idle() at once with no pass running, and only once the pass under way ended', async () => {
+    const { repeating, finish } = heldPasses(1000);
+    let idle = false;
+    await repeating.idle();
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    const waited = repeating.idle().then(() => {
+      idle = true;
+    });
+    await vi.advanceTimersByTimeAsync(10);
+    expect(idle).toBe(false);
+    finish();
+    await waited;
+    expect(idle).toBe(true);
+    await repeating.stop();
+  });
+
   it('runs at once, then the interval after each pass ended, never two at a time', async () => {
     let running = 0;
     let most = 0;

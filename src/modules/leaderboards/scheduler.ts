@@ -4,6 +4,7 @@ import type { Logger } from '../../platform/log.js';
 import type { Outbox } from '../../platform/outbox.js';
 import { RepeatingPass } from '../../platform/repeating-pass.js';
 import {
+  anythingEnded,
   claimEndedPeriod,
   lockBoard,
   type PendingPeriod,
@@ -69,6 +70,7 @@ export class LeaderboardScheduler {
   /** One pass at the clock's time (tests, and the timer). */
   async runOnce(): Promise<void> {
     const now = this.options.clock();
+    if (!(await anythingEnded(this.options.data(), now))) return;
     for (;;) {
       const pending = await pendingPeriods(this.options.data(), now, BATCH);
       let announcedAny = false;

@@ -42,6 +42,21 @@ export class BroadcastJob {
     return this.repeating.stop();
   }
 
+  /**
+   * Notifies until no broadcast is left, with the timer's passes (tests): the pass a broadcast woke
+   * may hold a batch that this one's claim skips, so it waits for any pass under way, before and after.
+   */
+  async runUntilDone(): Promise<void> {
+    await this.repeating.idle();
+    await this.runOnce();
+    await this.repeating.idle();
+  }
+
+  /** A broadcast was accepted on this node: the next pass runs now. */
+  wake(): void {
+    this.repeating.wake();
+  }
+
   /** Notifies batches until no broadcast is left unfinished or free (tests, and the timer). */
   async runOnce(): Promise<void> {
     // A stopping node finishes the batch under way; the rest is any node's next pass.

@@ -21,8 +21,12 @@ export type { ExtensionNotification } from './extension-send.js';
 export { inboxLockSql } from './notifications.repository.js';
 export type { NotificationRequest } from './notifications.service.js';
 
-/** How often each node looks for a broadcast to everyone to continue. */
-const BROADCAST_INTERVAL_MS = 1000;
+/**
+ * How often each node looks for a broadcast to everyone to continue when nothing woke it: the node
+ * that accepts a broadcast starts its job on it at once, so the pass only picks up what a node
+ * stopped midway left.
+ */
+const BROADCAST_INTERVAL_MS = 30_000;
 
 /**
  * What other modules use of the inbox: a notification is stored in the transaction of its cause,
@@ -64,6 +68,7 @@ export const notificationsModule = defineModule({
       audit,
       users,
       maxPerUser: config.NOTIFICATIONS_MAX_PER_USER,
+      broadcastAccepted: () => job.wake(),
     });
     const job = new BroadcastJob({
       data: () => db.data,
@@ -78,7 +83,7 @@ export const notificationsModule = defineModule({
       announce: (rows, announceLog) => notifications.announce(rows, announceLog),
       send: (data, actor, userId, notification, sendLog) =>
         notifications.send(data, actor, userId, notification, sendLog),
-      runBroadcasts: () => job.runOnce(),
+      runBroadcasts: () => job.runUntilDone(),
     };
     return {
       api,

@@ -33,6 +33,8 @@ export interface NotificationsDeps {
   audit: AuditApi;
   users: Pick<UsersApi, 'existingUserIds'>;
   maxPerUser: number;
+  /** A broadcast to everyone committed: this node's broadcast job starts on it now. */
+  broadcastAccepted(): void;
 }
 
 const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -209,6 +211,7 @@ export class NotificationsService {
       });
       return rows;
     });
+    if (recipients === 'all') this.deps.broadcastAccepted();
     await this.announce(stored, ctx.log);
     return { id };
   }
