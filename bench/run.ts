@@ -66,7 +66,7 @@ import { parseArgs } from 'node:util';
  *   connect               connect + authenticate N sockets on Postgres + Redis beside a bare uWS server
  *                         acking the auth frame, in interleaved rounds (bench/results/connect.md); takes
  *                         --sockets N (5000), --in-flight N (200), --rounds N (5), --env KEY=VALUE,...
- *                         (the service's settings) and --profile DIR, not --seconds
+ *                         (the service's settings), --profile DIR and --compiled, not --seconds
  *   failover              the Redis primary killed behind Sentinels: seconds of 503 and until events
  *                         reach an open socket again (bench/results/failover.md)
  *   soak                  the fault soak, also `npm run soak`: three nodes on a private PostgreSQL and
