@@ -27,7 +27,7 @@ const DRAIN_TIMEOUT_MS = 10_000;
 interface Answer {
   id: number;
   error?: string;
-  /** Nakama's answer envelope (its joined channel's id), parsed. */
+  /** Nakama's answer envelope (its joined channel's id), parsed for a setup frame's answer. */
   body?: Record<string, unknown>;
 }
 
@@ -35,8 +35,10 @@ interface Wire {
   url(base: string, token: string): string;
   authFrame(token: string): object | undefined;
   encode(frame: object, id: number): string | Uint8Array;
-  /** The answer a message is, undefined for an event. */
+  /** The answer a message is, undefined for an event; read off its first bytes where it can be. */
   answer(data: Buffer): Answer | undefined;
+  /** The whole answer, parsed: only for the setup frames awaited through `request`. */
+  body?(data: Buffer): Record<string, unknown>;
 }
 
 /**
@@ -62,15 +64,55 @@ function frameType(data: Buffer): string | undefined {
   return data.toString('latin1', 4, 4 + (header & 0x1f));
 }
 
+/** `frame` encoded once (a fixmap) and its `id` appended per request, the way a client reuses a message. */
+const encodedFrames = new WeakMap<object, Uint8Array>();
+
+function withId(frame: object, id: number): Uint8Array {
+  let encoded = encodedFrames.get(frame);
+  if (!encoded) {
+    encoded = encoder.encode(frame);
+    if (((encoded[0] as number) & 0xf0) !== 0x80 || encoded[0] === 0x8f) throw new Error('not a small map');
+    encodedFrames.set(frame, encoded);
+  }
+  const idBytes = id < 0x80 ? [id] : id < 0x10000 ? [0xcd, id >> 8, id & 0xff] : [0xce, ...uint32(id)];
+  const bytes = new Uint8Array(encoded.length + 3 + idBytes.length);
+  bytes.set(encoded);
+  bytes[0] = (encoded[0] as number) + 1; // one more key in the fixmap
+  bytes.set([0xa2, 0x69, 0x64, ...idBytes], encoded.length); // "id"
+  return bytes;
+}
+
+const uint32 = (n: number) => [n >>> 24, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff];
+
+/**
+ * The id of an `ack` or `pong` read off its bytes: the service writes `id` right after `t`. Undefined
+ * for another layout, which is then decoded whole.
+ */
+function answeredId(data: Buffer, typeLength: number): number | undefined {
+  const at = 4 + typeLength;
+  if (data[at] !== 0xa2 || data[at + 1] !== 0x69 || data[at + 2] !== 0x64) return undefined;
+  const first = data[at + 3] ?? 0xff;
+  if (first < 0x80) return first;
+  if (first === 0xcc) return data[at + 4];
+  if (first === 0xcd) return data.readUInt16BE(at + 4);
+  if (first === 0xce) return data.readUInt32BE(at + 4);
+  return undefined;
+}
+
+/** A Nakama envelope's JSON without its opening brace, per frame object. */
+const stringifiedFrames = new WeakMap<object, string>();
+
 const WIRES: Record<Side, Wire> = {
   atrium: {
     url: (base) => base,
     authFrame: (token) => ({ t: 'auth', d: { token } }),
-    encode: (frame, id) => encoder.encode({ ...frame, id }),
+    encode: withId,
     answer(data) {
       // Events are not parsed, as on Nakama's side: group chat sends 50 per message.
       const type = frameType(data);
       if (type !== undefined && !ANSWER_TYPES.has(type)) return undefined;
+      const id = type === 'ack' || type === 'pong' ? answeredId(data, type.length) : undefined;
+      if (id !== undefined) return { id };
       const frame = decoder.decode(data) as { t?: string; id?: number; code?: string };
       if (frame.id === undefined) return undefined;
       return frame.t === 'ack' || frame.t === 'pong'
@@ -81,14 +123,26 @@ const WIRES: Record<Side, Wire> = {
   nakama: {
     url: (base, token) => `${base}?token=${token}&format=json`,
     authFrame: () => undefined,
-    encode: (frame, id) => JSON.stringify({ cid: String(id), ...frame }),
-    answer(data) {
-      // Nakama writes the cid first; events have none and are not parsed.
-      if (data.toString('latin1', 0, 7) !== '{"cid":') return undefined;
-      const envelope = JSON.parse(data.toString()) as { cid: string; error?: { message?: string } };
-      const id = Number(envelope.cid);
-      return envelope.error ? { id, error: envelope.error.message ?? 'error' } : { id, body: envelope };
+    // The frame stringified once and the cid put in front per request, as the Atrium side does.
+    encode: (frame, id) => {
+      let text = stringifiedFrames.get(frame);
+      if (text === undefined) {
+        text = JSON.stringify(frame).slice(1);
+        stringifiedFrames.set(frame, text);
+      }
+      return text === '}' ? `{"cid":"${id}"}` : `{"cid":"${id}",${text}`;
     },
+    answer(data) {
+      // Nakama writes the cid first; events have none and are not parsed, nor is an answer but an
+      // error's (as the Atrium side reads an ack's id off its bytes).
+      if (data.toString('latin1', 0, 8) !== '{"cid":"') return undefined;
+      const end = data.indexOf(0x22, 8);
+      const id = Number(data.toString('latin1', 8, end));
+      if (data.toString('latin1', end + 1, end + 10) !== ',"error":') return { id };
+      const envelope = JSON.parse(data.toString()) as { error?: { message?: string } };
+      return { id, error: envelope.error?.message ?? 'error' };
+    },
+    body: (data) => JSON.parse(data.toString()) as Record<string, unknown>,
   },
 };
 
@@ -114,7 +168,7 @@ class Conn {
       const waiter = this.waiting.get(answer.id);
       if (waiter) {
         this.waiting.delete(answer.id);
-        waiter(answer);
+        waiter(answer.error || !wire.body ? answer : { ...answer, body: wire.body(data) });
       } else this.onAnswer(answer);
     });
   }

@@ -129,8 +129,9 @@ for Atrium, Nakama's JSON envelopes; autocannon for REST), on the same cores as 
 CPU per operation counts the server's process (and its workers), the PostgreSQL backends
 of its database and, for Atrium, Redis. Nakama runs with its defaults but a session of a day and
 1,024 messages waiting per socket before it closes one as too slow (its default 64 closed sockets
-of the status update's load; Atrium's limit is 1 MiB). Neither load process parses events (a
-frame's type is read off its first bytes): only answers to requests.
+of the status update's load; Atrium's limit is 1 MiB). Each load process encodes a frame once and
+puts the request's id in per send, and reads an answer's id (and an event's type) off its first
+bytes, parsing only errors and the setup frames' answers.
 
 ## Atrium / Nakama
 
