@@ -93,9 +93,10 @@ export async function createHttpServer(deps: {
     // store it verbatim, and every other body's zod schema drops or refuses unknown keys.
     onProtoPoisoning: 'ignore',
     logController: new QuietRequestLog(),
-    // Without factories Fastify loads its ajv and fast-json-stringify compilers when it starts,
-    // only for the service to replace them (below): given these, a process that answered nothing
-    // has loaded neither ajv nor fast-json-stringify (docs/performance.md, "Process memory").
+    // The service's compilers (zod's validator, the lazy serializer below), given as the factories
+    // Fastify builds every route's compilers with: without them it loads its ajv and
+    // fast-json-stringify compilers when it starts, so a process that answered nothing has loaded
+    // neither (docs/performance.md, "Process memory").
     schemaController: { compilersFactory: zodCompilersFactory },
     // Fastify hands over the pino child it made of loggerInstance; a route with its own log level gets a real child.
     childLoggerFactory: (logger, bindings, options) =>
@@ -110,8 +111,6 @@ export async function createHttpServer(deps: {
 
   app.decorateRequest('user', null);
   app.decorateRequest('service', null);
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(fastSerializerCompiler);
 
   // Callback-style hooks: on a cheap route the promise of an async hook is a measurable cost.
   let closing = false;
