@@ -99,6 +99,15 @@ export class Connection implements Expiring {
   }
 
   /**
+   * Encodes a frame and queues it like a fan-out frame (`queue`): for answers that come back from
+   * a shared round trip (a Redis batch answers many sockets' frames at once), so the answers one
+   * reply settles reach each socket in one write instead of one write each.
+   */
+  sendSoon(frame: object): void {
+    this.queue(encoder.encode(frame));
+  }
+
+  /**
    * Sends an already encoded frame now, after any frames queued before it. A client that lets more
    * than the allowed bytes pile up is disconnected instead of buffering without bound: one slow
    * reader must not grow the server's memory.

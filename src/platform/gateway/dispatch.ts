@@ -183,34 +183,52 @@ export class FrameDispatcher {
       );
   }
 
-  /** Runs a handler, answering with an ack (when the frame had an id) or an error frame. */
+  /**
+   * Runs a handler, answering with an ack (when the frame had an id) or an error frame. A handler
+   * that answers at once is answered within uWS's message callback, which corks its writes; one
+   * that answers later is answered through the connection's queue (Connection.sendSoon), written
+   * with the other answers and events of the same event-loop turn.
+   */
   private run(connection: Connection, frame: ClientFrame, invoke: () => unknown): void {
-    const reply = (result: unknown) => {
-      if (result !== NO_ACK && frame.id !== undefined) connection.send({ t: 'ack', id: frame.id, d: result });
-    };
-    const fail = (error: unknown) => {
-      // A lost dependency is logged once at warn by asAppError, with its reason only.
-      const appError = asAppError(error, this.deps.log);
-      if (appError.code === ErrorCode.INTERNAL)
-        this.deps.log.error({ err: error, frame: frame.t }, 'frame handler failed');
-      this.sendError(connection, appError, frame.id);
-    };
     let result: unknown;
     try {
       result = invoke();
     } catch (error) {
-      fail(error);
+      this.fail(connection, frame, error, false);
       return;
     }
     if (!(result instanceof Promise)) {
-      reply(result);
+      this.reply(connection, frame, result, false);
       return;
     }
-    this.deps.inFlight.track(result.then(reply, fail), () => `frame ${frame.t}`);
+    this.deps.inFlight.track(
+      result.then(
+        (answer) => this.reply(connection, frame, answer, true),
+        (error) => this.fail(connection, frame, error, true),
+      ),
+      () => `frame ${frame.t}`,
+    );
   }
 
-  private sendError(connection: Connection, error: AppError, requestId?: number): void {
+  private reply(connection: Connection, frame: ClientFrame, result: unknown, later: boolean): void {
+    if (result === NO_ACK || frame.id === undefined) return;
+    const ack = { t: 'ack', id: frame.id, d: result };
+    if (later) connection.sendSoon(ack);
+    else connection.send(ack);
+  }
+
+  private fail(connection: Connection, frame: ClientFrame, error: unknown, later: boolean): void {
+    // A lost dependency is logged once at warn by asAppError, with its reason only.
+    const appError = asAppError(error, this.deps.log);
+    if (appError.code === ErrorCode.INTERNAL)
+      this.deps.log.error({ err: error, frame: frame.t }, 'frame handler failed');
+    this.sendError(connection, appError, frame.id, later);
+  }
+
+  private sendError(connection: Connection, error: AppError, requestId?: number, later = false): void {
     this.deps.metrics.wsErrorFrames.inc({ code: error.code });
-    connection.send(toErrorFrame(error, requestId));
+    const errorFrame = toErrorFrame(error, requestId);
+    if (later) connection.sendSoon(errorFrame);
+    else connection.send(errorFrame);
   }
 }
