@@ -15,3 +15,23 @@ export const UNSTORABLE_TEXT_MESSAGE = 'must not contain U+0000 or unpaired surr
 export function isStorableText(value: string): boolean {
   return !value.includes('\u0000') && !LONE_SURROGATE.test(value);
 }
+
+/**
+ * How many characters (Unicode code points) `value` has, as `[...value].length` counts them (a
+ * surrogate pair once, a lone surrogate once) without building the array: the lengths of every
+ * text field and message are checked with it.
+ */
+export function characterCount(value: string): number {
+  let count = value.length;
+  for (let i = 0; i < value.length - 1; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const next = value.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        count--;
+        i++;
+      }
+    }
+  }
+  return count;
+}

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.js';
+import { characterCount, isStorableText, UNSTORABLE_TEXT_MESSAGE } from './storable-text.js';
 
 /** The shared text rule lives in storable-text.ts, which the chunk codec uses too. */
-export { isStorableText, UNSTORABLE_TEXT_MESSAGE };
+export { characterCount, isStorableText, UNSTORABLE_TEXT_MESSAGE };
 
 /**
  * The explicit bidirectional controls: embeddings and overrides (U+202A-U+202E) and isolates
@@ -55,7 +55,7 @@ export function text(min: number, max: number) {
     .refine(isStorableText, UNSTORABLE_TEXT_MESSAGE)
     .refine(
       (value) => {
-        const length = [...value].length;
+        const length = characterCount(value);
         return length >= min && length <= max;
       },
       `must be ${min === 0 ? `at most ${max}` : `${min}-${max}`} characters`,

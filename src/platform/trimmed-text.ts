@@ -1,4 +1,4 @@
-import { showsNothing, withoutBidiControls } from '../../protocol/text.js';
+import { characterCount, showsNothing, withoutBidiControls } from '../../protocol/text.js';
 import { AppError, ErrorCode } from './errors.js';
 
 export { withoutBidiControls };
@@ -25,7 +25,7 @@ export function trimmedText(
   field: TextField & { optional?: boolean },
 ): string | null {
   const trimmed = shownText(value ?? '');
-  const length = [...trimmed].length;
+  const length = characterCount(trimmed);
   if (length === 0) {
     if (field.optional) return null;
     throw invalid(field, 'must not be empty after trimming (invisible characters do not count)');

@@ -1,4 +1,4 @@
-import { isStorableText } from '../../../protocol/storable-text.js';
+import { characterCount, isStorableText } from '../../../protocol/storable-text.js';
 import { canonicalId, isId } from '../../platform/ids.js';
 import { ExtensionServiceError } from './service-error.js';
 
@@ -31,7 +31,7 @@ export function checkName(value: unknown, argument: 'collection' | 'key'): strin
     typeof value === 'string' &&
     value.length > 0 &&
     value.length <= 2 * MAX_TEXT_CHARACTERS &&
-    [...value].length <= MAX_TEXT_CHARACTERS &&
+    characterCount(value) <= MAX_TEXT_CHARACTERS &&
     isStorableText(value)
   ) {
     return value;

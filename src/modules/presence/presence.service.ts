@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type PresenceStatus, STATUS_MESSAGE_MAX } from '../../../protocol/presence.js';
+import { characterCount } from '../../../protocol/storable-text.js';
 import type { EventAudience, EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
@@ -239,7 +240,7 @@ export class PresenceService {
   async setStatus(ctx: Ctx, statusMessage: string): Promise<{ status_message: string | null }> {
     const caller = callerOf(ctx);
     const trimmed = shownText(statusMessage);
-    if ([...trimmed].length > STATUS_MESSAGE_MAX) {
+    if (characterCount(trimmed) > STATUS_MESSAGE_MAX) {
       throw new AppError(
         ErrorCode.VALIDATION_FAILED,
         `The status message is over ${STATUS_MESSAGE_MAX} characters.`,
