@@ -2,11 +2,17 @@ import type { Logger } from './log.js';
 
 /**
  * Runs a background pass now and then again `intervalMs` after each one ends, so passes never
- * overlap however long one takes; a failed pass is logged and the next one runs as planned. The
- * timer does not keep the process alive, and `stop` waits for the pass under way.
+ * overlap however long one takes; a failed pass is logged and the next one runs as planned. A
+ * pass that knows when there is work next may answer the delay to it instead (a number of ms,
+ * used when shorter than `intervalMs`, which stays the longest wait). The timer does not keep the
+ * process alive, and `stop` waits for the pass under way.
  */
 export class RepeatingPass {
   private timer: NodeJS.Timeout | undefined;
+  /** performance.now() at which the scheduled pass runs. */
+  private dueAt = Number.POSITIVE_INFINITY;
+  /** The shortest delay wakeWithin() asked for during a pass: the next one runs no later. */
+  private wokenWithin = Number.POSITIVE_INFINITY;
   private running: Promise<void> | undefined;
   private stopped = false;
   private started = false;
@@ -14,7 +20,7 @@ export class RepeatingPass {
   private woken = false;
 
   constructor(
-    private readonly pass: () => Promise<void>,
+    private readonly pass: () => Promise<unknown>,
     private readonly options: { intervalMs: number; log: Pick<Logger, 'warn'>; name: string },
   ) {}
 
@@ -38,6 +44,23 @@ export class RepeatingPass {
     this.schedule(0);
   }
 
+  /**
+   * Runs the next pass within `delayMs` (work is known to be due then), or at its time when that
+   * is sooner; during a pass, the next one follows it no later than that. Nothing before start()
+   * or after stop().
+   */
+  wakeWithin(delayMs: number): void {
+    if (!this.started || this.stopped) return;
+    const delay = Math.max(0, delayMs);
+    if (this.running) {
+      this.wokenWithin = Math.min(this.wokenWithin, delay);
+      return;
+    }
+    if (performance.now() + delay >= this.dueAt) return;
+    clearTimeout(this.timer);
+    this.schedule(delay);
+  }
+
   /** Whether stop() was called: a pass that loops checks it to end early. */
   get stopping(): boolean {
     return this.stopped;
@@ -57,13 +80,23 @@ export class RepeatingPass {
 
   private schedule(delayMs: number): void {
     if (this.stopped) return;
+    this.dueAt = performance.now() + delayMs;
     this.timer = setTimeout(() => {
+      this.dueAt = Number.POSITIVE_INFINITY;
       this.running = this.pass()
-        .catch((error: unknown) => this.options.log.warn({ err: error }, `${this.options.name} failed`))
-        .finally(() => {
+        .then(
+          (next) => (typeof next === 'number' && next >= 0 ? next : this.options.intervalMs),
+          (error: unknown) => {
+            this.options.log.warn({ err: error }, `${this.options.name} failed`);
+            return this.options.intervalMs;
+          },
+        )
+        .then((next) => {
           this.running = undefined;
-          this.schedule(this.woken ? 0 : this.options.intervalMs);
+          const delay = this.woken ? 0 : Math.min(next, this.options.intervalMs, this.wokenWithin);
           this.woken = false;
+          this.wokenWithin = Number.POSITIVE_INFINITY;
+          this.schedule(delay);
         });
     }, delayMs);
     this.timer.unref();

@@ -130,6 +130,7 @@ describe('leaderboard periods and the reset scheduler', () => {
         log: app().log,
         clock: () => new Date(),
         intervalMs: 60_000,
+        restMs: 60_000,
         periodsKept: 1,
       });
     await Promise.all([node().runOnce(), node().runOnce(), scheduler().runScheduler()]);
@@ -143,6 +144,63 @@ describe('leaderboard periods and the reset scheduler', () => {
     expect(row?.ended).not.toBeNull();
     // The app's own scheduler (or its timer) may have won it instead, but only one did.
     await vi.waitFor(() => expect(announced.length + eventsOf(id).length).toBe(1), { timeout: 10_000 });
+  });
+
+  /** A scheduler node with its own bus stub, counting its passes by its reads of `data`. */
+  const restingNode = () => {
+    let reads = 0;
+    const told: unknown[] = [];
+    let hear: (event: { t: string; d: unknown }) => void = () => {};
+    const node = new LeaderboardScheduler({
+      data: () => {
+        reads++;
+        return app().db.data;
+      },
+      outbox: { record: async () => undefined },
+      index: { drop: async () => {} },
+      log: app().log,
+      // Before every end in the database: nothing has ended, and the next end is years away.
+      clock: () => new Date(0),
+      intervalMs: 500,
+      // Never again by its own timer within the test: only what it is told wakes it.
+      restMs: 3_600_000,
+      bus: {
+        publish: async (_topic, event) => void told.push(event.d),
+        subscribe: async (_topic, handler) => {
+          hear = handler as typeof hear;
+          return async () => {};
+        },
+      },
+      periodsKept: 1,
+    });
+    return { node, reads: () => reads, told, hear: (d: unknown) => hear({ t: 'leaderboards.end', d }) };
+  };
+
+  it('sleeps until an end another node announces, when that end comes before the one it knew', async () => {
+    const { node, reads, hear } = restingNode();
+    node.start();
+    try {
+      // Its first pass read the next end (years ahead of its clock) and sleeps for its restMs.
+      await vi.waitFor(() => expect(reads()).toBe(1), { timeout: 10_000, interval: 10 });
+      hear(new Date(20).toISOString());
+      await vi.waitFor(() => expect(reads()).toBe(2), { timeout: 10_000, interval: 10 });
+    } finally {
+      await node.stop();
+    }
+  });
+
+  it("tells the other nodes of a board's period end once, however many submissions note it", async () => {
+    const { node, told } = restingNode();
+    const ends = new Date(nextMinute());
+    node.noted('board-ref', ends);
+    node.noted('board-ref', ends);
+    node.noted('other-ref', ends);
+    node.noted('board-ref', new Date(ends.getTime() + 60_000));
+    expect(told).toEqual([
+      ends.toISOString(),
+      ends.toISOString(),
+      new Date(ends.getTime() + 60_000).toISOString(),
+    ]);
   });
 
   it('removes periods older than those kept, with their records', async () => {

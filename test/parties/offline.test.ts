@@ -227,6 +227,15 @@ describe('sweeps run by hand', () => {
     }
   });
 
+  it('read only the walk’s page (and prune invitations) while nobody is in a party', async () => {
+    const { handle, ran } = recordingData(() => app().db.data);
+    await sweepOn(recording([]), 0, () => handle).sweep();
+    const statements = ran.map((statement) => statement.sql.replace(/\s+/g, ' ').trim());
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/^select user_id, offline_since is not null as offline from party_members/);
+    expect(statements[1]).toMatch(/^delete from party_invites/);
+  });
+
   it('read the offline members and one page of the others, however many members are online', async () => {
     const db = app().db;
     const online = Array.from({ length: 2000 }, () => randomUUID());

@@ -135,4 +135,52 @@ describe('RepeatingPass', () => {
     await vi.advanceTimersByTimeAsync(60_000);
     expect(passes()).toBe(3);
   });
+
+  it('waits the delay a pass answers when shorter than the interval, and the interval when longer', async () => {
+    const delays = [300, 120_000];
+    let passes = 0;
+    const repeating = new RepeatingPass(
+      async () => {
+        passes++;
+        return delays.shift();
+      },
+      { intervalMs: 60_000, log: log(), name: 'a pass' },
+    );
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes).toBe(1);
+    await vi.advanceTimersByTimeAsync(299);
+    expect(passes).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes).toBe(2);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(passes).toBe(3);
+    await repeating.stop();
+  });
+
+  it('runs the next pass within the delay wakeWithin asks, unless it is due sooner, also when asked during a pass', async () => {
+    const { repeating, passes, finish } = heldPasses(60_000);
+    repeating.wakeWithin(10);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(passes()).toBe(0);
+    repeating.start();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(passes()).toBe(1);
+    // Asked during the pass: the next follows it within the delay, not the interval later.
+    repeating.wakeWithin(500);
+    finish();
+    await vi.advanceTimersByTimeAsync(499);
+    expect(passes()).toBe(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(passes()).toBe(2);
+    finish();
+    await vi.advanceTimersByTimeAsync(0);
+    repeating.wakeWithin(1000);
+    // A later wish does not put off the pass due sooner.
+    repeating.wakeWithin(5000);
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(passes()).toBe(3);
+    finish();
+    await repeating.stop();
+  });
 });

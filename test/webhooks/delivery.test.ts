@@ -17,7 +17,9 @@ let clockOffsetMs = 0;
 
 /**
  * Delivery of webhook events to a local receiver (docs/webhooks.md, "Delivery"): private
- * networks are allowed here, retries come after 1 s, 2 s, and a delivery fails after 3 attempts.
+ * networks are allowed here, retries come after 1 s, 2 s, and a delivery fails after 3 attempts;
+ * the job's safety pass is an hour away, so every delivery here is attempted because something
+ * woke the job.
  */
 describe('webhook delivery', () => {
   const app = useTestApp(
@@ -25,7 +27,12 @@ describe('webhook delivery', () => {
     {
       modules: testModules.map((module) =>
         module.name === 'webhooks'
-          ? createWebhooksModule({ clock: () => new Date(Date.now() + clockOffsetMs) })
+          ? createWebhooksModule({
+              clock: () => new Date(Date.now() + clockOffsetMs),
+              // No pass of its own within a test: only what wakes the job (a fan-out, a retry of
+              // this node's coming due, a redelivery, an endpoint enabled again) runs one.
+              deliveryIntervalMs: 3_600_000,
+            })
           : module,
       ),
     },

@@ -148,6 +148,21 @@ export async function stopServersOfNodes(
 }
 
 /**
+ * Whether the reconcile has anything to look at: a live (starting or ready) server, by the live
+ * servers' index, or a party follow not yet sent. One statement, so a reconcile of a service
+ * without live servers (at rest) runs one instead of its five.
+ */
+export async function anythingLive(data: DataAccess): Promise<boolean> {
+  const [row] = await executeBound<{ live: boolean }>(
+    data,
+    `select exists (select 1 from game_servers where status in ('starting', 'ready'))
+       or exists (select 1 from game_server_party_follows) as live`,
+    [],
+  );
+  return row?.live === true;
+}
+
+/**
  * Starting servers of a world (or all) past their readiness deadline, failed now with `error`;
  * returns them.
  */

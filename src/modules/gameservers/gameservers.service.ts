@@ -17,6 +17,7 @@ import type { DiscoveryApi } from '../discovery/index.js';
 import type { WorldAccess, WorldsApi } from '../worlds/index.js';
 import {
   adminServersPage,
+  anythingLive,
   applyReport,
   endServer,
   findServer,
@@ -283,12 +284,17 @@ export class GameServersService {
    */
   async reconcile(): Promise<void> {
     const data = this.deps.systemData();
-    await this.lifecycle.endOverdue(data, new Date());
-    await this.stopIdle(new Date());
+    // Without a live server nor a follow, the sweeps below have nothing to find.
+    const live = await anythingLive(data);
+    if (live) {
+      await this.lifecycle.endOverdue(data, new Date());
+      await this.stopIdle(new Date());
+    }
     for (const id of this.deps.spawner.runningIds()) {
       const row = await findServer(data, id);
       if (!row || row.status === 'failed' || row.status === 'stopped') await this.deps.spawner.stop(id);
     }
+    if (!live) return;
     await this.stopOrphaned(new Date());
     // Follows of ready servers that nobody sent: the leader's node died before taking them.
     await sendFollows(this.deps.bus, this.deps.log, await takeSettledFollows(data, null));

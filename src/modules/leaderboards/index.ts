@@ -39,8 +39,10 @@ import { Writers } from './writers.js';
 
 export type { LeaderboardsAccess } from './extension-access.js';
 
-/** How often each node's scheduler looks for ended periods: events come within a second of the end. */
+/** How soon a scheduler pass follows one that left ended periods to the node holding their board. */
 const SCHEDULER_INTERVAL_MS = 500;
+/** The longest a scheduler sleeps with no end known sooner: ends noted on any node wake it before. */
+const SCHEDULER_REST_MS = 5_000;
 
 export interface LeaderboardsApi {
   /** One scheduler pass now (tests): announces every ended period, once. */
@@ -55,7 +57,7 @@ export const leaderboardsModule = defineModule({
   tables: ['leaderboards', 'leaderboard_records', 'leaderboard_periods', 'tournaments', 'tournament_members'],
   needs: ['users', 'audit', 'social'],
   setup(
-    { config, kv, log, db, outbox, ctx },
+    { config, kv, log, db, outbox, ctx, bus },
     { users, audit }: { users: UsersApi; audit: AuditApi; social: SocialApi },
   ) {
     const index = new RankIndex(kv, log, () => db.data);
@@ -68,12 +70,6 @@ export const leaderboardsModule = defineModule({
         durationSeconds: config.LEADERBOARD_SUBMIT_RATE_LIMIT_WINDOW_SECONDS,
       }),
     );
-    const boards = new LeaderboardsService({ index, reader, audit, writers });
-    const tournaments = new TournamentsService({ index, reader, audit, writers });
-    const server = (ctx: { service: { id: string } | null }, userId: string) => {
-      if (!ctx.service) throw new Error('an internal operation ran without a game server');
-      return { kind: 'server' as const, userId };
-    };
     const scheduler = new LeaderboardScheduler({
       data: () => db.data,
       outbox,
@@ -81,8 +77,16 @@ export const leaderboardsModule = defineModule({
       log,
       clock: () => new Date(),
       intervalMs: SCHEDULER_INTERVAL_MS,
+      restMs: SCHEDULER_REST_MS,
+      bus,
       periodsKept: config.LEADERBOARD_PERIODS_KEPT,
     });
+    const boards = new LeaderboardsService({ index, reader, audit, writers, ends: scheduler });
+    const tournaments = new TournamentsService({ index, reader, audit, writers, ends: scheduler });
+    const server = (ctx: { service: { id: string } | null }, userId: string) => {
+      if (!ctx.service) throw new Error('an internal operation ran without a game server');
+      return { kind: 'server' as const, userId };
+    };
     const api: LeaderboardsApi = {
       runScheduler: () => scheduler.runOnce(),
       access: leaderboardsAccess(boards, tournaments, () =>

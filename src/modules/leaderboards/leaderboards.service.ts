@@ -32,6 +32,8 @@ export interface LeaderboardsDeps {
   reader: StandingsReader;
   audit: AuditApi;
   writers: Writers;
+  /** Told of each end a write makes owed an event, so every node's scheduler wakes for it. */
+  ends: { noted(key: string, endsAt: Date): void };
 }
 
 export interface NewBoardInput {
@@ -161,6 +163,8 @@ export class LeaderboardsService {
       sign: board.sort === 'asc' ? 1 : -1,
       now,
     });
+    // The period is owed a reset event once it ends (a no-op past its first submission here).
+    if (written && current.nextResetAt) this.deps.ends.noted(board.ref, current.nextResetAt);
     const row = written?.value;
     if (!row) {
       await this.deps.writers.refund(writer, userId);

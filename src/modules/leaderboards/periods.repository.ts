@@ -36,6 +36,20 @@ export async function anythingEnded(data: DataAccess, now: Date): Promise<boolea
   return row?.ended === true;
 }
 
+const NEXT_END_SQL = `
+  select least(
+    (select min(period_end) from leaderboard_periods where ended_event_at is null),
+    (select min(end_at) from tournaments where ended_event_at is null)) as due`;
+
+/**
+ * The earliest end of a period holding records or of a tournament not announced yet (ended or
+ * not), by the two pending indexes; null when nothing is owed an event.
+ */
+export async function nextEnd(data: DataAccess): Promise<Date | null> {
+  const [row] = await executeBound<{ due: Date | null }>(data, NEXT_END_SQL, []);
+  return row?.due ?? null;
+}
+
 /** Periods that ended by `now` and were not announced yet, oldest first. */
 export async function pendingPeriods(data: DataAccess, now: Date, limit: number): Promise<PendingPeriod[]> {
   return executeBound<PendingPeriod>(data, PENDING_SQL, [now, limit]);

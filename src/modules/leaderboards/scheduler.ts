@@ -1,3 +1,4 @@
+import type { EventBus } from '../../platform/bus.js';
 import type { DataAccess } from '../../platform/data-access.js';
 import { transaction } from '../../platform/data-access.js';
 import type { Logger } from '../../platform/log.js';
@@ -7,6 +8,7 @@ import {
   anythingEnded,
   claimEndedPeriod,
   lockBoard,
+  nextEnd,
   type PendingPeriod,
   pendingPeriods,
   pruneOldPeriods,
@@ -26,6 +28,11 @@ const ENDED_STANDINGS = 100;
 /** Ended periods one statement reads; a pass reads until fewer come back. */
 const BATCH = 500;
 
+/** Where a node that noted a new end (a board's period, a tournament) tells the others' schedulers. */
+export const LEADERBOARD_ENDS_TOPIC = 'leaderboards:ends';
+/** The most boards whose announced period end a node remembers (it announces again past that). */
+const ANNOUNCED_MAX = 10_000;
+
 export interface SchedulerOptions {
   data: () => DataAccess;
   outbox: Pick<Outbox, 'record'>;
@@ -33,8 +40,19 @@ export interface SchedulerOptions {
   log: Pick<Logger, 'warn' | 'error'>;
   /** The one clock: the same the answers read their periods from. */
   clock: () => Date;
+  /**
+   * How soon a pass follows one that left ended periods to another node (which holds their
+   * board); and the longest the timer sleeps towards a known end.
+   */
   intervalMs: number;
+  /**
+   * The longest a node sleeps when it knows of no end sooner: the safety net for an end it was
+   * not told of (an announcement lost with Redis). Ends noted on any node wake it before.
+   */
+  restMs: number;
   periodsKept: number;
+  /** Where nodes tell each other of new ends; without it only this node's own are heard. */
+  bus?: Pick<EventBus, 'publish' | 'subscribe'>;
 }
 
 /**
@@ -46,31 +64,91 @@ export interface SchedulerOptions {
  * periods, so two nodes never both do, and a node that stops before committing leaves them to the
  * next pass of any node. Then it removes the periods past LEADERBOARD_PERIODS_KEPT. Tournaments
  * past their end_at get one `tournament.ended` each the same way, marked on their own row.
+ *
+ * The timer does not poll: a pass asks for the earliest end still owed an event (one statement)
+ * and sleeps until it, at most `restMs`. A submission that notes a new period and a tournament's
+ * creation tell every node's scheduler of the new end through the bus (`noted`), which wakes it
+ * sooner when that end comes first.
  */
 export class LeaderboardScheduler {
   private readonly repeating: RepeatingPass;
   private readonly schedules = new Map<string, ResetSchedule>();
+  /** Each board's last period end this node told the others of: once per board and period. */
+  private readonly announced = new Map<string, number>();
+  private unsubscribe: Promise<() => Promise<void>> | undefined;
 
   constructor(private readonly options: SchedulerOptions) {
-    this.repeating = new RepeatingPass(() => this.runOnce(), {
-      intervalMs: options.intervalMs,
+    this.repeating = new RepeatingPass(() => this.timedPass(), {
+      intervalMs: options.restMs,
       log: options.log,
       name: 'a leaderboard scheduler pass',
     });
   }
 
   start(): void {
+    this.unsubscribe = this.options.bus
+      ?.subscribe(LEADERBOARD_ENDS_TOPIC, (event) => this.wakeAt(Date.parse(String(event.d))))
+      .catch((err) => {
+        this.options.log.warn({ err }, "leaderboards: not told of other nodes' ends; every restMs only");
+        return async () => undefined;
+      });
     this.repeating.start();
   }
 
-  stop(): Promise<void> {
-    return this.repeating.stop();
+  async stop(): Promise<void> {
+    await this.repeating.stop();
+    await (await this.unsubscribe)?.();
   }
 
-  /** One pass at the clock's time (tests, and the timer). */
+  /**
+   * A new end is owed an event at `endsAt` (`key`: the board whose period it ends, or the
+   * tournament): wakes this node's scheduler by then, and every other node's through the bus,
+   * once per key and end on this node.
+   */
+  noted(key: string, endsAt: Date): void {
+    const at = endsAt.getTime();
+    if (this.announced.get(key) === at) return;
+    if (this.announced.size >= ANNOUNCED_MAX) this.announced.clear();
+    this.announced.set(key, at);
+    this.wakeAt(at);
+    // Lost with Redis, the other nodes find the end within restMs.
+    this.options.bus
+      ?.publish(LEADERBOARD_ENDS_TOPIC, { t: 'leaderboards.end', d: endsAt.toISOString() })
+      .catch(() => undefined);
+  }
+
+  private wakeAt(at: number): void {
+    if (Number.isNaN(at)) return;
+    this.repeating.wakeWithin(at - this.options.clock().getTime());
+  }
+
+  /**
+   * The timer's pass: announces what ended, then answers how long to sleep: until the earliest
+   * end still owed (at most restMs), or intervalMs when ended periods are left to the node that
+   * holds their board.
+   */
+  private async timedPass(): Promise<number> {
+    const { data, clock, intervalMs, restMs } = this.options;
+    let due = await nextEnd(data());
+    let now = clock();
+    if (due !== null && due <= now) {
+      await this.announceEnded(now);
+      due = await nextEnd(data());
+      now = clock();
+      if (due !== null && due <= now) return intervalMs;
+    }
+    return due === null ? restMs : Math.min(restMs, due.getTime() - now.getTime());
+  }
+
+  /** One pass at the clock's time (tests). */
   async runOnce(): Promise<void> {
     const now = this.options.clock();
     if (!(await anythingEnded(this.options.data(), now))) return;
+    await this.announceEnded(now);
+  }
+
+  /** Announces every period and tournament ended by `now` that no node announced yet. */
+  private async announceEnded(now: Date): Promise<void> {
     for (;;) {
       const pending = await pendingPeriods(this.options.data(), now, BATCH);
       let announcedAny = false;

@@ -27,6 +27,8 @@ export interface TournamentsDeps {
   reader: StandingsReader;
   audit: AuditApi;
   writers: Writers;
+  /** Told of each end a write makes owed an event, so every node's scheduler wakes for it. */
+  ends: { noted(key: string, endsAt: Date): void };
 }
 
 export interface NewTournamentInput {
@@ -110,6 +112,7 @@ export class TournamentsService {
       return row;
     });
     if (!created) throw new AppError(ErrorCode.CONFLICT, `A tournament ${input.id} exists already.`);
+    this.deps.ends.noted(created.ref, created.end_at);
     return view(created, now);
   }
 

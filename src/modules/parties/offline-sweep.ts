@@ -115,8 +115,15 @@ export class OfflineSweep {
   async sweep(): Promise<void> {
     const now = this.options.clock();
     await this.markWentOffline(now);
-    await this.walk(now);
+    // A walk that began at the start and found no membership: nobody is in a party, so none has
+    // `offline_since` to review (one who joins meanwhile is not due before the next pass).
+    if ((await this.walk(now)) === 'none') return this.prune(now);
     await this.reviewOffline(now);
+    await this.prune(now);
+  }
+
+  /** Expired invitations, once a minute. */
+  private async prune(now: Date): Promise<void> {
     if (now.getTime() - this.prunedAt >= PRUNE_INTERVAL_MS) {
       await pruneInvites(this.options.data(), now, PRUNE);
       this.prunedAt = now.getTime();
@@ -139,12 +146,20 @@ export class OfflineSweep {
     }
   }
 
-  /** (3) One page of the walk over every membership, from where the last pass left it. */
-  private async walk(now: Date): Promise<void> {
+  /**
+   * (3) One page of the walk over every membership, from where the last pass left it; 'none' when
+   * it began at the start and found none (with no cursor to remove, no KV command after the read).
+   */
+  private async walk(now: Date): Promise<'none' | undefined> {
     const { kv, presence, data } = this.options;
     const size = this.options.walkPage ?? PAGE;
     const cursor = await kv.get(WALK_CURSOR_KEY);
-    const page = await membershipsAfter(data(), cursor && isId(cursor) ? cursor : NO_USER_ID, size);
+    const fromStart = !(cursor && isId(cursor));
+    const page = await membershipsAfter(data(), fromStart ? NO_USER_ID : cursor, size);
+    if (page.length === 0 && fromStart) {
+      if (cursor !== null) await kv.del(WALK_CURSOR_KEY);
+      return 'none';
+    }
     const online = await presence.onlineAmong(page.map((row) => row.user_id));
     const wentOffline = page.filter((row) => !row.offline && !online.has(row.user_id));
     const cameBack = page.filter((row) => row.offline && online.has(row.user_id));
@@ -155,6 +170,7 @@ export class OfflineSweep {
     const last = page.at(-1);
     if (page.length < size || last === undefined) await kv.del(WALK_CURSOR_KEY);
     else await kv.set(WALK_CURSOR_KEY, last.user_id);
+    return undefined;
   }
 
   /**

@@ -30,6 +30,11 @@ const OUTCOME_WRITES_AT_ONCE = 2;
 const PRUNE_BATCH = 1000;
 /** How often a node removes what retention let go: not on every pass, which runs per attempt. */
 const PRUNE_INTERVAL_MS = 60_000;
+/**
+ * The due times of its own retries a node keeps to wake for, the earliest ones: past that (a
+ * failing endpoint's backlog), the later ones wait for a pass that runs anyway, at most intervalMs.
+ */
+const RETRIES_KEPT = 1000;
 
 export interface DeliverySettings {
   timeoutSeconds: number;
@@ -46,6 +51,10 @@ export interface DeliveryWorkerOptions {
   log: Pick<Logger, 'warn'>;
   clock: () => Date;
   settings: DeliverySettings;
+  /**
+   * The longest between two passes: the safety net for what nothing on this node wakes it for
+   * (a retry another node wrote and could not make, a lease that lapsed, a lost wake).
+   */
   intervalMs: number;
   /** Told of each attempt's outcome as it is written: the delivery's status after it. */
   onOutcome?: (status: DeliveryStatus) => void;
@@ -57,6 +66,8 @@ export interface DeliveryWorkerOptions {
  * outcome, without waiting for them: a receiver that holds its answer delays no other delivery.
  * Then it removes what retention let go. `wake` runs a pass now: a fan-out or a redelivery made
  * something due, or attempts ended and freed half the room while more were due than there was room for.
+ * A failed attempt whose retry this node wrote wakes it when the retry is due (one timer, for the
+ * earliest); what nothing wakes waits for the pass every `intervalMs`.
  */
 export class DeliveryWorker {
   private readonly repeating: RepeatingPass;
@@ -64,6 +75,8 @@ export class DeliveryWorker {
   private stopped = new AbortController();
   private readonly attempts = new Set<Promise<void>>();
   private prunedAt = Number.NEGATIVE_INFINITY;
+  /** The due times (ms, by the clock) of the retries this node wrote, earliest first. */
+  private retriesDue: number[] = [];
   /** The last claim filled the room there was: once half the room is free again, a pass runs at once. */
   private backlog = false;
   private readonly recordAttempt = batched(
@@ -72,7 +85,7 @@ export class DeliveryWorker {
   );
 
   constructor(private readonly options: DeliveryWorkerOptions) {
-    this.repeating = new RepeatingPass(() => this.runOnce(), {
+    this.repeating = new RepeatingPass(() => this.timedPass(), {
       intervalMs: options.intervalMs,
       log: options.log,
       name: 'a webhook delivery pass',
@@ -98,6 +111,26 @@ export class DeliveryWorker {
   async runUntilIdle(): Promise<void> {
     await this.runOnce();
     await Promise.all(this.attempts);
+  }
+
+  /** A timer's pass, answering the time to the earliest retry this node wrote that is not due yet. */
+  private async timedPass(): Promise<number> {
+    await this.runOnce();
+    const now = this.options.clock().getTime();
+    const first = this.retriesDue.findIndex((at) => at > now);
+    this.retriesDue = first < 0 ? [] : this.retriesDue.slice(first);
+    return this.retriesDue.length > 0 ? (this.retriesDue[0] as number) - now : this.options.intervalMs;
+  }
+
+  /** A retry this node wrote is due at `at`: a pass runs by then. */
+  private retryAt(at: number): void {
+    const times = this.retriesDue;
+    let i = times.length;
+    while (i > 0 && (times[i - 1] as number) > at) i--;
+    if (i >= RETRIES_KEPT) return;
+    times.splice(i, 0, at);
+    if (times.length > RETRIES_KEPT) times.pop();
+    this.repeating.wakeWithin(at - this.options.clock().getTime());
   }
 
   /** Starts attempts of what is due while there is room, then prunes when it is time (the timer, and tests). */
@@ -171,6 +204,7 @@ export class DeliveryWorker {
         at,
       });
       this.options.onOutcome?.(status);
+      if (next) this.retryAt(next.getTime());
     } catch (err) {
       // The attempt's lease hands the delivery to the next pass of any node.
       this.options.log.warn({ err, delivery_id: delivery.id }, 'webhooks: could not record an attempt');

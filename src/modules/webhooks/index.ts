@@ -17,16 +17,24 @@ import { consumeWebhookEvents } from './fan-out.js';
 import { registerWebhookMetrics } from './webhooks.metrics.js';
 import { WebhooksService } from './webhooks.service.js';
 
-/** How often each node looks for due deliveries when nothing woke it. */
-const DELIVERY_INTERVAL_MS = 500;
+/**
+ * How often each node looks for due deliveries when nothing woke it: fan-outs, redeliveries, an
+ * endpoint enabled again and this node's own retries wake it when they are due.
+ */
+const DELIVERY_INTERVAL_MS = 5_000;
 
 export interface WebhooksApi {
   /** Attempts every due delivery, waits for the attempts, and prunes the expired ones (tests). */
   runDeliveries(): Promise<void>;
 }
 
-/** Signed, retried outbound webhooks (docs/webhooks.md); `resolve` replaces the system resolver (tests). */
-export function createWebhooksModule(options: { resolve?: Resolve; clock?: () => Date } = {}) {
+/**
+ * Signed, retried outbound webhooks (docs/webhooks.md); `resolve` replaces the system resolver,
+ * `deliveryIntervalMs` the delivery job's safety pass (tests).
+ */
+export function createWebhooksModule(
+  options: { resolve?: Resolve; clock?: () => Date; deliveryIntervalMs?: number } = {},
+) {
   return defineModule({
     name: 'webhooks',
     tables: ['webhook_endpoints', 'webhook_deliveries'],
@@ -38,7 +46,7 @@ export function createWebhooksModule(options: { resolve?: Resolve; clock?: () =>
         data: () => db.data,
         log,
         clock,
-        intervalMs: DELIVERY_INTERVAL_MS,
+        intervalMs: options.deliveryIntervalMs ?? DELIVERY_INTERVAL_MS,
         onOutcome,
         settings: {
           timeoutSeconds: config.WEBHOOK_TIMEOUT_SECONDS,

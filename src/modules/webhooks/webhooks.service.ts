@@ -32,7 +32,7 @@ export interface WebhooksDeps {
   rotationGraceSeconds: number;
   /** Injected by tests; the system resolver otherwise. */
   resolve?: Resolve;
-  /** A redelivery made something due: attempt it now rather than at the next pass. */
+  /** A redelivery or an endpoint enabled again made something due: attempt it now rather than at the next pass. */
   wakeDeliveries: () => void;
 }
 
@@ -97,7 +97,7 @@ export class WebhooksService {
       ...(input.events === undefined ? {} : { events: subscribed(input.events) }),
     };
     const endpointId = idOr(id, noSuchEndpoint);
-    return transaction(ctx.data, async (tx) => {
+    const updated = await transaction(ctx.data, async (tx) => {
       const changed = await updateEndpoint(tx, endpointId, changes, ctx.now());
       if (!changed) throw noSuchEndpoint();
       const [before, after] = [endpointView(changed.before), endpointView(changed.after)];
@@ -111,8 +111,11 @@ export class WebhooksService {
         before: Object.fromEntries(fields.map((field) => [field, before[field]])),
         after: Object.fromEntries(fields.map((field) => [field, after[field]])),
       });
-      return after;
+      return { after, enabled: !before.enabled && after.enabled };
     });
+    // Its pending deliveries that came due while it was disabled are due now.
+    if (updated.enabled) this.deps.wakeDeliveries();
+    return updated.after;
   }
 
   async delete(ctx: Ctx, id: string): Promise<void> {
