@@ -9,7 +9,7 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # npm ci runs the package's prepare script, which finds no sources yet and does nothing here.
-COPY scripts/prepare.mjs ./scripts/prepare.mjs
+COPY scripts/prepare.mjs scripts/build-freshness.mjs ./scripts/
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY protocol ./protocol
@@ -20,7 +20,8 @@ COPY examples/gameserver/server.mjs ./examples/gameserver/server.mjs
 COPY deploy/agones/gameserver-template.yaml ./deploy/agones/gameserver-template.yaml
 # npm run build compiles, then copies beside the modules the files they read (the console's assets,
 # the local spawner's default program, the agones spawner's default GameServer template). The
-# prepare script then makes the embedded database's cluster cache in node_modules/.cache/atrium,
+# prepare script then finds the build as new as the sources (so it does not build again) and
+# makes the embedded database's cluster cache in node_modules/.cache/atrium,
 # which the image carries, so a container's first start without DATABASE_URL runs no initdb.
 RUN npm run build && node scripts/prepare.mjs && npm prune --omit=dev --no-audit --no-fund
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { clusterCacheFile } from '../src/platform/embedded-cluster.js';
 import { steadyRss } from './realtime/rss-readings.js';
-import { startService } from './service.js';
+import { buildService, compiledStartArgs, startService } from './service.js';
 
 /**
  * Embedded mode's start (issue 54's targets: at most 5 s from an empty DATA_DIR to /healthz 200,
@@ -14,7 +14,10 @@ import { startService } from './service.js';
  * after the last work) and reads the process's RSS and its peak (VmHWM). Cases, in this order:
  * a first start with the cluster cache absent (deleted first, so this start makes it), a first
  * start with it present, and a restart on that last DATA_DIR.
- * Usage: `npm run bench -- embedded-start [--runs N]`; writes bench/results/embedded-start.md.
+ * Usage: `npm run bench -- embedded-start [--runs N] [--compiled]`; --compiled runs `npm run build`
+ * first and starts the compiled build, as `npm start` does after `npm install` (which builds);
+ * without it, the sources through tsx, as `npm start` does after an edit. Writes
+ * bench/results/embedded-start.md.
  */
 
 const AT_REST_MIN_MS = 60_000;
@@ -32,11 +35,11 @@ async function peakMiB(pid: number): Promise<number> {
   return Number(match?.[1] ?? 0) / 1024;
 }
 
-async function startOnce(dataDir: string): Promise<Reading> {
+async function startOnce(dataDir: string, nodeArgs: string[] | undefined): Promise<Reading> {
   const load = loadavg()
     .map((value) => value.toFixed(1))
     .join(' ');
-  const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' });
+  const service = await startService({ DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' }, nodeArgs);
   try {
     const pid = service.child.pid as number;
     const { kib, steady } = await steadyRss([pid], AT_REST_MIN_MS);
@@ -62,8 +65,14 @@ async function removeClusterCache(): Promise<void> {
 }
 
 export async function run(): Promise<string> {
-  const { values } = parseArgs({ options: { runs: { type: 'string' } }, strict: false });
+  const { values } = parseArgs({
+    options: { runs: { type: 'string' }, compiled: { type: 'boolean' } },
+    strict: false,
+  });
   const runs = Number(values.runs) || 1;
+  const compiled = values.compiled === true;
+  if (compiled) await buildService();
+  const nodeArgs = compiled ? await compiledStartArgs() : undefined;
   const root = await mkdtemp(join(tmpdir(), 'atrium-start-'));
   const rows: string[] = [];
   const row = (name: string, r: Reading) => {
@@ -74,18 +83,18 @@ export async function run(): Promise<string> {
   try {
     for (let i = 0; i < runs; i++) {
       await removeClusterCache();
-      row('first start, cache absent', await startOnce(join(root, `absent-${i}`)));
+      row('first start, cache absent', await startOnce(join(root, `absent-${i}`), nodeArgs));
       const dataDir = join(root, `present-${i}`);
-      row('first start, cache present', await startOnce(dataDir));
-      row('restart', await startOnce(dataDir));
+      row('first start, cache present', await startOnce(dataDir, nodeArgs));
+      row('restart', await startOnce(dataDir, nodeArgs));
     }
   } finally {
     await rm(root, { recursive: true, force: true });
   }
   const report = `# Embedded mode: start time and memory
 
-Run ${new Date().toISOString()} on Node ${process.version}, \`npm start\`'s node flags on the sources
-(tsx), embedded defaults; the service process only (a child process that makes the cluster cache
+Run ${new Date().toISOString()} on Node ${process.version}, \`npm start\`'s node flags on ${compiled ? 'the compiled build (what `npm start` runs after `npm install`)' : 'the sources (tsx)'},
+embedded defaults; the service process only (a child process that makes the cluster cache
 is not counted). Targets: healthz at most 5 s on a first start, at most 250 MiB at rest.
 
 | case | spawn to /healthz 200 | RSS at rest (>= 60 s, steady) | peak RSS | load average (1, 5, 15 min) |

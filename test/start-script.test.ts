@@ -19,7 +19,8 @@ describe('npm start', () => {
   beforeEach(async () => {
     root = await mkdtemp(join(tmpdir(), 'atrium-start-'));
     for (const dir of ['scripts', 'src', 'protocol', 'migrations']) await mkdir(join(root, dir));
-    await copyFile('scripts/start.mjs', join(root, 'scripts', 'start.mjs'));
+    for (const script of ['start.mjs', 'build-freshness.mjs'])
+      await copyFile(join('scripts', script), join(root, 'scripts', script));
     await symlink(join(process.cwd(), 'node_modules'), join(root, 'node_modules'));
     await writeFile(join(root, 'package.json'), '{ "type": "module" }\n');
     // A TypeScript-only construct: it runs only through tsx.
