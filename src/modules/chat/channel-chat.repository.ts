@@ -38,6 +38,12 @@ interface MessageValues {
 export interface ChannelStatements {
   /** Answers the stored row; with access SQL, only when it finds no refusal. */
   insert: NamedSql<Record<string, unknown>>;
+  /**
+   * `insert` for several messages at once, each parameter an array with an element per message
+   * (`many_` and the column's name): answers the rows it stored, each admitted by the access SQL
+   * for its own sender.
+   */
+  insertMany: NamedSql<Record<string, unknown>>;
   /** $1 the key, $2 $3 the `before` key, $4 the limit; with access SQL, $5 the reader and the refusal. */
   page: string;
   /** $1 the key, $2 the user: the refusal alone, for a join (kinds with access SQL). */
@@ -85,6 +91,12 @@ export function channelStatements(
     ':filtered',
     ':at',
   ];
+  // The messages of a batch, one row each, named as the single insert's values are.
+  const manyColumns = ['id', ...written, 'sender_id', 'body', 'filtered', 'at'];
+  const manyTypes = ['uuid', ...written.map(() => 'uuid'), 'uuid', 'text', 'boolean', 'timestamptz'];
+  const many = `unnest(${manyColumns.map((name, i) => `:many_${name}::${manyTypes[i]}[]`).join(', ')})
+       as m(${manyColumns.join(', ')})`;
+  const manyValues = manyColumns.map((name) => `m.${name}`).join(', ');
   const channelOnly = [`${key} = $1`, ...nulls.map((name) => `${name} is null`)].join(' and ');
   const pageOf = (extra: string) => `select ${COLUMNS} from messages
      where ${channelOnly} and ${BEFORE}${extra}
@@ -93,6 +105,8 @@ export function channelStatements(
   if (!access) {
     return {
       insert: namedSql(`insert into messages (${insertColumns}) values (${insertValues.join(', ')})
+         returning ${COLUMNS}`),
+      insertMany: namedSql(`insert into messages (${insertColumns}) select ${manyValues} from ${many}
          returning ${COLUMNS}`),
       page: pageOf(''),
       access: undefined,
@@ -106,6 +120,9 @@ export function channelStatements(
     // it from this statement (a CTE joined to the insert) cost Postgres a fifth more per message.
     insert: namedSql(`insert into messages (${insertColumns})
        select ${insertValues.join(', ')} where (${access.sql(`:${key}::uuid`, ':sender_id::uuid')}) is null
+       returning ${COLUMNS}`),
+    insertMany: namedSql(`insert into messages (${insertColumns})
+       select ${manyValues} from ${many} where (${access.sql(`m.${key}`, 'm.sender_id')}) is null
        returning ${COLUMNS}`),
     page: `with access as (select ${access.sql('$1::uuid', '$5::uuid')} as refusal)
        select access.refusal, page.* from access
@@ -149,6 +166,52 @@ export async function insertChannelMessage(
   // Admitted between the two statements (a join committed meanwhile): stored now, or refused again.
   const [retried] = await insert();
   return retried ? { refusal: null, row: retried } : { refusal: 'refused', row: undefined };
+}
+
+/** A message to store in the channel `target` names, as a batch takes it. */
+export interface ChannelMessageInput {
+  target: ChannelTarget;
+  message: MessageValues;
+}
+
+/**
+ * insertChannelMessage for several messages, in one statement (one round trip and one commit),
+ * answering for each message in order. The statement stores every message the access SQL admits;
+ * one it did not store is stored or refused alone (insertChannelMessage), so its refusal, or its
+ * retry when a join committed meanwhile, is as a lone send's. A lone message takes the single
+ * statement.
+ */
+export async function insertChannelMessages(
+  data: DataAccess,
+  statements: ChannelStatements,
+  inputs: readonly ChannelMessageInput[],
+): Promise<{ refusal: string | null; row: ChannelMessageRow | undefined }[]> {
+  if (inputs.length === 1)
+    return Promise.all(
+      inputs.map(({ target, message }) => insertChannelMessage(data, statements, target, message)),
+    );
+  const params: Record<string, unknown[]> = {
+    many_id: inputs.map(({ message }) => message.id),
+    many_sender_id: inputs.map(({ message }) => message.sender_id),
+    many_body: inputs.map(({ message }) => message.body),
+    many_filtered: inputs.map(({ message }) => message.filtered),
+    many_at: inputs.map(({ message }) => message.at),
+  };
+  for (const name of statements.written) params[`many_${name}`] = inputs.map(({ target }) => target[name]);
+  const rows = await executeNamed<ChannelMessageRow, Record<string, unknown>>(
+    data,
+    statements.insertMany,
+    params,
+  );
+  const stored = new Map(rows.map((row) => [row.id, row]));
+  const outcomes: { refusal: string | null; row: ChannelMessageRow | undefined }[] = [];
+  for (const { target, message } of inputs) {
+    const row = stored.get(message.id);
+    outcomes.push(
+      row ? { refusal: null, row } : await insertChannelMessage(data, statements, target, message),
+    );
+  }
+  return outcomes;
 }
 
 /**

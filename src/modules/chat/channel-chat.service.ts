@@ -1,4 +1,5 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { batchedStatement } from '../../platform/batcher.js';
 import type { EventBus } from '../../platform/bus.js';
 import { type Ctx, callerOf } from '../../platform/context.js';
 import { decodeCursor, isTimeIdKey, pageFrom, timeOfKey } from '../../platform/cursor.js';
@@ -12,7 +13,7 @@ import {
   channelMessagesOf,
   channelRefusal,
   channelStatements,
-  insertChannelMessage,
+  insertChannelMessages,
 } from './channel-chat.repository.js';
 import type { ChannelNames, ChannelTarget, ChatChannel, ChatChannelResolver } from './chat-channel.js';
 import { trimmedBody } from './message-body.js';
@@ -50,11 +51,27 @@ export interface ChannelChatDeps {
   /** Messages per sender and window, over every channel together. */
   sendLimiter: RateLimiterAbstract;
   filter: (body: string) => Filtered;
+  /** Statements storing messages that a kind runs at once (statementsAtOnce of the pool). */
+  storeConcurrency: number;
+  /** Told the number of messages each store statement took (a metric). */
+  observeStoreBatch?: (size: number) => void;
 }
+
+/** The most messages one statement stores. */
+const MESSAGES_PER_STATEMENT = 100;
+
+type Stored = { refusal: string | null; row: ChannelMessageRow | undefined };
+type NewMessage = { id: string; sender_id: string; body: string; filtered: boolean; at: Date };
 
 interface Kind {
   resolver: ChatChannelResolver<ChannelNames, ChannelTarget>;
   statements: ChannelStatements;
+  /**
+   * Stores sends in batches (insertChannelMessages): while `storeConcurrency` statements of the
+   * kind run, the sends made meanwhile wait and the next statement stores them all, each checked
+   * by the access SQL for its own sender. A send on a quiet node runs at once, alone.
+   */
+  store: (ctx: Ctx, target: ChannelTarget, message: NewMessage) => Promise<Stored>;
 }
 
 const toMessage = <Target extends ChannelTarget>(
@@ -101,9 +118,20 @@ export class ChannelChatService {
       throw new Error(
         `Chat channel kind ${resolver.kind} is added twice, or names its channels as another does.`,
       );
+    const statements = channelStatements(resolver.kind, resolver.columns, resolver.access);
+    const store = batchedStatement(
+      (data, inputs: readonly { target: ChannelTarget; message: NewMessage }[]) =>
+        insertChannelMessages(data, statements, inputs),
+      {
+        maxSize: MESSAGES_PER_STATEMENT,
+        maxInFlight: this.deps.storeConcurrency,
+        ...(this.deps.observeStoreBatch ? { observe: this.deps.observeStoreBatch } : {}),
+      },
+    );
     const kind: Kind = {
       resolver: resolver as unknown as ChatChannelResolver<ChannelNames, ChannelTarget>,
-      statements: channelStatements(resolver.kind, resolver.columns, resolver.access),
+      statements,
+      store: (ctx, target, message) => store(ctx, { target, message }),
     };
     this.kindNames.add(resolver.kind);
     this.kindsByNames.set(names, kind);
@@ -153,10 +181,7 @@ export class ChannelChatService {
     message: { id: string; sender_id: string; body: string; filtered: boolean },
   ): Promise<ChannelMessageRow> {
     try {
-      const stored = await insertChannelMessage(ctx.data, kind.statements, channel.target, {
-        ...message,
-        at: ctx.now(),
-      });
+      const stored = await kind.store(ctx, channel.target, { ...message, at: ctx.now() });
       if (stored.refusal !== null) throw refused(kind, stored.refusal);
       if (!stored.row) throw new Error('A channel message was neither stored nor refused.');
       return stored.row;

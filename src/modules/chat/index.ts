@@ -84,7 +84,13 @@ export const chatModule = defineModule({
       observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'dm_store' }, size),
       outbox,
     });
-    const channels = new ChannelChatService({ bus, sendLimiter, filter });
+    const channels = new ChannelChatService({
+      bus,
+      sendLimiter,
+      filter,
+      storeConcurrency: statementsAtOnce(db.poolSize),
+      observeStoreBatch: (size) => metrics.statementBatchSize.observe({ statement: 'channel_store' }, size),
+    });
     const api: ChatApi = {
       channelKind: (resolver) => channels.add(resolver),
       messageTarget,
