@@ -98,9 +98,13 @@ export class AuthService {
 
   async login(ctx: Ctx, input: LoginRequest): Promise<TokenResponse> {
     const { loginAttemptsByIp, loginFailuresByUsername, maxLoginFailures } = this.deps;
-    await consumeOrThrow(loginAttemptsByIp, ctx.ip, 'Too many login attempts from this address.');
     const usernameKey = input.username.toLowerCase();
-    const failures = await loginFailuresByUsername.get(usernameKey);
+    // Together: one round trip instead of two, and one command timeout, not two, while Redis is
+    // unreachable (each limiter then falls back to its in-memory insurance).
+    const [, failures] = await Promise.all([
+      consumeOrThrow(loginAttemptsByIp, ctx.ip, 'Too many login attempts from this address.'),
+      loginFailuresByUsername.get(usernameKey),
+    ]);
     if (failures && failures.consumedPoints >= maxLoginFailures) {
       throw rateLimited('Too many failed logins for this account; try again later.', failures.msBeforeNext);
     }
