@@ -45,8 +45,10 @@ describe('the database pool', () => {
         configFrom({
           DATABASE_URL: testDb.url,
           DATABASE_POOL_SIZE: 1,
-          DATABASE_CONNECT_TIMEOUT_MS: 100,
-          DATABASE_QUERY_TIMEOUT_MS: 100,
+          // Long enough for the first connection to be made on a loaded machine, which the same
+          // bound limits: it is the wait for the pool's only connection that must time out.
+          DATABASE_CONNECT_TIMEOUT_MS: 1000,
+          DATABASE_QUERY_TIMEOUT_MS: 1000,
         }),
       );
       const held = await bounded.pool.acquire();
