@@ -26,12 +26,19 @@ export interface ChannelMessageRow {
 }
 
 /** The values a message is stored with, besides its target columns (which bind under their names). */
-interface MessageValues {
+/** A message to store: its id and time are taken before it waits for a statement. */
+export interface MessageValues {
   id: string;
   sender_id: string;
   body: string;
   filtered: boolean;
   at: Date;
+}
+
+/** A store's outcome: the stored row, or the refusal of the kind's access SQL. */
+export interface StoreOutcome {
+  refusal: string | null;
+  row: ChannelMessageRow | undefined;
 }
 
 /** The statements of one kind. */
@@ -154,7 +161,7 @@ export async function insertChannelMessage(
   statements: ChannelStatements,
   target: ChannelTarget,
   message: MessageValues,
-): Promise<{ refusal: string | null; row: ChannelMessageRow | undefined }> {
+): Promise<StoreOutcome> {
   const params: Record<string, unknown> = { ...message };
   for (const name of statements.written) params[name] = target[name];
   const insert = () =>
@@ -185,11 +192,10 @@ export async function insertChannelMessages(
   data: DataAccess,
   statements: ChannelStatements,
   inputs: readonly ChannelMessageInput[],
-): Promise<{ refusal: string | null; row: ChannelMessageRow | undefined }[]> {
-  if (inputs.length === 1)
-    return Promise.all(
-      inputs.map(({ target, message }) => insertChannelMessage(data, statements, target, message)),
-    );
+): Promise<StoreOutcome[]> {
+  const [lone] = inputs;
+  if (inputs.length === 1 && lone)
+    return [await insertChannelMessage(data, statements, lone.target, lone.message)];
   const params: Record<string, unknown[]> = {
     many_id: inputs.map(({ message }) => message.id),
     many_sender_id: inputs.map(({ message }) => message.sender_id),
@@ -204,7 +210,7 @@ export async function insertChannelMessages(
     params,
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
-  const outcomes: { refusal: string | null; row: ChannelMessageRow | undefined }[] = [];
+  const outcomes: StoreOutcome[] = [];
   for (const { target, message } of inputs) {
     const row = stored.get(message.id);
     outcomes.push(

@@ -8,12 +8,15 @@ import { AppError, ErrorCode } from '../../platform/errors.js';
 import { newId } from '../../platform/ids.js';
 import { consumeOrThrow } from '../../platform/rate-limit.js';
 import {
+  type ChannelMessageInput,
   type ChannelMessageRow,
   type ChannelStatements,
   channelMessagesOf,
   channelRefusal,
   channelStatements,
   insertChannelMessages,
+  type MessageValues,
+  type StoreOutcome,
 } from './channel-chat.repository.js';
 import type { ChannelNames, ChannelTarget, ChatChannel, ChatChannelResolver } from './chat-channel.js';
 import { trimmedBody } from './message-body.js';
@@ -60,9 +63,6 @@ export interface ChannelChatDeps {
 /** The most messages one statement stores. */
 const MESSAGES_PER_STATEMENT = 100;
 
-type Stored = { refusal: string | null; row: ChannelMessageRow | undefined };
-type NewMessage = { id: string; sender_id: string; body: string; filtered: boolean; at: Date };
-
 interface Kind {
   resolver: ChatChannelResolver<ChannelNames, ChannelTarget>;
   statements: ChannelStatements;
@@ -71,7 +71,7 @@ interface Kind {
    * kind run, the sends made meanwhile wait and the next statement stores them all, each checked
    * by the access SQL for its own sender. A send on a quiet node runs at once, alone.
    */
-  store: (ctx: Ctx, target: ChannelTarget, message: NewMessage) => Promise<Stored>;
+  store: (ctx: Ctx, target: ChannelTarget, message: MessageValues) => Promise<StoreOutcome>;
 }
 
 const toMessage = <Target extends ChannelTarget>(
@@ -120,8 +120,7 @@ export class ChannelChatService {
       );
     const statements = channelStatements(resolver.kind, resolver.columns, resolver.access);
     const store = batchedStatement(
-      (data, inputs: readonly { target: ChannelTarget; message: NewMessage }[]) =>
-        insertChannelMessages(data, statements, inputs),
+      (data, inputs: readonly ChannelMessageInput[]) => insertChannelMessages(data, statements, inputs),
       {
         maxSize: MESSAGES_PER_STATEMENT,
         maxInFlight: this.deps.storeConcurrency,
