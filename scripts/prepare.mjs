@@ -20,29 +20,32 @@ const root = join(import.meta.dirname, '..');
 const source = join(root, 'src', 'platform', 'embedded-cluster.ts');
 const built = join(root, 'dist', 'src', 'platform', 'embedded-cluster.js');
 
-if (existsSync(source)) buildUnlessFresh();
-await makeClusterCache();
+await makeClusterCache(existsSync(source) ? builtFromSources() : existsSync(built));
 
-function buildUnlessFresh() {
-  if (compiledBuild(root).fresh) return;
+/** Builds dist/ unless it is as new as the sources; whether it is now. */
+function builtFromSources() {
+  if (compiledBuild(root).fresh) return true;
   const started = performance.now();
   console.log('building dist/ so that npm start runs compiled JavaScript (npm run build)...');
   try {
     execFileSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
     console.log(`built in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+    return true;
   } catch (error) {
     console.warn(`The build failed (npm start will run the sources through tsx): ${error.message}`);
+    return false;
   }
 }
 
-async function makeClusterCache() {
+/** With the build when it is current (or all there is, in an install of dist/), else with the sources. */
+async function makeClusterCache(useBuild) {
   try {
-    // The build when it is as new as the sources, else the sources; the build alone in an install of dist/.
     let module;
-    if (existsSync(source) && !compiledBuild(root).fresh) {
+    if (useBuild) module = built;
+    else if (existsSync(source)) {
       (await import('tsx/esm/api')).register();
       module = source;
-    } else if (existsSync(built)) module = built;
+    }
     if (!module) return;
     const started = performance.now();
     const { clusterCacheFile, clusterTarball } = await import(pathToFileURL(module).href);
