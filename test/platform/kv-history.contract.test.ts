@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
 import { unframePositioned } from '../../src/platform/kv/kv.js';
-import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
+import { CONTRACT_COMMAND_TIMEOUT_MS, describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 const limits = { maxLen: 5, ttlMs: 60_000 };
@@ -138,11 +138,15 @@ function describeHistoryContract(name: string, factory: (namespace: string) => P
 describeHistoryContract('MemoryKv history', async () => new MemoryKv());
 
 describeOnRedisTopologies((servers) =>
-  describeHistoryContract('RedisKv history', (namespace) => connectRedis(servers().topology, { namespace })),
+  describeHistoryContract('RedisKv history', (namespace) =>
+    connectRedis(servers().topology, { namespace, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  ),
 );
 
 describe.skipIf(!REDIS_URL)('RedisKv history (REDIS_URL)', () => {
-  describeHistoryContract('RedisKv history', (namespace) => RedisKv.connect(REDIS_URL ?? '', { namespace }));
+  describeHistoryContract('RedisKv history', (namespace) =>
+    RedisKv.connect(REDIS_URL ?? '', { namespace, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  );
 
   it('keeps the histories of a publish to several channels under its namespace', async () => {
     const namespace = `test:${randomUUID()}:`;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
 import { ORDERED_SET_BATCH } from '../../src/platform/kv/kv.js';
-import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
+import { CONTRACT_COMMAND_TIMEOUT_MS, describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 import { eventually } from '../helpers/service-process.js';
 import { Rng } from '../sim/rng.js';
 
@@ -417,7 +417,7 @@ describeOrderedSetContract('MemoryKv ordered sets', async () => new MemoryKv());
 
 describe.skipIf(!REDIS_URL)('RedisKv ordered sets (REDIS_URL)', () => {
   describeOrderedSetContract('RedisKv ordered sets', (namespace) =>
-    RedisKv.connect(REDIS_URL ?? '', { namespace }),
+    RedisKv.connect(REDIS_URL ?? '', { namespace, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
   );
 
   it('keeps an ordered set and its versions under the namespace', async () => {
@@ -438,6 +438,6 @@ describe.skipIf(!REDIS_URL)('RedisKv ordered sets (REDIS_URL)', () => {
 
 describeOnRedisTopologies((servers) =>
   describeOrderedSetContract('RedisKv ordered sets', (namespace) =>
-    connectRedis(servers().topology, { namespace }),
+    connectRedis(servers().topology, { namespace, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
   ),
 );

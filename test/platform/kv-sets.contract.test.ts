@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectRedis, type Kv, MemoryKv, RedisKv } from '../../src/platform/kv/index.js';
-import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
+import { CONTRACT_COMMAND_TIMEOUT_MS, describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 const REDIS_URL = process.env.REDIS_URL;
 
@@ -88,9 +88,13 @@ function describeSetContract(name: string, factory: () => Promise<Kv>): void {
 describeSetContract('MemoryKv sets', async () => new MemoryKv());
 
 describe.skipIf(!REDIS_URL)('RedisKv sets (REDIS_URL)', () => {
-  describeSetContract('RedisKv sets', () => RedisKv.connect(REDIS_URL ?? ''));
+  describeSetContract('RedisKv sets', () =>
+    RedisKv.connect(REDIS_URL ?? '', { commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  );
 });
 
 describeOnRedisTopologies((servers) =>
-  describeSetContract('RedisKv sets', () => connectRedis(servers().topology)),
+  describeSetContract('RedisKv sets', () =>
+    connectRedis(servers().topology, { commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  ),
 );

@@ -10,7 +10,7 @@ import {
   RedisKv,
 } from '../../src/platform/kv/index.js';
 import type { Peeked } from '../../src/platform/kv/kv.js';
-import { describeOnRedisTopologies } from '../helpers/redis-topologies.js';
+import { CONTRACT_COMMAND_TIMEOUT_MS, describeOnRedisTopologies } from '../helpers/redis-topologies.js';
 
 type OnError = (error: unknown, context: string) => void;
 type KvFactory = (onError: OnError) => Promise<Kv>;
@@ -454,7 +454,9 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
 describeKvContract('MemoryKv', 'memory', async (onError) => new MemoryKv({ onError }));
 
 describe.skipIf(!REDIS_URL)('RedisKv (REDIS_URL)', () => {
-  describeKvContract('RedisKv', 'redis', (onError) => RedisKv.connect(REDIS_URL ?? '', { onError }));
+  describeKvContract('RedisKv', 'redis', (onError) =>
+    RedisKv.connect(REDIS_URL ?? '', { onError, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  );
 
   it('handlers on one channel share one Redis subscription that ends with the last handler', async () => {
     const kv = await RedisKv.connect(REDIS_URL ?? '');
@@ -472,7 +474,9 @@ describe.skipIf(!REDIS_URL)('RedisKv (REDIS_URL)', () => {
 });
 
 describeOnRedisTopologies((servers) => {
-  describeKvContract('RedisKv', 'redis', (onError) => connectRedis(servers().topology, { onError }));
+  describeKvContract('RedisKv', 'redis', (onError) =>
+    connectRedis(servers().topology, { onError, commandTimeoutMs: CONTRACT_COMMAND_TIMEOUT_MS }),
+  );
 
   it('connects a ClusterKv to a Redis Cluster and a RedisKv to a Sentinel-watched primary', async () => {
     const kv = await connectRedis(servers().topology);
