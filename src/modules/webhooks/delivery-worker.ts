@@ -113,13 +113,18 @@ export class DeliveryWorker {
     await Promise.all(this.attempts);
   }
 
-  /** A timer's pass, answering the time to the earliest retry this node wrote that is not due yet. */
+  /**
+   * A timer's pass, answering the time to the earliest retry this node wrote that its claim did not
+   * take. Only retries due when the pass began are forgotten: one that came due during the pass (a
+   * timer that fired before the clock reached the retry, a slow claim) is still waited for.
+   */
   private async timedPass(): Promise<number> {
+    const began = this.options.clock().getTime();
     await this.runOnce();
-    const now = this.options.clock().getTime();
-    const first = this.retriesDue.findIndex((at) => at > now);
+    const first = this.retriesDue.findIndex((at) => at > began);
     this.retriesDue = first < 0 ? [] : this.retriesDue.slice(first);
-    return this.retriesDue.length > 0 ? (this.retriesDue[0] as number) - now : this.options.intervalMs;
+    const next = this.retriesDue[0];
+    return next === undefined ? this.options.intervalMs : Math.max(0, next - this.options.clock().getTime());
   }
 
   /** A retry this node wrote is due at `at`: a pass runs by then. */
