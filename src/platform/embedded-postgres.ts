@@ -1,6 +1,7 @@
 import { mkdir, mkdtemp, open, readFile, rm, unlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { clusterTarball, isAlive, prepareClusterDir } from './embedded-cluster.js';
@@ -30,6 +31,16 @@ const SOCKET_PORT = 5432;
  * (docs/performance.md, "Process memory and start time").
  */
 export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=16MB'];
+
+/**
+ * PGlite's WebAssembly runs on V8's baseline compiler (Liftoff) only, never tiered up to the
+ * optimizing one: the optimized code and its compilations stayed resident, 45 to 60 MiB of the
+ * process at rest, and took about a second of the first start, for 5 to 12% of the throughput of
+ * embedded routes that run SQL (docs/performance.md, "Embedded mode: the database's code"). V8
+ * reads it when it compiles a module, which PGlite does when created; it changes no JavaScript,
+ * and production mode never loads this module. Process-wide, hence set once, here.
+ */
+setFlagsFromString('--liftoff-only');
 
 export interface EmbeddedOptions {
   /** Where PGlite keeps its files; undefined keeps everything in memory. */
