@@ -35,7 +35,7 @@ export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=16MB'];
 /**
  * PGlite's WebAssembly runs on V8's baseline compiler (Liftoff) only, never tiered up to the
  * optimizing one: the optimized code and its compilations stayed resident, 45 to 60 MiB of the
- * process at rest, and took about a second of the first start, for 5 to 12% of the throughput of
+ * process at rest, and took about a second of the first start, for 7 to 12% of the throughput of
  * embedded routes that run SQL (docs/performance.md, "Embedded mode: the database's code"). V8
  * reads it when it compiles a module, which PGlite does when created; it changes no JavaScript,
  * and production mode never loads this module. Process-wide, hence set once, here.
