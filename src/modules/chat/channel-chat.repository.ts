@@ -25,8 +25,10 @@ export interface ChannelMessageRow {
   created_key: string;
 }
 
-/** The values a message is stored with, besides its target columns (which bind under their names). */
-/** A message to store: its id and time are taken before it waits for a statement. */
+/**
+ * A message to store, besides its target columns (which bind under their names): its id and time
+ * are taken before it waits for a statement.
+ */
 export interface MessageValues {
   id: string;
   sender_id: string;
@@ -36,7 +38,7 @@ export interface MessageValues {
 }
 
 /** A store's outcome: the stored row, or the refusal of the kind's access SQL. */
-export interface StoreOutcome {
+export interface ChannelStoreOutcome {
   refusal: string | null;
   row: ChannelMessageRow | undefined;
 }
@@ -161,7 +163,7 @@ export async function insertChannelMessage(
   statements: ChannelStatements,
   target: ChannelTarget,
   message: MessageValues,
-): Promise<StoreOutcome> {
+): Promise<ChannelStoreOutcome> {
   const params: Record<string, unknown> = { ...message };
   for (const name of statements.written) params[name] = target[name];
   const insert = () =>
@@ -192,7 +194,7 @@ export async function insertChannelMessages(
   data: DataAccess,
   statements: ChannelStatements,
   inputs: readonly ChannelMessageInput[],
-): Promise<StoreOutcome[]> {
+): Promise<ChannelStoreOutcome[]> {
   const [lone] = inputs;
   if (inputs.length === 1 && lone)
     return [await insertChannelMessage(data, statements, lone.target, lone.message)];
@@ -210,7 +212,7 @@ export async function insertChannelMessages(
     params,
   );
   const stored = new Map(rows.map((row) => [row.id, row]));
-  const outcomes: StoreOutcome[] = [];
+  const outcomes: ChannelStoreOutcome[] = [];
   for (const { target, message } of inputs) {
     const row = stored.get(message.id);
     outcomes.push(

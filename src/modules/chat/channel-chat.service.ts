@@ -11,12 +11,12 @@ import {
   type ChannelMessageInput,
   type ChannelMessageRow,
   type ChannelStatements,
+  type ChannelStoreOutcome,
   channelMessagesOf,
   channelRefusal,
   channelStatements,
   insertChannelMessages,
   type MessageValues,
-  type StoreOutcome,
 } from './channel-chat.repository.js';
 import type { ChannelNames, ChannelTarget, ChatChannel, ChatChannelResolver } from './chat-channel.js';
 import { trimmedBody } from './message-body.js';
@@ -71,7 +71,7 @@ interface Kind {
    * kind run, the sends made meanwhile wait and the next statement stores them all, each checked
    * by the access SQL for its own sender. A send on a quiet node runs at once, alone.
    */
-  store: (ctx: Ctx, target: ChannelTarget, message: MessageValues) => Promise<StoreOutcome>;
+  store: (ctx: Ctx, target: ChannelTarget, message: MessageValues) => Promise<ChannelStoreOutcome>;
 }
 
 const toMessage = <Target extends ChannelTarget>(
