@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type { ClientConfig, PoolClient as PgPoolClient, Pool } from 'pg';
+import pg from './pg-driver.js';
 import type { PlatformConfig } from './platform-config.js';
 import type { PooledConnection } from './statement-runners.js';
 
@@ -69,7 +70,7 @@ export interface PoolUsage {
 }
 
 /** A pooled node-pg client as the pool lends it. */
-export type PoolClient = pg.PoolClient & { readyForQuery?: boolean };
+export type PoolClient = PgPoolClient & { readyForQuery?: boolean };
 
 /**
  * A pooled pg client is idle when it waits for nothing. One that is not was left behind by a query
@@ -79,7 +80,7 @@ export type PoolClient = pg.PoolClient & { readyForQuery?: boolean };
 export const isIdle = (client: { readyForQuery?: boolean }): boolean => client.readyForQuery === true;
 
 export class ConnectionPool {
-  private pool: pg.Pool;
+  private pool: Pool;
 
   constructor(
     readonly target: ConnectionTarget,
@@ -89,12 +90,12 @@ export class ConnectionPool {
     this.pool = this.open();
   }
 
-  private open(): pg.Pool {
+  private open(): Pool {
     const { connectMs, queryMs, acquireMs } = this.timeouts;
     // Each client connects within connectMs; pg.Pool hands its own connectionTimeoutMillis to its
     // clients too, so they get theirs through a Client of their own and the pool's bounds the wait
     // for a connection when every one is lent out.
-    const clientOptions: pg.ClientConfig = {
+    const clientOptions: ClientConfig = {
       ...this.target,
       connectionTimeoutMillis: connectMs,
       // The server's statement_timeout matches the client's query_timeout, so work the client gave

@@ -1,7 +1,7 @@
 import { readdir } from 'node:fs/promises';
 import type { Migrator } from '@mikro-orm/migrations';
-import pg from 'pg';
 import { type Database, executeBound } from './db.js';
+import pg from './pg-driver.js';
 
 /** Where the names of the applied migrations are recorded. */
 export const MIGRATIONS_TABLE = 'atrium_migrations';

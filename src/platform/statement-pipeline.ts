@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import pg from 'pg';
+import pg from './pg-driver.js';
 
 /**
  * Several statements sent to Postgres in one round trip (the extended protocol's pipelining: each

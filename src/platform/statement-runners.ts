@@ -1,4 +1,4 @@
-import pg from 'pg';
+import pg from './pg-driver.js';
 import { type PipelineOutcome, runPipeline } from './statement-pipeline.js';
 
 /**

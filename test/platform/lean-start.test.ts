@@ -44,11 +44,12 @@ async function modulesLoadedBy(use: (httpUrl: string) => Promise<unknown>): Prom
  * MikroORM (with knex) only migrates: a service process whose database is up to date serves on
  * node-pg's pool and never loads them; nor does it load the OpenAPI document's builder or Swagger
  * UI before someone asks for them, nor the response serializers' compiler (fast-json-stringify,
- * with ajv) before its first response (docs/performance.md, "Process memory and start time").
+ * with ajv) before its first response, nor Node's fetch implementation (docs/performance.md,
+ * "Process memory and start time").
  */
 describe('a service process on an up-to-date database', () => {
   it(
-    'serves statements and transactions without loading MikroORM, knex or the OpenAPI machinery',
+    'serves statements and transactions without loading MikroORM, knex, the OpenAPI machinery or fetch',
     async () => {
       // Registering writes the account and its session in a transaction.
       const loaded = await modulesLoadedBy((url) => registerOver(url));
@@ -60,6 +61,9 @@ describe('a service process on an up-to-date database', () => {
           /[\\/]node_modules[\\/](@fastify[\\/]swagger|@fastify[\\/]static|yaml)/.test(path),
         ),
       ).toEqual([]);
+      // node-pg's check for Cloudflare Workers would load Node's fetch implementation (pg-driver.ts).
+      expect(loaded).toContain('node:net');
+      expect(loaded.filter((path) => path.includes('undici'))).toEqual([]);
       // Its answer was serialized by the compiler loaded for it.
       expect(loaded.some((path) => /[\\/]fast-json-stringify[\\/]index\.js$/.test(path))).toBe(true);
     },
