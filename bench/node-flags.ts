@@ -44,7 +44,7 @@ import { npmStartArgs } from './service.js';
  * bench/results/node-flags.md.
  */
 
-const SEMI_SPACE_FLAG = /^--(min|max)-semi-space-size=/;
+const SEMI_SPACE_FLAG = /^--((min|max)-semi-space-size|semi-space-growth-factor)=/;
 /** More rounds than the realtime benchmark: the variants' differences are small beside the drift. */
 const MAX_ROUNDS = 8;
 /** After the forced GC: long enough for V8's own follow-up collections to be over. */
@@ -63,8 +63,15 @@ function variants(startArgs: string[]): Variant[] {
   return [
     flagged("Node's default", []),
     flagged(`npm start (${own.join(' ') || 'no semi-space flags'})`, own),
-    flagged('at least 16 MiB', ['--min-semi-space-size=16']),
-    flagged('fixed at 4 MiB', ['--min-semi-space-size=4', '--max-semi-space-size=4']),
+    flagged('fixed at 8 MiB (npm start until 2026-11-30)', [
+      '--min-semi-space-size=8',
+      '--max-semi-space-size=8',
+    ]),
+    flagged('1 to 8 MiB in one step', [
+      '--min-semi-space-size=1',
+      '--max-semi-space-size=8',
+      '--semi-space-growth-factor=8',
+    ]),
   ];
 }
 

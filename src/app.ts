@@ -14,6 +14,7 @@ import { type Database, openDatabase } from './platform/db.js';
 import { EventLoopStalls } from './platform/event-loop-stall.js';
 import { Gateway } from './platform/gateway/gateway.js';
 import { createHttpServer, type HttpServer } from './platform/http.js';
+import { IdleCollection } from './platform/idle-collection.js';
 import { InFlight } from './platform/in-flight.js';
 import { createKv, type Kv, redisTopology } from './platform/kv/index.js';
 import { createLogger, type Logger } from './platform/log.js';
@@ -131,6 +132,8 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
   // Watches from listen() to close(): loading, connecting and draining may block the loop for
   // seconds, as expected. The extensions module tells it what runs (Platform.stalls.track).
   const stalls = new EventLoopStalls({ log, counter: metrics.eventLoopStalls });
+  // Gives memory back while the node is quiet, also from listen() to close().
+  const idle = new IdleCollection();
   try {
     const db = overrides.db ?? (await openDatabase(config));
     if (!overrides.db) owned.unshift(['close the database', () => db.close()]);
@@ -256,6 +259,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
         outbox.start();
         if (controlChannel) await control.listen(config.DATA_DIR);
         stalls.start();
+        idle.start();
         log.info({ httpPort, wsPort, host: config.HOST, database: db.kind, kv: kv.kind }, 'atrium listening');
         return { httpPort, wsPort };
       },
@@ -267,6 +271,7 @@ export async function buildApp(config: Config, overrides: AppOverrides = {}): Pr
             ['close HTTP', () => closeHttp(http, config.SHUTDOWN_GRACE_MS)],
             ['stop accepting sockets', async () => gateway.stopListening()],
             ['close the control channel', () => control.close()],
+            ['stop the idle collection', () => idle.stop()],
           ],
           [
             // Requests and frames whose clients left run on, unseen by closing HTTP: what they

@@ -158,12 +158,12 @@ function nodeFlags(words: string[]): string[] {
 }
 
 describe('runtime flags', () => {
-  it('are the same for npm start and the Docker image, which both fix the young generation size', async () => {
+  it('are the same for npm start and the Docker image, which both bound the young generation size', async () => {
     const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } };
     const startFlags = nodeFlags(scripts.start.split(/\s+/));
     const cmd = /^CMD (\[.*\])$/m.exec(await readFile('Dockerfile', 'utf8'))?.[1];
     const dockerFlags = nodeFlags(JSON.parse(cmd ?? '[]') as string[]);
-    expect(startFlags.some((flag) => flag.startsWith('--min-semi-space-size='))).toBe(true);
+    expect(startFlags.some((flag) => flag.startsWith('--max-semi-space-size='))).toBe(true);
     expect(dockerFlags).toEqual(startFlags);
   });
 });
