@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { type KeyRingSettings, loadKeyRing } from '../auth/keys.js';
 import { concretePorts } from '../free-ports.js';
+import { IdleCollection } from '../idle-collection.js';
 import type { Logger } from '../log.js';
 import type { PlatformConfig } from '../platform-config.js';
 import { serveHostMetrics } from './host-metrics.js';
@@ -163,8 +164,12 @@ export async function superviseWorkers(
 
   for (const slot of slots) start(slot);
   const stopWatching = replaceStalledWorkers(slots, config.WORKER_STALL_TIMEOUT_SECONDS, log);
+  // The primary rests almost all the time: it gives memory back as a quiet worker does.
+  const idle = new IdleCollection();
+  idle.start();
   const code = await finished;
   stopWatching();
+  await idle.stop();
   log.info(
     { code },
     code === 0 ? 'shutdown complete' : 'shutdown complete with failures (each one logged above)',
