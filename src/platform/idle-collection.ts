@@ -6,7 +6,7 @@ export const IDLE_CHECK_INTERVAL_MS = 60_000;
 /** Event loop utilization over the last interval under which the node counts as quiet (2%). */
 export const QUIET_UTILIZATION = 0.02;
 /** Heap growth since the last collection that makes another one worth its pause. */
-export const HEAP_GROWTH_BYTES = 2 * 1024 * 1024;
+export const HEAP_GROWTH_BYTES = 1024 * 1024;
 
 export interface IdleCollectionOptions {
   /** The loop's utilization since the previous call (0 to 1). */
@@ -26,7 +26,7 @@ export interface IdleCollectionOptions {
  * ten minutes and stays there (docs/performance.md, "Process memory and start time"). Go's
  * runtime, for comparison, collects at least every 2 minutes and returns freed memory to the OS.
  * Here, once a minute, a node whose loop was busy under 2% of the minute and whose heap grew by
- * 2 MiB since its last collection runs V8's quiet-process collection again (memory-reducing and
+ * 1 MiB since its last collection runs V8's quiet-process collection again (memory-reducing and
  * full, through the inspector's HeapProfiler.collectGarbage, which needs no runtime flag). A busy
  * node never pauses for it.
  */

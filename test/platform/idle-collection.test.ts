@@ -32,8 +32,8 @@ describe('the idle collection', () => {
     const { state, idle } = node({ utilization: QUIET_UTILIZATION / 2, heap: 40 * MiB });
     expect(await idle.check()).toBe(true);
     expect(state.collections).toBe(1);
-    // The collection left 30 MiB; 1 MiB of growth is not worth a pause.
-    state.heap = 31 * MiB;
+    // The collection left 30 MiB; half a MiB of growth is not worth a pause.
+    state.heap = 30.5 * MiB;
     expect(await idle.check()).toBe(false);
     state.heap = 30 * MiB + HEAP_GROWTH_BYTES;
     expect(await idle.check()).toBe(true);
