@@ -163,7 +163,8 @@ describe('runtime flags', () => {
     const startFlags = nodeFlags(scripts.start.split(/\s+/));
     const cmd = /^CMD (\[.*\])$/m.exec(await readFile('Dockerfile', 'utf8'))?.[1];
     const dockerFlags = nodeFlags(JSON.parse(cmd ?? '[]') as string[]);
-    expect(startFlags.some((flag) => flag.startsWith('--max-semi-space-size='))).toBe(true);
+    for (const bound of ['--min-semi-space-size=', '--max-semi-space-size='])
+      expect(startFlags.some((flag) => flag.startsWith(bound))).toBe(true);
     expect(dockerFlags).toEqual(startFlags);
   });
 });
