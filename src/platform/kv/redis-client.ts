@@ -1,6 +1,10 @@
 /** The ioredis clients RedisKv and ClusterKv talk through, for each way of reaching Redis (redis-topology.ts). */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { useLeanPipelines } from './lean-pipeline.js';
 import type { ClusterTopology, SentinelTopology, ServerTopology } from './redis-topology.js';
+
+// Before any client exists: every auto-pipelined batch of commands is an ioredis pipeline.
+useLeanPipelines();
 
 /** One server (REDIS_URL or the primary the Sentinels name) or a whole Redis Cluster. */
 export type RedisClient = Redis | Cluster;
