@@ -1,8 +1,11 @@
+import type { AddressInfo } from 'node:net';
+import Fastify from 'fastify';
 import { Redis } from 'ioredis';
 import { SUBMIT_SQL } from '../../src/modules/leaderboards/guarded.repository.js';
 import { memberOf } from '../../src/modules/leaderboards/rank-key.js';
 import { COLUMNS, ORDER } from '../../src/modules/leaderboards/records.repository.js';
 import { timeOfKey } from '../../src/platform/cursor.js';
+import { useLeanPipelines } from '../../src/platform/kv/lean-pipeline.js';
 import { valuesOf } from '../../src/platform/named-sql.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { openBareDb } from '../datapath/bare-db.js';
@@ -10,31 +13,36 @@ import { latency } from '../worlds/harness.js';
 import { anySubmitter, submittedScore } from './scores.js';
 
 /**
- * The ceiling of the leaderboards benchmark: the Redis and PostgreSQL work of a records page or a
- * submission, done by a hand-written client at its best, without HTTP, auth, validation, the
- * board's lookup, the rate limit or the index's ready check. `clients` loops at once over `pg`
- * (BARE_POOL_SIZE connections to DATABASE_URL, named prepared statements, datapath/bare-db.ts) and
- * one ioredis connection whose commands of a tick share a write (auto-pipelining), as the
- * service's do. The page's SELECT is the service's (guarded.repository.ts) without the check of
- * its board and period epoch; the submission is the service's own statement; members are
- * rank-key.ts's.
+ * The ceilings of the leaderboards benchmark: the Redis and PostgreSQL work of a records page or a
+ * submission, done by a hand-written client at its best, without auth, validation, the board's
+ * lookup, the rate limit or the index's ready check. It runs over `pg` (BARE_POOL_SIZE connections
+ * to DATABASE_URL, named prepared statements, datapath/bare-db.ts) and one ioredis connection
+ * whose commands of a tick share a write (auto-pipelining), as the service's do. The page's SELECT
+ * is the service's (guarded.repository.ts) without the check of its board and period epoch; the
+ * submission is the service's own statement; members are rank-key.ts's.
  * - top: ZRANGE of the first LIMIT + 1 members, then the first one's rank (ZLEXCOUNT) beside the
  *   page's rows (recordsOfUsers' SELECT).
  * - around: the user's record (the same SELECT), its rank and the count (ZLEXCOUNT, ZCARD), the
  *   ZRANGE of the page as StandingsReader.around places it, then the page's rows.
- * - submit: the `best` upsert (with its note of the period) of a random submitter's score into
- *   the copy's board, then ZADD of the record's member and its rank (ZLEXCOUNT) in one round trip.
+ * - submit: the `best` upsert (with its note of the period) of a submitter's score into the
+ *   copy's board, then ZADD of the record's member and its rank (ZLEXCOUNT) in one round trip.
  *   The ZADD leaves an improved record's old member in the set (no versions, no ZREM): less work
  *   than the service's index does.
- * BARE_LEADERBOARDS (JSON) is the BareJob. After an untimed second of the same loops (JIT,
- * connections, prepared statements), prints `{"transactions": N, "seconds": S, "cores": C,
- * "latency": L}` (C: this process's CPU; L: the operations' percentiles, worlds/harness.ts).
+ * BARE_LEADERBOARDS (JSON) is the BareJob. Two ways to run it:
+ * - `clients` loops with no HTTP at all, a random submitter and score each: after an untimed
+ *   second of the same loops (JIT, connections, prepared statements), prints `{"transactions": N,
+ *   "seconds": S, "cores": C, "latency": L}` (C: this process's CPU; L: the operations'
+ *   percentiles, worlds/harness.ts).
+ * - `serve: true`: bare Fastify (no logger, hooks or plugins) answering `GET /page` and
+ *   `POST /submit {score}` (the submitter's number in `x-submitter`) with the JSON fields the
+ *   service answers, the same work over the HTTP load the service takes. Prints `{"port": N}`.
  */
 
 export interface BareJob {
   operation: 'top' | 'around' | 'submit';
   clients: number;
   seconds: number;
+  serve?: boolean;
   redisUrl: string;
   /** The ordered set's full key. */
   set: string;
@@ -51,9 +59,21 @@ export interface BareJob {
 
 interface Row {
   user_id: string;
+  username: string;
+  score: string;
+  subscore: string;
   rank_score: string;
   rank_subscore: string;
+  num_submissions: number;
+  metadata: Record<string, unknown>;
+  created_key: string;
   updated_key: string;
+}
+
+/** Records from `rank` on, as the service answers them (standings.ts's boardRecordView). */
+interface Ranked {
+  rank: number;
+  rows: Row[];
 }
 
 const BY_USERS_SQL = `
@@ -66,6 +86,8 @@ const WARM_UP_MS = 1000;
 
 const job = JSON.parse(process.env.BARE_LEADERBOARDS as string) as BareJob;
 const db = await openBareDb();
+// Auto-pipelined as the service's connection is, lean pipelines included (lean-pipeline.ts).
+useLeanPipelines();
 const redis = new Redis(job.redisUrl, { enableAutoPipelining: true });
 const { set, limit } = job;
 const periodStart = new Date(job.periodStart);
@@ -81,21 +103,26 @@ const memberOfRow = (row: Row) =>
 const before = (member: string) => redis.zlexcount(set, '-', `(${member}`);
 const idOf = userIdOf(job.prefix ?? '');
 
-const operations: Record<BareJob['operation'], () => Promise<unknown>> = {
-  async top() {
+const operations = {
+  async top(): Promise<Ranked> {
     const members = await redis.zrange(set, 0, limit);
     const page = members.slice(0, limit);
-    return Promise.all([before(page[0] as string), rowsOf(page.map(userOf))]);
+    const [before1, rows] = await Promise.all([before(page[0] as string), rowsOf(page.map(userOf))]);
+    return { rank: before1 + 1, rows };
   },
-  async around() {
+  async around(): Promise<Ranked> {
     const [me] = await rowsOf([job.userId as string]);
     const [position, total] = await Promise.all([before(memberOfRow(me as Row)), redis.zcard(set)]);
     const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
-    return rowsOf((await redis.zrange(set, start, start + limit - 1)).map(userOf));
+    return {
+      rank: start + 1,
+      rows: await rowsOf((await redis.zrange(set, start, start + limit - 1)).map(userOf)),
+    };
   },
-  async submit() {
-    const n = anySubmitter(job.submitters as number);
-    const now = new Date();
+  async submit(
+    n = anySubmitter(job.submitters as number),
+    score = submittedScore(n, job.t0 as number),
+  ): Promise<Ranked> {
     const [row] = await db.query<Row>(
       SUBMIT_BEST_SQL.text,
       valuesOf(SUBMIT_BEST_SQL, {
@@ -103,17 +130,31 @@ const operations: Record<BareJob['operation'], () => Promise<unknown>> = {
         periodStart,
         periodEnd: null,
         userId: idOf(n),
-        score: submittedScore(n, job.t0 as number),
+        score,
         subscore: 0,
         metadataJson: null,
         sign: -1,
-        now,
+        now: new Date(),
       }),
     );
     const member = memberOfRow(row as Row);
-    return Promise.all([redis.zadd(set, 0, member), before(member)]);
+    const [, position] = await Promise.all([redis.zadd(set, 0, member), before(member)]);
+    return { rank: position + 1, rows: [row as Row] };
   },
 };
+
+const recordView = (row: Row, rank: number) => ({
+  leaderboard_id: job.ref,
+  user_id: row.user_id,
+  username: row.username,
+  score: Number(row.score),
+  subscore: Number(row.subscore),
+  num_submissions: row.num_submissions,
+  rank,
+  metadata: row.metadata,
+  created_at: timeOfKey(row.created_key),
+  updated_at: timeOfKey(row.updated_key),
+});
 
 /** Runs `job.clients` loops until `until`; the durations of their operations in ms. */
 async function loops(until: number): Promise<number[]> {
@@ -129,11 +170,34 @@ async function loops(until: number): Promise<number[]> {
   return samples;
 }
 
-await loops(performance.now() + WARM_UP_MS);
-const [started, cpu] = [performance.now(), process.cpuUsage()];
-const samples = await loops(started + job.seconds * 1000);
-const used = process.cpuUsage(cpu);
-const seconds = (performance.now() - started) / 1000;
-const cores = (used.user + used.system) / 1e6 / seconds;
-console.log(JSON.stringify({ transactions: samples.length, seconds, cores, latency: latency(samples) }));
-process.exit(0);
+if (job.serve) {
+  const app = Fastify({ logger: false });
+  app.get('/page', async () => {
+    const { rank, rows } = await operations[job.operation as 'top' | 'around']();
+    return {
+      items: rows.map((row, i) => recordView(row, rank + i)),
+      next_cursor: null,
+      period_started_at: job.periodStart,
+      period_ended_at: null,
+    };
+  });
+  app.post<{ Body: { score: number } }>('/submit', async (request) => {
+    const { rank, rows } = await operations.submit(
+      Number(request.headers['x-submitter']),
+      request.body.score,
+    );
+    return recordView(rows[0] as Row, rank);
+  });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  console.log(JSON.stringify({ port: (app.server.address() as AddressInfo).port }));
+  process.on('SIGTERM', () => process.exit(0));
+} else {
+  await loops(performance.now() + WARM_UP_MS);
+  const [started, cpu] = [performance.now(), process.cpuUsage()];
+  const samples = await loops(started + job.seconds * 1000);
+  const used = process.cpuUsage(cpu);
+  const seconds = (performance.now() - started) / 1000;
+  const cores = (used.user + used.system) / 1e6 / seconds;
+  console.log(JSON.stringify({ transactions: samples.length, seconds, cores, latency: latency(samples) }));
+  process.exit(0);
+}

@@ -3,10 +3,12 @@ import { promisify } from 'node:util';
 import { POOL_SIZE } from '../datapath/measure.js';
 import type { PgbenchWindow } from '../datapath/pgbench.js';
 import { cpuWindow } from '../realtime/process-stats.js';
-import { REST_CONNECTIONS } from '../realtime/rest-load.js';
+import { REST_CONNECTIONS, type RestRequest, restContender } from '../realtime/rest-load.js';
 import type { Contender } from '../realtime/rounds.js';
+import { startBareServer } from '../realtime/servers.js';
 import type { Latency } from '../worlds/harness.js';
 import type { BareJob } from './bare.js';
+import { anySubmitter, submittedScore } from './scores.js';
 
 const run = promisify(execFile);
 
@@ -56,4 +58,48 @@ export function bareContender(
 /** The bare script's latency with one client, one operation at a time, for `seconds`. */
 export async function bareLatency(work: BareWork, databaseUrl: string, seconds: number): Promise<Latency> {
   return (await runBare(work, databaseUrl, 1, seconds)).latency;
+}
+
+/**
+ * bare.ts serving the same work over HTTP (bare Fastify), under the service's REST load: the
+ * pages as GET, the submissions as POST {score} of a random submitter (scores.ts) named in a
+ * header. Its figures are the service's kind: `serverCores` the bare server's, `clientCores`
+ * autocannon's (this process).
+ */
+export async function bareHttpContender(
+  work: BareWork,
+  databaseUrl: string,
+): Promise<Contender<PgbenchWindow> & { close(): Promise<void> }> {
+  const server = await startBareServer('bench/leaderboards/bare.ts', {
+    DATABASE_URL: databaseUrl,
+    BARE_POOL_SIZE: String(POOL_SIZE),
+    BARE_LEADERBOARDS: JSON.stringify({ ...work, clients: 0, seconds: 0, serve: true }),
+  });
+  const url = `http://127.0.0.1:${server.port}`;
+  const rest =
+    work.operation === 'submit'
+      ? restContender('bare Fastify', `${url}/submit`, server.pid, {}, submissions(work))
+      : restContender('bare Fastify', `${url}/page`, server.pid, {}, { method: 'GET' });
+  return {
+    name: `bare Fastify + ioredis + \`pg\` over HTTP, ${REST_CONNECTIONS} connections, pool ${POOL_SIZE}`,
+    async window(seconds) {
+      const w = await rest.window(seconds);
+      return { ...w, meanMs: (REST_CONNECTIONS / w.perSecond) * 1000 };
+    },
+    close: () => server.stop(),
+  };
+}
+
+function submissions(work: BareWork): RestRequest {
+  return {
+    body: JSON.stringify({ score: 0 }),
+    setup: (sent) => {
+      const n = anySubmitter(work.submitters as number);
+      return {
+        ...sent,
+        body: JSON.stringify({ score: submittedScore(n, work.t0 as number) }),
+        headers: { ...sent.headers, 'x-submitter': String(n) },
+      };
+    },
+  };
 }

@@ -10,7 +10,7 @@ import { type Atrium, startAtrium, stopAtrium } from '../realtime/servers.js';
 import { type TokenIssuer, tokenIssuer } from '../realtime/tokens.js';
 import { type Latency, postgresSql, WORLDS_ENV } from '../worlds/harness.js';
 import { withBackend } from '../worlds/measure.js';
-import { type BareWork, bareContender, bareLatency } from './ceiling.js';
+import { type BareWork, bareContender, bareHttpContender, bareLatency } from './ceiling.js';
 import {
   checkPage,
   indexRebuilt,
@@ -120,7 +120,7 @@ export function measureLeaderboards(
         pages[page] = await compare(
           `${backend}, ${page} page`,
           pageRequests(a, token, page),
-          bare ? [bareContender(bare, databaseUrl)] : [],
+          bare ? [bareContender(bare, databaseUrl), await bareHttpContender(bare, databaseUrl)] : [],
           schedule,
         );
       }
@@ -142,7 +142,9 @@ export function measureLeaderboards(
       const submissions = await compare(
         `${backend}, submissions`,
         submitRequests(a, await issuer.issueFor(ids), t0),
-        bareSubmit ? [bareContender(bareSubmit, databaseUrl)] : [],
+        bareSubmit
+          ? [bareContender(bareSubmit, databaseUrl), await bareHttpContender(bareSubmit, databaseUrl)]
+          : [],
         schedule,
       );
       const after =
