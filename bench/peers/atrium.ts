@@ -65,9 +65,10 @@ export async function startSeededAtrium(
   const ids = await seedUsers(env, USERS);
   const groupId = await seedSocial(env, ids, CLIQUE);
   const service = await startService(env, (await serviceNodeArgs(profileDir, true)) as string[]);
-  // Its logs go to the stdout startService reads; errors and an unexpected exit are worth seeing.
+  // Its logs go to the stdout startService reads; warnings (a 503 logs its reason at warn), errors
+  // and an unexpected exit are worth seeing.
   createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-    if (/"level":[56]0/.test(line)) console.error(line);
+    if (/"level":[456]0/.test(line)) console.error(line);
   });
   service.child.once('exit', (code, signal) =>
     progress(`atrium WORKERS=${workers} exited (${code ?? signal})`),
