@@ -6,6 +6,7 @@ import { memberOf } from '../../src/modules/leaderboards/rank-key.js';
 import { COLUMNS, ORDER } from '../../src/modules/leaderboards/records.repository.js';
 import { timeOfKey } from '../../src/platform/cursor.js';
 import { useLeanPipelines } from '../../src/platform/kv/lean-pipeline.js';
+import { type DefinedScripts, defineScripts } from '../../src/platform/kv/redis-scripts.js';
 import { valuesOf } from '../../src/platform/named-sql.js';
 import { userIdOf } from '../chat/ceiling.js';
 import { openBareDb } from '../datapath/bare-db.js';
@@ -22,8 +23,9 @@ import { anySubmitter, submittedScore } from './scores.js';
  * submission is the service's own statement; members are rank-key.ts's.
  * - top: ZRANGE of the first LIMIT + 1 members, then the first one's rank (ZLEXCOUNT) beside the
  *   page's rows (recordsOfUsers' SELECT).
- * - around: the user's record (the same SELECT), its rank and the count (ZLEXCOUNT, ZCARD), the
- *   ZRANGE of the page as StandingsReader.around places it, then the page's rows.
+ * - around: the user's record (the same SELECT), then the page's members around it with their
+ *   start in one script call (the service's Kv.zwindow: ZCARD, ZLEXCOUNT and ZRANGE), then the
+ *   page's rows.
  * - submit: the `best` upsert (with its note of the period) of a submitter's score into the
  *   copy's board, then ZADD of the record's member and its rank (ZLEXCOUNT) in one round trip.
  *   The ZADD leaves an improved record's old member in the set (no versions, no ZREM): less work
@@ -89,6 +91,8 @@ const db = await openBareDb();
 // Auto-pipelined as the service's connection is, lean pipelines included (lean-pipeline.ts).
 useLeanPipelines();
 const redis = new Redis(job.redisUrl, { enableAutoPipelining: true });
+defineScripts(redis);
+const scripts = redis as unknown as DefinedScripts;
 const { set, limit } = job;
 const periodStart = new Date(job.periodStart);
 const userOf = (member: string) => member.slice(-36);
@@ -112,12 +116,9 @@ const operations = {
   },
   async around(): Promise<Ranked> {
     const [me] = await rowsOf([job.userId as string]);
-    const [position, total] = await Promise.all([before(memberOfRow(me as Row)), redis.zcard(set)]);
-    const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
-    return {
-      rank: start + 1,
-      rows: await rowsOf((await redis.zrange(set, start, start + limit - 1)).map(userOf)),
-    };
+    const member = memberOfRow(me as Row);
+    const [start, , members] = await scripts.orderedWindow(set, member, Math.floor((limit - 1) / 2), limit);
+    return { rank: start + 1, rows: await rowsOf(members.map(userOf)) };
   },
   async submit(
     n = anySubmitter(job.submitters as number),

@@ -156,6 +156,27 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
         const counts = await Promise.all(asked.map((bound) => kv.zcountBefore(k(), bound)));
         expect(counts).toEqual(asked.map((bound) => sorted.filter((member) => member < bound).length));
       });
+
+      it('zwindow answers the members around a bound, shifted to stay inside the set, with its start and size', async () => {
+        const n = sorted.length;
+        const asked = [
+          ...probes().map((bound) => ({ bound, before: rng.next() % 30, count: rng.next() % 60 })),
+          { bound: '', before: 5, count: 10 },
+          { bound: '~~~~~~~~~~~~~', before: 5, count: 10 },
+          { bound: sorted[n - 1] as string, before: 0, count: 3 },
+          { bound: sorted[2] as string, before: 10, count: n + 5 },
+        ];
+        const windows = await Promise.all(
+          asked.map(({ bound, before, count }) => kv.zwindow(k(), bound, before, count)),
+        );
+        expect(windows).toEqual(
+          asked.map(({ bound, before, count }) => {
+            const position = sorted.filter((member) => member < bound).length;
+            const start = Math.max(0, Math.min(position - before, n - count));
+            return { start, size: n, members: sorted.slice(start, start + count) };
+          }),
+        );
+      });
     });
 
     it('a missing key is the empty ordered set', async () => {
@@ -165,6 +186,7 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       expect(await kv.zrange(k, 0, -1)).toEqual([]);
       expect(await kv.zrangeAfter(k, 'a', 10)).toEqual([]);
       expect(await kv.zcountBefore(k, 'a')).toBe(0);
+      expect(await kv.zwindow(k, 'a', 2, 5)).toEqual({ start: 0, size: 0, members: [] });
       expect(await kv.zrem(k, 'a')).toBe(0);
       expect(await kv.zadd(k)).toBe(0);
       expect(await kv.ttl(k)).toBe(-2);
@@ -221,6 +243,7 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
         await expect(kv.zrange(other, 0, -1)).rejects.toThrow(/WRONGTYPE/);
         await expect(kv.zrangeAfter(other, 'a', 1)).rejects.toThrow(/WRONGTYPE/);
         await expect(kv.zcountBefore(other, 'a')).rejects.toThrow(/WRONGTYPE/);
+        await expect(kv.zwindow(other, 'a', 1, 2)).rejects.toThrow(/WRONGTYPE/);
       }
       await expect(kv.get(ordered)).rejects.toThrow(/WRONGTYPE/);
       await expect(kv.incr(ordered)).rejects.toThrow(/WRONGTYPE/);
@@ -260,6 +283,7 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       await expect(kv.zrank(k, 'ä')).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, '\u0080', 1)).rejects.toThrow(RangeError);
       await expect(kv.zcountBefore(k, '\uffff')).rejects.toThrow(RangeError);
+      await expect(kv.zwindow(k, 'é', 1, 2)).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1, 'ß')).rejects.toThrow(RangeError);
       expect(await kv.zrange(k, 0, -1)).toEqual(['a']);
       expect(await kv.ttl(versions)).toBe(-2);
@@ -272,6 +296,8 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       await expect(kv.zrange(k, 0, Number.NaN)).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, 'a', -1)).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, 'a', 1.5)).rejects.toThrow(RangeError);
+      await expect(kv.zwindow(k, 'a', -1, 2)).rejects.toThrow(RangeError);
+      await expect(kv.zwindow(k, 'a', 1, 2.5)).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1.5, 'a')).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 2 ** 53, 'a')).rejects.toThrow(RangeError);
       expect(await kv.ttl(versions)).toBe(-2);

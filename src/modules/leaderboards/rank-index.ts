@@ -4,6 +4,13 @@ import type { Logger } from '../../platform/log.js';
 import { keyOfMember, memberOf, type RankKey } from './rank-key.js';
 import { bumpIndexEpoch, indexEntries, indexEpoch, type StandingsPeriod } from './records.repository.js';
 
+/** Keys around a record: the first one's position and how many records the standings hold. */
+export interface Window {
+  start: number;
+  total: number;
+  keys: RankKey[];
+}
+
 /** Records a rebuild reads and loads per round trip. */
 const REBUILD_BATCH = 1000;
 /** How long one node holds a period's rebuild before another may take it over. */
@@ -104,14 +111,19 @@ export class RankIndex {
     return this.kv.zcountBefore(this.keys(period).set, memberOf(key));
   }
 
-  count(period: StandingsPeriod): Promise<number> {
-    return this.kv.zcard(this.keys(period).set);
-  }
-
-  /** The keys at positions start..start+count-1. */
-  async keysFrom(period: StandingsPeriod, start: number, count: number): Promise<RankKey[]> {
-    if (count <= 0) return [];
-    return keysOf(await this.kv.zrange(this.keys(period).set, start, start + count - 1));
+  /**
+   * `count` keys around `key`, `before` of them ahead of it where the standings have them (the
+   * window shifted to stay inside), with the first one's position and the records' count: one
+   * step of the KV, so the three agree.
+   */
+  async window(period: StandingsPeriod, key: RankKey, before: number, count: number): Promise<Window> {
+    const { start, size, members } = await this.kv.zwindow(
+      this.keys(period).set,
+      memberOf(key),
+      before,
+      count,
+    );
+    return { start, total: size, keys: keysOf(members) };
   }
 
   /** The first `count` keys after `key` (from the top without one). */

@@ -2,13 +2,14 @@ import type { Ctx } from '../../platform/context.js';
 import { timeOfKey } from '../../platform/cursor.js';
 import { AppError, ErrorCode } from '../../platform/errors.js';
 import { canonicalId, isId } from '../../platform/ids.js';
+import { windowStart } from '../../platform/kv/kv.js';
 import {
   type FriendsPage,
   type Guarded,
   guardedRecordsAfter,
   guardedRecordsOfUsers,
 } from './guarded.repository.js';
-import type { RankIndex } from './rank-index.js';
+import type { RankIndex, Window } from './rank-index.js';
 import { cursorOf, keyOfCursor, type RankKey } from './rank-key.js';
 import {
   countBefore,
@@ -62,9 +63,8 @@ function present<T>(answer: Guarded<T> | undefined): Guarded<T> {
 
 /** Where ranks come from: the rank index when it is ready, else SQL over the records alone. */
 interface Positions {
-  count(): Promise<number>;
   position(key: RankKey): Promise<number>;
-  keysFrom(start: number, count: number): Promise<RankKey[]>;
+  window(key: RankKey, before: number, count: number): Promise<Window>;
   keysAfter(key: RankKey | undefined, count: number): Promise<RankKey[]>;
 }
 
@@ -287,9 +287,7 @@ export class StandingsReader {
     limit: number,
     view: RecordView<T>,
   ) {
-    const [position, total] = await Promise.all([positions.position(keyOfRow(row)), positions.count()]);
-    const start = Math.max(0, Math.min(position - Math.floor((limit - 1) / 2), total - limit));
-    const keys = await positions.keysFrom(start, limit);
+    const { start, total, keys } = await positions.window(keyOfRow(row), Math.floor((limit - 1) / 2), limit);
     const page = await this.rowsInOrder(ctx, period, keys);
     const more = start + keys.length < total;
     return {
@@ -313,17 +311,22 @@ export class StandingsReader {
     const index = this.index;
     if (ready) {
       return {
-        count: () => index.count(period),
         position: (key) => index.position(period, key),
-        keysFrom: (start, count) => index.keysFrom(period, start, count),
+        window: (key, before, count) => index.window(period, key, before, count),
         keysAfter: (key, count) => index.keysAfter(period, key, count),
       };
     }
     const data = ctx.data;
     return {
-      count: () => countRecords(data, period),
       position: (key) => countBefore(data, period, key),
-      keysFrom: (start, count) => keysFromPosition(data, period, start, count),
+      window: async (key, before, count) => {
+        const [position, total] = await Promise.all([
+          countBefore(data, period, key),
+          countRecords(data, period),
+        ]);
+        const start = windowStart(position, before, count, total);
+        return { start, total, keys: await keysFromPosition(data, period, start, count) };
+      },
       keysAfter: async (key, count) => (await recordsAfter(data, period, key, count)).map(keyOfRow),
     };
   }

@@ -6,6 +6,19 @@ import type { StreamPosition } from '../../../protocol/stream-position.js';
  * (shared by every process of the service); without, an in-process implementation with the same
  * semantics. Presence TTL keys, counters and cross-node events all go through it.
  */
+/** Kv.set's options. */
+export interface SetOptions {
+  ttlMs?: number;
+  onlyIfAbsent?: boolean;
+}
+
+/** Kv.zwindow's answer. */
+export interface OrderedWindow {
+  start: number;
+  size: number;
+  members: string[];
+}
+
 export interface Kv {
   readonly kind: 'redis' | 'memory';
 
@@ -16,7 +29,7 @@ export interface Kv {
    * Stores `value`. `ttlMs` makes the key expire; `onlyIfAbsent` stores only when the key does not
    * exist. Returns whether the value was stored.
    */
-  set(key: string, value: string, options?: { ttlMs?: number; onlyIfAbsent?: boolean }): Promise<boolean>;
+  set(key: string, value: string, options?: SetOptions): Promise<boolean>;
   /**
    * Stores `value` with a TTL and returns the value it replaced (null when the key was missing or
    * expired): one round trip that both refreshes a key and tells whether it was new.
@@ -92,6 +105,13 @@ export interface Kv {
    * (bound, the position a member equal to `bound` has or would have.
    */
   zcountBefore(key: string, bound: string): Promise<number>;
+  /**
+   * The `count` members around `bound` in one atomic step (one round trip on Redis): `before`
+   * members that sort before it when the set has them, the window shifted to stay inside the set
+   * (start = max(0, min(zcountBefore(bound) - before, size - count))). Answers the window's first
+   * position, the set's size and its members. `before` and `count` are non-negative integers.
+   */
+  zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow>;
   /**
    * In one atomic step (one round trip on Redis), when `version` is greater than the version
    * `versionsKey` holds for `field` (none: any version is greater): removes from `setKey` the
@@ -199,6 +219,17 @@ export const ORDERED_SET_BATCH = 100;
 const NON_ASCII = /[\u0080-\uffff]/;
 
 /** What `Kv` lets into an ordered set, so both implementations order it the same (see `zadd`). */
+/** Kv.zwindow's first position: `before` members ahead of `position`, kept inside a set of `size`. */
+export const windowStart = (position: number, before: number, count: number, size: number): number =>
+  Math.max(0, Math.min(position - before, size - count));
+
+/** Kv.zwindow's arguments: an ASCII bound and non-negative integer counts. */
+export function checkWindow(bound: string, before: number, count: number): void {
+  checkMembers([bound]);
+  checkInteger('before', before, 0);
+  checkInteger('count', count, 0);
+}
+
 export function checkMembers(members: readonly string[]): void {
   for (const member of members) {
     if (NON_ASCII.test(member))

@@ -1,4 +1,12 @@
-import { checkInteger, checkMembers, checkVersioned, type VersionedMember } from './kv.js';
+import {
+  checkInteger,
+  checkMembers,
+  checkVersioned,
+  checkWindow,
+  type OrderedWindow,
+  type VersionedMember,
+  windowStart,
+} from './kv.js';
 import { OrderedSet } from './ordered-set.js';
 
 /** A field of a hash of versions (Kv.zreplaceVersioned): its last applied version and member. */
@@ -121,6 +129,15 @@ export abstract class MemoryKeyspace {
     this.assertOpen();
     checkMembers([bound]);
     return this.liveAs(key, isOrdered)?.value.countBelow(bound) ?? 0;
+  }
+
+  async zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow> {
+    this.assertOpen();
+    checkWindow(bound, before, count);
+    const set = this.liveAs(key, isOrdered)?.value;
+    if (!set) return { start: 0, size: 0, members: [] };
+    const start = windowStart(set.countBelow(bound), before, count, set.size);
+    return { start, size: set.size, members: set.slice(start, start + count) };
   }
 
   async zreplaceVersioned(

@@ -7,6 +7,7 @@ import {
   newEpoch,
   type Peeked,
   type PeekedWrite,
+  type SetOptions,
   type StreamPosition,
 } from './kv.js';
 import { MemoryKeyspace } from './memory-keyspace.js';
@@ -69,11 +70,7 @@ export class MemoryKv extends MemoryKeyspace implements Kv {
     });
   }
 
-  async set(
-    key: string,
-    value: string,
-    options: { ttlMs?: number; onlyIfAbsent?: boolean } = {},
-  ): Promise<boolean> {
+  async set(key: string, value: string, options: SetOptions = {}): Promise<boolean> {
     this.assertOpen();
     const expiresAt = options.ttlMs === undefined ? null : this.now() + checkTtl(options.ttlMs);
     if (options.onlyIfAbsent && this.live(key)) return false;

@@ -4,16 +4,23 @@
  * lifecycle. RedisKv (one server or a Sentinel-watched primary) and ClusterKv (a Redis Cluster)
  * supply what differs: multi-key commands, channel names, publishing and subscribing.
  */
-import type {
-  HistoryLimits,
-  HistoryRead,
-  Kv,
-  Peeked,
-  PeekedWrite,
-  StreamPosition,
-  VersionedMember,
+import {
+  checkInteger,
+  checkMembers,
+  checkVersioned,
+  checkWindow,
+  HISTORY_META_TTL_MS,
+  type HistoryLimits,
+  type HistoryRead,
+  type Kv,
+  newEpoch,
+  type OrderedWindow,
+  type Peeked,
+  type PeekedWrite,
+  type SetOptions,
+  type StreamPosition,
+  type VersionedMember,
 } from './kv.js';
-import { checkInteger, checkMembers, checkVersioned, HISTORY_META_TTL_MS, newEpoch } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 import type { RedisClient } from './redis-client.js';
 import { closeConnection, pingWithin, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
@@ -24,6 +31,7 @@ import {
   historyRead,
   historyStreamKey,
   INCR_SCRIPT,
+  replaceVersionedArgs,
 } from './redis-scripts.js';
 
 export interface RedisKvOptions {
@@ -69,9 +77,7 @@ export interface SubscriberEvents {
   resubscribed(): void;
 }
 
-interface Subscription {
-  handler: (message: Uint8Array) => void;
-}
+type Subscription = { handler: (message: Uint8Array) => void };
 
 interface Channel {
   subscriptions: Set<Subscription>;
@@ -151,22 +157,15 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     return this.redis.set(key, value, 'PX', checkTtl(ttlMs), 'GET');
   }
 
-  async set(
-    key: string,
-    value: string,
-    options: { ttlMs?: number; onlyIfAbsent?: boolean } = {},
-  ): Promise<boolean> {
+  async set(key: string, value: string, options: SetOptions = {}): Promise<boolean> {
     const ttlMs = options.ttlMs === undefined ? undefined : checkTtl(options.ttlMs);
-    let reply: string | null;
-    if (ttlMs === undefined) {
-      reply = options.onlyIfAbsent
-        ? await this.redis.set(key, value, 'NX')
-        : await this.redis.set(key, value);
-    } else {
-      reply = options.onlyIfAbsent
-        ? await this.redis.set(key, value, 'PX', ttlMs, 'NX')
-        : await this.redis.set(key, value, 'PX', ttlMs);
-    }
+    const nx = options.onlyIfAbsent === true;
+    const reply =
+      ttlMs === undefined
+        ? await (nx ? this.redis.set(key, value, 'NX') : this.redis.set(key, value))
+        : await (nx
+            ? this.redis.set(key, value, 'PX', ttlMs, 'NX')
+            : this.redis.set(key, value, 'PX', ttlMs));
     return reply === 'OK';
   }
 
@@ -368,6 +367,12 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     return this.redis.zlexcount(key, '-', `(${bound}`);
   }
 
+  async zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow> {
+    checkWindow(bound, before, count);
+    const [start, size, members] = await this.scripts.orderedWindow(key, bound, before, count);
+    return { start, size, members };
+  }
+
   async zreplaceVersioned(
     setKey: string,
     versionsKey: string,
@@ -387,11 +392,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   ): Promise<boolean[]> {
     checkVersioned(setKey, versionsKey, entries);
     if (entries.length === 0) return [];
-    const args = entries.flatMap(({ field, version, member }) => [
-      field,
-      String(version),
-      member === null ? '' : ` ${member}`,
-    ]);
+    const args = replaceVersionedArgs(entries);
     const applied = await this.scripts.replaceVersioned(setKey, versionsKey, ...args);
     return applied.map((flag) => flag === 1);
   }

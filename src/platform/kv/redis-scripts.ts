@@ -1,6 +1,6 @@
 /** The Lua scripts RedisKv and ClusterKv run, each one atomic step on Redis, and the keys of event histories. */
 
-import type { HistoryRead } from './kv.js';
+import type { HistoryRead, VersionedMember } from './kv.js';
 import type { RedisClient } from './redis-client.js';
 
 /**
@@ -135,6 +135,25 @@ for i = 1, #ARGV, 3 do
 end
 return applied`;
 
+/** REPLACE_VERSIONED_SCRIPT's ARGV for `entries`. */
+export const replaceVersionedArgs = (entries: readonly VersionedMember[]): string[] =>
+  entries.flatMap(({ field, version, member }) => [
+    field,
+    String(version),
+    member === null ? '' : ` ${member}`,
+  ]);
+
+/**
+ * Kv.zwindow: KEYS[1] is the ordered set; ARGV the bound, `before` and `count`. Answers the
+ * window's start, the set's size and its members, read in one step.
+ */
+const ORDERED_WINDOW_SCRIPT = `
+local size = redis.call('ZCARD', KEYS[1])
+local count = tonumber(ARGV[3])
+local start = math.max(0, math.min(redis.call('ZLEXCOUNT', KEYS[1], '-', '(' .. ARGV[1]) - tonumber(ARGV[2]), size - count))
+if count == 0 then return {start, size, {}} end
+return {start, size, redis.call('ZRANGE', KEYS[1], start, start + count - 1)}`;
+
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 export interface DefinedScripts {
   /** Each channel's offset and epoch, flat; the Sharded one on a Redis Cluster. */
@@ -146,6 +165,12 @@ export interface DefinedScripts {
   setAndPeek(...args: (string | number)[]): Promise<(number | string | null)[]>;
   /** 1 or 0 per entry, whether it applied. */
   replaceVersioned(setKey: string, versionsKey: string, ...entries: string[]): Promise<number[]>;
+  orderedWindow(
+    key: string,
+    bound: string,
+    before: number,
+    count: number,
+  ): Promise<[number, number, string[]]>;
 }
 
 /** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
@@ -167,6 +192,7 @@ export function defineScripts(redis: RedisClient): void {
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   redis.defineCommand('setAndPeek', { lua: SET_AND_PEEK_SCRIPT });
   redis.defineCommand('replaceVersioned', { numberOfKeys: 2, lua: REPLACE_VERSIONED_SCRIPT });
+  redis.defineCommand('orderedWindow', { numberOfKeys: 1, lua: ORDERED_WINDOW_SCRIPT });
 }
 
 /** READ_HISTORY_SCRIPT's reply (as Buffers) as a history read: entry ids are `<offset>-0`. */
