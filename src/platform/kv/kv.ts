@@ -1,11 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 import type { StreamPosition } from '../../../protocol/stream-position.js';
 
-/**
- * The one key-value / counter / pub-sub interface of the service. With REDIS_URL it is Redis
- * (shared by every process of the service); without, an in-process implementation with the same
- * semantics. Presence TTL keys, counters and cross-node events all go through it.
- */
 /** Kv.set's options. */
 export interface SetOptions {
   ttlMs?: number;
@@ -19,6 +14,11 @@ export interface OrderedWindow {
   members: string[];
 }
 
+/**
+ * The one key-value / counter / pub-sub interface of the service. With REDIS_URL it is Redis
+ * (shared by every process of the service); without, an in-process implementation with the same
+ * semantics. Presence TTL keys, counters and cross-node events all go through it.
+ */
 export interface Kv {
   readonly kind: 'redis' | 'memory';
 
@@ -218,7 +218,6 @@ export const ORDERED_SET_BATCH = 100;
 
 const NON_ASCII = /[\u0080-\uffff]/;
 
-/** What `Kv` lets into an ordered set, so both implementations order it the same (see `zadd`). */
 /** Kv.zwindow's first position: `before` members ahead of `position`, kept inside a set of `size`. */
 export const windowStart = (position: number, before: number, count: number, size: number): number =>
   Math.max(0, Math.min(position - before, size - count));
@@ -230,6 +229,7 @@ export function checkWindow(bound: string, before: number, count: number): void 
   checkInteger('count', count, 0);
 }
 
+/** What `Kv` lets into an ordered set, so both implementations order it the same (see `zadd`). */
 export function checkMembers(members: readonly string[]): void {
   for (const member of members) {
     if (NON_ASCII.test(member))
