@@ -3,12 +3,12 @@ import { promisify } from 'node:util';
 import { POOL_SIZE } from '../datapath/measure.js';
 import type { PgbenchWindow } from '../datapath/pgbench.js';
 import { cpuWindow } from '../realtime/process-stats.js';
-import { REST_CONNECTIONS, type RestRequest, restContender } from '../realtime/rest-load.js';
+import { REST_CONNECTIONS, restContender } from '../realtime/rest-load.js';
 import type { Contender } from '../realtime/rounds.js';
 import { startBareServer } from '../realtime/servers.js';
 import type { Latency } from '../worlds/harness.js';
 import type { BareJob } from './bare.js';
-import { anySubmitter, submittedScore } from './scores.js';
+import { randomSubmissions } from './requests.js';
 
 const run = promisify(execFile);
 
@@ -78,7 +78,15 @@ export async function bareHttpContender(
   const url = `http://127.0.0.1:${server.port}`;
   const rest =
     work.operation === 'submit'
-      ? restContender('bare Fastify', `${url}/submit`, server.pid, {}, submissions(work))
+      ? restContender(
+          'bare Fastify',
+          `${url}/submit`,
+          server.pid,
+          {},
+          randomSubmissions(work.submitters as number, work.t0 as number, (n) => ({
+            'x-submitter': String(n),
+          })),
+        )
       : restContender('bare Fastify', `${url}/page`, server.pid, {}, { method: 'GET' });
   return {
     name: `bare Fastify + ioredis + \`pg\` over HTTP, ${REST_CONNECTIONS} connections, pool ${POOL_SIZE}`,
@@ -87,19 +95,5 @@ export async function bareHttpContender(
       return { ...w, meanMs: (REST_CONNECTIONS / w.perSecond) * 1000 };
     },
     close: () => server.stop(),
-  };
-}
-
-function submissions(work: BareWork): RestRequest {
-  return {
-    body: JSON.stringify({ score: 0 }),
-    setup: (sent) => {
-      const n = anySubmitter(work.submitters as number);
-      return {
-        ...sent,
-        body: JSON.stringify({ score: submittedScore(n, work.t0 as number) }),
-        headers: { ...sent.headers, 'x-submitter': String(n) },
-      };
-    },
   };
 }

@@ -1,6 +1,6 @@
 import { createInterface } from 'node:readline';
 import { progress } from '../realtime/progress.js';
-import { restContender } from '../realtime/rest-load.js';
+import { type RestRequest, restContender } from '../realtime/rest-load.js';
 import type { Atrium } from '../realtime/servers.js';
 import { type Latency, latency } from '../worlds/harness.js';
 import { anySubmitter, submittedScore } from './scores.js';
@@ -82,24 +82,36 @@ export const pageRequests = (atrium: Atrium, token: string, page: Page) =>
     { method: 'GET' },
   );
 
-/** POST {score} as a random submitter (tokens[n - 1] is user n's), scores as scores.ts draws them. */
+/**
+ * POST {score} as a random one of users 1..`submitters`, scores as scores.ts draws them, the user
+ * named by `headersOf(n)`: the service's load and the bare HTTP ceiling's alike.
+ */
+export function randomSubmissions(
+  submitters: number,
+  t0: number,
+  headersOf: (n: number) => Record<string, string>,
+): RestRequest {
+  return {
+    body: JSON.stringify({ score: 0 }),
+    setup: (sent) => {
+      const n = anySubmitter(submitters);
+      return {
+        ...sent,
+        body: JSON.stringify({ score: submittedScore(n, t0) }),
+        headers: { ...sent.headers, ...headersOf(n) },
+      };
+    },
+  };
+}
+
+/** The service's submissions: tokens[n - 1] is user n's. */
 export function submitRequests(atrium: Atrium, tokens: readonly string[], t0: number) {
   return restContender(
     'POST records',
     `http://127.0.0.1:${atrium.httpPort}${RECORDS_PATH}`,
     atrium.pid,
     {},
-    {
-      body: JSON.stringify({ score: 0 }),
-      setup: (sent) => {
-        const n = anySubmitter(tokens.length);
-        return {
-          ...sent,
-          body: JSON.stringify({ score: submittedScore(n, t0) }),
-          headers: { ...sent.headers, authorization: `Bearer ${tokens[n - 1]}` },
-        };
-      },
-    },
+    randomSubmissions(tokens.length, t0, (n) => ({ authorization: `Bearer ${tokens[n - 1]}` })),
   );
 }
 
