@@ -18,7 +18,7 @@ import { createRequire } from 'node:module';
  * `useLeanPipelines` makes ioredis build its pipelines here (its transaction support looks the
  * class up on the Pipeline module at each `pipeline()` and `multi()`): the constructor's work as
  * ioredis 5.11 does it, with `length` read through one getter on the prototype.
- * test/platform/kv/lean-pipeline.test.ts compares the instances with ioredis's own, so an upgrade
+ * test/platform/lean-pipeline.test.ts compares the instances with ioredis's own, so an upgrade
  * that changes the constructor fails there.
  */
 
