@@ -1,10 +1,11 @@
 import type { SetupGate } from '../../../protocol/operation.js';
 import { AppError, DEPENDENCY_RETRY_AFTER_SECONDS, ErrorCode } from '../errors.js';
+import { Fifo } from '../fifo.js';
 
 interface Gate {
   readonly concurrency: number;
   running: number;
-  readonly waiting: (() => void)[];
+  readonly waiting: Fifo<() => void>;
 }
 
 /**
@@ -27,7 +28,7 @@ export class SetupAdmission {
     concurrency: Record<SetupGate, number>,
     private readonly maxWaiting: number,
   ) {
-    const gate = (size: number): Gate => ({ concurrency: size, running: 0, waiting: [] });
+    const gate = (size: number): Gate => ({ concurrency: size, running: 0, waiting: new Fifo() });
     this.gates = { auth: gate(concurrency.auth), database: gate(concurrency.database) };
   }
 
