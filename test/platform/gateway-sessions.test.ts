@@ -3,7 +3,7 @@ import { CloseCode } from '../../protocol/frames.js';
 import type { AuthUser } from '../../src/platform/auth/access-tokens.js';
 import { servicePrincipal, userPrincipal } from '../../src/platform/auth/principal.js';
 import { EventBus, userTopic } from '../../src/platform/bus.js';
-import { Sessions } from '../../src/platform/gateway/sessions.js';
+import { DEPARTURES_IN_FLIGHT, Sessions } from '../../src/platform/gateway/sessions.js';
 import { Subscriptions } from '../../src/platform/gateway/subscriptions.js';
 import { MemoryKv } from '../../src/platform/kv/index.js';
 import { createLogger } from '../../src/platform/log.js';
@@ -102,6 +102,70 @@ describe('Sessions', () => {
     await vi.waitFor(() => expect(listened).toContain('disconnected alice last=true'));
     vi.advanceTimersByTime(10_000);
     expect(client.closedWith).toBeUndefined();
+  });
+
+  describe('when more sockets close at once than departures run', () => {
+    /** Fills every departure's place with users whose listener holds until `release`. */
+    const holdDepartures = async () => {
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      const holding = new Set(Array.from({ length: DEPARTURES_IN_FLIGHT }, (_, i) => `held-${i}`));
+      sessions.onSession({ disconnected: (userId) => (holding.has(userId) ? held : undefined) });
+      const connections = [];
+      for (const id of holding) {
+        const client = fakeConnection();
+        await sessions.authenticate(client.connection, userPrincipal({ ...alice, id }));
+        connections.push(client.connection);
+      }
+      for (const connection of connections) sessions.closed(connection);
+      await vi.waitFor(() =>
+        expect(listened.filter((l) => l.startsWith('disconnected held-'))).toHaveLength(DEPARTURES_IN_FLIGHT),
+      );
+      return release;
+    };
+
+    it("tells the listeners of a user's departure once one before it ended", async () => {
+      const release = await holdDepartures();
+      const client = fakeConnection();
+      await sessions.authenticate(client.connection, userPrincipal(alice));
+      sessions.closed(client.connection);
+      expect(sessions.localUserIds()).not.toContain('alice');
+      await Promise.resolve();
+      expect(listened).not.toContain('disconnected alice last=true');
+      release();
+      await vi.waitFor(() => expect(listened).toContain('disconnected alice last=true'));
+    });
+
+    it('does not tell the listeners a user left when they connected here again before their turn', async () => {
+      const release = await holdDepartures();
+      const before = fakeConnection();
+      await sessions.authenticate(before.connection, userPrincipal(alice));
+      sessions.closed(before.connection);
+      const after = fakeConnection();
+      await sessions.authenticate(after.connection, userPrincipal(alice));
+      release();
+      // A later departure of another user ran, so alice's turn came before it.
+      const other = fakeConnection();
+      await sessions.authenticate(other.connection, userPrincipal({ ...alice, id: 'bob' }));
+      sessions.closed(other.connection);
+      await vi.waitFor(() => expect(listened).toContain('disconnected bob last=true'));
+      expect(listened.filter((l) => l.includes(' alice '))).toEqual([
+        'connected alice first=true',
+        'connected alice first=true',
+      ]);
+      expect(sessions.localUserIds()).toContain('alice');
+    });
+
+    it('starts the waiting departures at once when the gateway stops', async () => {
+      await holdDepartures();
+      const client = fakeConnection();
+      await sessions.authenticate(client.connection, userPrincipal(alice));
+      sessions.closed(client.connection);
+      sessions.stop();
+      await vi.waitFor(() => expect(listened).toContain('disconnected alice last=true'));
+    });
   });
 
   it("refuses a user's socket over the per-user limit with QUOTA_EXCEEDED", async () => {

@@ -6,17 +6,28 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { quotaExceeded } from '../quota.js';
 import type { Connection } from './connection.js';
+import { Departures } from './departures.js';
 import { ExpiryQueue } from './expiry-queue.js';
 import type { CaughtUp } from './replay.js';
 import { type NodeLiveness, SocketQuota } from './socket-quota.js';
 import type { Subscriptions } from './subscriptions.js';
 import { UserIndex } from './user-index.js';
 
-/** Hooks for features that care when a user's first connection on this node opens or the last closes. */
+/**
+ * Hooks for features that care when a user's first connection on this node opens or the last
+ * closes. `disconnected` comes in the sockets' departure turn (Departures), and not at all for a
+ * last socket whose user connected here again before that turn.
+ */
 export interface SessionListener {
   connected?(user: AuthUser, firstOnThisNode: boolean): void | Promise<void>;
   disconnected?(userId: string, lastOnThisNode: boolean): void | Promise<void>;
 }
+
+/**
+ * Closed sockets whose Redis work runs at once (Departures). Each takes a few sequential round
+ * trips, so this many keep Redis busy while one turn of the loop handles only a few hundred replies.
+ */
+export const DEPARTURES_IN_FLIGHT = 64;
 
 export interface SessionsDeps {
   log: Logger;
@@ -38,6 +49,7 @@ export class Sessions {
     this.end(connection, 'access token expired'),
   );
   private readonly listeners: SessionListener[] = [];
+  private readonly departures = new Departures(DEPARTURES_IN_FLIGHT);
 
   constructor(private readonly deps: SessionsDeps) {
     this.socketQuota = new SocketQuota(deps.kv, deps.maxSocketsPerUser);
@@ -112,9 +124,10 @@ export class Sessions {
     if (user) this.forgetUser(connection, user.id);
   }
 
-  /** Stops expiring tokens: the gateway is closing every socket. */
+  /** Stops expiring tokens and pacing departures: the gateway is closing every socket. */
   stop(): void {
     this.tokenExpiry.stop();
+    this.departures.drain();
   }
 
   /** Closes the connection with 4403: its credential expired or was revoked. */
@@ -142,7 +155,7 @@ export class Sessions {
     const here = this.usersHere.connectionsOf(user.id).map((c) => quota.memberOf(c.number));
     if (await quota.admit(user.id, member, here)) {
       // Closed while it was being counted: nothing will release it later.
-      if (connection.closed) this.releaseSocket(user.id, connection);
+      if (connection.closed) void this.releaseSocket(user.id, connection);
       return;
     }
     this.deps.metrics.wsClosedByServer.inc({ reason: 'too_many_sockets' });
@@ -150,8 +163,8 @@ export class Sessions {
     throw quotaExceeded(`A user holds at most ${quota.limit} sockets at once.`, quota.limit);
   }
 
-  private releaseSocket(userId: string, connection: Connection): void {
-    this.socketQuota
+  private releaseSocket(userId: string, connection: Connection): Promise<void> {
+    return this.socketQuota
       .release(userId, this.socketQuota.memberOf(connection.number))
       .catch((err) => this.deps.log.warn({ err, userId }, 'a closed socket could not be uncounted'));
   }
@@ -160,14 +173,23 @@ export class Sessions {
     for (const listener of this.listeners) await listener.connected?.(user, firstOnThisNode);
   }
 
+  /** Forgets the connection here at once; the rest waits for its turn among the departures. */
   private forgetUser(connection: Connection, userId: string): void {
-    this.releaseSocket(userId, connection);
     const last = this.usersHere.delete(userId, connection);
-    if (last === undefined) return;
-    for (const listener of this.listeners) {
-      Promise.resolve(listener.disconnected?.(userId, last)).catch((err) =>
-        this.deps.log.error({ err, userId }, 'session listener failed'),
-      );
-    }
+    this.departures.run(async () => {
+      const released = this.releaseSocket(userId, connection);
+      // Back on this node while this waited: the listeners heard the user connect again, and must
+      // not hear of a last departure that no longer holds (presence would end what just started).
+      const back = last === true && this.usersHere.has(userId);
+      const told = last === undefined || back ? [] : this.listeners;
+      await Promise.all([
+        released,
+        ...told.map((listener) =>
+          Promise.resolve(listener.disconnected?.(userId, last as boolean)).catch((err) =>
+            this.deps.log.error({ err, userId }, 'session listener failed'),
+          ),
+        ),
+      ]);
+    });
   }
 }
