@@ -306,6 +306,22 @@ function describeKvContract(name: string, kind: Kv['kind'], factory: KvFactory):
       expect(await kv.hasSubscribers(names[0] as string)).toBe(false);
     });
 
+    it('channels left together in one turn, more than one command holds, are all left, and one joined again at once stays joined', async () => {
+      const names = Array.from({ length: 2_500 }, (_, i) => channel(`mass-${i}`));
+      const stops = await Promise.all(names.map((name) => kv.subscribe(name, () => {})));
+      const again = collector();
+      const leaving = Promise.all(stops.map((stop) => stop()));
+      const rejoined = kv.subscribe(names[1_234] as string, again.handler);
+      await leaving;
+      const stopRejoined = await rejoined;
+      await kv.publish(names[1_234] as string, new Uint8Array([7]));
+      await waitUntil(() => again.received.length === 1);
+      const still = await Promise.all(names.map((name) => kv.hasSubscribers(name)));
+      expect(names.filter((_, i) => still[i])).toEqual([names[1_234]]);
+      await stopRejoined();
+      expect(await kv.hasSubscribers(names[1_234] as string)).toBe(false);
+    });
+
     it('hasSubscribers is true while a channel has a subscriber and false before and after', async () => {
       const listened = channel('listened');
       expect(await kv.hasSubscribers(listened)).toBe(false);

@@ -1,15 +1,9 @@
 import type { Cluster } from 'ioredis';
 import type { HistoryLimits, Peeked, PeekedWrite, StreamPosition } from './kv.js';
 import { checkTtl } from './memory-kv.js';
-import {
-  asBuffer,
-  clientSettings,
-  RedisBackedKv,
-  type RedisKvOptions,
-  type SubscriberEvents,
-} from './redis-backed-kv.js';
+import { asBuffer, RedisBackedKv, type SubscriberEvents } from './redis-backed-kv.js';
 import { clusterClient, shardedSubscriberClient } from './redis-client.js';
-import { whenShardsResubscribed } from './redis-connection.js';
+import { clientSettings, type RedisKvOptions, whenShardsResubscribed } from './redis-connection.js';
 import { expireManyOnCluster, perSlot, setAndPeekOnCluster, setManyOnCluster } from './redis-slots.js';
 import type { ClusterTopology } from './redis-topology.js';
 
@@ -112,7 +106,8 @@ export class ClusterKv extends RedisBackedKv<Cluster> {
     return subscriber.ssubscribe(channel);
   }
 
-  protected unsubscribeFrom(subscriber: Cluster, channel: string): Promise<unknown> {
-    return subscriber.sunsubscribe(channel);
+  /** One SUNSUBSCRIBE per channel: the channels of one command must share a hash slot. */
+  protected unsubscribeFrom(subscriber: Cluster, channels: string[]): Promise<unknown> {
+    return Promise.all(channels.map((channel) => subscriber.sunsubscribe(channel)));
   }
 }

@@ -1,14 +1,15 @@
 import { ClusterKv } from './cluster-kv.js';
 import type { Kv } from './kv.js';
 import { MemoryKv, type MemoryKvOptions } from './memory-kv.js';
-import type { RedisKvOptions } from './redis-backed-kv.js';
+import type { RedisKvOptions } from './redis-connection.js';
 import { RedisKv } from './redis-kv.js';
 import type { RedisTopology } from './redis-topology.js';
 
 export { ClusterKv } from './cluster-kv.js';
 export type { Kv } from './kv.js';
 export { MemoryKv, type MemoryKvOptions } from './memory-kv.js';
-export { RedisBackedKv, type RedisKvOptions } from './redis-backed-kv.js';
+export { RedisBackedKv } from './redis-backed-kv.js';
+export type { RedisKvOptions } from './redis-connection.js';
 export { RedisKv } from './redis-kv.js';
 export { type RedisTopology, redisTopology } from './redis-topology.js';
 

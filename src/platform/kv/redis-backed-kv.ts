@@ -23,7 +23,13 @@ import {
 } from './kv.js';
 import { checkIncrement, checkTtl } from './memory-kv.js';
 import type { RedisClient } from './redis-client.js';
-import { closeConnection, pingWithin, reportErrorsOncePerOutage, untilReady } from './redis-connection.js';
+import {
+  closeConnection,
+  pingWithin,
+  type RedisKvOptions,
+  reportErrorsOncePerOutage,
+  untilReady,
+} from './redis-connection.js';
 import {
   type DefinedScripts,
   defineScripts,
@@ -33,34 +39,7 @@ import {
   INCR_SCRIPT,
   replaceVersionedArgs,
 } from './redis-scripts.js';
-
-export interface RedisKvOptions {
-  /** Called for connection errors and for subscribers that throw; defaults to console.error. */
-  onError?: (error: unknown, context: string) => void;
-  /** How long ping() waits before it rejects, and connect() for Redis to become ready. */
-  pingTimeoutMs?: number;
-  /**
-   * A command not answered within this time rejects, so a Redis that hangs or went silent fails
-   * requests quickly (503 to the caller) instead of holding them. REDIS_COMMAND_TIMEOUT_MS.
-   */
-  commandTimeoutMs?: number;
-  /**
-   * Prepended to every key and channel, so several deployments (or test runs) can share one
-   * Redis without seeing each other's data. Libraries given `client` get it too.
-   */
-  namespace?: string;
-}
-
-/** The default of REDIS_COMMAND_TIMEOUT_MS, for callers that do not pass the setting. */
-const DEFAULT_COMMAND_TIMEOUT_MS = 500;
-
-/** What the command connection is created with (redis-client.ts), from the options. */
-export function clientSettings(options: RedisKvOptions): { commandTimeoutMs: number; keyPrefix: string } {
-  return {
-    commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
-    keyPrefix: options.namespace ?? '',
-  };
-}
+import { UnsubscribeBatch } from './unsubscribe-batch.js';
 
 /** A Buffer view over the same bytes: no copy, and ioredis sends it as binary. */
 export function asBuffer(message: Uint8Array): Buffer {
@@ -94,6 +73,11 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   private readonly pingTimeoutMs: number;
   protected readonly namespace: string;
   private closing: Promise<void> | undefined;
+  // Commands on one connection run in order, so a subscription sent after these still wins. Once
+  // closing, the connection's subscriptions end with it.
+  private readonly unsubscribes = new UnsubscribeBatch((channels) =>
+    this.subscriber && !this.closing ? this.unsubscribeFrom(this.subscriber, channels) : Promise.resolve(),
+  );
 
   protected constructor(
     protected readonly redis: Client,
@@ -146,7 +130,8 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   protected abstract openSubscriber(events: SubscriberEvents): Client;
   /** Subscribes `subscriber` to a channel's full name; settles when Redis confirmed it. */
   protected abstract subscribeTo(subscriber: Client, channel: string): Promise<unknown>;
-  protected abstract unsubscribeFrom(subscriber: Client, channel: string): Promise<unknown>;
+  /** Unsubscribes `subscriber` from channels' full names; settles when Redis confirmed them all. */
+  protected abstract unsubscribeFrom(subscriber: Client, channels: string[]): Promise<unknown>;
 
   get(key: string): Promise<string | null> {
     return this.redis.get(key);
@@ -233,7 +218,9 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     const subscription: Subscription = { handler };
     let entry = this.channels.get(channel);
     if (!entry) {
-      // One Redis subscription per channel, however many local handlers share it.
+      // One Redis subscription per channel, however many local handlers share it. Unsubscriptions
+      // waiting for their batch go out first: one of this channel must not undo this.
+      this.unsubscribes.flush();
       entry = { subscriptions: new Set(), ready: this.subscribeTo(this.subscriberConnection(), channel) };
       this.channels.set(channel, entry);
     }
@@ -308,8 +295,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     if (!entry.subscriptions.delete(subscription) || entry.subscriptions.size > 0) return;
     if (this.channels.get(channel) !== entry) return;
     this.channels.delete(channel);
-    // Commands on one connection run in order, so a subscription issued after this one still wins.
-    if (this.subscriber) await this.unsubscribeFrom(this.subscriber, channel);
+    await this.unsubscribes.add(channel);
   }
 
   // SADD and SREM without members are Redis errors; like del(), an empty call is simply a no-op.

@@ -1,6 +1,34 @@
-/** The lifecycle of RedisKv's and ClusterKv's ioredis connections: becoming ready, reporting outages, closing. */
+/** RedisKv's and ClusterKv's ioredis connections: their settings, becoming ready, reporting outages, closing. */
 import type { Cluster, Redis } from 'ioredis';
 import type { RedisClient } from './redis-client.js';
+
+export interface RedisKvOptions {
+  /** Called for connection errors and for subscribers that throw; defaults to console.error. */
+  onError?: (error: unknown, context: string) => void;
+  /** How long ping() waits before it rejects, and connect() for Redis to become ready. */
+  pingTimeoutMs?: number;
+  /**
+   * A command not answered within this time rejects, so a Redis that hangs or went silent fails
+   * requests quickly (503 to the caller) instead of holding them. REDIS_COMMAND_TIMEOUT_MS.
+   */
+  commandTimeoutMs?: number;
+  /**
+   * Prepended to every key and channel, so several deployments (or test runs) can share one
+   * Redis without seeing each other's data. Libraries given `client` get it too.
+   */
+  namespace?: string;
+}
+
+/** The default of REDIS_COMMAND_TIMEOUT_MS, for callers that do not pass the setting. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 500;
+
+/** What the command connection is created with (redis-client.ts), from the options. */
+export function clientSettings(options: RedisKvOptions): { commandTimeoutMs: number; keyPrefix: string } {
+  return {
+    commandTimeoutMs: options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS,
+    keyPrefix: options.namespace ?? '',
+  };
+}
 
 /**
  * QUIT when connected, so replies already on their way still arrive; otherwise, or when QUIT is not

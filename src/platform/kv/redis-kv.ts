@@ -1,15 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { HistoryLimits, Peeked, PeekedWrite, StreamPosition } from './kv.js';
 import { checkTtl } from './memory-kv.js';
-import {
-  asBuffer,
-  clientSettings,
-  RedisBackedKv,
-  type RedisKvOptions,
-  type SubscriberEvents,
-} from './redis-backed-kv.js';
+import { asBuffer, RedisBackedKv, type SubscriberEvents } from './redis-backed-kv.js';
 import { serverClient, subscriberClient } from './redis-client.js';
-import { whenResubscribed } from './redis-connection.js';
+import { clientSettings, type RedisKvOptions, whenResubscribed } from './redis-connection.js';
 import { EXPIRE_MANY_SCRIPT } from './redis-scripts.js';
 import type { SentinelTopology, ServerTopology } from './redis-topology.js';
 
@@ -120,7 +114,7 @@ export class RedisKv extends RedisBackedKv<Redis> {
     return subscriber.subscribe(channel);
   }
 
-  protected unsubscribeFrom(subscriber: Redis, channel: string): Promise<unknown> {
-    return subscriber.unsubscribe(channel);
+  protected unsubscribeFrom(subscriber: Redis, channels: string[]): Promise<unknown> {
+    return subscriber.unsubscribe(...channels);
   }
 }
