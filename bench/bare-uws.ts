@@ -7,7 +7,8 @@ import { Decoder, Encoder } from '@msgpack/msgpack';
  * with the gateway's transport settings and no application logic. Every binary frame is decoded as
  * msgpack and answered with `{t: 'ack', id}`, so the same client code that authenticates against
  * the gateway (auth frame, wait for the ack) and drives heartbeats works against it unchanged.
- * Prints `{"port": N}` on stdout once listening on 127.0.0.1 (port from the first argument, default 0).
+ * GET /healthz answers `ok`, so a probe can time the loop as it does Atrium's. Prints `{"port": N}`
+ * on stdout once listening on 127.0.0.1 (port from the first argument, default 0).
  */
 const require = createRequire(import.meta.url);
 const uws: typeof UwsTypes = require('uWebSockets.js');
@@ -15,22 +16,27 @@ const uws: typeof UwsTypes = require('uWebSockets.js');
 const decoder = new Decoder();
 const encoder = new Encoder();
 
-const app = uws.App().ws('/ws', {
-  maxPayloadLength: 256 * 1024,
-  idleTimeout: 120,
-  sendPingsAutomatically: true,
-  maxBackpressure: 2 * 1024 * 1024,
-  message: (ws, message, isBinary) => {
-    if (!isBinary) return;
-    let id: number | undefined;
-    try {
-      id = (decoder.decode(new Uint8Array(message)) as { id?: number }).id;
-    } catch {
-      return;
-    }
-    ws.send(encoder.encode({ t: 'ack', id }), true);
-  },
-});
+const app = uws
+  .App()
+  .ws('/ws', {
+    maxPayloadLength: 256 * 1024,
+    idleTimeout: 120,
+    sendPingsAutomatically: true,
+    maxBackpressure: 2 * 1024 * 1024,
+    message: (ws, message, isBinary) => {
+      if (!isBinary) return;
+      let id: number | undefined;
+      try {
+        id = (decoder.decode(new Uint8Array(message)) as { id?: number }).id;
+      } catch {
+        return;
+      }
+      ws.send(encoder.encode({ t: 'ack', id }), true);
+    },
+  })
+  .get('/healthz', (res) => {
+    res.end('ok');
+  });
 
 app.listen('127.0.0.1', Number(process.argv[2] ?? 0), (socket) => {
   if (!socket) {
