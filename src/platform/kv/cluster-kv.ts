@@ -102,11 +102,12 @@ export class ClusterKv extends RedisBackedKv<Cluster> {
     return subscriber;
   }
 
-  protected subscribeTo(subscriber: Cluster, channel: string): Promise<unknown> {
-    return subscriber.ssubscribe(channel);
+  /** One SSUBSCRIBE per channel: the channels of one command must share a hash slot. */
+  protected subscribeTo(subscriber: Cluster, channels: string[]): Promise<unknown> {
+    return Promise.all(channels.map((channel) => subscriber.ssubscribe(channel)));
   }
 
-  /** One SUNSUBSCRIBE per channel: the channels of one command must share a hash slot. */
+  /** As subscribeTo, one SUNSUBSCRIBE per channel. */
   protected unsubscribeFrom(subscriber: Cluster, channels: string[]): Promise<unknown> {
     return Promise.all(channels.map((channel) => subscriber.sunsubscribe(channel)));
   }

@@ -39,7 +39,7 @@ import {
   INCR_SCRIPT,
   replaceVersionedArgs,
 } from './redis-scripts.js';
-import { UnsubscribeBatch } from './unsubscribe-batch.js';
+import { SubscriberCommands } from './subscriber-commands.js';
 
 /** A Buffer view over the same bytes: no copy, and ioredis sends it as binary. */
 export function asBuffer(message: Uint8Array): Buffer {
@@ -73,11 +73,16 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   private readonly pingTimeoutMs: number;
   protected readonly namespace: string;
   private closing: Promise<void> | undefined;
-  // Commands on one connection run in order, so a subscription sent after these still wins. Once
-  // closing, the connection's subscriptions end with it.
-  private readonly unsubscribes = new UnsubscribeBatch((channels) =>
-    this.subscriber && !this.closing ? this.unsubscribeFrom(this.subscriber, channels) : Promise.resolve(),
-  );
+  // Once closing, the connection's subscriptions end with it, and a new connection would leak.
+  private readonly subscriberCommands = new SubscriberCommands((command, channels) => {
+    if (command === 'subscribe')
+      return this.closing
+        ? Promise.reject(new Error('RedisKv is closed'))
+        : this.subscribeTo(this.subscriberConnection(), channels);
+    return this.subscriber && !this.closing
+      ? this.unsubscribeFrom(this.subscriber, channels)
+      : Promise.resolve();
+  });
 
   protected constructor(
     protected readonly redis: Client,
@@ -128,8 +133,8 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
   protected abstract channelName(channel: string): string;
   /** Creates the subscriber connection, reporting to `events`. */
   protected abstract openSubscriber(events: SubscriberEvents): Client;
-  /** Subscribes `subscriber` to a channel's full name; settles when Redis confirmed it. */
-  protected abstract subscribeTo(subscriber: Client, channel: string): Promise<unknown>;
+  /** Subscribes `subscriber` to channels' full names; settles when Redis confirmed them all. */
+  protected abstract subscribeTo(subscriber: Client, channels: string[]): Promise<unknown>;
   /** Unsubscribes `subscriber` from channels' full names; settles when Redis confirmed them all. */
   protected abstract unsubscribeFrom(subscriber: Client, channels: string[]): Promise<unknown>;
 
@@ -218,10 +223,8 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     const subscription: Subscription = { handler };
     let entry = this.channels.get(channel);
     if (!entry) {
-      // One Redis subscription per channel, however many local handlers share it. Unsubscriptions
-      // waiting for their batch go out first: one of this channel must not undo this.
-      this.unsubscribes.flush();
-      entry = { subscriptions: new Set(), ready: this.subscribeTo(this.subscriberConnection(), channel) };
+      // One Redis subscription per channel, however many local handlers share it.
+      entry = { subscriptions: new Set(), ready: this.subscriberCommands.add('subscribe', channel) };
       this.channels.set(channel, entry);
     }
     entry.subscriptions.add(subscription);
@@ -295,7 +298,7 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     if (!entry.subscriptions.delete(subscription) || entry.subscriptions.size > 0) return;
     if (this.channels.get(channel) !== entry) return;
     this.channels.delete(channel);
-    await this.unsubscribes.add(channel);
+    await this.subscriberCommands.add('unsubscribe', channel);
   }
 
   // SADD and SREM without members are Redis errors; like del(), an empty call is simply a no-op.

@@ -110,8 +110,8 @@ export class RedisKv extends RedisBackedKv<Redis> {
     return subscriber;
   }
 
-  protected subscribeTo(subscriber: Redis, channel: string): Promise<unknown> {
-    return subscriber.subscribe(channel);
+  protected subscribeTo(subscriber: Redis, channels: string[]): Promise<unknown> {
+    return subscriber.subscribe(...channels);
   }
 
   protected unsubscribeFrom(subscriber: Redis, channels: string[]): Promise<unknown> {
