@@ -7,10 +7,9 @@ import { Fifo } from '../fifo.js';
  * their closes over within a few turns of the event loop: started together, their Redis commands
  * (several each, some waiting on the one before) and their replies were handled in a few turns
  * too, blocking the loop for over a second with 15,000 sockets (docs/performance.md, "A mass
- * disconnect"), as long as every other client's requests and heartbeats waited. A bounded number
- * in flight spreads that work over many short turns, which is also the start of the reconnect
- * storm that follows a node's death. Waiting costs one closure per socket, never more than the
- * sockets this node held.
+ * disconnect"), and every other client's requests and heartbeats waited as long. A bounded
+ * number in flight spreads that work over many short turns. Waiting costs one closure per
+ * socket, never more than the sockets this node held.
  */
 export class Departures {
   private running = 0;
