@@ -1,9 +1,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
-import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { machineLine } from './backends.js';
+import { probeHealth } from './health-probe.js';
 import { LoadProcess, measuredWindow, type PeerWindow, type Server } from './peers/load-client.js';
 import { codeLine, codeState } from './realtime/code-state.js';
 import { cores, pct, whole } from './realtime/format.js';
@@ -19,7 +19,7 @@ import {
 } from './realtime/servers.js';
 import { median } from './realtime/stats.js';
 import { tokenIssuer } from './realtime/tokens.js';
-import { buildService, serviceNodeArgs } from './service.js';
+import { buildService, echoWarnings, serviceNodeArgs } from './service.js';
 
 /**
  * Connect + authenticate: sockets opened and sent their `auth` frame, `--in-flight` at a time, until
@@ -83,10 +83,7 @@ export async function run(): Promise<string> {
         { ...env, ...extraEnv },
         await serviceNodeArgs(values.profile, values.compiled === true),
       );
-      // Warnings (a stalled event loop, a 503's reason) and errors are worth seeing.
-      createInterface({ input: atrium.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-        if (/"level":[456]0/.test(line)) console.error(line);
-      });
+      echoWarnings(atrium);
       bare = await startBareServer('bench/bare-uws.ts');
       const issuer = await tokenIssuer(dataDir);
       const tokens = await issuer.issue(sockets, 'connect');
@@ -109,11 +106,10 @@ export async function run(): Promise<string> {
       const connectAll = async (side: Side, some: string[]) => {
         await load.prepare({ kind: 'connect', side: 'atrium', url: side.url, tokens: some, inFlight });
         const window = await measuredWindow(side.server, load, () => load.window(0));
-        const released = (async () => {
-          await load.release();
-          await side.settle();
-        })();
-        return { window, releaseStallMs: await longestWait(side.probeUrl, released) };
+        const probe = probeHealth(side.probeUrl, PROBE_INTERVAL_MS);
+        await load.release();
+        await side.settle();
+        return { window, releaseStallMs: (await probe.stop()).worstMs };
       };
       // Not counted: the first sockets of a fresh process run before its hot paths are compiled.
       for (const side of sides) await connectAll(side, tokens.slice(0, WARM_UP_SOCKETS));
@@ -186,25 +182,4 @@ ${whole(run.sockets)} sockets opened and authenticated, ${run.inFlight} in fligh
 |---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 `;
-}
-
-/** The longest a GET of `url`, sent every PROBE_INTERVAL_MS, waited for its answer until `until` settled. */
-async function longestWait(url: string, until: Promise<void>): Promise<number> {
-  let done = false;
-  const finished = until.finally(() => {
-    done = true;
-  });
-  let longest = 0;
-  try {
-    while (!done) {
-      const sent = performance.now();
-      await (await fetch(url)).arrayBuffer();
-      longest = Math.max(longest, performance.now() - sent);
-      // A probe a few times per turn would cost the server CPU the release needs.
-      await sleep(PROBE_INTERVAL_MS);
-    }
-  } finally {
-    await finished;
-  }
-  return longest;
 }

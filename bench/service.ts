@@ -58,6 +58,16 @@ export async function serviceNodeArgs(dir: unknown, compiled = false): Promise<s
 }
 
 /**
+ * Prints the service's warnings and errors (a stalled event loop, a 503's reason) as its log lines
+ * reach the stdout startService reads.
+ */
+export function echoWarnings(service: RunningService): void {
+  createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    if (/"level":[456]0/.test(line)) console.error(line);
+  });
+}
+
+/**
  * Starts the service exactly as `npm start` does (the CLI through tsx, same node flags) unless
  * given other node arguments, in its own process so the load generator never shares its event
  * loop, and waits until /healthz answers. `cwd`: another checkout's service (an earlier commit's).

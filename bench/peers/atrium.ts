@@ -1,7 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { configFrom } from '../../src/config.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
 import { newId } from '../../src/platform/ids.js';
@@ -10,7 +9,7 @@ import { seedUsers } from '../datapath/seed.js';
 import { openMarket } from '../economy/measure.js';
 import { SERVICE_ENV, stopAtrium } from '../realtime/servers.js';
 import { tokenIssuer } from '../realtime/tokens.js';
-import { serviceNodeArgs, startService } from '../service.js';
+import { echoWarnings, serviceNodeArgs, startService } from '../service.js';
 import { settledTreeRssKiB } from './memory.js';
 import { CLIQUE, type Population, USERS } from './population.js';
 import { progress } from './progress.js';
@@ -65,11 +64,8 @@ export async function startSeededAtrium(
   const ids = await seedUsers(env, USERS);
   const groupId = await seedSocial(env, ids, CLIQUE);
   const service = await startService(env, (await serviceNodeArgs(profileDir, true)) as string[]);
-  // Its logs go to the stdout startService reads; warnings (a 503 logs its reason at warn), errors
-  // and an unexpected exit are worth seeing.
-  createInterface({ input: service.child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
-    if (/"level":[456]0/.test(line)) console.error(line);
-  });
+  // Its warnings, errors and an unexpected exit are worth seeing.
+  echoWarnings(service);
   service.child.once('exit', (code, signal) =>
     progress(`atrium WORKERS=${workers} exited (${code ?? signal})`),
   );

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { encode } from '@msgpack/msgpack';
+import { probeHealth } from '../health-probe.js';
 import { rssKiB } from '../realtime/process-stats.js';
 import { type Api, chunkPayload, variant } from './harness.js';
 
@@ -74,20 +75,12 @@ export async function measureRollback(
   const { worldId, roomId, target, seedSeconds } = seeded;
   const rssBeforeKiB = await rssKiB(servicePid);
   let rssPeakKiB = rssBeforeKiB;
-  const healthz = { probes: 0, worstMs: 0 };
+  const probe = probeHealth(`${api.base}/healthz`);
   let running = true;
   const sampling = (async () => {
     while (running) {
       rssPeakKiB = Math.max(rssPeakKiB, await rssKiB(servicePid));
       await sleep(RSS_EVERY_MS);
-    }
-  })();
-  const probing = (async () => {
-    while (running) {
-      const sent = performance.now();
-      await api.ok('GET', '/healthz');
-      healthz.worstMs = Math.max(healthz.worstMs, performance.now() - sent);
-      healthz.probes++;
     }
   })();
   const started = performance.now();
@@ -96,7 +89,7 @@ export async function measureRollback(
   });
   const seconds = (performance.now() - started) / 1000;
   running = false;
-  await Promise.all([sampling, probing]);
+  const [, healthz] = await Promise.all([sampling, probe.stop()]);
 
   let mismatches = 0;
   for (let x = 0; x < ROLLBACK_CHUNKS; x += 97) {
