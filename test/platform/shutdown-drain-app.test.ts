@@ -60,7 +60,10 @@ describe('App.close', () => {
     const started: string[] = [];
     const outcomes: string[] = [];
     // Long enough for a loaded machine; before the drain existed, the frame held shutdown this long.
-    const { app, logged, dispose } = await buildOwningApp({ SHUTDOWN_GRACE_MS: 15_000 }, [
+    // No query bound: on a loaded machine the background passes' queries may exceed the default
+    // second and log a warning, which is not what this test checks.
+    const settings = { SHUTDOWN_GRACE_MS: 15_000, DATABASE_QUERY_TIMEOUT_MS: 0 };
+    const { app, logged, dispose } = await buildOwningApp(settings, [
       ...testModules,
       heldModule(gate, started, outcomes),
     ]);
