@@ -64,12 +64,12 @@ export async function bareLatency(work: BareWork, databaseUrl: string, seconds: 
  * bare.ts serving the same work over HTTP (bare Fastify), under the service's REST load: the
  * pages as GET, the submissions as POST {score} of a random submitter (scores.ts) named in a
  * header. Its figures are the service's kind: `serverCores` the bare server's, `clientCores`
- * autocannon's (this process).
+ * autocannon's (this process). `url` is the bare server's, for one client's latency too.
  */
 export async function bareHttpContender(
   work: BareWork,
   databaseUrl: string,
-): Promise<Contender<PgbenchWindow> & { close(): Promise<void> }> {
+): Promise<Contender<PgbenchWindow> & { url: string; close(): Promise<void> }> {
   const server = await startBareServer('bench/leaderboards/bare.ts', {
     DATABASE_URL: databaseUrl,
     BARE_POOL_SIZE: String(POOL_SIZE),
@@ -90,6 +90,7 @@ export async function bareHttpContender(
       : restContender('bare Fastify', `${url}/page`, server.pid, {}, { method: 'GET' });
   return {
     name: `bare Fastify + ioredis + \`pg\` over HTTP, ${REST_CONNECTIONS} connections, pool ${POOL_SIZE}`,
+    url,
     async window(seconds) {
       const w = await rest.window(seconds);
       return { ...w, meanMs: (REST_CONNECTIONS / w.perSecond) * 1000 };

@@ -14,10 +14,11 @@ import { type BareWork, bareContender, bareHttpContender, bareLatency } from './
 import {
   checkPage,
   indexRebuilt,
+  oneClientLatencies,
   type Page,
   type PageRead,
-  pageLatency,
   pageRequests,
+  pageTarget,
   readPage,
   submitRequests,
 } from './requests.js';
@@ -44,10 +45,14 @@ const LEADERBOARDS_ENV = {
   LEADERBOARD_SUBMIT_RATE_LIMIT_COUNT: '1000000',
 };
 
-/** One client, one request at a time: the service's page, and the bare script's work for it. */
+/**
+ * One client, one request at a time: the service's page, the bare script's work for it (no HTTP),
+ * and the same work served by bare Fastify.
+ */
 export interface Alone {
   service: Latency;
   bare?: Latency;
+  bareHttp?: Latency;
 }
 
 export interface LeaderboardsResults {
@@ -113,14 +118,26 @@ export function measureLeaderboards(
           `${backend}: ${page} page, one client, then in rounds${redis ? ' beside the bare script' : ''}...`,
         );
         const bare = work({ ...period, set: `${index}:set`, operation: page, userId: seed.middle.id });
-        alone[page] = {
-          service: await pageLatency(a.httpPort, token, page, seconds),
-          ...(bare ? { bare: await bareLatency(bare, databaseUrl, seconds) } : {}),
-        };
+        const bareHttp = bare && (await bareHttpContender(bare, databaseUrl));
+        try {
+          const [service, overHttp] = await oneClientLatencies(
+            [pageTarget(a.httpPort, token, page), ...(bareHttp ? [{ url: `${bareHttp.url}/page` }] : [])],
+            seconds,
+          );
+          alone[page] = {
+            service: service as Latency,
+            ...(bare ? { bare: await bareLatency(bare, databaseUrl, seconds) } : {}),
+            ...(overHttp ? { bareHttp: overHttp } : {}),
+          };
+        } catch (error) {
+          // compare() closes it otherwise.
+          await bareHttp?.close();
+          throw error;
+        }
         pages[page] = await compare(
           `${backend}, ${page} page`,
           pageRequests(a, token, page),
-          bare ? [bareContender(bare, databaseUrl), await bareHttpContender(bare, databaseUrl)] : [],
+          bare && bareHttp ? [bareContender(bare, databaseUrl), bareHttp] : [],
           schedule,
         );
       }

@@ -1,3 +1,4 @@
+import { Agent, get } from 'node:http';
 import { createInterface } from 'node:readline';
 import { progress } from '../realtime/progress.js';
 import { type RestRequest, restContender } from '../realtime/rest-load.js';
@@ -53,24 +54,61 @@ export async function checkPage(httpPort: number, token: string, page: Page, see
   if (!read.exact) throw new Error(`${pathOf(page)} answered ${read.status}, not the seeded standings`);
 }
 
-/** The page's latency unloaded: one client, one request at a time, for `seconds`. */
-export async function pageLatency(
-  httpPort: number,
-  token: string,
-  page: Page,
+export interface HttpTarget {
+  url: string;
+  headers?: Record<string, string>;
+}
+
+/** The service's page, as one client asks for it. */
+export const pageTarget = (httpPort: number, token: string, page: Page): HttpTarget => ({
+  url: `http://127.0.0.1:${httpPort}${pathOf(page)}`,
+  headers: { authorization: `Bearer ${token}` },
+});
+
+const WARM_UP_MS = 1000;
+const TURN_MS = 1000;
+
+/**
+ * One client's latency against each target, one request at a time over one kept-alive node:http
+ * connection: a lean client, as autocannon is under load. undici's fetch, used before, put 1-4 ms
+ * more on the same server's 99th percentile in a side-by-side check. After an untimed second each (a bare server just started is still
+ * compiling), the targets take turns of a second until each had `seconds`, so a machine whose
+ * speed drifts moves them alike.
+ */
+export async function oneClientLatencies(
+  targets: readonly HttpTarget[],
   seconds: number,
-): Promise<Latency> {
-  const samples: number[] = [];
-  const url = `http://127.0.0.1:${httpPort}${pathOf(page)}`;
-  const headers = { authorization: `Bearer ${token}` };
-  for (const end = performance.now() + seconds * 1000; performance.now() < end; ) {
-    const started = performance.now();
-    const response = await fetch(url, { headers });
-    await response.arrayBuffer();
-    if (response.status !== 200) throw new Error(`${url} answered ${response.status}`);
-    samples.push(performance.now() - started);
+): Promise<Latency[]> {
+  const agents = targets.map(() => new Agent({ keepAlive: true, maxSockets: 1 }));
+  const samples = targets.map((): number[] => []);
+  const ask = ({ url, headers }: HttpTarget, agent: Agent) =>
+    new Promise<void>((resolve, reject) => {
+      get(url, { agent, headers }, (response) => {
+        response.resume();
+        response.on('end', () =>
+          response.statusCode === 200
+            ? resolve()
+            : reject(new Error(`${url} answered ${response.statusCode}`)),
+        );
+      }).on('error', reject);
+    });
+  const run = async (i: number, ms: number, kept?: number[]) => {
+    for (const end = performance.now() + ms; performance.now() < end; ) {
+      const started = performance.now();
+      await ask(targets[i] as HttpTarget, agents[i] as Agent);
+      kept?.push(performance.now() - started);
+    }
+  };
+  try {
+    for (const i of targets.keys()) await run(i, WARM_UP_MS);
+    const turns = Math.max(1, Math.round((seconds * 1000) / TURN_MS));
+    for (let turn = 0; turn < turns; turn++) {
+      for (const i of targets.keys()) await run(i, TURN_MS, samples[i]);
+    }
+    return samples.map(latency);
+  } finally {
+    for (const agent of agents) agent.destroy();
   }
-  return latency(samples);
 }
 
 export const pageRequests = (atrium: Atrium, token: string, page: Page) =>
