@@ -70,10 +70,10 @@ const TURN_MS = 1000;
 
 /**
  * One client's latency against each target, one request at a time over one kept-alive node:http
- * connection: a lean client, as autocannon is under load. undici's fetch, used before, put 1-4 ms
- * more on the same server's 99th percentile in a side-by-side check. After an untimed second each (a bare server just started is still
- * compiling), the targets take turns of a second until each had `seconds`, so a machine whose
- * speed drifts moves them alike.
+ * connection: a lean client, as autocannon is under load (undici's fetch, used before, put 1-4 ms
+ * more on the same server's 99th percentile in a side-by-side check). After an untimed second
+ * each (a bare server just started is still compiling), the targets take turns of a second until
+ * each had `seconds`, so a machine whose speed drifts moves them alike.
  */
 export async function oneClientLatencies(
   targets: readonly HttpTarget[],
