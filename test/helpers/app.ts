@@ -67,6 +67,17 @@ function sharedRedis(): ConfigOverrides {
 
 const TEST_REDIS_COMMAND_TIMEOUT_MS = 10_000;
 
+/**
+ * testConfig's bounds on the run's shared PostgreSQL and Redis, as the env of a service process
+ * (startService): with production's, a process just started on a loaded machine answered a
+ * test's call 503.
+ */
+export const sharedBackendBounds = (): Record<string, string> => ({
+  DATABASE_QUERY_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
+  DATABASE_CONNECT_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
+  REDIS_COMMAND_TIMEOUT_MS: String(TEST_REDIS_COMMAND_TIMEOUT_MS),
+});
+
 function namesRedis(overrides: ConfigOverrides): boolean {
   return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some(
     (name) => overrides?.[name as keyof Config],
