@@ -15,7 +15,9 @@ describe('game servers on Agones (create mode)', () => {
   const app = useTestApp({
     GAMESERVER_SPAWNER: 'agones',
     GAMESERVER_AGONES_POLL_MS: 20,
-    GAMESERVER_READY_TIMEOUT_MS: 1_500,
+    // Far past the fake's 100 ms to Ready: on a loaded machine the create, the polls and the
+    // state change together took over 1.5 s once, and a server that should be ready failed.
+    GAMESERVER_READY_TIMEOUT_MS: 5_000,
   });
   const { spawn, settled, expectStatus } = gameServerCalls(app);
 
