@@ -22,6 +22,8 @@ export default defineConfig(({ mode }) => ({
   test: {
     ...tierSelection(mode),
     globalSetup: ['test/helpers/global-setup.ts'],
+    // A failed test prints what the open test apps logged at warn (test/helpers/app-warnings.ts).
+    setupFiles: ['test/helpers/failure-warnings.ts'],
     pool: 'forks',
     testTimeout: 30_000,
     hookTimeout: 60_000,

@@ -9,6 +9,7 @@ import { modules } from '../../src/modules/index.js';
 import { type DataAccess, transaction } from '../../src/platform/data-access.js';
 import { MemoryKv } from '../../src/platform/kv/memory-kv.js';
 import { createLogger } from '../../src/platform/log.js';
+import { keptWarnings } from './app-warnings.js';
 import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from './database.js';
 import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
 import { type LogLine, preparedDataDir } from './service-process.js';
@@ -103,10 +104,13 @@ export async function buildTestApp(
 ): Promise<TestApp> {
   const testDb = await createTestDatabase();
   const dataDir = await mkdtemp(join(tmpdir(), 'atrium-app-'));
-  const app = await buildApp(testConfig(dataDir, testDb, overrides), {
+  const config = testConfig(dataDir, testDb, overrides);
+  const warnings = keptWarnings(config);
+  const app = await buildApp(config, {
     modules: testModules,
     ...appOverrides,
     db: testDb.db,
+    ...(warnings.log ? { log: warnings.log } : {}),
   });
   const exchanges = recordExchanges(app);
   const { httpPort, wsPort } = await app.listen();
@@ -119,6 +123,7 @@ export async function buildTestApp(
     close() {
       closing ??= (async () => {
         await closeApp();
+        warnings.forget();
         await testDb.drop();
         await rm(dataDir, { recursive: true, force: true });
         failOnViolations([exchanges]);
@@ -177,13 +182,17 @@ export async function buildTestCluster(
   const sharedKv = hasSharedRedis(testConfig(dataDir, testDb, overrides)) ? undefined : new MemoryKv();
   const apps: App[] = [];
   const recorders: ExchangeRecorder[] = [];
+  const kept: ReturnType<typeof keptWarnings>[] = [];
   const urls: { httpUrl: string; wsUrl: string }[] = [];
   for (let i = 0; i < nodes; i++) {
     const config = testConfig(dataDir, testDb, { ...overrides, ...perNode(i) });
+    const warnings = keptWarnings(config);
+    kept.push(warnings);
     const app = await buildApp(config, {
       modules: testModules,
       db: testDb.db,
       ...(sharedKv ? { kv: sharedKv } : {}),
+      ...(warnings.log ? { log: warnings.log } : {}),
     });
     apps.push(app);
     recorders.push(recordExchanges(app));
@@ -194,6 +203,7 @@ export async function buildTestCluster(
     nodes: apps.map((app, i) => Object.assign(app, urls[i])),
     async close() {
       for (const app of apps) await app.close();
+      for (const warnings of kept) warnings.forget();
       await sharedKv?.close();
       await testDb.drop();
       await rm(dataDir, { recursive: true, force: true });
