@@ -23,9 +23,9 @@ import { anySubmitter, submittedScore } from './scores.js';
  * submission is the service's own statement; members are rank-key.ts's.
  * - top: ZRANGE of the first LIMIT + 1 members, then the first one's rank (ZLEXCOUNT) beside the
  *   page's rows (recordsOfUsers' SELECT).
- * - around: the user's record (the same SELECT), then the page's members around it with their
- *   start in one script call (the service's Kv.zwindow: ZCARD, ZLEXCOUNT and ZRANGE), then the
- *   page's rows.
+ * - around: the page's members around the user's with their start in one script call (the
+ *   service's Kv.zwindowOfField: the user's member from the hash of versions, ZCARD, ZLEXCOUNT
+ *   and ZRANGE), then the page's rows.
  * - submit: the `best` upsert (with its note of the period) of a submitter's score into the
  *   copy's board, then ZADD of the record's member and its rank (ZLEXCOUNT) in one round trip.
  *   The ZADD leaves an improved record's old member in the set (no versions, no ZREM): less work
@@ -48,6 +48,8 @@ export interface BareJob {
   redisUrl: string;
   /** The ordered set's full key. */
   set: string;
+  /** around: the full key of the set's hash of versions (rank-index.ts). */
+  versions?: string;
   ref: string;
   periodStart: string;
   limit: number;
@@ -115,9 +117,13 @@ const operations = {
     return { rank: before1 + 1, rows };
   },
   async around(): Promise<Ranked> {
-    const [me] = await rowsOf([job.userId as string]);
-    const member = memberOfRow(me as Row);
-    const [start, , members] = await scripts.orderedWindow(set, member, Math.floor((limit - 1) / 2), limit);
+    const [, start, , members] = await scripts.fieldWindow(
+      set,
+      job.versions as string,
+      job.userId as string,
+      Math.floor((limit - 1) / 2),
+      limit,
+    );
     return { rank: start + 1, rows: await rowsOf(members.map(userOf)) };
   },
   async submit(

@@ -117,7 +117,13 @@ export function measureLeaderboards(
         progress(
           `${backend}: ${page} page, one client, then in rounds${redis ? ' beside the bare script' : ''}...`,
         );
-        const bare = work({ ...period, set: `${index}:set`, operation: page, userId: seed.middle.id });
+        const bare = work({
+          ...period,
+          set: `${index}:set`,
+          versions: `${index}:versions`,
+          operation: page,
+          userId: seed.middle.id,
+        });
         const bareHttp = bare && (await bareHttpContender(bare, databaseUrl));
         try {
           const [service, overHttp] = await oneClientLatencies(

@@ -40,12 +40,15 @@ describe('leaderboard ranks', () => {
   const next = random(20261129);
   let users: TokenResponse[];
   let reader: TokenResponse;
+  /** A user who never submits. */
+  let outsider: TokenResponse;
   let boardId: string;
 
   beforeAll(async () => {
     const admin = await registerWithRole(app(), 'admin');
     users = await Promise.all(Array.from({ length: 30 }, () => registerUser(app())));
     reader = users[0] as TokenResponse;
+    outsider = await registerUser(app());
     boardId = await createBoard(app(), admin.access_token, { id: `ranks-${process.pid}`, operator: 'set' });
     // Scores and subscores from small ranges, some sent at once: ties on both, and on the time.
     for (let round = 0; round < 3; round++) {
@@ -112,6 +115,12 @@ describe('leaderboard ranks', () => {
         const around = await records(`limit=${limit}&around_user_id=${target?.user_id}`);
         expect(pick(around.items)).toEqual(expected.slice(start, start + limit));
       }
+    }
+    // A user without a record, and a target that names no user, are answered the top page.
+    for (const target of [outsider.user.id, 'not-a-user']) {
+      const top = await records(`limit=4&around_user_id=${target}`);
+      expect(pick(top.items)).toEqual(expected.slice(0, 4));
+      expect(top.next_cursor).not.toBeNull();
     }
     const some = [expected[2], expected[total - 2]].map((entry) => entry?.user_id);
     const byIds = await records(`user_ids=${some.join(',')},not-a-user`);

@@ -156,26 +156,62 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
         const counts = await Promise.all(asked.map((bound) => kv.zcountBefore(k(), bound)));
         expect(counts).toEqual(asked.map((bound) => sorted.filter((member) => member < bound).length));
       });
+    });
 
-      it('zwindow answers the members around a bound, shifted to stay inside the set, with its start and size', async () => {
+    describe('windows around the members of thousands of fields', () => {
+      const rng = new Rng(7_340_033, 3);
+      const { set, versions } = versioned('windows');
+      /** Each field's member, null for a deleted one. */
+      const members = new Map<string, string | null>();
+      let sorted: string[];
+
+      beforeAll(async () => {
+        const drawn = new Set<string>();
+        while (drawn.size < 3000) drawn.add(randomMember(rng));
+        const firsts = [...drawn].slice(0, 2000);
+        const entries = firsts.map((member, i) => ({ field: `f${i}`, version: 1, member }));
+        for (const batch of batches(entries)) await kv.zreplaceVersionedMany(set, versions, batch);
+        for (const { field, member } of entries) members.set(field, member);
+        // A later version moves a third of the fields to members of their own and deletes a third.
+        const spare = [...drawn].slice(2000);
+        const changes = entries
+          .filter((_, i) => i % 3 !== 0)
+          .map(({ field }, i) => ({
+            field,
+            version: 2,
+            member: i % 2 === 0 ? (spare[i / 2] as string) : null,
+          }));
+        for (const batch of batches(changes)) await kv.zreplaceVersionedMany(set, versions, batch);
+        for (const { field, member } of changes) members.set(field, member);
+        sorted = [...members.values()].filter((member) => member !== null).sort();
+      });
+
+      it('zwindowOfField answers the members around a field’s member, shifted to stay inside the set, and the first ones for a field without one', async () => {
         const n = sorted.length;
+        const fields = [...members.keys()];
         const asked = [
-          ...probes().map((bound) => ({ bound, before: rng.next() % 30, count: rng.next() % 60 })),
-          { bound: '', before: 5, count: 10 },
-          { bound: '~~~~~~~~~~~~~', before: 5, count: 10 },
-          { bound: sorted[n - 1] as string, before: 0, count: 3 },
-          { bound: sorted[2] as string, before: 10, count: n + 5 },
+          ...Array.from({ length: 300 }, () => ({
+            field:
+              rng.next() % 5 === 0 ? `never-${rng.next()}` : (fields[rng.next() % fields.length] as string),
+            before: rng.next() % 30,
+            count: rng.next() % 60,
+          })),
+          { field: 'f1', before: 5, count: 0 },
+          { field: 'f0', before: 10, count: n + 5 },
+          { field: 'never', before: 3, count: 10 },
         ];
         const windows = await Promise.all(
-          asked.map(({ bound, before, count }) => kv.zwindow(k(), bound, before, count)),
+          asked.map(({ field, before, count }) => kv.zwindowOfField(set, versions, field, before, count)),
         );
         expect(windows).toEqual(
-          asked.map(({ bound, before, count }) => {
-            const position = sorted.filter((member) => member < bound).length;
+          asked.map(({ field, before, count }) => {
+            const member = members.get(field) ?? null;
+            const position = member === null ? 0 : sorted.filter((other) => other < member).length;
             const start = Math.max(0, Math.min(position - before, n - count));
-            return { start, size: n, members: sorted.slice(start, start + count) };
+            return { found: member !== null, start, size: n, members: sorted.slice(start, start + count) };
           }),
         );
+        expect(windows.filter((window) => !window.found).length).toBeGreaterThan(50);
       });
     });
 
@@ -186,7 +222,13 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       expect(await kv.zrange(k, 0, -1)).toEqual([]);
       expect(await kv.zrangeAfter(k, 'a', 10)).toEqual([]);
       expect(await kv.zcountBefore(k, 'a')).toBe(0);
-      expect(await kv.zwindow(k, 'a', 2, 5)).toEqual({ start: 0, size: 0, members: [] });
+      const { set, versions } = versioned('missing');
+      expect(await kv.zwindowOfField(set, versions, 'f', 2, 5)).toEqual({
+        found: false,
+        start: 0,
+        size: 0,
+        members: [],
+      });
       expect(await kv.zrem(k, 'a')).toBe(0);
       expect(await kv.zadd(k)).toBe(0);
       expect(await kv.ttl(k)).toBe(-2);
@@ -243,7 +285,6 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
         await expect(kv.zrange(other, 0, -1)).rejects.toThrow(/WRONGTYPE/);
         await expect(kv.zrangeAfter(other, 'a', 1)).rejects.toThrow(/WRONGTYPE/);
         await expect(kv.zcountBefore(other, 'a')).rejects.toThrow(/WRONGTYPE/);
-        await expect(kv.zwindow(other, 'a', 1, 2)).rejects.toThrow(/WRONGTYPE/);
       }
       await expect(kv.get(ordered)).rejects.toThrow(/WRONGTYPE/);
       await expect(kv.incr(ordered)).rejects.toThrow(/WRONGTYPE/);
@@ -258,10 +299,12 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       const { set, versions } = versioned('kinds');
       await kv.set(set, 'v');
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1, 'a')).rejects.toThrow(/WRONGTYPE/);
+      await expect(kv.zwindowOfField(set, versions, 'f', 1, 2)).rejects.toThrow(/WRONGTYPE/);
       expect(await kv.ttl(versions)).toBe(-2);
       await kv.del(set);
       await kv.zadd(versions, 'x');
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1, 'a')).rejects.toThrow(/WRONGTYPE/);
+      await expect(kv.zwindowOfField(set, versions, 'f', 1, 2)).rejects.toThrow(/WRONGTYPE/);
       expect(await kv.zcard(set)).toBe(0);
       // The hash of versions is a kind of its own.
       await kv.del(versions);
@@ -283,7 +326,6 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       await expect(kv.zrank(k, 'ä')).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, '\u0080', 1)).rejects.toThrow(RangeError);
       await expect(kv.zcountBefore(k, '\uffff')).rejects.toThrow(RangeError);
-      await expect(kv.zwindow(k, 'é', 1, 2)).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1, 'ß')).rejects.toThrow(RangeError);
       expect(await kv.zrange(k, 0, -1)).toEqual(['a']);
       expect(await kv.ttl(versions)).toBe(-2);
@@ -296,14 +338,14 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
       await expect(kv.zrange(k, 0, Number.NaN)).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, 'a', -1)).rejects.toThrow(RangeError);
       await expect(kv.zrangeAfter(k, 'a', 1.5)).rejects.toThrow(RangeError);
-      await expect(kv.zwindow(k, 'a', -1, 2)).rejects.toThrow(RangeError);
-      await expect(kv.zwindow(k, 'a', 1, 2.5)).rejects.toThrow(RangeError);
+      await expect(kv.zwindowOfField(set, versions, 'f', -1, 2)).rejects.toThrow(RangeError);
+      await expect(kv.zwindowOfField(set, versions, 'f', 1, 2.5)).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 1.5, 'a')).rejects.toThrow(RangeError);
       await expect(kv.zreplaceVersioned(set, versions, 'f', 2 ** 53, 'a')).rejects.toThrow(RangeError);
       expect(await kv.ttl(versions)).toBe(-2);
     });
 
-    it('zreplaceVersioned refuses keys that are one, lack a hash tag or differ in it', async () => {
+    it('zreplaceVersioned and zwindowOfField refuse keys that are one, lack a hash tag or differ in it', async () => {
       const refused = [
         [key('{t}:same'), key('{t}:same')],
         [key('untagged:set'), key('untagged:versions')],
@@ -315,6 +357,9 @@ function describeOrderedSetContract(name: string, factory: (namespace: string) =
           RangeError,
         );
         await expect(kv.zreplaceVersionedMany(set as string, versions as string, [])).rejects.toThrow(
+          RangeError,
+        );
+        await expect(kv.zwindowOfField(set as string, versions as string, 'f', 1, 2)).rejects.toThrow(
           RangeError,
         );
       }

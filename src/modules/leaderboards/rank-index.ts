@@ -6,6 +6,8 @@ import { bumpIndexEpoch, indexEntries, indexEpoch, type StandingsPeriod } from '
 
 /** Keys around a record: the first one's position and how many records the standings hold. */
 export interface Window {
+  /** Whether the index holds the record; when not, the keys are the first ones. */
+  found: boolean;
   start: number;
   total: number;
   keys: RankKey[];
@@ -112,18 +114,22 @@ export class RankIndex {
   }
 
   /**
-   * `count` keys around `key`, `before` of them ahead of it where the standings have them (the
-   * window shifted to stay inside), with the first one's position and the records' count: one
-   * step of the KV, so the three agree.
+   * `count` keys around the user's record, `before` of them ahead of it where the standings have
+   * them (the window shifted to stay inside), with the first one's position and the records'
+   * count: one step of the KV, so the three agree. The record is the one the index holds for the
+   * user (the member stored beside its version); without one, `found` is false and the window is
+   * the first `count` keys.
    */
-  async window(period: StandingsPeriod, key: RankKey, before: number, count: number): Promise<Window> {
-    const { start, size, members } = await this.kv.zwindow(
-      this.keys(period).set,
-      memberOf(key),
+  async windowOf(period: StandingsPeriod, userId: string, before: number, count: number): Promise<Window> {
+    const { set, versions } = this.keys(period);
+    const { found, start, size, members } = await this.kv.zwindowOfField(
+      set,
+      versions,
+      userId,
       before,
       count,
     );
-    return { start, total: size, keys: keysOf(members) };
+    return { found, start, total: size, keys: keysOf(members) };
   }
 
   /** The first `count` keys after `key` (from the top without one). */

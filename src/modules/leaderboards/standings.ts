@@ -17,7 +17,6 @@ import {
   keyOfRow,
   keysFromPosition,
   type RecordRow,
-  recordsAfter,
   recordsOfUsers,
   type StandingsPeriod,
 } from './records.repository.js';
@@ -64,8 +63,6 @@ function present<T>(answer: Guarded<T> | undefined): Guarded<T> {
 /** Where ranks come from: the rank index when it is ready, else SQL over the records alone. */
 interface Positions {
   position(key: RankKey): Promise<number>;
-  window(key: RankKey, before: number, count: number): Promise<Window>;
-  keysAfter(key: RankKey | undefined, count: number): Promise<RankKey[]>;
 }
 
 const MAX_USER_IDS = 100;
@@ -127,6 +124,28 @@ const inKeyOrder = (keys: readonly RankKey[], rows: readonly RecordRow[]) => {
   const byUser = new Map(rows.map((row) => [row.user_id, row]));
   return keys.map((key) => byUser.get(key.userId));
 };
+
+/** A window's records at its positions, with a cursor after its last key when more records follow. */
+function pageOfWindow<T>(window: Window, rows: readonly (RecordRow | undefined)[], view: RecordView<T>) {
+  const more = window.start + window.keys.length < window.total;
+  return {
+    items: ranked(rows, window.start, view),
+    next_cursor: more && window.keys.length > 0 ? cursorOf(window.keys.at(-1) as RankKey) : null,
+  };
+}
+
+/** `count` keys around `key` from SQL over the records alone, as RankIndex.windowOf answers them. */
+async function windowFromSql(
+  data: Ctx['data'],
+  period: StandingsPeriod,
+  key: RankKey,
+  before: number,
+  count: number,
+): Promise<Window> {
+  const [position, total] = await Promise.all([countBefore(data, period, key), countRecords(data, period)]);
+  const start = windowStart(position, before, count, total);
+  return { found: true, start, total, keys: await keysFromPosition(data, period, start, count) };
+}
 
 /** Records each at the rank `positions` gives it. */
 const rankedAt = <T>(positions: Positions, rows: readonly RecordRow[], view: RecordView<T>) =>
@@ -208,19 +227,7 @@ export class StandingsReader {
     }
     if (selector !== undefined) {
       const target = selector === 'around' ? (callerId as string) : (query.around_user_id as string);
-      const ids = isId(target) ? [canonicalId(target)] : [];
-      const [mark, read] = await Promise.all([marker, guardedRecordsOfUsers(ctx.data, period, ids)]);
-      const { epoch, value: rows } = present(read);
-      const positions = this.positionsOf(ctx, period, this.index.readyAt(period, mark, epoch));
-      const [row] = rows;
-      if (row) return this.around(ctx, period, positions, row, query.limit, view);
-      // No record: the top page is answered instead.
-      const keys = await positions.keysAfter(undefined, query.limit + 1);
-      const page = keys.slice(0, query.limit);
-      return {
-        items: ranked(await this.rowsInOrder(ctx, period, page), 0, view),
-        next_cursor: keys.length > query.limit ? cursorOf(page.at(-1) as RankKey) : null,
-      };
+      return this.around(ctx, period, marker, target, query.limit, view);
     }
     return this.list(ctx, period, marker, after, query.limit, view);
   }
@@ -278,22 +285,44 @@ export class StandingsReader {
     };
   }
 
-  /** The page centred on the user's record. */
+  /**
+   * The page centred on the user's record, or the top page when the user has none. The index's
+   * window around the record it holds for the user is read beside its marker, and the window's
+   * records by one guarded statement, whose epoch the marker must hold: two steps, as a top page
+   * takes. When the index may not answer (the KV failed, no marker, another epoch) or `target`
+   * names no user, the page is read from SQL alone.
+   */
   private async around<T>(
     ctx: Ctx,
     period: StandingsPeriod,
-    positions: Positions,
-    row: RecordRow,
+    marker: Promise<string | null | undefined>,
+    target: string,
     limit: number,
     view: RecordView<T>,
   ) {
-    const { start, total, keys } = await positions.window(keyOfRow(row), Math.floor((limit - 1) / 2), limit);
-    const page = await this.rowsInOrder(ctx, period, keys);
-    const more = start + keys.length < total;
-    return {
-      items: ranked(page, start, view),
-      next_cursor: more && keys.length > 0 ? cursorOf(keys.at(-1) as RankKey) : null,
-    };
+    const before = Math.floor((limit - 1) / 2);
+    const userId = isId(target) ? canonicalId(target) : undefined;
+    const fromIndex =
+      userId === undefined
+        ? undefined
+        : this.index.windowOf(period, userId, before, limit).catch(() => undefined);
+    const [mark, window] = await Promise.all([marker, fromIndex]);
+    let checked = false;
+    if (typeof mark === 'string' && window) {
+      const userIds = window.keys.map((key) => key.userId);
+      const { epoch, value: rows } = present(await guardedRecordsOfUsers(ctx.data, period, userIds));
+      checked = true;
+      if (this.index.readyAt(period, mark, epoch))
+        return pageOfWindow(window, inKeyOrder(window.keys, rows), view);
+    }
+    const ids = userId === undefined ? [] : [userId];
+    const { epoch, value: rows } = present(await guardedRecordsOfUsers(ctx.data, period, ids));
+    // Starts the index's rebuild when it is due (once per answer).
+    if (!checked) this.index.readyAt(period, mark, epoch);
+    const [row] = rows;
+    if (!row) return this.list(ctx, period, marker, undefined, limit, view);
+    const fromSql = await windowFromSql(ctx.data, period, keyOfRow(row), before, limit);
+    return pageOfWindow(fromSql, await this.rowsInOrder(ctx, period, fromSql.keys), view);
   }
 
   /** The records of `keys`, in their order (inKeyOrder). */
@@ -309,25 +338,8 @@ export class StandingsReader {
   /** The index's positions when it is ready, else SQL's over the records alone. */
   private positionsOf(ctx: Ctx, period: StandingsPeriod, ready: boolean): Positions {
     const index = this.index;
-    if (ready) {
-      return {
-        position: (key) => index.position(period, key),
-        window: (key, before, count) => index.window(period, key, before, count),
-        keysAfter: (key, count) => index.keysAfter(period, key, count),
-      };
-    }
+    if (ready) return { position: (key) => index.position(period, key) };
     const data = ctx.data;
-    return {
-      position: (key) => countBefore(data, period, key),
-      window: async (key, before, count) => {
-        const [position, total] = await Promise.all([
-          countBefore(data, period, key),
-          countRecords(data, period),
-        ]);
-        const start = windowStart(position, before, count, total);
-        return { start, total, keys: await keysFromPosition(data, period, start, count) };
-      },
-      keysAfter: async (key, count) => (await recordsAfter(data, period, key, count)).map(keyOfRow),
-    };
+    return { position: (key) => countBefore(data, period, key) };
   }
 }

@@ -7,8 +7,10 @@ export interface SetOptions {
   onlyIfAbsent?: boolean;
 }
 
-/** Kv.zwindow's answer. */
+/** Kv.zwindowOfField's answer. */
 export interface OrderedWindow {
+  /** Whether the field holds a member; when not, the window is the set's first members. */
+  found: boolean;
   start: number;
   size: number;
   members: string[];
@@ -106,12 +108,21 @@ export interface Kv {
    */
   zcountBefore(key: string, bound: string): Promise<number>;
   /**
-   * The `count` members around `bound` in one atomic step (one round trip on Redis): `before`
-   * members that sort before it when the set has them, the window shifted to stay inside the set
-   * (start = max(0, min(zcountBefore(bound) - before, size - count))). Answers the window's first
-   * position, the set's size and its members. `before` and `count` are non-negative integers.
+   * The `count` members of `setKey` around the member `versionsKey` holds for `field` (written by
+   * zreplaceVersioned), in one atomic step (one round trip on Redis): `before` members that sort
+   * before it when the set has them, the window shifted to stay inside the set (start =
+   * max(0, min(zcountBefore(member) - before, size - count))). A field with no member (never
+   * written, or deleted) answers `found` false and the window from the start of the set. Answers
+   * the window's first position, the set's size and its members. The keys are checked as
+   * zreplaceVersioned's are; `before` and `count` are non-negative integers.
    */
-  zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow>;
+  zwindowOfField(
+    setKey: string,
+    versionsKey: string,
+    field: string,
+    before: number,
+    count: number,
+  ): Promise<OrderedWindow>;
   /**
    * In one atomic step (one round trip on Redis), when `version` is greater than the version
    * `versionsKey` holds for `field` (none: any version is greater): removes from `setKey` the
@@ -218,13 +229,13 @@ export const ORDERED_SET_BATCH = 100;
 
 const NON_ASCII = /[\u0080-\uffff]/;
 
-/** Kv.zwindow's first position: `before` members ahead of `position`, kept inside a set of `size`. */
+/** Kv.zwindowOfField's first position: `before` members ahead of `position`, kept inside a set of `size`. */
 export const windowStart = (position: number, before: number, count: number, size: number): number =>
   Math.max(0, Math.min(position - before, size - count));
 
-/** Kv.zwindow's arguments: an ASCII bound and non-negative integer counts. */
-export function checkWindow(bound: string, before: number, count: number): void {
-  checkMembers([bound]);
+/** Kv.zwindowOfField's arguments: a set and versions key pair and non-negative integer counts. */
+export function checkWindow(setKey: string, versionsKey: string, before: number, count: number): void {
+  checkVersionedKeys(setKey, versionsKey);
   checkInteger('before', before, 0);
   checkInteger('count', count, 0);
 }
@@ -249,15 +260,20 @@ export function checkVersioned(
   versionsKey: string,
   entries: readonly VersionedMember[],
 ): void {
+  checkVersionedKeys(setKey, versionsKey);
+  for (const { version, member } of entries) {
+    checkInteger('version', version);
+    if (member !== null) checkMembers([member]);
+  }
+}
+
+/** An ordered set and its hash of versions: two keys sharing a {hash tag}, so one script may take both. */
+function checkVersionedKeys(setKey: string, versionsKey: string): void {
   const tag = hashTag(setKey);
   if (setKey === versionsKey || tag === undefined || tag !== hashTag(versionsKey))
     throw new RangeError(
       `the set and versions keys differ and share a {hash tag}, got ${setKey}, ${versionsKey}`,
     );
-  for (const { version, member } of entries) {
-    checkInteger('version', version);
-    if (member !== null) checkMembers([member]);
-  }
 }
 
 /** What a Redis Cluster hashes a key by when it has one: the first `{...}` with something inside. */

@@ -131,13 +131,22 @@ export abstract class MemoryKeyspace {
     return this.liveAs(key, isOrdered)?.value.countBelow(bound) ?? 0;
   }
 
-  async zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow> {
+  async zwindowOfField(
+    setKey: string,
+    versionsKey: string,
+    field: string,
+    before: number,
+    count: number,
+  ): Promise<OrderedWindow> {
     this.assertOpen();
-    checkWindow(bound, before, count);
-    const set = this.liveAs(key, isOrdered)?.value;
-    if (!set) return { start: 0, size: 0, members: [] };
-    const start = windowStart(set.countBelow(bound), before, count, set.size);
-    return { start, size: set.size, members: set.slice(start, start + count) };
+    checkWindow(setKey, versionsKey, before, count);
+    // Both kinds are checked, as the script's HGET and ZCARD do.
+    const member = this.liveAs(versionsKey, isVersions)?.value.get(field)?.member ?? null;
+    const set = this.liveAs(setKey, isOrdered)?.value;
+    const found = member !== null;
+    if (!set) return { found, start: 0, size: 0, members: [] };
+    const start = windowStart(found ? set.countBelow(member) : 0, before, count, set.size);
+    return { found, start, size: set.size, members: set.slice(start, start + count) };
   }
 
   async zreplaceVersioned(

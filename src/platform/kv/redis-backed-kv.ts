@@ -356,10 +356,22 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     return this.redis.zlexcount(key, '-', `(${bound}`);
   }
 
-  async zwindow(key: string, bound: string, before: number, count: number): Promise<OrderedWindow> {
-    checkWindow(bound, before, count);
-    const [start, size, members] = await this.scripts.orderedWindow(key, bound, before, count);
-    return { start, size, members };
+  async zwindowOfField(
+    setKey: string,
+    versionsKey: string,
+    field: string,
+    before: number,
+    count: number,
+  ): Promise<OrderedWindow> {
+    checkWindow(setKey, versionsKey, before, count);
+    const [found, start, size, members] = await this.scripts.fieldWindow(
+      setKey,
+      versionsKey,
+      field,
+      before,
+      count,
+    );
+    return { found: found === 1, start, size, members };
   }
 
   async zreplaceVersioned(

@@ -144,15 +144,24 @@ export const replaceVersionedArgs = (entries: readonly VersionedMember[]): strin
   ]);
 
 /**
- * Kv.zwindow: KEYS[1] is the ordered set; ARGV the bound, `before` and `count`. Answers the
- * window's start, the set's size and its members, read in one step.
+ * Kv.zwindowOfField: KEYS[1] is the ordered set, KEYS[2] the hash of versions; ARGV the field,
+ * `before` and `count`. The field's member is what follows the first space of its hash value
+ * (REPLACE_VERSIONED_SCRIPT). Answers 1 or 0 (whether it has one), the window's start, the set's
+ * size and its members, read in one step.
  */
-const ORDERED_WINDOW_SCRIPT = `
+const FIELD_WINDOW_SCRIPT = `
+local stored = redis.call('HGET', KEYS[2], ARGV[1])
+local space = stored and string.find(stored, ' ', 1, true)
 local size = redis.call('ZCARD', KEYS[1])
 local count = tonumber(ARGV[3])
-local start = math.max(0, math.min(redis.call('ZLEXCOUNT', KEYS[1], '-', '(' .. ARGV[1]) - tonumber(ARGV[2]), size - count))
-if count == 0 then return {start, size, {}} end
-return {start, size, redis.call('ZRANGE', KEYS[1], start, start + count - 1)}`;
+local found, position = 0, 0
+if space then
+  found = 1
+  position = redis.call('ZLEXCOUNT', KEYS[1], '-', '(' .. string.sub(stored, space + 1))
+end
+local start = math.max(0, math.min(position - tonumber(ARGV[2]), size - count))
+if count == 0 then return {found, start, size, {}} end
+return {found, start, size, redis.call('ZRANGE', KEYS[1], start, start + count - 1)}`;
 
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 export interface DefinedScripts {
@@ -165,12 +174,13 @@ export interface DefinedScripts {
   setAndPeek(...args: (string | number)[]): Promise<(number | string | null)[]>;
   /** 1 or 0 per entry, whether it applied. */
   replaceVersioned(setKey: string, versionsKey: string, ...entries: string[]): Promise<number[]>;
-  orderedWindow(
-    key: string,
-    bound: string,
+  fieldWindow(
+    setKey: string,
+    versionsKey: string,
+    field: string,
     before: number,
     count: number,
-  ): Promise<[number, number, string[]]>;
+  ): Promise<[0 | 1, number, number, string[]]>;
 }
 
 /** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
@@ -192,7 +202,7 @@ export function defineScripts(redis: RedisClient): void {
   redis.defineCommand('readHistory', { numberOfKeys: 2, lua: READ_HISTORY_SCRIPT });
   redis.defineCommand('setAndPeek', { lua: SET_AND_PEEK_SCRIPT });
   redis.defineCommand('replaceVersioned', { numberOfKeys: 2, lua: REPLACE_VERSIONED_SCRIPT });
-  redis.defineCommand('orderedWindow', { numberOfKeys: 1, lua: ORDERED_WINDOW_SCRIPT });
+  redis.defineCommand('fieldWindow', { numberOfKeys: 2, lua: FIELD_WINDOW_SCRIPT });
 }
 
 /** READ_HISTORY_SCRIPT's reply (as Buffers) as a history read: entry ids are `<offset>-0`. */
