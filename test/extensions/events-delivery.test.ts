@@ -8,7 +8,7 @@ import type { TokenResponse } from '../../protocol/auth.js';
 import type { App } from '../../src/app.js';
 import type { Database } from '../../src/platform/db.js';
 import { bearer, PASSWORD, registerUser, registerWithRole, uniqueUsername } from '../helpers/accounts.js';
-import { buildOwningApp, buildTestCluster, sharedBackendBounds, type TestCluster } from '../helpers/app.js';
+import { buildOwningApp, buildTestCluster, type TestCluster } from '../helpers/app.js';
 import { createTestDatabase, queryRows, type TestDatabase } from '../helpers/database.js';
 import {
   PROCESS_TEST_TIMEOUT_MS,
@@ -404,7 +404,6 @@ describe.skipIf(!DATABASE_URL || !REDIS_URL)(
         REDIS_URL: REDIS_URL as string,
         REDIS_KEY_PREFIX: `test:events:${randomBytes(6).toString('hex')}:`,
         MIGRATE_ON_START: 'false',
-        ...sharedBackendBounds(),
         EXTENSIONS: RECORDER,
         EVENTS_DELIVERY_LOG: log.path,
         DM_RATE_LIMIT_COUNT: '1000',

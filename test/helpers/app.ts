@@ -12,7 +12,7 @@ import { createLogger } from '../../src/platform/log.js';
 import { keptWarnings } from './app-warnings.js';
 import { createTestDatabase, TEST_QUERY_TIMEOUT_MS, type TestDatabase } from './database.js';
 import { type ExchangeRecorder, recordExchanges } from './openapi-recorder.js';
-import { type LogLine, preparedDataDir } from './service-process.js';
+import { type LogLine, preparedDataDir, TEST_REDIS_COMMAND_TIMEOUT_MS } from './service-process.js';
 
 export interface TestApp extends App {
   /** Base URL of the HTTP server once `listen` ran; tests mostly use `http.inject`. */
@@ -65,19 +65,6 @@ export function testConfig(dataDir: string, testDb: TestDatabase, overrides: Con
 function sharedRedis(): ConfigOverrides {
   return { REDIS_URL: process.env.REDIS_URL, REDIS_COMMAND_TIMEOUT_MS: TEST_REDIS_COMMAND_TIMEOUT_MS };
 }
-
-const TEST_REDIS_COMMAND_TIMEOUT_MS = 10_000;
-
-/**
- * testConfig's bounds on the run's shared PostgreSQL and Redis, as the env of a service process
- * (startService): with production's, a process just started on a loaded machine answered a
- * test's call 503.
- */
-export const sharedBackendBounds = (): Record<string, string> => ({
-  DATABASE_QUERY_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
-  DATABASE_CONNECT_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
-  REDIS_COMMAND_TIMEOUT_MS: String(TEST_REDIS_COMMAND_TIMEOUT_MS),
-});
 
 function namesRedis(overrides: ConfigOverrides): boolean {
   return ['REDIS_URL', 'REDIS_SENTINELS', 'REDIS_CLUSTER_NODES'].some(

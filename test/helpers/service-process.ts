@@ -8,6 +8,7 @@ import { inject } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import { callControl } from '../../src/platform/control-client.js';
 import { PASSWORD, uniqueUsername } from './accounts.js';
+import { TEST_QUERY_TIMEOUT_MS } from './database.js';
 
 export interface LogLine {
   msg: string;
@@ -38,8 +39,28 @@ export async function preparedDataDir(prefix: string): Promise<string> {
 }
 
 /**
- * The real CLI in a child process, through tsx as `npm start` runs it, on free ports. `listening`
- * resolves with the `atrium listening` log line, which names the ports it chose.
+ * How long a test app's or a service process's Redis command may wait for its answer: seconds
+ * rather than production's 500 ms, since on a loaded 2-core CI machine a command can wait past
+ * 500 ms and turn a test's call into a 503. The tests of command timeouts run a Redis of their own
+ * behind a proxy, with their own.
+ */
+export const TEST_REDIS_COMMAND_TIMEOUT_MS = 10_000;
+
+/**
+ * The test apps' bounds on a statement, a connection and a Redis command (testConfig), as the env
+ * of a service process: with production's, processes just started on a loaded machine answered
+ * tests' calls 503.
+ */
+const processBounds = (): Record<string, string> => ({
+  DATABASE_QUERY_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
+  DATABASE_CONNECT_TIMEOUT_MS: String(TEST_QUERY_TIMEOUT_MS),
+  REDIS_COMMAND_TIMEOUT_MS: String(TEST_REDIS_COMMAND_TIMEOUT_MS),
+});
+
+/**
+ * The real CLI in a child process, through tsx as `npm start` runs it, on free ports, with the
+ * test apps' bounds on the database and Redis (`extraEnv` may set its own). `listening` resolves
+ * with the `atrium listening` log line, which names the ports it chose.
  *
  * One process unless `extraEnv` sets WORKERS: the test run's DATABASE_URL and REDIS_URL put the
  * child in production mode, where WORKERS defaults to a worker per core, and a test that reads the
@@ -56,6 +77,7 @@ export function startService(dataDir: string, extraEnv: Record<string, string> =
       WS_PORT: '0',
       SHUTDOWN_GRACE_MS: '2000',
       LOG_LEVEL: 'info',
+      ...processBounds(),
       ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

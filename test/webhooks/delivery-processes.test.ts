@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { TokenResponse } from '../../protocol/auth.js';
 import type { WebhookDelivery, WebhookEndpoint } from '../../protocol/webhooks.js';
 import { bearer } from '../helpers/accounts.js';
-import { sharedBackendBounds } from '../helpers/app.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/database.js';
 import {
   adminOver,
@@ -48,7 +47,7 @@ function databaseEnv(testDb: TestDatabase | undefined, prefix: string): Record<s
     DATABASE_URL: testDb?.url ?? '',
     REDIS_URL: REDIS_URL ?? '',
     REDIS_KEY_PREFIX: `test:${prefix}:${randomBytes(6).toString('hex')}:`,
-    ...(testDb ? { MIGRATE_ON_START: 'false', ...sharedBackendBounds() } : {}),
+    ...(testDb ? { MIGRATE_ON_START: 'false' } : {}),
   };
 }
 
