@@ -117,7 +117,7 @@ const operations = {
     return { rank: before1 + 1, rows };
   },
   async around(): Promise<Ranked> {
-    const [, start, , members] = await scripts.fieldWindow(
+    const [start, , members] = await scripts.fieldWindow(
       set,
       job.versions as string,
       job.userId as string,

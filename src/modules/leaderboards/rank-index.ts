@@ -6,8 +6,6 @@ import { bumpIndexEpoch, indexEntries, indexEpoch, type StandingsPeriod } from '
 
 /** Keys around a record: the first one's position and how many records the standings hold. */
 export interface Window {
-  /** Whether the index holds the record; when not, the keys are the first ones. */
-  found: boolean;
   start: number;
   total: number;
   keys: RankKey[];
@@ -117,19 +115,12 @@ export class RankIndex {
    * `count` keys around the user's record, `before` of them ahead of it where the standings have
    * them (the window shifted to stay inside), with the first one's position and the records'
    * count: one step of the KV, so the three agree. The record is the one the index holds for the
-   * user (the member stored beside its version); without one, `found` is false and the window is
-   * the first `count` keys.
+   * user (the member stored beside its version); without one, the window is the first `count` keys.
    */
   async windowOf(period: StandingsPeriod, userId: string, before: number, count: number): Promise<Window> {
     const { set, versions } = this.keys(period);
-    const { found, start, size, members } = await this.kv.zwindowOfField(
-      set,
-      versions,
-      userId,
-      before,
-      count,
-    );
-    return { found, start, total: size, keys: keysOf(members) };
+    const { start, size, members } = await this.kv.zwindowOfField(set, versions, userId, before, count);
+    return { start, total: size, keys: keysOf(members) };
   }
 
   /** The first `count` keys after `key` (from the top without one). */

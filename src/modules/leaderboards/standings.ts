@@ -67,6 +67,9 @@ interface Positions {
 
 const MAX_USER_IDS = 100;
 
+/** A marker read that lets the index answer nothing and starts no rebuild (RankIndex.readyAt). */
+const NO_INDEX: Promise<undefined> = Promise.resolve(undefined);
+
 const refuse = (path: string, message: string) =>
   new AppError(ErrorCode.VALIDATION_FAILED, `${path}: ${message}`, { errors: [{ path, message }] });
 
@@ -144,7 +147,7 @@ async function windowFromSql(
 ): Promise<Window> {
   const [position, total] = await Promise.all([countBefore(data, period, key), countRecords(data, period)]);
   const start = windowStart(position, before, count, total);
-  return { found: true, start, total, keys: await keysFromPosition(data, period, start, count) };
+  return { start, total, keys: await keysFromPosition(data, period, start, count) };
 }
 
 /** Records each at the rank `positions` gives it. */
@@ -320,7 +323,8 @@ export class StandingsReader {
     // Starts the index's rebuild when it is due (once per answer).
     if (!checked) this.index.readyAt(period, mark, epoch);
     const [row] = rows;
-    if (!row) return this.list(ctx, period, marker, undefined, limit, view);
+    // The top page, from SQL as well: the index's epoch was checked above, not again.
+    if (!row) return this.list(ctx, period, NO_INDEX, undefined, limit, view);
     const fromSql = await windowFromSql(ctx.data, period, keyOfRow(row), before, limit);
     return pageOfWindow(fromSql, await this.rowsInOrder(ctx, period, fromSql.keys), view);
   }

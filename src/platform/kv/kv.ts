@@ -9,8 +9,6 @@ export interface SetOptions {
 
 /** Kv.zwindowOfField's answer. */
 export interface OrderedWindow {
-  /** Whether the field holds a member; when not, the window is the set's first members. */
-  found: boolean;
   start: number;
   size: number;
   members: string[];
@@ -112,7 +110,7 @@ export interface Kv {
    * zreplaceVersioned), in one atomic step (one round trip on Redis): `before` members that sort
    * before it when the set has them, the window shifted to stay inside the set (start =
    * max(0, min(zcountBefore(member) - before, size - count))). A field with no member (never
-   * written, or deleted) answers `found` false and the window from the start of the set. Answers
+   * written, or deleted) answers the window from the start of the set. Answers
    * the window's first position, the set's size and its members. The keys are checked as
    * zreplaceVersioned's are; `before` and `count` are non-negative integers.
    */

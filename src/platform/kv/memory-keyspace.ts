@@ -143,10 +143,9 @@ export abstract class MemoryKeyspace {
     // Both kinds are checked, as the script's HGET and ZCARD do.
     const member = this.liveAs(versionsKey, isVersions)?.value.get(field)?.member ?? null;
     const set = this.liveAs(setKey, isOrdered)?.value;
-    const found = member !== null;
-    if (!set) return { found, start: 0, size: 0, members: [] };
-    const start = windowStart(found ? set.countBelow(member) : 0, before, count, set.size);
-    return { found, start, size: set.size, members: set.slice(start, start + count) };
+    if (!set) return { start: 0, size: 0, members: [] };
+    const start = windowStart(member === null ? 0 : set.countBelow(member), before, count, set.size);
+    return { start, size: set.size, members: set.slice(start, start + count) };
   }
 
   async zreplaceVersioned(

@@ -364,14 +364,8 @@ export abstract class RedisBackedKv<Client extends RedisClient> implements Kv {
     count: number,
   ): Promise<OrderedWindow> {
     checkWindow(setKey, versionsKey, before, count);
-    const [found, start, size, members] = await this.scripts.fieldWindow(
-      setKey,
-      versionsKey,
-      field,
-      before,
-      count,
-    );
-    return { found: found === 1, start, size, members };
+    const [start, size, members] = await this.scripts.fieldWindow(setKey, versionsKey, field, before, count);
+    return { start, size, members };
   }
 
   async zreplaceVersioned(

@@ -146,22 +146,19 @@ export const replaceVersionedArgs = (entries: readonly VersionedMember[]): strin
 /**
  * Kv.zwindowOfField: KEYS[1] is the ordered set, KEYS[2] the hash of versions; ARGV the field,
  * `before` and `count`. The field's member is what follows the first space of its hash value
- * (REPLACE_VERSIONED_SCRIPT). Answers 1 or 0 (whether it has one), the window's start, the set's
- * size and its members, read in one step.
+ * (REPLACE_VERSIONED_SCRIPT); a field without one counts as position 0. Answers the window's
+ * start, the set's size and its members, read in one step.
  */
 const FIELD_WINDOW_SCRIPT = `
 local stored = redis.call('HGET', KEYS[2], ARGV[1])
 local space = stored and string.find(stored, ' ', 1, true)
 local size = redis.call('ZCARD', KEYS[1])
 local count = tonumber(ARGV[3])
-local found, position = 0, 0
-if space then
-  found = 1
-  position = redis.call('ZLEXCOUNT', KEYS[1], '-', '(' .. string.sub(stored, space + 1))
-end
+local position = 0
+if space then position = redis.call('ZLEXCOUNT', KEYS[1], '-', '(' .. string.sub(stored, space + 1)) end
 local start = math.max(0, math.min(position - tonumber(ARGV[2]), size - count))
-if count == 0 then return {found, start, size, {}} end
-return {found, start, size, redis.call('ZRANGE', KEYS[1], start, start + count - 1)}`;
+if count == 0 then return {start, size, {}} end
+return {start, size, redis.call('ZRANGE', KEYS[1], start, start + count - 1)}`;
 
 /** The scripts as defined commands (readHistoryBuffer: bulk strings as Buffers). */
 export interface DefinedScripts {
@@ -180,7 +177,7 @@ export interface DefinedScripts {
     field: string,
     before: number,
     count: number,
-  ): Promise<[0 | 1, number, number, string[]]>;
+  ): Promise<[number, number, string[]]>;
 }
 
 /** Both keys of a history share the channel name in braces: one hash slot, so one script may touch both. */
