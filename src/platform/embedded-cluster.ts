@@ -311,7 +311,9 @@ function migrateChildArgs(emptyTar: string, out: string): string[] {
 
 function runChild(args: string[]): Promise<void> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, args, {
+    // PGlite runs each statement here once, where V8's baseline compiler alone, the fastest to
+    // compile, is the quickest way through (docs/performance.md, "Embedded mode: the database's code").
+    const child = spawn(process.execPath, ['--liftoff-only', ...args], {
       stdio: ['ignore', 'ignore', 'pipe'],
       env: { ...process.env, NODE_OPTIONS: '' },
     });
