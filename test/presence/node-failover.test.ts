@@ -61,14 +61,12 @@ describe.skipIf(!DATABASE_URL || !REDIS_URL)(
       expect(ack.d).toEqual({ presence: { [subject.user.id]: 'online' } });
 
       a.service.child.kill('SIGKILL');
-      const killedAt = Date.now();
+      // The wait's deadline is the bound: the node's presence lease lapses well within it.
       const offline = await watching.next(
         (f) => f.t === 'presence' && (f.d as { status: string }).status === 'offline',
         15_000,
       );
-      const delayMs = Date.now() - killedAt;
       expect(offline.d).toMatchObject({ user_id: subject.user.id, status: 'offline' });
-      expect(delayMs).toBeLessThan(15_000);
       const query = await request(watching, 'presence.query', { user_ids: [subject.user.id] });
       expect(query.d).toEqual({ presence: { [subject.user.id]: 'offline' } });
     });
