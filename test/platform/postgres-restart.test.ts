@@ -68,25 +68,30 @@ describe.skipIf(!postgresBinDir())(
       inFlight.add(done);
     };
 
-    /** Resolves once `count` more sends have been answered with `status`. */
-    const answered = async (status: number, count: number) => {
-      const target = sends.filter((send) => send.status === status).length + count;
-      const deadline = performance.now() + 30_000;
-      while (sends.filter((send) => send.status === status).length < target) {
-        if (performance.now() > deadline)
-          throw new Error(`fewer than ${count} more sends answered ${status}`);
+    /** Polls the answers until `done` holds or `deadlineMs` passed; answers whether it held. */
+    const pollUntil = async (done: () => boolean, deadlineMs: number) => {
+      const deadline = performance.now() + deadlineMs;
+      while (!done()) {
+        if (performance.now() > deadline) return false;
         await new Promise((resolve) => setTimeout(resolve, SEND_EVERY_MS));
       }
+      return true;
+    };
+
+    /** Resolves once `count` more sends have been answered with `status`. */
+    const answered = async (status: number, count: number) => {
+      const answeredWith = () => sends.filter((send) => send.status === status).length;
+      const target = answeredWith() + count;
+      if (!(await pollUntil(() => answeredWith() >= target, 30_000)))
+        throw new Error(`fewer than ${count} more sends answered ${status}`);
     };
 
     /** Resolves once every send started during the outage is answered, or at the deadline (checked below). */
-    const outageSendsAnswered = async () => {
-      const deadline = performance.now() + OUTAGE_ANSWERS_DEADLINE_MS;
-      const answeredCount = () => sends.filter((send) => send.duringOutage).length;
-      while (answeredCount() < outageSendsStarted && performance.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, SEND_EVERY_MS));
-      }
-    };
+    const outageSendsAnswered = () =>
+      pollUntil(
+        () => sends.filter((send) => send.duringOutage).length >= outageSendsStarted,
+        OUTAGE_ANSWERS_DEADLINE_MS,
+      );
 
     beforeAll(async () => {
       server = await PostgresServer.start();
