@@ -158,13 +158,14 @@ function nodeFlags(words: string[]): string[] {
 }
 
 describe('runtime flags', () => {
-  it('are the same for npm start and the Docker image, which both bound the young generation size', async () => {
+  it('are the same for npm start and the Docker image, which bound the young generation and give V8 one platform thread', async () => {
     const { scripts } = JSON.parse(await readFile('package.json', 'utf8')) as { scripts: { start: string } };
     const startFlags = nodeFlags(scripts.start.split(/\s+/));
     const cmd = /^CMD (\[.*\])$/m.exec(await readFile('Dockerfile', 'utf8'))?.[1];
     const dockerFlags = nodeFlags(JSON.parse(cmd ?? '[]') as string[]);
     for (const bound of ['--min-semi-space-size=', '--max-semi-space-size='])
       expect(startFlags.some((flag) => flag.startsWith(bound))).toBe(true);
+    expect(startFlags).toContain('--v8-pool-size=1');
     expect(dockerFlags).toEqual(startFlags);
   });
 });

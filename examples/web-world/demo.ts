@@ -16,7 +16,15 @@ const root = join(here, '..', '..');
 
 const service = spawn(
   process.execPath,
-  ['--min-semi-space-size=1', '--max-semi-space-size=8', '--import', 'tsx', 'src/main.ts', 'serve'],
+  [
+    '--min-semi-space-size=1',
+    '--max-semi-space-size=8',
+    '--v8-pool-size=1',
+    '--import',
+    'tsx',
+    'src/main.ts',
+    'serve',
+  ],
   { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] },
 );
 service.once('exit', (code, signal) => {

@@ -33,14 +33,23 @@ const SOCKET_PORT = 5432;
 export const EMBEDDED_SETTINGS = ['-c', 'shared_buffers=16MB'];
 
 /**
- * PGlite's WebAssembly runs on V8's baseline compiler (Liftoff) only, never tiered up to the
- * optimizing one: the optimized code and its compilations stayed resident, 45 to 60 MiB of the
- * process at rest, and took about a second of the first start, for 7 to 12% of the throughput of
- * embedded routes that run SQL (docs/performance.md, "Embedded mode: the database's code"). V8
- * reads it when it compiles a module, which PGlite does when created; it changes no JavaScript,
- * and production mode never loads this module. Process-wide, hence set once, here.
+ * How V8 compiles PGlite's WebAssembly (docs/performance.md, "Embedded mode: the database's code").
+ * By default it recompiles hot functions with its optimizing compiler on its platform's background
+ * threads, whose malloc arenas keep the compilations' memory: the process rested at 238 to 283 MiB,
+ * against 166 to 191 on the baseline compiler (Liftoff) only, which costs a tenth to a quarter of
+ * the throughput of embedded routes that run SQL. With one platform thread (`--v8-pool-size=1`,
+ * which npm start and the image give the service) and one compilation task, that memory stays in
+ * one arena and the process rests under 250 MiB with the optimized code; without it (tests,
+ * `npm run dev`, the children that make the cluster cache, a node started by hand), Liftoff only.
+ * V8 reads these when it compiles a module, which PGlite does when created; they change no
+ * JavaScript, and production mode never loads this module. Process-wide, hence set once, here.
  */
-setFlagsFromString('--liftoff-only');
+export function wasmCompilerFlag(execArgv: readonly string[], nodeOptions = ''): string {
+  const onePlatformThread = [...execArgv, ...nodeOptions.split(/\s+/)].includes('--v8-pool-size=1');
+  return onePlatformThread ? '--wasm-num-compilation-tasks=1' : '--liftoff-only';
+}
+
+setFlagsFromString(wasmCompilerFlag(process.execArgv, process.env.NODE_OPTIONS));
 
 export interface EmbeddedOptions {
   /** Where PGlite keeps its files; undefined keeps everything in memory. */

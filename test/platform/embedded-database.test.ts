@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/app.js';
 import { configFrom } from '../../src/config.js';
 import { executeBound, openDatabase } from '../../src/platform/db.js';
+import { wasmCompilerFlag } from '../../src/platform/embedded-postgres.js';
 import { queryRows } from '../helpers/database.js';
 import { preparedDataDir } from '../helpers/service-process.js';
 
@@ -48,6 +49,17 @@ describe('embedded database', () => {
     } finally {
       await db.close();
     }
+  });
+
+  it('keeps the database on the baseline compiler when the node has its default platform threads', () => {
+    expect(wasmCompilerFlag(['--max-semi-space-size=32'])).toBe('--liftoff-only');
+    expect(wasmCompilerFlag(['--v8-pool-size=2'], '--v8-pool-size=4')).toBe('--liftoff-only');
+  });
+
+  it('lets the database tier up on one compilation task when the node has one platform thread', () => {
+    const tiered = '--wasm-num-compilation-tasks=1';
+    expect(wasmCompilerFlag(['--min-semi-space-size=1', '--v8-pool-size=1'])).toBe(tiered);
+    expect(wasmCompilerFlag([], '--max-old-space-size=512  --v8-pool-size=1')).toBe(tiered);
   });
 
   it('refuses a second process on the same DATA_DIR while the first holds it', async () => {
