@@ -51,7 +51,7 @@ describe('embedded database', () => {
     }
   });
 
-  it('keeps the database on the baseline compiler when the node has its default platform threads', () => {
+  it('keeps the database on the baseline compiler when the node has more than one platform thread', () => {
     expect(wasmCompilerFlag(['--max-semi-space-size=32'])).toBe('--liftoff-only');
     expect(wasmCompilerFlag(['--v8-pool-size=2'], '--v8-pool-size=4')).toBe('--liftoff-only');
   });
