@@ -9,7 +9,6 @@ import { configFrom } from '../../src/config.js';
 import { bearer, registerUser } from '../helpers/accounts.js';
 import { buildCheckedApp } from '../helpers/app.js';
 import { PostgresServer, postgresBinDir } from '../helpers/postgres-server.js';
-import { eventually } from '../helpers/service-process.js';
 
 /**
  * PostgreSQL crashing and coming back (an immediate shutdown, then crash recovery on the same
@@ -69,22 +68,28 @@ describe.skipIf(!postgresBinDir())(
       inFlight.add(done);
     };
 
+    /** Polls the answers until `done` holds or `deadlineMs` passed; answers whether it held. */
+    const pollUntil = async (done: () => boolean, deadlineMs: number) => {
+      const deadline = performance.now() + deadlineMs;
+      while (!done()) {
+        if (performance.now() > deadline) return false;
+        await new Promise((resolve) => setTimeout(resolve, SEND_EVERY_MS));
+      }
+      return true;
+    };
+
     /** Resolves once `count` more sends have been answered with `status`. */
     const answered = async (status: number, count: number) => {
       const answeredWith = () => sends.filter((send) => send.status === status).length;
       const target = answeredWith() + count;
-      await eventually(
-        () => (answeredWith() >= target ? true : undefined),
-        `${count} more sends answered ${status}`,
-        30_000,
-      );
+      if (!(await pollUntil(() => answeredWith() >= target, 30_000)))
+        throw new Error(`fewer than ${count} more sends answered ${status}`);
     };
 
-    /** Resolves once every send started during the outage is answered. */
+    /** Resolves once every send started during the outage is answered, or at the deadline (checked below). */
     const outageSendsAnswered = () =>
-      eventually(
-        () => (sends.filter((send) => send.duringOutage).length >= outageSendsStarted ? true : undefined),
-        'every send started during the outage to be answered',
+      pollUntil(
+        () => sends.filter((send) => send.duringOutage).length >= outageSendsStarted,
         OUTAGE_ANSWERS_DEADLINE_MS,
       );
 
